@@ -1,0 +1,58 @@
+// swift-tools-version:6.0
+// storelens: inspect, audit and repair Core Data / SwiftData stores pulled off devices.
+//
+// Dependencies point one way, from the executable down to the C shims:
+//
+//   storelens (argv, stdout, exit codes)
+//     -> Reports -> CoreDataStore -> Acquisition -> SQLiteAccess -> CSQLite
+//                                  \-> StoreFormats (pure Swift: header, WAL, -shm, plist, keyed archive)
+//                                  \-> Deflate -> CZlib
+//   StoreBuilder (writes stores in Apple's layout; used by tests, fixtures and the demo)
+import PackageDescription
+
+let package = Package(
+    name: "storelens",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "storelens", targets: ["storelens"]),
+        .library(name: "StorelensKit", targets: ["CoreDataStore", "Acquisition", "Reports", "StoreFormats"]),
+    ],
+    targets: [
+        // C libraries from the system (Debian -dev packages / Homebrew).
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3",
+                       providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
+        .systemLibrary(name: "CArchive", pkgConfig: "libarchive",
+                       providers: [.apt(["libarchive-dev"]), .brew(["libarchive"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib",
+                       providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
+
+        // Pure-Swift readers of on-disk formats. No SQLite C API here.
+        .target(name: "StoreFormats"),
+        // Raw DEFLATE (Z_MODELCACHE) through zlib.
+        .target(name: "Deflate", dependencies: ["CZlib"]),
+        // A small SQLite access layer: connections, statements, typed errors, identifier quoting.
+        .target(name: "SQLiteAccess", dependencies: ["CSQLite"]),
+        // Getting evidence in without changing it: store families, hashing, scratch copies, safe opening.
+        .target(name: "Acquisition", dependencies: ["StoreFormats", "SQLiteAccess", "CArchive"]),
+        // The Core Data / SwiftData store model: metadata, entities, history.
+        .target(name: "CoreDataStore", dependencies: ["StoreFormats", "SQLiteAccess", "Acquisition", "Deflate"]),
+        // Text, JSON, Markdown and HTML views of what the other targets found.
+        .target(name: "Reports", dependencies: ["CoreDataStore", "Acquisition", "StoreFormats"]),
+        // Writes stores in exactly Apple's layout, for tests, fixtures and the demo.
+        .target(name: "StoreBuilder", dependencies: ["SQLiteAccess", "StoreFormats", "Deflate"]),
+        // Helpers shared by test targets: temporary folders, hashes, the real fixtures' location.
+        .target(name: "StoreTestSupport", dependencies: ["Acquisition"]),
+
+        .executableTarget(name: "storelens", dependencies: ["Reports", "CoreDataStore", "Acquisition"]),
+
+        .testTarget(name: "StoreFormatsTests", dependencies: ["StoreFormats", "StoreTestSupport"]),
+        .testTarget(name: "DeflateTests", dependencies: ["Deflate"]),
+        .testTarget(name: "SQLiteAccessTests", dependencies: ["SQLiteAccess", "StoreTestSupport"]),
+        .testTarget(name: "AcquisitionTests", dependencies: ["Acquisition", "StoreBuilder", "StoreTestSupport"]),
+        .testTarget(name: "CoreDataStoreTests", dependencies: ["CoreDataStore", "StoreBuilder", "StoreTestSupport"]),
+        .testTarget(name: "StoreBuilderTests", dependencies: ["StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
+        .testTarget(name: "ReportsTests", dependencies: ["Reports", "CoreDataStore", "StoreBuilder", "StoreTestSupport"]),
+        .testTarget(name: "storelensTests", dependencies: ["StoreBuilder", "StoreTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

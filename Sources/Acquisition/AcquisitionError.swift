@@ -1,0 +1,54 @@
+import Foundation
+import SQLiteAccess
+
+/// Why a store could not be read. Each case carries the file it is about, and its description
+/// is one sentence saying what is wrong, where, and what to do.
+public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendable {
+    case notFound(path: String)
+    case isDirectory(path: String)
+    case unreadable(path: String, reason: String)
+    case notSQLite(path: String)
+    case truncated(path: String, size: Int, expected: Int)
+    case walPageSizeMismatch(wal: String, walPageSize: Int, databasePageSize: Int)
+    case hotJournal(path: String, journal: String)
+    case corrupt(path: String, detail: String)
+    case scratchFailed(path: String, reason: String)
+    case evidenceChanged(path: String, before: String, after: String)
+    case sqlite(SQLiteError)
+
+    public var description: String {
+        switch self {
+        case .notFound(let path):
+            return "\(path): no such file or folder; check the path."
+        case .isDirectory(let path):
+            return "\(path) is a folder, but a store file was expected; give the path of the store file itself (for example …/default.store)."
+        case .unreadable(let path, let reason):
+            return "\(path) cannot be read (\(reason)); check its permissions."
+        case .notSQLite(let path):
+            return "\(path) is not a SQLite database (it does not start with \"SQLite format 3\"); give the path of a Core Data or SwiftData store."
+        case .truncated(let path, let size, let expected):
+            return "\(path) is truncated: it has \(size) bytes but its header describes \(expected); copy the store off the device again, with its -wal and -shm."
+        case .walPageSizeMismatch(let wal, let walPageSize, let databasePageSize):
+            return "\(wal) has \(walPageSize)-byte pages but its database has \(databasePageSize)-byte pages, so it cannot belong to this store; check that the -wal was copied together with its own database."
+        case .hotJournal(let path, let journal):
+            return "\(path) has a hot rollback journal (\(journal)): a transaction was interrupted; rerun with --roll-back-journal to read the store as SQLite would after rolling it back (on a copy)."
+        case .corrupt(let path, let detail):
+            return "\(path) is damaged (\(detail)); run `storelens check` on it, or copy it off the device again."
+        case .scratchFailed(let path, let reason):
+            return "cannot prepare the private working folder \(path) (\(reason)); set TMPDIR to a writable local folder."
+        case .evidenceChanged(let path, let before, let after):
+            return "internal error: \(path) changed while storelens read it (SHA-256 \(before.prefix(12))… became \(after.prefix(12))…); please report this."
+        case .sqlite(let error):
+            return error.description
+        }
+    }
+
+    /// Whether this is the tool's fault (exit 3) rather than the input's (exit 2).
+    public var isInternal: Bool {
+        switch self {
+        case .evidenceChanged: return true
+        case .sqlite(let e): return !(e.isCorrupt || e.isNotADatabase)
+        default: return false
+        }
+    }
+}

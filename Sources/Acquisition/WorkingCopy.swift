@@ -1,0 +1,225 @@
+import Foundation
+import SQLiteAccess
+import StoreFormats
+
+/// Something about a store's files worth telling the user, though not an error.
+public enum StoreNote: Equatable, Sendable, CustomStringConvertible {
+    /// Header bytes 18/19 say WAL mode but no `-wal` came with the store: recent
+    /// transactions may be missing, and SQLite would not say so.
+    case walModeWithoutWAL
+    /// A `-wal` is present while the header says rollback mode; SQLite still applies it.
+    case walWithRollbackHeader
+    /// The WAL header is unusable, so SQLite ignores the whole WAL.
+    case walIgnored(reason: String)
+    /// A hot journal was rolled back in the working copy, as asked.
+    case journalRolledBack
+
+    public var description: String {
+        switch self {
+        case .walModeWithoutWAL:
+            return "the header says WAL mode but no -wal file came with the store: transactions not yet checkpointed are missing; copy the -wal from the device too"
+        case .walWithRollbackHeader:
+            return "a -wal is present although the header says rollback-journal mode; SQLite applies it anyway"
+        case .walIgnored(let reason):
+            return "SQLite ignores the -wal (\(reason)); only the main file's contents are visible"
+        case .journalRolledBack:
+            return "the hot -journal was rolled back in the working copy (the originals are unchanged)"
+        }
+    }
+}
+
+/// Options for opening evidence.
+public struct OpenOptions: Sendable {
+    /// Roll back a hot `-journal` in the working copy instead of refusing the store.
+    public var rollBackJournal = false
+    public init(rollBackJournal: Bool = false) { self.rollBackJournal = rollBackJournal }
+}
+
+/// A store copied into the private scratch folder, ready to be opened two ways: with the WAL
+/// applied (what the app would see) and main file only (what is already checkpointed).
+///
+/// SQLite never sees the originals: a read-write open checkpoints and deletes a `-wal`,
+/// `mode=ro` rewrites `-shm`, and `immutable=1` hides the WAL.
+public final class WorkingCopy {
+    /// The originals.
+    public let family: StoreFamily
+    /// The folder holding the copies.
+    public let folder: URL
+    /// The copy of the main file (with the copied `-wal` and `-journal` beside it).
+    public let copiedMain: URL
+    public let header: DatabaseHeader
+    /// The `-wal` as read from the original, parsed; nil when there is none.
+    public let wal: WAL?
+    public let walData: Data?
+    /// The `-shm` header, when a readable one came with the store (a hint only).
+    public let sharedMemory: SharedMemoryIndex?
+    public let notes: [StoreNote]
+    private let hasJournal: Bool
+
+    /// Largest `-wal` read into memory for parsing. WALs past this are refused rather than
+    /// risking the machine; raise it with `STORELENS_MAX_WAL_BYTES`.
+    public static var maxWALBytes: Int {
+        ProcessInfo.processInfo.environment["STORELENS_MAX_WAL_BYTES"].flatMap(Int.init) ?? 4 << 30
+    }
+
+    /// Validates the family of `main` and copies it (main, `-wal`, `-journal`; never `-shm`)
+    /// into `folder`.
+    public init(of main: URL, into folder: URL, options: OpenOptions = OpenOptions()) throws {
+        let path = main.path
+        let fm = FileManager.default
+        var isDir: ObjCBool = false
+        guard fm.fileExists(atPath: path, isDirectory: &isDir) else { throw AcquisitionError.notFound(path: path) }
+        guard !isDir.boolValue else { throw AcquisitionError.isDirectory(path: path) }
+        guard fm.isReadableFile(atPath: path) else {
+            throw AcquisitionError.unreadable(path: path, reason: "permission denied")
+        }
+        let size = (try? fm.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
+        let prefix = try Self.readPrefix(main, count: DatabaseHeader.length)
+        guard DatabaseHeader.isSQLite(prefix) else {
+            throw AcquisitionError.notSQLite(path: path)
+        }
+        let header: DatabaseHeader
+        switch Result(catching: { () throws(DatabaseHeaderError) -> DatabaseHeader in try DatabaseHeader(data: prefix) }) {
+        case .success(let parsed):
+            header = parsed
+        case .failure(.tooShort):
+            throw AcquisitionError.truncated(path: path, size: size, expected: DatabaseHeader.length)
+        case .failure(let error):
+            throw AcquisitionError.corrupt(path: path, detail: error.description)
+        }
+        // A main file shorter than its header's page count, or not a whole number of pages,
+        // was cut off in transfer; SQLite would only say "malformed" on some later query.
+        let described = header.pageCountIsValid ? Int(header.pageCount) * header.pageSize : 0
+        if size < header.pageSize || size % header.pageSize != 0 || size < described {
+            throw AcquisitionError.truncated(path: path, size: size,
+                                             expected: max(described, (size / header.pageSize + 1) * header.pageSize))
+        }
+        self.header = header
+        let family = StoreFamily.beside(main)
+        self.family = family
+
+        var notes: [StoreNote] = []
+        if let walURL = family.wal {
+            let walSize = (try? fm.attributesOfItem(atPath: walURL.path)[.size] as? NSNumber)?.intValue ?? 0
+            guard walSize <= Self.maxWALBytes else {
+                throw AcquisitionError.unreadable(path: walURL.path, reason: "the -wal is \(walSize) bytes, above the \(Self.maxWALBytes)-byte limit; set STORELENS_MAX_WAL_BYTES to raise it")
+            }
+            let data = try Self.read(walURL)
+            let wal = WAL(data: data)
+            if let walPageSize = wal.header?.pageSize, walPageSize != header.pageSize {
+                throw AcquisitionError.walPageSizeMismatch(wal: walURL.path, walPageSize: walPageSize,
+                                                           databasePageSize: header.pageSize)
+            }
+            if let problem = wal.headerProblem, !data.isEmpty {
+                notes.append(.walIgnored(reason: problem.description))
+            }
+            if !header.isWALMode { notes.append(.walWithRollbackHeader) }
+            self.wal = wal
+            self.walData = data
+        } else {
+            if header.isWALMode { notes.append(.walModeWithoutWAL) }
+            self.wal = nil
+            self.walData = nil
+        }
+        if let shmURL = family.shm, let data = try? Self.read(shmURL) {
+            self.sharedMemory = try? SharedMemoryIndex(data: data)
+        } else {
+            self.sharedMemory = nil
+        }
+
+        var hotJournal = false
+        if let journal = family.journal {
+            // A journal is hot when it is non-empty and its header still has the magic:
+            // SQLite zeroes or truncates it when a transaction completes.
+            let magic: [UInt8] = [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7]
+            let head = (try? Self.readPrefix(journal, count: 8)) ?? Data()
+            hotJournal = Array(head) == magic
+            if hotJournal && !options.rollBackJournal {
+                throw AcquisitionError.hotJournal(path: path, journal: journal.path)
+            }
+        }
+        self.hasJournal = hotJournal
+        if hotJournal { notes.append(.journalRolledBack) }
+        self.notes = notes
+
+        self.folder = folder
+        self.copiedMain = folder.appendingPathComponent(main.lastPathComponent)
+        try SafeCopy.copy(main, to: copiedMain)
+        if let wal = family.wal { try SafeCopy.copy(wal, to: URL(fileURLWithPath: copiedMain.path + "-wal")) }
+        if hotJournal, let journal = family.journal {
+            try SafeCopy.copy(journal, to: URL(fileURLWithPath: copiedMain.path + "-journal"))
+        }
+    }
+
+    /// Opens the copy with the WAL applied: what the app would see.
+    ///
+    /// Read-write (needed to roll back a hot journal) but with checkpoint-on-close disabled and
+    /// `query_only` on, so the copy's WAL survives for frame analysis and our own SQL cannot write.
+    public func open() throws -> Connection {
+        do {
+            let connection = try Connection.open(path: copiedMain.path, mode: .readWrite)
+            try connection.disableCheckpointOnClose()
+            if hasJournal {
+                // The first read rolls the hot journal back in the copy.
+                _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
+            }
+            try connection.makeQueryOnly()
+            // Reading the schema now turns "not a database" and "malformed" into errors here,
+            // with the original's path, rather than in the middle of a report.
+            _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
+            return connection
+        } catch {
+            throw Self.translate(error, path: family.main.path)
+        }
+    }
+
+    /// Opens the main file alone, as if no `-wal` existed: what is already checkpointed.
+    /// The header is switched to rollback mode in a separate copy so SQLite does not look for a WAL.
+    public func openMainFileOnly() throws -> Connection {
+        let mainOnly = folder.appendingPathComponent("main-file-only", isDirectory: true)
+        if !FileManager.default.fileExists(atPath: mainOnly.path) {
+            guard mkdir(mainOnly.path, 0o700) == 0 else {
+                throw AcquisitionError.scratchFailed(path: mainOnly.path, reason: String(cString: strerror(errno)))
+            }
+            let copy = mainOnly.appendingPathComponent(copiedMain.lastPathComponent)
+            try SafeCopy.copy(family.main, to: copy)
+            let handle = try FileHandle(forUpdating: copy)
+            try handle.seek(toOffset: 18)
+            handle.write(Data([1, 1]))
+            try handle.close()
+        }
+        do {
+            let connection = try Connection.open(path: mainOnly.appendingPathComponent(copiedMain.lastPathComponent).path, mode: .readOnly)
+            try connection.makeQueryOnly()
+            _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
+            return connection
+        } catch {
+            throw Self.translate(error, path: family.main.path)
+        }
+    }
+
+    static func translate(_ error: SQLiteError, path: String) -> AcquisitionError {
+        if error.isCorrupt || error.isNotADatabase {
+            return .corrupt(path: path, detail: "SQLite: \(error.message)")
+        }
+        return .sqlite(error.with(path: path))
+    }
+
+    static func readPrefix(_ url: URL, count: Int) throws -> Data {
+        do {
+            let handle = try FileHandle(forReadingFrom: url)
+            defer { try? handle.close() }
+            return try handle.read(upToCount: count) ?? Data()
+        } catch {
+            throw AcquisitionError.unreadable(path: url.path, reason: error.localizedDescription)
+        }
+    }
+
+    static func read(_ url: URL) throws -> Data {
+        do {
+            return try Data(contentsOf: url)
+        } catch {
+            throw AcquisitionError.unreadable(path: url.path, reason: error.localizedDescription)
+        }
+    }
+}

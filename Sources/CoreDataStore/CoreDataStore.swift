@@ -1,0 +1,140 @@
+import Foundation
+import SQLiteAccess
+import StoreFormats
+
+/// A Core Data or SwiftData store as read from one view (a connection) of it.
+public struct CoreDataStore: Sendable {
+    public let metadata: StoreMetadata
+    /// Every `Z_PRIMARYKEY` row, ordered by `Z_ENT`.
+    public let entities: [StoreEntity]
+    /// Whether the store has the `Z_MODELCACHE` table, and how many bytes its blob holds.
+    public let modelCacheBytes: Int?
+    /// Persistent history tables, when present.
+    public let history: HistorySummary
+    /// Tables of NSPersistentCloudKitContainer's mirroring (`ANSCK…`).
+    public let cloudKitTables: [String]
+
+    /// Whether a connection shows a Core Data store: `Z_PRIMARYKEY` and `Z_METADATA` both exist.
+    public static func isCoreData(_ connection: Connection) throws -> Bool {
+        try connection.tableExists("Z_PRIMARYKEY") && connection.tableExists("Z_METADATA")
+    }
+
+    /// Reads the store's structure, or returns nil for a plain SQLite database.
+    public static func read(_ connection: Connection) throws -> CoreDataStore? {
+        guard try isCoreData(connection) else { return nil }
+        let metadata = try StoreMetadata.read(connection)
+        let entities = try readEntities(connection)
+        var modelCacheBytes: Int?
+        if try connection.tableExists("Z_MODELCACHE") {
+            modelCacheBytes = try connection.scalar("SELECT length(Z_CONTENT) FROM Z_MODELCACHE LIMIT 1").int ?? 0
+        }
+        let tables = try connection.tableNames()
+        return CoreDataStore(metadata: metadata, entities: entities, modelCacheBytes: modelCacheBytes,
+                             history: try HistorySummary.read(connection),
+                             cloudKitTables: tables.filter { $0.hasPrefix("ANSCK") })
+    }
+
+    public func entity(named name: String) -> StoreEntity? {
+        entities.first { $0.name == name }
+    }
+
+    /// Counts rows per entity by `Z_ENT`, one grouped query per table (never one per entity).
+    public func countRows(_ connection: Connection) throws -> [Int: (count: Int, maxPK: Int?)] {
+        var result: [Int: (count: Int, maxPK: Int?)] = [:]
+        var done = Set<String>()
+        for entity in entities where entity.tableExists && !done.contains(entity.table) {
+            done.insert(entity.table)
+            let table = Identifier.quoted(entity.table)
+            let columns = try connection.columns(of: entity.table).map(\.name)
+            let maxPK = columns.contains("Z_PK") ? try connection.scalar("SELECT max(Z_PK) FROM \(table)").int : nil
+            if columns.contains("Z_ENT") {
+                for row in try connection.rows("SELECT Z_ENT, count(*) FROM \(table) GROUP BY Z_ENT") {
+                    guard let ent = row[0].int, let count = row[1].int else { continue }
+                    result[ent] = (count, maxPK)
+                }
+            }
+            // Entities of this table with no rows still learn the table's max(Z_PK).
+            for member in entities where member.table == entity.table && result[member.number] == nil {
+                result[member.number] = (0, maxPK)
+            }
+        }
+        return result
+    }
+
+    static func readEntities(_ connection: Connection) throws -> [StoreEntity] {
+        struct Raw { let number: Int; let name: String; let superNumber: Int; let zMax: Int? }
+        var raws: [Raw] = []
+        for row in try connection.rows("SELECT Z_ENT, Z_NAME, Z_SUPER, Z_MAX FROM Z_PRIMARYKEY ORDER BY Z_ENT") {
+            guard let number = row[0].int else { continue }
+            let name = row[1].string ?? ""
+            raws.append(Raw(number: number, name: name, superNumber: row[2].int ?? 0, zMax: row[3].int))
+        }
+        let byNumber = Dictionary(raws.map { ($0.number, $0) }, uniquingKeysWith: { first, _ in first })
+        let tables = Set(try connection.tableNames())
+
+        func root(of raw: Raw) throws -> Raw {
+            var current = raw
+            var seen: Set<Int> = [raw.number]
+            while current.superNumber != 0, let parent = byNumber[current.superNumber] {
+                guard seen.insert(parent.number).inserted else {
+                    throw CoreDataStoreError.primaryKeys(path: connection.path,
+                                                         detail: "Z_SUPER forms a cycle through entity \(raw.number)")
+                }
+                current = parent
+            }
+            return current
+        }
+        var children: [Int: [Int]] = [:]
+        for raw in raws where raw.superNumber != 0 { children[raw.superNumber, default: []].append(raw.number) }
+        func subtree(_ number: Int) -> [Int] {
+            var result: [Int] = []
+            var stack = [number]
+            var seen = Set<Int>()
+            while let next = stack.popLast() {
+                guard seen.insert(next).inserted else { continue }
+                result.append(next)
+                stack.append(contentsOf: children[next] ?? [])
+            }
+            return result.sorted()
+        }
+
+        return try raws.map { raw in
+            let rootRaw = try root(of: raw)
+            let kind: StoreEntity.Kind
+            if raw.number < 16000 {
+                kind = .user
+            } else if ["CHANGE", "TRANSACTION", "TRANSACTIONSTRING"].contains(rootRaw.name) {
+                kind = .history
+            } else if rootRaw.name.hasPrefix("NSCK") {
+                kind = .cloudKit
+            } else {
+                kind = .ancillary
+            }
+            let table = (kind == .user ? "Z" : "A") + rootRaw.name.uppercased()
+            return StoreEntity(number: raw.number, name: raw.name, superNumber: raw.superNumber,
+                               parentName: raw.superNumber == 0 ? nil : byNumber[raw.superNumber]?.name,
+                               rootName: rootRaw.name, zMax: raw.zMax, kind: kind, table: table,
+                               tableExists: tables.contains(table), subtreeNumbers: subtree(raw.number))
+        }
+    }
+}
+
+/// Persistent history in a store: whether its tables exist and how much they hold.
+public struct HistorySummary: Equatable, Sendable {
+    public let present: Bool
+    public let transactions: Int
+    public let changes: Int
+    /// Interned strings (bundle ids, process names, authors, context names).
+    public let strings: Int
+
+    static func read(_ connection: Connection) throws -> HistorySummary {
+        let hasChange = try connection.tableExists("ACHANGE")
+        let hasTransaction = try connection.tableExists("ATRANSACTION")
+        guard hasChange || hasTransaction else { return HistorySummary(present: false, transactions: 0, changes: 0, strings: 0) }
+        func count(_ table: String) throws -> Int {
+            try connection.tableExists(table) ? connection.scalar("SELECT count(*) FROM \(Identifier.quoted(table))").int ?? 0 : 0
+        }
+        return HistorySummary(present: true, transactions: try count("ATRANSACTION"),
+                              changes: try count("ACHANGE"), strings: try count("ATRANSACTIONSTRING"))
+    }
+}

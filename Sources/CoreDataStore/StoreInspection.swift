@@ -1,0 +1,139 @@
+import Acquisition
+import Foundation
+import SQLiteAccess
+import StoreFormats
+
+/// The `-wal` of a store, summarised as `inspect` reports it.
+public struct WALSummary: Equatable, Sendable {
+    public let present: Bool
+    /// Whole frames in the file, valid or not.
+    public let frames: Int
+    /// Frames SQLite would accept (the walk stops at the first bad one).
+    public let validFrames: Int
+    public let commits: Int
+    /// mxFrame: the last commit frame; frames after it are an unfinished transaction.
+    public let lastCommitFrame: Int
+    public let pageSize: Int?
+    public let salt1: UInt32?
+    public let salt2: UInt32?
+    public let checkpointSequence: UInt32?
+    /// Why the walk stopped, or why the whole WAL is ignored.
+    public let stopReason: String?
+
+    public static let absent = WALSummary(present: false, frames: 0, validFrames: 0, commits: 0, lastCommitFrame: 0,
+                                          pageSize: nil, salt1: nil, salt2: nil, checkpointSequence: nil, stopReason: nil)
+
+    init(_ wal: WAL) {
+        present = true
+        frames = wal.totalFrameSlots
+        validFrames = wal.validFrameCount
+        commits = wal.commitFrames.count
+        lastCommitFrame = wal.lastCommitFrame
+        pageSize = wal.header?.pageSize
+        salt1 = wal.header?.salt1
+        salt2 = wal.header?.salt2
+        checkpointSequence = wal.header?.checkpointSequence
+        stopReason = wal.headerProblem.map { "\($0)" } ?? wal.stopReason.map { "\($0)" }
+    }
+
+    init(present: Bool, frames: Int, validFrames: Int, commits: Int, lastCommitFrame: Int, pageSize: Int?,
+         salt1: UInt32?, salt2: UInt32?, checkpointSequence: UInt32?, stopReason: String?) {
+        self.present = present; self.frames = frames; self.validFrames = validFrames; self.commits = commits
+        self.lastCommitFrame = lastCommitFrame; self.pageSize = pageSize; self.salt1 = salt1; self.salt2 = salt2
+        self.checkpointSequence = checkpointSequence; self.stopReason = stopReason
+    }
+}
+
+/// Everything `inspect` says about one store.
+public struct StoreInspection: Sendable {
+    public enum Format: String, Sendable {
+        case coreData = "coredata"
+        case sqlite
+    }
+
+    /// One entity with its counts.
+    public struct EntityReport: Sendable {
+        public let entity: StoreEntity
+        public let counts: EntityCounts
+    }
+
+    /// A table of a plain SQLite database, with its row count.
+    public struct TableReport: Sendable {
+        public let name: String
+        public let rows: Int
+        public let rowsMainFileOnly: Int?
+    }
+
+    public let path: String
+    public let format: Format
+    public let stack: StackVerdict
+    public let journalMode: String
+    public let pageSize: Int
+    public let sizeBytes: Int
+    public let metadata: StoreMetadata?
+    public let entities: [EntityReport]
+    public let tables: [TableReport]
+    public let wal: WALSummary
+    public let history: HistorySummary?
+    public let cloudKitTables: [String]
+    public let notes: [String]
+}
+
+/// Reads a working copy into a `StoreInspection`.
+public enum StoreInspector {
+    public static func inspect(_ copy: WorkingCopy, displayPath: String? = nil) throws -> StoreInspection {
+        let path = displayPath ?? copy.family.main.path
+        let connection = try copy.open()
+        let mainOnly = try copy.openMainFileOnly()
+        do {
+            return try inspect(copy: copy, path: path, connection: connection, mainOnly: mainOnly)
+        } catch let error as SQLiteError {
+            throw error.isCorrupt || error.isNotADatabase
+                ? AcquisitionError.corrupt(path: path, detail: "SQLite: \(error.message)")
+                : AcquisitionError.sqlite(error)
+        }
+    }
+
+    static func inspect(copy: WorkingCopy, path: String, connection: Connection, mainOnly: Connection) throws -> StoreInspection {
+        let size = (try? FileManager.default.attributesOfItem(atPath: copy.family.main.path)[.size] as? NSNumber)?.intValue ?? 0
+        let journalMode = copy.header.isWALMode ? "wal" : (try connection.journalMode())
+        let wal = copy.wal.map(WALSummary.init) ?? .absent
+        let notes = copy.notes.map(\.description)
+
+        guard let store = try CoreDataStore.read(connection) else {
+            // A plain SQLite database: report its tables, not reject it.
+            var tables: [StoreInspection.TableReport] = []
+            let mainTables = Set(try mainOnly.tableNames())
+            for name in try connection.tableNames() where !name.hasPrefix("sqlite_") {
+                let quoted = Identifier.quoted(name)
+                let rows = try connection.scalar("SELECT count(*) FROM \(quoted)").int ?? 0
+                let mainRows = mainTables.contains(name) ? try mainOnly.scalar("SELECT count(*) FROM \(quoted)").int : 0
+                tables.append(.init(name: name, rows: rows, rowsMainFileOnly: mainRows))
+            }
+            return StoreInspection(path: path, format: .sqlite,
+                                   stack: StackVerdict(stack: .unknown, evidence: ["no Z_PRIMARYKEY and Z_METADATA tables: not a Core Data store"]),
+                                   journalMode: journalMode, pageSize: copy.header.pageSize, sizeBytes: size,
+                                   metadata: nil, entities: [], tables: tables, wal: wal, history: nil,
+                                   cloudKitTables: [], notes: notes)
+        }
+
+        let counts = try store.countRows(connection)
+        // The main file may predate entities or tables that only the WAL created.
+        let mainStore = try? CoreDataStore.read(mainOnly)
+        let mainCounts = try mainStore.map { try $0.countRows(mainOnly) } ?? [:]
+        let entities = store.entities.map { entity -> StoreInspection.EntityReport in
+            let own = counts[entity.number]?.count ?? 0
+            let all = entity.subtreeNumbers.reduce(0) { $0 + (counts[$1]?.count ?? 0) }
+            return .init(entity: entity, counts: EntityCounts(
+                rows: own, rowsIncludingSubentities: all,
+                rowsMainFileOnly: mainStore == nil ? nil : (mainCounts[entity.number]?.count ?? 0),
+                maxPK: counts[entity.number]?.maxPK))
+        }
+        let classNames = ModelCachePeek.classNames(connection)
+        return StoreInspection(path: path, format: .coreData,
+                               stack: StackVerdict.judge(store: store, classNames: classNames),
+                               journalMode: journalMode, pageSize: copy.header.pageSize, sizeBytes: size,
+                               metadata: store.metadata, entities: entities, tables: [], wal: wal,
+                               history: store.history, cloudKitTables: store.cloudKitTables, notes: notes)
+    }
+}

@@ -1,0 +1,169 @@
+import CoreDataStore
+import Foundation
+
+/// The views of `inspect`: text for people, JSON for machines (documented in docs/json-output.md).
+public enum InspectionReport {
+    /// Version of the JSON layout; bumped only on incompatible changes.
+    public static let schemaVersion = 1
+
+    public static func json(_ inspections: [StoreInspection]) -> JSONValue {
+        .object([
+            ("schemaVersion", .int(schemaVersion)),
+            ("stores", .array(inspections.map(json(store:)))),
+        ])
+    }
+
+    static func json(store s: StoreInspection) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("path", .string(s.path)),
+            ("format", .string(s.format.rawValue)),
+            ("stack", .string(s.stack.stack.rawValue)),
+            ("stackEvidence", .array(s.stack.evidence.map(JSONValue.string))),
+            ("journalMode", .string(s.journalMode)),
+            ("pageSize", .int(s.pageSize)),
+            ("sizeBytes", .int(s.sizeBytes)),
+        ]
+        if let m = s.metadata {
+            members.append(("metadata", .object([
+                ("uuid", .optional(m.uuid)),
+                ("storeType", .optional(m.storeType)),
+                ("frameworkVersion", .optional(m.frameworkVersion)),
+                ("modelVersionIdentifiers", .array(m.modelVersionIdentifiers.map(JSONValue.string))),
+                ("versionHashes", .object(m.versionHashes.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value.base64EncodedString())) })),
+                ("versionHashesDigest", .optional(m.versionHashesDigest)),
+                ("versionChecksum", .optional(m.versionChecksum)),
+            ])))
+        } else {
+            members.append(("metadata", .null))
+        }
+        members.append(("entities", .array(s.entities.map { e in
+            .object([
+                ("name", .string(e.entity.name)),
+                ("number", .int(e.entity.number)),
+                ("kind", .string(e.entity.kind.rawValue)),
+                ("parent", .optional(e.entity.parentName)),
+                ("table", .optional(e.entity.tableExists ? e.entity.table : nil)),
+                ("rows", .int(e.counts.rows)),
+                ("rowsIncludingSubentities", .int(e.counts.rowsIncludingSubentities)),
+                ("rowsMainFileOnly", .optional(e.counts.rowsMainFileOnly)),
+                ("maxPK", .optional(e.counts.maxPK)),
+                ("zMax", .optional(e.entity.zMax)),
+            ])
+        })))
+        if s.format == .sqlite {
+            members.append(("tables", .array(s.tables.map {
+                .object([("name", .string($0.name)), ("rows", .int($0.rows)), ("rowsMainFileOnly", .optional($0.rowsMainFileOnly))])
+            })))
+        }
+        let w = s.wal
+        members.append(("wal", .object([
+            ("present", .bool(w.present)),
+            ("frames", .int(w.frames)),
+            ("validFrames", .int(w.validFrames)),
+            ("commits", .int(w.commits)),
+            ("lastCommitFrame", .int(w.lastCommitFrame)),
+            ("pageSize", .optional(w.pageSize)),
+            ("salt1", .optional(w.salt1.map(hex))),
+            ("salt2", .optional(w.salt2.map(hex))),
+            ("checkpointSequence", .optional(w.checkpointSequence.map { Int($0) })),
+            ("stopReason", .optional(w.stopReason)),
+        ])))
+        let h = s.history
+        members.append(("history", .object([
+            ("present", .bool(h?.present ?? false)),
+            ("transactions", .int(h?.transactions ?? 0)),
+            ("changes", .int(h?.changes ?? 0)),
+        ])))
+        members.append(("cloudKitTables", .array(s.cloudKitTables.map(JSONValue.string))))
+        members.append(("notes", .array(s.notes.map(JSONValue.string))))
+        return .object(members)
+    }
+
+    static func hex(_ value: UInt32) -> String { String(format: "0x%08x", value) }
+
+    /// The text view: a header block, the entity table, WAL and history lines, then notes.
+    public static func text(_ inspections: [StoreInspection]) -> String {
+        inspections.map(text(store:)).joined(separator: "\n")
+    }
+
+    static func text(store s: StoreInspection) -> String {
+        var out = "\(TextTable.sanitized(s.path))\n"
+        let formatName = s.format == .coreData ? "Core Data store" : "SQLite database (not Core Data)"
+        out += "  format      \(formatName), \(s.journalMode) journal, \(s.pageSize)-byte pages, \(s.sizeBytes) bytes\n"
+        if s.format == .coreData {
+            let stackName = ["swiftdata": "SwiftData", "coredata": "Core Data (Xcode model)", "unknown": "undetermined"][s.stack.stack.rawValue] ?? ""
+            out += "  written by  \(stackName) (most likely)\n"
+            for line in s.stack.evidence { out += "              - \(line)\n" }
+        }
+        if let m = s.metadata {
+            out += "  store UUID  \(m.uuid ?? "(none)")\n"
+            out += "  framework   \(m.frameworkVersion.map(String.init) ?? "?")"
+            out += ", model version identifiers \(m.modelVersionIdentifiers.map { "\"\($0)\"" }.joined(separator: ", "))\n"
+        }
+        if !s.entities.isEmpty {
+            out += "\n"
+            var table: [[String]] = [["Z_ENT", "ENTITY", "PARENT", "TABLE", "ROWS", "+SUB", "MAIN FILE", "MAX PK", "Z_MAX"]]
+            for e in s.entities {
+                table.append([String(e.entity.number), e.entity.name, e.entity.parentName ?? "-",
+                              e.entity.tableExists ? e.entity.table : "(missing)",
+                              String(e.counts.rows), String(e.counts.rowsIncludingSubentities),
+                              e.counts.rowsMainFileOnly.map(String.init) ?? "-",
+                              e.counts.maxPK.map(String.init) ?? "-", e.entity.zMax.map(String.init) ?? "-"])
+            }
+            out += TextTable.render(table, rightAligned: [0, 4, 5, 6, 7, 8], indent: 2)
+        }
+        if !s.tables.isEmpty {
+            out += "\n"
+            var table: [[String]] = [["TABLE", "ROWS", "MAIN FILE"]]
+            for t in s.tables { table.append([t.name, String(t.rows), t.rowsMainFileOnly.map(String.init) ?? "-"]) }
+            out += TextTable.render(table, rightAligned: [1, 2], indent: 2)
+        }
+        out += "\n"
+        let w = s.wal
+        if w.present {
+            out += "  wal         \(w.validFrames) of \(w.frames) frames valid, \(w.commits) commits, last commit at frame \(w.lastCommitFrame)"
+            if let s1 = w.salt1, let s2 = w.salt2 { out += ", salts \(hex(s1)) \(hex(s2))" }
+            out += "\n"
+            if let reason = w.stopReason { out += "              stopped: \(reason)\n" }
+        } else {
+            out += "  wal         none\n"
+        }
+        if let h = s.history, h.present {
+            out += "  history     \(h.transactions) transactions, \(h.changes) changes\n"
+        } else if s.format == .coreData {
+            out += "  history     not tracked\n"
+        }
+        if !s.cloudKitTables.isEmpty { out += "  cloudkit    \(s.cloudKitTables.count) mirroring tables\n" }
+        for note in s.notes { out += "  note        \(note)\n" }
+        return out
+    }
+}
+
+/// Plain aligned columns for terminal output.
+public enum TextTable {
+    public static func render(_ rows: [[String]], rightAligned: Set<Int> = [], indent: Int = 0) -> String {
+        guard let width = rows.map(\.count).max() else { return "" }
+        var widths = [Int](repeating: 0, count: width)
+        let rows = rows.map { $0.map(sanitized) }
+        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], displayWidth(cell)) } }
+        var out = ""
+        for row in rows {
+            var line = String(repeating: " ", count: indent)
+            for (i, cell) in row.enumerated() {
+                let pad = String(repeating: " ", count: widths[i] - displayWidth(cell))
+                line += rightAligned.contains(i) ? pad + cell : cell + pad
+                if i < row.count - 1 { line += "  " }
+            }
+            while line.hasSuffix(" ") { line.removeLast() }
+            out += line + "\n"
+        }
+        return out
+    }
+
+    /// Cells come from a device: control characters are shown escaped, never sent to the terminal.
+    public static func sanitized(_ s: String) -> String {
+        String(s.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? "\u{FFFD}" : Character($0) })
+    }
+
+    static func displayWidth(_ s: String) -> Int { s.count }
+}

@@ -1,0 +1,174 @@
+import CSQLite
+import Foundation
+
+/// A connection to one SQLite database: a file, or an image held in memory.
+///
+/// Connections are used from one thread at a time; they are deliberately not `Sendable`.
+public final class Connection {
+    let handle: OpaquePointer
+    /// The file this connection reads, or a description of an in-memory image. Used in errors.
+    public let path: String
+
+    /// How to open a file.
+    public enum Mode: Sendable {
+        /// `SQLITE_OPEN_READONLY`. Note: on a WAL database in a writable folder SQLite still
+        /// creates or rewrites `-shm`; use it only on copies.
+        case readOnly
+        /// `SQLITE_OPEN_READWRITE`: needed to roll back a hot journal, and for writing copies.
+        case readWrite
+        /// `SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE`: for the store builder and repairs.
+        case create
+
+        var flags: Int32 {
+            switch self {
+            case .readOnly: return SQLITE_OPEN_READONLY
+            case .readWrite: return SQLITE_OPEN_READWRITE
+            case .create: return SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+            }
+        }
+    }
+
+    private init(handle: OpaquePointer, path: String) {
+        self.handle = handle
+        self.path = path
+    }
+
+    /// Opens the file at `path`. Closing happens on deinit.
+    public static func open(path: String, mode: Mode) throws(SQLiteError) -> Connection {
+        var db: OpaquePointer?
+        let rc = sqlite3_open_v2(path, &db, mode.flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
+            // > Whether or not an error occurs when it is opened, resources associated with the
+            // > database connection handle should be released by passing it to sqlite3_close().
+            if let db { sqlite3_close_v2(db) }
+            throw SQLiteError(extendedCode: rc, message: message, path: path)
+        }
+        let connection = Connection(handle: db, path: path)
+        try connection.hardenAgainstHostileSchema()
+        return connection
+    }
+
+    /// Opens a database image held in memory (`sqlite3_deserialize`). Nothing on disk is involved,
+    /// which is how the main-file-only and point-in-time views are read.
+    ///
+    /// The image must be in rollback mode (header bytes 18/19 = 1): memdb has no WAL.
+    public static func deserialize(_ image: Data, name: String, readOnly: Bool = true) throws(SQLiteError) -> Connection {
+        var db: OpaquePointer?
+        let rc = sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)
+        guard rc == SQLITE_OK, let db else {
+            if let db { sqlite3_close_v2(db) }
+            throw SQLiteError(extendedCode: rc, message: "cannot open an in-memory database", path: name)
+        }
+        let connection = Connection(handle: db, path: name)
+        let size = image.count
+        guard let buffer = sqlite3_malloc64(sqlite3_uint64(max(size, 1))) else {
+            throw SQLiteError(extendedCode: SQLITE_NOMEM, message: "out of memory for a \(size)-byte image", path: name)
+        }
+        image.withUnsafeBytes { raw in
+            if let base = raw.baseAddress { buffer.copyMemory(from: base, byteCount: size) }
+        }
+        var flags = UInt32(SQLITE_DESERIALIZE_FREEONCLOSE)
+        flags |= readOnly ? UInt32(SQLITE_DESERIALIZE_READONLY) : UInt32(SQLITE_DESERIALIZE_RESIZEABLE)
+        // > SQLITE_DESERIALIZE_FREEONCLOSE: SQLite takes ownership of the buffer, even on failure.
+        let drc = sqlite3_deserialize(db, "main", buffer.assumingMemoryBound(to: UInt8.self),
+                                      sqlite3_int64(size), sqlite3_int64(size), flags)
+        guard drc == SQLITE_OK else { throw connection.error(code: drc, sql: nil) }
+        try connection.hardenAgainstHostileSchema()
+        return connection
+    }
+
+    deinit {
+        sqlite3_close_v2(handle)
+    }
+
+    // MARK: - Configuration
+
+    /// Views and triggers in a pulled store are untrusted code: defensive mode blocks writes to
+    /// the schema and shadow tables, and `trusted_schema=OFF` stops schema objects from calling
+    /// functions with side effects.
+    private func hardenAgainstHostileSchema() throws(SQLiteError) {
+        try config(SQLITE_DBCONFIG_DEFENSIVE, 1)
+        try config(SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0)
+    }
+
+    /// Calls `sqlite3_db_config(op, value)` through the shim (the C function is variadic).
+    public func config(_ op: Int32, _ value: Int32) throws(SQLiteError) {
+        let rc = storelens_sqlite3_db_config_int(handle, op, value)
+        guard rc == SQLITE_OK else { throw error(code: rc, sql: nil) }
+    }
+
+    /// Keeps the WAL of a working copy on close: without this, closing the last connection
+    /// checkpoints the WAL into the main file and deletes it (`query_only` does not prevent it).
+    public func disableCheckpointOnClose() throws(SQLiteError) {
+        try config(SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+    }
+
+    /// Refuses any write from this connection's own SQL.
+    public func makeQueryOnly() throws(SQLiteError) {
+        try execute("PRAGMA query_only = 1")
+    }
+
+    // MARK: - Running SQL
+
+    public func prepare(_ sql: String) throws(SQLiteError) -> Statement {
+        try Statement(connection: self, sql: sql)
+    }
+
+    /// Runs one or more statements that return no rows.
+    public func execute(_ sql: String) throws(SQLiteError) {
+        var errmsg: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &errmsg)
+        if let errmsg { sqlite3_free(errmsg) }
+        guard rc == SQLITE_OK else { throw error(code: rc, sql: sql) }
+    }
+
+    /// Runs one statement with bound arguments, returning every row.
+    public func rows(_ sql: String, _ arguments: [DatabaseValue] = []) throws(SQLiteError) -> [Row] {
+        let statement = try prepare(sql)
+        try statement.bind(arguments)
+        var result: [Row] = []
+        while let row = try statement.step() { result.append(row) }
+        return result
+    }
+
+    /// Runs one statement and returns the first column of the first row, or `.null`.
+    public func scalar(_ sql: String, _ arguments: [DatabaseValue] = []) throws(SQLiteError) -> DatabaseValue {
+        let statement = try prepare(sql)
+        try statement.bind(arguments)
+        return try statement.step()?[0] ?? .null
+    }
+
+    /// Runs a statement that writes, with bound arguments.
+    public func run(_ sql: String, _ arguments: [DatabaseValue] = []) throws(SQLiteError) {
+        let statement = try prepare(sql)
+        try statement.bind(arguments)
+        while try statement.step() != nil {}
+    }
+
+    public var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// Runs `body` inside a transaction, committing on success and rolling back on error.
+    public func inTransaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    // MARK: - Errors
+
+    func error(code: Int32, sql: String?) -> SQLiteError {
+        let extended = sqlite3_extended_errcode(handle)
+        let message = String(cString: sqlite3_errmsg(handle))
+        return SQLiteError(extendedCode: extended != 0 ? extended : code, message: message, sql: sql, path: path)
+    }
+
+    /// The SQLite library version, e.g. "3.40.1".
+    public static var libraryVersion: String { String(cString: sqlite3_libversion()) }
+}

@@ -1,0 +1,41 @@
+import CSQLite
+
+/// An error reported by SQLite, with the evidence needed to act on it: the extended result
+/// code, SQLite's message, the statement that failed and the file it ran against.
+///
+/// Bound values are never part of the description: they come from a user's device.
+public struct SQLiteError: Error, Equatable, CustomStringConvertible, Sendable {
+    /// The extended result code (for example 11 SQLITE_CORRUPT, 26 SQLITE_NOTADB).
+    public let extendedCode: Int32
+    /// SQLite's own message (`sqlite3_errmsg`).
+    public let message: String
+    /// The SQL being prepared or stepped, if any.
+    public let sql: String?
+    /// The database file, or a description such as "in-memory image of X".
+    public let path: String?
+
+    public init(extendedCode: Int32, message: String, sql: String? = nil, path: String? = nil) {
+        self.extendedCode = extendedCode
+        self.message = message
+        self.sql = sql
+        self.path = path
+    }
+
+    /// The primary result code: the low byte of the extended code.
+    public var primaryCode: Int32 { extendedCode & 0xFF }
+
+    public var isCorrupt: Bool { primaryCode == SQLITE_CORRUPT }
+    public var isNotADatabase: Bool { primaryCode == SQLITE_NOTADB }
+
+    public var description: String {
+        var text = "SQLite error \(extendedCode): \(message)"
+        if let sql { text += " - while executing `\(sql)`" }
+        if let path { text += " (\(path))" }
+        return text
+    }
+
+    /// The same error, attributed to `path` (for example the original of a working copy).
+    public func with(path: String?) -> SQLiteError {
+        SQLiteError(extendedCode: extendedCode, message: message, sql: sql, path: path)
+    }
+}

@@ -1,0 +1,314 @@
+import Foundation
+
+/// Where Core Data puts a model's entities and properties in SQLite: entity numbers, tables,
+/// columns (with their collision suffixes), foreign keys, join tables and indexes, and the
+/// exact DDL text Core Data writes. Rules and evidence: coredata-sqlite-format.md §2–§4.
+public struct StoreLayout: Sendable {
+    public struct Entity: Sendable {
+        public let description: EntityDescription
+        /// `Z_ENT`.
+        public let number: Int
+        public let superNumber: Int
+        public let rootName: String
+        public let table: String
+        /// Ancestors first, ending with this entity.
+        public let lineage: [String]
+    }
+
+    /// A column of an entity table and what it holds.
+    public struct Column: Sendable, Equatable {
+        public enum Role: Sendable, Equatable {
+            case attribute(entity: String, name: String)
+            /// A to-one relationship's foreign key (or the hidden key of a to-many without inverse).
+            case foreignKey(entity: String, relationship: String)
+            /// The destination row's Z_ENT, when the destination has subentities.
+            case foreignEntityKey(entity: String, relationship: String)
+            /// The order key of an ordered to-many, kept beside the inverse's foreign key.
+            case foreignOrderKey(entity: String, relationship: String)
+        }
+        public let name: String
+        public let sqlType: String
+        public let role: Role
+    }
+
+    public struct Table: Sendable {
+        public let name: String
+        public let rootEntity: String
+        public let columns: [Column]
+        public let hasSubentities: Bool
+    }
+
+    /// A many-to-many join table: `Z_<n><REL>` with one column per side.
+    public struct JoinTable: Sendable {
+        public let name: String
+        /// Holds primary keys of `firstEntity`; named after the relationship pointing to it.
+        public let firstColumn: String
+        public let firstEntity: String
+        public let secondColumn: String
+        public let secondEntity: String
+        /// The relationship of `firstEntity` that this table stores (pointing to `secondEntity`).
+        public let relationship: String
+        public let inverse: String
+        public let orderColumn: String?
+    }
+
+    public let model: ModelDescription
+    public let entities: [Entity]
+    public let tables: [Table]
+    public let joinTables: [JoinTable]
+
+    public enum LayoutError: Error, CustomStringConvertible {
+        case unknownEntity(String)
+        case unknownParent(entity: String, parent: String)
+        public var description: String {
+            switch self {
+            case .unknownEntity(let name): return "the model names an entity \(name) that it does not define"
+            case .unknownParent(let entity, let parent): return "entity \(entity) names an unknown parent \(parent)"
+            }
+        }
+    }
+
+    public init(model: ModelDescription) throws {
+        self.model = model
+        let byName = Dictionary(model.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        for e in model.entities {
+            if let p = e.parent, byName[p] == nil { throw LayoutError.unknownParent(entity: e.name, parent: p) }
+            for r in e.relationships where byName[r.destination] == nil { throw LayoutError.unknownEntity(r.destination) }
+        }
+        // Entity numbers: depth-first over the inheritance forest, parent before children,
+        // siblings in alphabetical order (matches every real store examined).
+        var ordered: [Entity] = []
+        func visit(_ e: EntityDescription, superNumber: Int, root: String, lineage: [String]) {
+            let number = ordered.count + 1
+            let entity = Entity(description: e, number: number, superNumber: superNumber, rootName: root,
+                                table: "Z" + root.uppercased(), lineage: lineage + [e.name])
+            ordered.append(entity)
+            for child in model.entities.filter({ $0.parent == e.name }).sorted(by: { $0.name < $1.name }) {
+                visit(child, superNumber: number, root: root, lineage: lineage + [e.name])
+            }
+        }
+        for root in model.entities.filter({ $0.parent == nil }).sorted(by: { $0.name < $1.name }) {
+            visit(root, superNumber: 0, root: root.name, lineage: [])
+        }
+        self.entities = ordered
+        let number = Dictionary(ordered.map { ($0.description.name, $0.number) }, uniquingKeysWith: { a, _ in a })
+        let hasChildren = Set(model.entities.compactMap(\.parent))
+
+        // Columns, table by table.
+        var tables: [Table] = []
+        for root in ordered where root.superNumber == 0 {
+            let members = ordered.filter { $0.rootName == root.description.name }
+            var used: Set<String> = ["Z_PK", "Z_ENT", "Z_OPT"]
+            func unique(_ base: String) -> String {
+                if used.insert(base).inserted { return base }
+                var n = 1
+                while !used.insert(base + String(n)).inserted { n += 1 }
+                return base + String(n)
+            }
+            // Names are assigned in entity order (so collisions get suffixes in that order),
+            // then columns are laid out by storage class.
+            var integerGroup: [Column] = [], floatGroup: [Column] = [], textGroup: [Column] = [], blobGroup: [Column] = []
+            for member in members {
+                let e = member.description
+                var attributeInts: [Column] = []
+                for a in e.attributes.sorted(by: { $0.name < $1.name }) {
+                    let column = Column(name: unique("Z" + a.name.uppercased()), sqlType: a.type.sqlType,
+                                        role: .attribute(entity: e.name, name: a.name))
+                    switch a.type.sqlType {
+                    case "INTEGER": attributeInts.append(column)
+                    case "FLOAT", "TIMESTAMP", "DECIMAL": floatGroup.append(column)
+                    case "VARCHAR": textGroup.append(column)
+                    default: blobGroup.append(column)
+                    }
+                }
+                var keys: [Column] = []
+                // Foreign keys this entity holds: its to-one relationships, the order keys of
+                // ordered to-many relationships pointing at it, and hidden keys of to-many
+                // relationships without an inverse.
+                var keyed: [(sortName: String, columns: [Column])] = []
+                for r in e.relationships where !r.isToMany {
+                    var cols = [Column(name: unique("Z" + r.name.uppercased()), sqlType: "INTEGER",
+                                       role: .foreignKey(entity: e.name, relationship: r.name))]
+                    if hasChildren.contains(r.destination), let n = number[r.destination] {
+                        cols.append(Column(name: unique("Z\(n)_" + r.name.uppercased()), sqlType: "INTEGER",
+                                           role: .foreignEntityKey(entity: e.name, relationship: r.name)))
+                    }
+                    if let inverseName = r.inverse, let dest = byName[r.destination],
+                       let inverse = dest.relationships.first(where: { $0.name == inverseName }), inverse.isToMany, inverse.isOrdered {
+                        cols.append(Column(name: unique("Z_FOK_" + r.name.uppercased()), sqlType: "INTEGER",
+                                           role: .foreignOrderKey(entity: e.name, relationship: r.name)))
+                    }
+                    keyed.append((r.name, cols))
+                }
+                for source in ordered {
+                    for r in source.description.relationships where r.isToMany && r.inverse == nil && r.destination == e.name {
+                        let col = Column(name: unique("Z\(source.number)" + r.name.uppercased()), sqlType: "INTEGER",
+                                         role: .foreignKey(entity: source.description.name, relationship: r.name))
+                        keyed.append((r.name, [col]))
+                    }
+                }
+                for k in keyed.sorted(by: { $0.sortName < $1.sortName }) { keys.append(contentsOf: k.columns) }
+                integerGroup.append(contentsOf: attributeInts + keys)
+            }
+            func alphabetical(_ columns: [Column]) -> [Column] { columns.sorted { $0.name < $1.name } }
+            let fixed = [Column(name: "Z_PK", sqlType: "INTEGER PRIMARY KEY", role: .attribute(entity: root.description.name, name: "Z_PK")),
+                         Column(name: "Z_ENT", sqlType: "INTEGER", role: .attribute(entity: root.description.name, name: "Z_ENT")),
+                         Column(name: "Z_OPT", sqlType: "INTEGER", role: .attribute(entity: root.description.name, name: "Z_OPT"))]
+            tables.append(Table(name: root.table, rootEntity: root.description.name,
+                                columns: fixed + integerGroup + alphabetical(floatGroup) + alphabetical(textGroup) + alphabetical(blobGroup),
+                                hasSubentities: members.count > 1))
+        }
+        self.tables = tables
+
+        // Many-to-many join tables, named after the alphabetically later relationship of the pair.
+        var joins: [JoinTable] = []
+        var seen = Set<String>()
+        for source in ordered {
+            for r in source.description.relationships where r.isToMany {
+                guard let inverseName = r.inverse, let dest = byName[r.destination],
+                      let inverse = dest.relationships.first(where: { $0.name == inverseName }), inverse.isToMany else { continue }
+                let key = [source.description.name + "." + r.name, dest.name + "." + inverseName].sorted().joined(separator: "|")
+                guard seen.insert(key).inserted else { continue }
+                // The owner is the side whose relationship name sorts later.
+                let (ownerEntity, ownerRel, otherEntity, otherRel) = r.name >= inverseName
+                    ? (source.description.name, r, dest.name, inverse)
+                    : (dest.name, inverse, source.description.name, r)
+                let ownerNumber = number[ownerEntity] ?? 0
+                let otherNumber = number[otherEntity] ?? 0
+                let firstColumn = "Z_\(ownerNumber)" + otherRel.name.uppercased()
+                var secondColumn = "Z_\(otherNumber)" + ownerRel.name.uppercased()
+                if secondColumn == firstColumn { secondColumn += "1" }
+                joins.append(JoinTable(name: "Z_\(ownerNumber)" + ownerRel.name.uppercased(),
+                                       firstColumn: firstColumn, firstEntity: ownerEntity,
+                                       secondColumn: secondColumn, secondEntity: otherEntity,
+                                       relationship: ownerRel.name, inverse: otherRel.name,
+                                       orderColumn: ownerRel.isOrdered ? "Z_FOK_" + String(secondColumn.dropFirst(2)) : nil))
+            }
+        }
+        self.joinTables = joins
+    }
+
+    public func entity(_ name: String) -> Entity? { entities.first { $0.description.name == name } }
+    public func table(for entity: String) -> Table? {
+        guard let e = self.entity(entity) else { return nil }
+        return tables.first { $0.name == e.table }
+    }
+
+    /// The column holding `property` of `entity` (attribute or to-one foreign key).
+    public func column(entity: String, property: String) -> String? {
+        guard let table = table(for: entity), let e = self.entity(entity) else { return nil }
+        return table.columns.first {
+            switch $0.role {
+            case .attribute(let owner, let name): return name == property && e.lineage.contains(owner)
+            case .foreignKey(let owner, let name): return name == property && e.lineage.contains(owner)
+            default: return false
+            }
+        }?.name
+    }
+
+    public func foreignEntityKeyColumn(entity: String, relationship: String) -> String? {
+        guard let table = table(for: entity), let e = self.entity(entity) else { return nil }
+        return table.columns.first {
+            if case .foreignEntityKey(let owner, let name) = $0.role { return name == relationship && e.lineage.contains(owner) }
+            return false
+        }?.name
+    }
+
+    // MARK: - DDL, exactly as Core Data writes it
+
+    /// Entity and join tables, then their indexes, in the order Core Data creates them.
+    public var entityDDL: [String] {
+        var statements: [String] = []
+        for t in tables {
+            statements.append("CREATE TABLE \(t.name) ( " + t.columns.map { "\($0.name) \($0.sqlType)" }.joined(separator: ", ") + " )")
+        }
+        for j in joinTables {
+            var cols = "\(j.firstColumn) INTEGER, \(j.secondColumn) INTEGER"
+            if let o = j.orderColumn { cols += ", \(o) INTEGER" }
+            statements.append("CREATE TABLE \(j.name) ( \(cols), PRIMARY KEY (\(j.firstColumn), \(j.secondColumn)) )")
+        }
+        statements.append(contentsOf: indexDDL)
+        return statements
+    }
+
+    /// Foreign-key, Z_ENT, uniqueness and fetch indexes, table by table.
+    public var indexDDL: [String] {
+        var statements: [String] = []
+        for t in tables {
+            var forTable: [String] = []
+            if t.hasSubentities {
+                forTable.append("CREATE INDEX \(t.name)_Z_ENT_INDEX ON \(t.name) (Z_ENT)")
+            }
+            for c in t.columns {
+                if case .foreignKey = c.role {
+                    forTable.append("CREATE INDEX \(t.name)_\(c.name)_INDEX ON \(t.name) (\(c.name))")
+                }
+            }
+            for e in entities where e.table == t.name {
+                for constraint in e.description.uniqueConstraints {
+                    let cols = constraint.compactMap { column(entity: e.description.name, property: $0) }
+                    forTable.append("CREATE UNIQUE INDEX Z_\(e.description.name)_UNIQUE_\(constraint.joined(separator: "_")) ON \(t.name) ("
+                                    + cols.map { "\($0) COLLATE BINARY ASC" }.joined(separator: ", ") + ")")
+                }
+                for index in e.description.fetchIndexes {
+                    let cols = index.properties.compactMap { column(entity: e.description.name, property: $0) }
+                    forTable.append("CREATE INDEX Z_\(e.description.name)_\(index.name) ON \(t.name) ("
+                                    + cols.map { "\($0) COLLATE BINARY ASC" }.joined(separator: ", ") + ")")
+                }
+            }
+            statements.append(contentsOf: forTable)
+        }
+        for j in joinTables {
+            statements.append("CREATE INDEX \(j.name)_\(j.secondColumn)_INDEX ON \(j.name) (\(j.secondColumn), \(j.firstColumn))")
+        }
+        return statements
+    }
+
+    public static let metadataDDL = [
+        "CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)",
+        "CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)",
+    ]
+    public static let modelCacheDDL = "CREATE TABLE Z_MODELCACHE (Z_CONTENT BLOB)"
+
+    /// Persistent history tables, verbatim from real stores (2020 and 2024 are byte-identical).
+    public static let historyDDL = [
+        "CREATE TABLE ACHANGE ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZCHANGETYPE INTEGER, ZENTITY INTEGER, ZENTITYPK INTEGER, ZTRANSACTIONID INTEGER, ZCOLUMNS BLOB )",
+        "CREATE TABLE ATRANSACTION ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZAUTHORTS INTEGER, ZBUNDLEIDTS INTEGER, ZCONTEXTNAMETS INTEGER, ZPROCESSIDTS INTEGER, ZTIMESTAMP FLOAT, ZAUTHOR VARCHAR, ZBUNDLEID VARCHAR, ZCONTEXTNAME VARCHAR, ZPROCESSID VARCHAR, ZQUERYGEN BLOB )",
+        "CREATE TABLE ATRANSACTIONSTRING ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZNAME VARCHAR )",
+        "CREATE INDEX ACHANGE_ZTRANSACTIONID_INDEX ON ACHANGE (ZTRANSACTIONID)",
+        "CREATE INDEX ATRANSACTION_ZAUTHORTS_INDEX ON ATRANSACTION (ZAUTHORTS)",
+        "CREATE INDEX ATRANSACTION_ZBUNDLEIDTS_INDEX ON ATRANSACTION (ZBUNDLEIDTS)",
+        "CREATE INDEX ATRANSACTION_ZCONTEXTNAMETS_INDEX ON ATRANSACTION (ZCONTEXTNAMETS)",
+        "CREATE INDEX ATRANSACTION_ZPROCESSIDTS_INDEX ON ATRANSACTION (ZPROCESSIDTS)",
+        "CREATE INDEX Z_TRANSACTION_TransactionAuthorIndex ON ATRANSACTION (ZAUTHOR COLLATE BINARY ASC)",
+        "CREATE INDEX Z_TRANSACTION_TransactionTimestampIndex ON ATRANSACTION (ZTIMESTAMP COLLATE BINARY ASC)",
+        "CREATE UNIQUE INDEX Z_TRANSACTIONSTRING_UNIQUE_NAME ON ATRANSACTIONSTRING (ZNAME COLLATE BINARY ASC)",
+    ]
+
+    /// The properties whose changes an update's ZCOLUMNS bitmap records, in bit order:
+    /// to-one keys, entity keys, order keys, attributes, to-many, many-to-many; within each
+    /// group, root entity first and each level's properties by name (coredata-sqlite-format.md §4.3).
+    public func updateBitOrder(entity name: String) -> [String] {
+        guard let e = entity(name) else { return [] }
+        let levels = e.lineage.compactMap { model.entity($0) }
+        var toOne: [String] = [], entityKeys: [String] = [], orderKeys: [String] = [], attributes: [String] = [],
+            toMany: [String] = [], manyToMany: [String] = []
+        let hasChildren = Set(model.entities.compactMap(\.parent))
+        for level in levels {
+            let rels = level.relationships.sorted { $0.name < $1.name }
+            toOne += rels.filter { !$0.isToMany }.map(\.name)
+            entityKeys += rels.filter { !$0.isToMany && hasChildren.contains($0.destination) }.map(\.name)
+            orderKeys += rels.filter { r in
+                guard !r.isToMany, let inv = r.inverse, let d = model.entity(r.destination),
+                      let ir = d.relationships.first(where: { $0.name == inv }) else { return false }
+                return ir.isToMany && ir.isOrdered
+            }.map(\.name)
+            attributes += level.attributes.map(\.name).sorted()
+            for r in rels where r.isToMany {
+                let inverseIsToMany = r.inverse.flatMap { inv in model.entity(r.destination)?.relationships.first { $0.name == inv } }?.isToMany ?? false
+                if inverseIsToMany { manyToMany.append(r.name) } else { toMany.append(r.name) }
+            }
+        }
+        return toOne + entityKeys + orderKeys + attributes + toMany + manyToMany
+    }
+}

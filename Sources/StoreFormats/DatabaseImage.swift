@@ -1,0 +1,181 @@
+import Foundation
+
+/// Builds an in-memory database image: the main file with a WAL's committed
+/// frames applied, ready for `sqlite3_deserialize`.
+///
+/// This is how an inspector reads a store exactly as SQLite would, or as it
+/// stood after any earlier commit, without opening the evidence files, so
+/// no `-shm` is rewritten and no checkpoint can happen.
+///
+/// The image always has header bytes 18/19 set to 1 (rollback journal):
+/// SQLite's in-memory VFS has no WAL support and refuses a WAL-mode image.
+///
+/// For example:
+/// ```swift
+/// let wal = WAL(data: walBytes)
+/// let image = try DatabaseImage.make(mainFile: mainBytes, wal: wal, walData: walBytes)
+/// let mainOnly = try DatabaseImage.make(mainFile: mainBytes)
+/// ```
+public enum DatabaseImage {
+    /// The default upper bound on an image's size (4 GiB, or `Int.max` where
+    /// `Int` is narrower), so a hostile commit size cannot exhaust memory.
+    public static let defaultMaxBytes = Int(clamping: Int64(4) << 30)
+
+    /// Builds the image.
+    ///
+    /// - Parameters:
+    ///   - mainFile: The main database file's bytes. May be empty when a WAL
+    ///     holds the whole database (a store that was never checkpointed).
+    ///   - wal: The parsed WAL, or nil for the main-file-only view. A WAL whose
+    ///     header SQLite would ignore is ignored here too.
+    ///   - walData: The bytes `wal` was parsed from; required when the WAL has frames to apply.
+    ///   - upToCommit: Apply the WAL only up to its n-th commit (1-based);
+    ///     nil means up to the last valid commit, as SQLite would.
+    ///   - maxBytes: Refuse to build an image larger than this.
+    /// - Throws: `DatabaseImageError`.
+    public static func make(
+        mainFile: Data, wal: WAL? = nil, walData: Data? = nil, upToCommit: Int? = nil,
+        maxBytes: Int = defaultMaxBytes
+    ) throws(DatabaseImageError) -> Data {
+        guard let wal, wal.headerProblem?.sqliteIgnoresWAL != true else {
+            return try mainFileOnly(mainFile, upToCommit: upToCommit, maxBytes: maxBytes)
+        }
+        if let problem = wal.headerProblem { throw .walRejected(problem) }
+        guard let walPageSize = wal.pageSize else { throw .walRejected(.invalidPageSize(0)) }
+
+        // An empty main file is legitimate: the WAL may hold every page.
+        var mainHeader: DatabaseHeader?
+        if !mainFile.isEmpty {
+            do { mainHeader = try DatabaseHeader(data: mainFile) } catch { throw .mainFile(error) }
+        }
+        if let mainHeader, mainHeader.pageSize != walPageSize {
+            throw .pageSizeMismatch(mainFile: mainHeader.pageSize, wal: walPageSize)
+        }
+
+        let available = wal.transactions.count
+        let transaction: WALTransaction
+        if let upToCommit {
+            guard upToCommit >= 1, upToCommit <= available else {
+                throw .commitOutOfRange(requested: upToCommit, available: available)
+            }
+            transaction = wal.transactions[upToCommit - 1]
+        } else if let last = wal.transactions.last {
+            transaction = last
+        } else {
+            // Nothing committed: readers see the main file alone.
+            return try mainFileOnly(mainFile, upToCommit: nil, maxBytes: maxBytes)
+        }
+
+        guard let walData else { throw .walDataMissing }
+        guard walData.count == wal.fileSize, WALHeader(walData) == wal.header else {
+            throw .walDataMismatch(parsedLength: wal.fileSize, givenLength: walData.count)
+        }
+
+        let pages = transaction.databaseSizeInPages
+        let (size, overflow) = pages.multipliedReportingOverflow(by: walPageSize)
+        guard !overflow, size <= maxBytes else {
+            throw .imageTooLarge(bytes: overflow ? Int.max : size, limit: maxBytes)
+        }
+
+        var image = Data(mainFile.prefix(size))
+        if image.count < size { image.append(Data(count: size - image.count)) }
+
+        let latest = wal.latestFrames(upToCommit: transaction.number)
+        image.withUnsafeMutableBytes { (destination: UnsafeMutableRawBufferPointer) in
+            walData.withUnsafeBytes { (source: UnsafeRawBufferPointer) in
+                for (pageNumber, frame) in latest {
+                    // Pages past the committed size were truncated away by that commit.
+                    let pageIndex = Int(pageNumber) - 1
+                    guard pageIndex >= 0, pageIndex < pages else { continue }
+                    let target = pageIndex * walPageSize
+                    guard frame.pageOffset >= 0, frame.pageOffset <= source.count - walPageSize,
+                          target <= destination.count - walPageSize else { continue }
+                    let from = UnsafeRawBufferPointer(rebasing: source[frame.pageOffset ..< frame.pageOffset + walPageSize])
+                    UnsafeMutableRawBufferPointer(rebasing: destination[target ..< target + walPageSize])
+                        .copyMemory(from: from)
+                }
+            }
+        }
+
+        do { _ = try DatabaseHeader(data: image) } catch { throw .imageHeaderInvalid(error) }
+        patchToRollbackMode(&image)
+        setInHeaderPageCount(&image, UInt32(truncatingIfNeeded: pages))
+        return image
+    }
+
+    /// The main file as SQLite sees it without a WAL, patched to rollback mode.
+    private static func mainFileOnly(
+        _ mainFile: Data, upToCommit: Int?, maxBytes: Int
+    ) throws(DatabaseImageError) -> Data {
+        if let upToCommit { throw .commitOutOfRange(requested: upToCommit, available: 0) }
+        do { _ = try DatabaseHeader(data: mainFile) } catch { throw .mainFile(error) }
+        guard mainFile.count <= maxBytes else {
+            throw .imageTooLarge(bytes: mainFile.count, limit: maxBytes)
+        }
+        var image = Data(mainFile)
+        patchToRollbackMode(&image)
+        return image
+    }
+
+    /// Sets the file format write/read versions (bytes 18/19) to 1, so an
+    /// in-memory database does not look for a WAL.
+    private static func patchToRollbackMode(_ image: inout Data) {
+        guard image.count >= DatabaseHeader.length else { return }
+        let start = image.startIndex
+        image[start + 18] = 1
+        image[start + 19] = 1
+    }
+
+    /// Writes the in-header database size (offset 28, big-endian) so it
+    /// agrees with the image's length.
+    private static func setInHeaderPageCount(_ image: inout Data, _ pages: UInt32) {
+        guard image.count >= DatabaseHeader.length else { return }
+        let start = image.startIndex
+        image[start + 28] = UInt8(truncatingIfNeeded: pages >> 24)
+        image[start + 29] = UInt8(truncatingIfNeeded: pages >> 16)
+        image[start + 30] = UInt8(truncatingIfNeeded: pages >> 8)
+        image[start + 31] = UInt8(truncatingIfNeeded: pages)
+    }
+}
+
+/// Why a database image could not be built.
+public enum DatabaseImageError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The main file's header is unreadable.
+    case mainFile(DatabaseHeaderError)
+    /// The WAL's header makes SQLite refuse the database (an unsupported format version).
+    case walRejected(WALHeaderProblem)
+    /// The WAL's page size differs from the main file's, so they cannot belong together.
+    case pageSizeMismatch(mainFile: Int, wal: Int)
+    /// A WAL with frames to apply was given without the bytes it was parsed from.
+    case walDataMissing
+    /// The WAL bytes given are not the ones the `WAL` value was parsed from.
+    case walDataMismatch(parsedLength: Int, givenLength: Int)
+    /// The requested commit does not exist among the WAL's valid commits.
+    case commitOutOfRange(requested: Int, available: Int)
+    /// The image would be larger than the caller's limit.
+    case imageTooLarge(bytes: Int, limit: Int)
+    /// After applying the WAL, page 1 is not a valid SQLite header (e.g. an
+    /// empty main file and a WAL that never wrote page 1).
+    case imageHeaderInvalid(DatabaseHeaderError)
+
+    public var description: String {
+        switch self {
+        case .mainFile(let error):
+            "The main database file is unreadable: \(error)"
+        case .walRejected(let problem):
+            "The WAL cannot be used: \(problem)"
+        case .pageSizeMismatch(let main, let wal):
+            "The WAL's page size (\(wal) bytes) differs from the main database file's (\(main) bytes), so the WAL does not belong to this database."
+        case .walDataMissing:
+            "A WAL with committed frames was given without its bytes, so its pages cannot be applied."
+        case .walDataMismatch(let parsed, let given):
+            "The WAL bytes given (\(given) bytes) are not the ones that were parsed (\(parsed) bytes)."
+        case .commitOutOfRange(let requested, let available):
+            "Commit \(requested) does not exist: the WAL has \(available) valid commit\(available == 1 ? "" : "s")."
+        case .imageTooLarge(let bytes, let limit):
+            "The database image would be \(bytes) bytes, more than the limit of \(limit) bytes."
+        case .imageHeaderInvalid(let error):
+            "The database image built from the main file and WAL has no valid header: \(error)"
+        }
+    }
+}

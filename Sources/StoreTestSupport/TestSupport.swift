@@ -1,0 +1,107 @@
+import Acquisition
+import Foundation
+import StoreFormats
+
+/// Where the project and the shared real fixtures are, from any test file.
+public enum ProjectPaths {
+    /// The package root: the nearest folder above `file` holding Package.swift.
+    public static func root(from file: String = #filePath) -> URL {
+        var url = URL(fileURLWithPath: file).deletingLastPathComponent()
+        while url.path != "/" {
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
+            url.deleteLastPathComponent()
+        }
+        return URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+    }
+
+    /// `../shared/fixtures/real` beside the project, or nil when this machine does not have it.
+    public static func realFixtures(from file: String = #filePath) -> URL? {
+        if let env = ProcessInfo.processInfo.environment["STORELENS_REAL_FIXTURES"], !env.isEmpty {
+            return URL(fileURLWithPath: env)
+        }
+        let url = root(from: file).deletingLastPathComponent().appendingPathComponent("shared/fixtures/real")
+        return FileManager.default.fileExists(atPath: url.path) ? url : nil
+    }
+
+    /// Why real-fixture tests are skipped here (printed by the tests).
+    public static let realFixturesMissing = "../shared/fixtures/real is not present on this machine; tests on genuine Apple stores are skipped"
+
+    /// The built `storelens` executable beside the test bundle.
+    public static func executable(from file: String = #filePath) -> URL {
+        let root = root(from: file)
+        for candidate in [".build/debug/storelens", ".build/release/storelens"] {
+            let url = root.appendingPathComponent(candidate)
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+        }
+        // SwiftPM puts the product beside the test bundle.
+        let bundle = Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("storelens")
+        return bundle
+    }
+}
+
+/// A temporary folder for one test, removed when the value is released.
+public final class TemporaryFolder: @unchecked Sendable {
+    public let url: URL
+    public init(_ name: String = "test") throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("storelens-\(name)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    public func path(_ component: String) -> URL { url.appendingPathComponent(component) }
+    deinit {
+        // Tests make folders read-only on purpose; make them writable again to remove them.
+        _ = try? Process.run(URL(fileURLWithPath: "/bin/chmod"), arguments: ["-R", "u+w", url.path]).waitUntilExit()
+        try? FileManager.default.removeItem(at: url)
+    }
+}
+
+/// A snapshot of every file under a folder: path → (size, SHA-256, mtime). Used to prove inputs
+/// were left byte-identical and that nothing new appeared beside them.
+public struct FolderSnapshot: Equatable {
+    public struct Entry: Equatable { public let size: Int; public let sha256: String; public let modified: Date? }
+    public let entries: [String: Entry]
+
+    public init(_ folder: URL) throws {
+        var entries: [String: Entry] = [:]
+        let walker = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: [.isRegularFileKey])
+        while let url = walker?.nextObject() as? URL {
+            let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
+            guard (attributes[.type] as? FileAttributeType) == .typeRegular else {
+                entries[url.path] = Entry(size: -1, sha256: "dir", modified: nil)
+                continue
+            }
+            entries[url.path] = Entry(size: (attributes[.size] as? NSNumber)?.intValue ?? 0,
+                                      sha256: try SHA256.hexOfFile(at: url),
+                                      modified: attributes[.modificationDate] as? Date)
+        }
+        self.entries = entries
+    }
+}
+
+/// The result of running the `storelens` executable.
+public struct CommandResult: Sendable {
+    public let status: Int32
+    public let stdout: String
+    public let stderr: String
+}
+
+public enum CLI {
+    /// Runs the built `storelens` with `arguments`, capturing both streams.
+    public static func run(_ arguments: [String], environment: [String: String] = [:], file: String = #filePath) throws -> CommandResult {
+        let process = Process()
+        process.executableURL = ProjectPaths.executable(from: file)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // Read both pipes before waiting so a large output cannot block the child.
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return CommandResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                             stderr: String(decoding: errData, as: UTF8.self))
+    }
+}

@@ -1,0 +1,121 @@
+/// One option a command accepts, as it appears in help and in parsing.
+struct OptionSpec {
+    enum Kind { case flag, value }
+    let names: [String]          // e.g. ["--format", "-f"]
+    let kind: Kind
+    let valueName: String
+    let help: String
+    /// The allowed values, shown as "(values: …; default: …)" and checked while parsing.
+    let allowed: [String]
+    let defaultValue: String?
+    let repeatable: Bool
+
+    static func flag(_ names: String..., help: String) -> OptionSpec {
+        OptionSpec(names: names, kind: .flag, valueName: "", help: help, allowed: [], defaultValue: nil, repeatable: false)
+    }
+    static func value(_ names: String..., valueName: String, help: String, allowed: [String] = [],
+                      default defaultValue: String? = nil, repeatable: Bool = false) -> OptionSpec {
+        OptionSpec(names: names, kind: .value, valueName: valueName, help: help, allowed: allowed,
+                   defaultValue: defaultValue, repeatable: repeatable)
+    }
+    var primaryName: String { names[0] }
+}
+
+/// A positional argument in help.
+struct ArgumentSpec {
+    let name: String
+    let help: String
+    let repeating: Bool
+    let optional: Bool
+}
+
+/// What went wrong on the command line. Data only; `Diagnostics` turns it into text.
+enum ParseError: Error, Equatable {
+    case unknownCommand(String, suggestion: String?)
+    case unknownOption(String, suggestion: String?)
+    case missingValue(option: String)
+    case invalidValue(option: String, value: String, allowed: [String])
+    case missingArgument(String)
+    case unexpectedArgument(String)
+    case duplicateOption(String)
+    case invalid(String)
+}
+
+/// The result of parsing one command's arguments against its option specs.
+struct ParsedArguments {
+    var positionals: [String] = []
+    private(set) var values: [String: [String]] = [:]
+    private(set) var flags: Set<String> = []
+    var helpRequested = false
+
+    func flag(_ name: String) -> Bool { flags.contains(name) }
+    func value(_ name: String) -> String? { values[name]?.last }
+    func values(_ name: String) -> [String] { values[name] ?? [] }
+
+    /// A plain loop over the tokens: `--name value`, `--name=value`, flags, `--` ends options.
+    static func parse(_ arguments: [String], options: [OptionSpec]) throws(ParseError) -> ParsedArguments {
+        var result = ParsedArguments()
+        var tokens = arguments.makeIterator()
+        var optionsEnded = false
+        func spec(for name: String) -> OptionSpec? { options.first { $0.names.contains(name) } }
+        while let token = tokens.next() {
+            if optionsEnded || !token.hasPrefix("-") || token == "-" {
+                result.positionals.append(token)
+                continue
+            }
+            if token == "--" { optionsEnded = true; continue }
+            if token == "-h" || token == "--help" { result.helpRequested = true; continue }
+            var name = token
+            var inlineValue: String?
+            if let eq = token.firstIndex(of: "="), token.hasPrefix("--") {
+                name = String(token[..<eq])
+                inlineValue = String(token[token.index(after: eq)...])
+            }
+            guard let option = spec(for: name) else {
+                let candidates = options.flatMap(\.names).filter { $0.hasPrefix("--") } + ["--help"]
+                throw .unknownOption(name, suggestion: Suggestion.closest(to: name, in: candidates))
+            }
+            switch option.kind {
+            case .flag:
+                if inlineValue != nil { throw .invalid("\(name) is a flag and takes no value") }
+                result.flags.insert(option.primaryName)
+            case .value:
+                guard let value = inlineValue ?? tokens.next() else { throw .missingValue(option: option.primaryName) }
+                if !option.allowed.isEmpty && !option.allowed.contains(value) {
+                    throw .invalidValue(option: option.primaryName, value: value, allowed: option.allowed)
+                }
+                if !option.repeatable && result.values[option.primaryName] != nil {
+                    throw .duplicateOption(option.primaryName)
+                }
+                result.values[option.primaryName, default: []].append(value)
+            }
+        }
+        for option in options where option.kind == .value && result.values[option.primaryName] == nil {
+            if let d = option.defaultValue { result.values[option.primaryName] = [d] }
+        }
+        return result
+    }
+}
+
+/// "Did you mean …?" by edit distance, as swift-argument-parser suggests.
+enum Suggestion {
+    static func closest(to word: String, in candidates: [String]) -> String? {
+        let scored = candidates.map { ($0, distance(word, $0)) }.filter { $0.1 <= max(2, word.count / 3) }
+        return scored.min { $0.1 < $1.1 }?.0
+    }
+
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        if a.isEmpty { return b.count }
+        if b.isEmpty { return a.count }
+        var previous = Array(0...b.count)
+        for i in 1...a.count {
+            var current = [i] + Array(repeating: 0, count: b.count)
+            for j in 1...b.count {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+}

@@ -1,0 +1,63 @@
+import Acquisition
+import CoreDataStore
+import Foundation
+
+/// The one place where errors become text and exit codes.
+enum Diagnostics {
+    static func message(for error: ParseError) -> String {
+        switch error {
+        case .unknownCommand(let name, let suggestion):
+            return "Unknown subcommand '\(name)'." + (suggestion.map { " Did you mean '\($0)'?" } ?? "")
+        case .unknownOption(let name, let suggestion):
+            return "Unknown option '\(name)'." + (suggestion.map { " Did you mean '\($0)'?" } ?? "")
+        case .missingValue(let option):
+            return "Missing value for '\(option)'."
+        case .invalidValue(let option, let value, let allowed):
+            return "The value '\(value)' is invalid for '\(option)'; use one of: \(allowed.joined(separator: ", "))."
+        case .missingArgument(let name):
+            return "Missing expected argument '<\(name)>'."
+        case .unexpectedArgument(let value):
+            return "Unexpected argument '\(value)'."
+        case .duplicateOption(let option):
+            return "'\(option)' was given more than once."
+        case .invalid(let text):
+            return text
+        }
+    }
+
+    /// Usage errors: the message, the usage line and where to find help (stderr, exit 2).
+    static func report(_ error: ParseError, command: CommandConfiguration?, to output: Output) -> ExitCode {
+        var text = "Error: \(message(for: error))\n"
+        if let command {
+            text += "Usage: \(Help.usage(command))\n"
+            text += "  See 'storelens \(command.name) --help' for more information.\n"
+        } else {
+            text += "Usage: storelens <subcommand> [<options>]\n  See 'storelens --help' for more information.\n"
+        }
+        output.error(text)
+        return .usageOrInput
+    }
+
+    /// Runtime errors: one sentence on stderr, exit 2 for bad input, 3 for our own failures.
+    static func report(_ error: Error, to output: Output) -> ExitCode {
+        switch error {
+        case let e as AcquisitionError:
+            output.error("Error: \(e.description)\n")
+            return e.isInternal ? .internalError : .usageOrInput
+        case let e as CoreDataStoreError:
+            output.error("Error: \(e.description)\n")
+            return .usageOrInput
+        case let e as InputError:
+            output.error("Error: \(e.message)\n")
+            return .usageOrInput
+        default:
+            output.error("Error: internal error: \(error); please report this with the command you ran.\n")
+            return .internalError
+        }
+    }
+}
+
+/// A problem with what the user asked for, found after parsing (for example a bad --store).
+struct InputError: Error {
+    let message: String
+}

@@ -1,0 +1,85 @@
+/// Help text in swift-argument-parser's layout: OVERVIEW, USAGE, ARGUMENTS, OPTIONS, EXAMPLES.
+enum Help {
+    static let labelWidth = 26
+
+    static func root(commands: [CommandConfiguration]) -> String {
+        var out = "OVERVIEW: Inspect, audit and repair the Core Data and SwiftData stores of iOS and macOS apps.\n\n"
+        out += "Every command reads evidence without changing it: stores are copied into a private\n"
+        out += "working folder and opened there, and the originals are hashed before and after.\n\n"
+        out += "USAGE: storelens <subcommand> [<options>]\n\n"
+        out += "OPTIONS:\n"
+        out += row("--version", "Show the version.")
+        out += row("-h, --help", "Show help information.")
+        out += "\nSUBCOMMANDS:\n"
+        for c in commands { out += row(c.name, c.abstract) }
+        out += "\n  See 'storelens help <subcommand>' for detailed help.\n"
+        return out
+    }
+
+    static func command(_ c: CommandConfiguration) -> String {
+        var out = "OVERVIEW: \(c.abstract)\n\n"
+        if !c.discussion.isEmpty { out += c.discussion + "\n\n" }
+        out += "USAGE: \(usage(c))\n\n"
+        if !c.arguments.isEmpty {
+            out += "ARGUMENTS:\n"
+            for a in c.arguments { out += row("<\(a.name)>", a.help) }
+            out += "\n"
+        }
+        out += "OPTIONS:\n"
+        for o in c.options {
+            var label = o.names.sorted { $0.count < $1.count }.joined(separator: ", ")
+            if o.kind == .value { label += " <\(o.valueName)>" }
+            var text = o.help
+            if !o.allowed.isEmpty || o.defaultValue != nil {
+                var parts: [String] = []
+                if !o.allowed.isEmpty { parts.append("values: " + o.allowed.joined(separator: ", ")) }
+                if let d = o.defaultValue { parts.append("default: \(d)") }
+                text += " (\(parts.joined(separator: "; ")))"
+            }
+            out += row(label, text)
+        }
+        out += row("-h, --help", "Show help information.")
+        if !c.examples.isEmpty {
+            out += "\nEXAMPLES:\n"
+            for e in c.examples { out += "  \(e)\n" }
+        }
+        return out
+    }
+
+    static func usage(_ c: CommandConfiguration) -> String {
+        var parts = ["storelens", c.name]
+        for o in c.options {
+            let label = o.kind == .value ? "\(o.primaryName) <\(o.valueName)>" : o.primaryName
+            parts.append("[\(label)]" + (o.repeatable ? " ..." : ""))
+        }
+        for a in c.arguments {
+            var label = "<\(a.name)>"
+            if a.repeating { label += " ..." }
+            parts.append(a.optional ? "[\(label)]" : label)
+        }
+        return parts.joined(separator: " ")
+    }
+
+    /// One label/description row, wrapped at 100 columns.
+    static func row(_ label: String, _ text: String) -> String {
+        let indent = String(repeating: " ", count: labelWidth + 2)
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ") {
+            if !line.isEmpty && line.count + word.count + 1 > 100 - labelWidth - 2 {
+                lines.append(line); line = ""
+            }
+            line += (line.isEmpty ? "" : " ") + word
+        }
+        if !line.isEmpty { lines.append(line) }
+        let head = "  " + label
+        var out = ""
+        if head.count >= labelWidth + 2 {
+            out += head + "\n" + lines.map { indent + $0 }.joined(separator: "\n") + "\n"
+        } else {
+            out += head + String(repeating: " ", count: labelWidth + 2 - head.count) + (lines.first ?? "") + "\n"
+            out += lines.dropFirst().map { indent + $0 + "\n" }.joined()
+        }
+        return out
+    }
+}

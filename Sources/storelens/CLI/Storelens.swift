@@ -1,0 +1,63 @@
+import Acquisition
+import Foundation
+
+/// The root command: dispatches to subcommands, prints help and version, and funnels errors.
+enum Storelens {
+    /// Every subcommand, in the order help lists them.
+    static let commands: [any Command.Type] = [InspectCommand.self]
+    static let version = "0.1.0"
+
+    static func run(_ arguments: [String]) -> ExitCode {
+        let output = Output()
+        guard let first = arguments.first else {
+            output.write(Help.root(commands: commands.map { $0.configuration }))
+            return .success
+        }
+        if first == "--help" || first == "-h" {
+            output.write(Help.root(commands: commands.map { $0.configuration }))
+            return .success
+        }
+        if first == "--version" {
+            output.write("storelens \(version)\n")
+            return .success
+        }
+        if first == "help" {
+            guard let name = arguments.dropFirst().first else {
+                output.write(Help.root(commands: commands.map { $0.configuration }))
+                return .success
+            }
+            guard let command = commands.first(where: { $0.configuration.name == name }) else {
+                return Diagnostics.report(.unknownCommand(name, suggestion: Suggestion.closest(to: name, in: commands.map { $0.configuration.name })),
+                                          command: nil, to: output)
+            }
+            output.write(Help.command(command.configuration))
+            return .success
+        }
+        guard let command = commands.first(where: { $0.configuration.name == first }) else {
+            if first.hasPrefix("-") {
+                return Diagnostics.report(.unknownOption(first, suggestion: Suggestion.closest(to: first, in: ["--help", "--version"])),
+                                          command: nil, to: output)
+            }
+            return Diagnostics.report(.unknownCommand(first, suggestion: Suggestion.closest(to: first, in: commands.map { $0.configuration.name })),
+                                      command: nil, to: output)
+        }
+        let configuration = command.configuration
+        let instance: any Command
+        do {
+            let parsed = try ParsedArguments.parse(Array(arguments.dropFirst()), options: configuration.options)
+            if parsed.helpRequested {
+                output.write(Help.command(configuration))
+                return .success
+            }
+            instance = try command.init(parsed)
+        } catch {
+            return Diagnostics.report(error, command: configuration, to: output)
+        }
+        do {
+            return try instance.run(output)
+        } catch {
+            ScratchRegistry.shared.removeAll()
+            return Diagnostics.report(error, to: output)
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import Acquisition
+import CoreDataStore
+import Foundation
+import Reports
+
+/// `storelens inspect PATH`: what is in a store, in both views (WAL applied, main file only).
+struct InspectCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "inspect",
+        abstract: "Show what a store holds: metadata, entities, row counts with and without the WAL, history.",
+        discussion: """
+        The store's -wal, -shm and -journal are found beside it. storelens copies the store into a
+        private working folder and reads the copy; the originals are hashed before and after and
+        never opened by SQLite.
+        """,
+        arguments: [ArgumentSpec(name: "path", help: "A store file (for example default.store or Model.sqlite).", repeating: true, optional: false)],
+        options: [CommonOptions.format, CommonOptions.keepScratch, CommonOptions.rollBackJournal],
+        examples: ["storelens inspect ~/Pulled/AppData/Library/Application\\ Support/default.store",
+                   "storelens inspect Model.sqlite --format json"])
+
+    let paths: [String]
+    let format: String
+    let keepScratch: Bool
+    let rollBackJournal: Bool
+
+    init(_ parsed: ParsedArguments) throws(ParseError) {
+        guard !parsed.positionals.isEmpty else { throw .missingArgument("path") }
+        paths = parsed.positionals
+        format = parsed.value("--format") ?? "text"
+        keepScratch = parsed.flag("--keep-scratch")
+        rollBackJournal = parsed.flag("--roll-back-journal")
+    }
+
+    func run(_ output: Output) throws -> ExitCode {
+        let session = try EvidenceSession(keepScratch: keepScratch)
+        defer { session.scratch.remove() }
+        var inspections: [StoreInspection] = []
+        for path in paths {
+            let copy = try session.workingCopy(of: URL(fileURLWithPath: path),
+                                               options: OpenOptions(rollBackJournal: rollBackJournal))
+            inspections.append(try StoreInspector.inspect(copy, displayPath: path))
+        }
+        try session.finish()
+        switch format {
+        case "json": output.write(InspectionReport.json(inspections).rendered() + "\n")
+        default: output.write(InspectionReport.text(inspections))
+        }
+        if keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
+        return .success
+    }
+}
