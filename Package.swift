@@ -44,6 +44,8 @@ let package = Package(
         .target(name: "StoreTestSupport", dependencies: ["Acquisition"]),
 
         .executableTarget(name: "storelens", dependencies: ["Reports", "CoreDataStore", "Acquisition"]),
+        // Regenerates Fixtures/ (`make fixtures`) with the store builder.
+        .executableTarget(name: "storelens-fixtures", dependencies: ["StoreBuilder"]),
 
         .testTarget(name: "StoreFormatsTests", dependencies: ["StoreFormats", "StoreTestSupport"]),
         .testTarget(name: "DeflateTests", dependencies: ["Deflate"]),

@@ -33,7 +33,7 @@ public struct WALSummary: Equatable, Sendable {
         salt1 = wal.header?.salt1
         salt2 = wal.header?.salt2
         checkpointSequence = wal.header?.checkpointSequence
-        stopReason = wal.headerProblem.map { "\($0)" } ?? wal.stopReason.map { "\($0)" }
+        stopReason = wal.headerProblem.map { "\($0)" } ?? wal.stopReason.flatMap { $0 == .endOfFile ? nil : "\($0)" }
     }
 
     init(present: Bool, frames: Int, validFrames: Int, commits: Int, lastCommitFrame: Int, pageSize: Int?,

@@ -37,11 +37,12 @@ public enum DatabaseImage {
         mainFile: Data, wal: WAL? = nil, walData: Data? = nil, upToCommit: Int? = nil,
         maxBytes: Int = defaultMaxBytes
     ) throws(DatabaseImageError) -> Data {
+        // No WAL, or one SQLite silently ignores (bad magic, size or checksum).
         guard let wal, wal.headerProblem?.sqliteIgnoresWAL != true else {
             return try mainFileOnly(mainFile, upToCommit: upToCommit, maxBytes: maxBytes)
         }
         if let problem = wal.headerProblem { throw .walRejected(problem) }
-        guard let walPageSize = wal.pageSize else { throw .walRejected(.invalidPageSize(0)) }
+        guard let walPageSize = wal.pageSize else { throw .walRejected(.invalidPageSize(wal.header?.rawPageSize ?? 0)) }
 
         // An empty main file is legitimate: the WAL may hold every page.
         var mainHeader: DatabaseHeader?

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what storelens needs to build and test, only when it is missing.
+#   Debian/Ubuntu as root: apt-get install; macOS: prints the brew line.
+set -euo pipefail
+
+missing_pc=()
+for pc in sqlite3 libarchive zlib; do
+  pkg-config --exists "$pc" 2>/dev/null || missing_pc+=("$pc")
+done
+missing_tools=()
+for tool in sqlite3 bsdtar zip; do
+  command -v "$tool" >/dev/null 2>&1 || missing_tools+=("$tool")
+done
+
+if [ ${#missing_pc[@]} -eq 0 ] && [ ${#missing_tools[@]} -eq 0 ]; then
+  exit 0
+fi
+
+case "$(uname -s)" in
+  Darwin)
+    echo "storelens needs: ${missing_pc[*]} ${missing_tools[*]}"
+    echo "Install them with: brew install sqlite libarchive zlib pkg-config"
+    exit 1
+    ;;
+  Linux)
+    if [ -r /etc/debian_version ] && [ "$(id -u)" = 0 ]; then
+      echo "Installing missing dependencies: ${missing_pc[*]} ${missing_tools[*]}"
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update -qq
+      apt-get install -y -qq pkg-config libsqlite3-dev libarchive-dev zlib1g-dev sqlite3 libarchive-tools zip >/dev/null
+    else
+      echo "storelens needs: ${missing_pc[*]} ${missing_tools[*]}"
+      echo "On Debian or Ubuntu: sudo apt-get install pkg-config libsqlite3-dev libarchive-dev zlib1g-dev sqlite3 libarchive-tools zip"
+      exit 1
+    fi
+    ;;
+esac
