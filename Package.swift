@@ -54,7 +54,7 @@ let package = Package(
         .testTarget(name: "CoreDataStoreTests", dependencies: ["CoreDataStore", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "StoreBuilderTests", dependencies: ["StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "CoreDataStore", "StoreBuilder", "StoreTestSupport"]),
-        .testTarget(name: "storelensTests", dependencies: ["StoreBuilder", "StoreTestSupport"]),
+        .testTarget(name: "storelensTests", dependencies: ["StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

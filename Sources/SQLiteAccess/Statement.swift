@@ -32,7 +32,16 @@ public final class Statement {
             case .null: rc = sqlite3_bind_null(handle, index)
             case .integer(let v): rc = sqlite3_bind_int64(handle, index, v)
             case .real(let d): rc = sqlite3_bind_double(handle, index, d)
-            case .text(let s): rc = sqlite3_bind_text(handle, index, s, -1, storelens_sqlite3_transient())
+            case .text(let s):
+                // Explicit byte length: text from a device may contain NUL characters.
+                let bytes = Array(s.utf8)
+                rc = bytes.withUnsafeBufferPointer { buffer in
+                    buffer.baseAddress.map { base in
+                        base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                            sqlite3_bind_text64(handle, index, $0, sqlite3_uint64(bytes.count), storelens_sqlite3_transient(), UInt8(SQLITE_UTF8))
+                        }
+                    } ?? sqlite3_bind_text(handle, index, "", 0, storelens_sqlite3_transient())
+                }
             case .blob(let d):
                 rc = d.withUnsafeBytes { raw in
                     // A zero-length blob needs a non-null pointer to bind as a blob, not NULL.

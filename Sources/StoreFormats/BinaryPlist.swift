@@ -27,7 +27,7 @@ public enum BinaryPlist {
         public var maxDecodedValues: Int
 
         public init(maxInputBytes: Int = 64 << 20, maxObjects: Int = 1 << 22,
-                    maxDepth: Int = 512, maxDecodedValues: Int = 4_000_000) {
+                    maxDepth: Int = 512, maxDecodedValues: Int = 1_000_000) {
             self.maxInputBytes = maxInputBytes
             self.maxObjects = maxObjects
             self.maxDepth = maxDepth
@@ -203,8 +203,8 @@ private struct BinaryPlistDecoder {
         }
         let width = 1 << Int(intMarker & 0x0F)
         let raw = try readUnsigned(at: intOffset + 1, width: width)
-        // A count can never exceed the file's size; larger values are hostile.
-        guard let count = Int(exactly: raw), count <= bytes.count else { throw .tooLarge }
+        // Callers check count × element size against the object area before allocating.
+        guard let count = Int(exactly: raw) else { throw .tooLarge }
         return (count, intOffset + 1 + width)
     }
 

@@ -370,7 +370,8 @@ public struct KeyedArchive: Sendable {
                 return .array(result)
             }
             var result: [String: PlistValue] = [:]
-            for (key, value) in object.fields {
+            // Sorted so that which error a damaged graph reports does not depend on hashing.
+            for (key, value) in object.fields.sorted(by: { $0.key < $1.key }) {
                 result[key] = try inline(value, depth: depth + 1)
             }
             result["$class"] = .string(object.className ?? "")
@@ -392,7 +393,9 @@ public struct KeyedArchive: Sendable {
             case .dictionary(let entries):
                 guard depth < depthLimit else { throw .tooDeep }
                 var result: [String: PlistValue] = [:]
-                for (key, element) in entries { result[key] = try inline(element, depth: depth + 1) }
+                for (key, element) in entries.sorted(by: { $0.key < $1.key }) {
+                    result[key] = try inline(element, depth: depth + 1)
+                }
                 return .dictionary(result)
             default:
                 return value

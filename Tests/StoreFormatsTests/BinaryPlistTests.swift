@@ -28,7 +28,7 @@ private func bigEndian(_ value: UInt64, width: Int) -> [UInt8] {
 }
 
 /// A seeded generator, so the mutation test is reproducible.
-struct SplitMix64: RandomNumberGenerator {
+struct PlistFuzzRandom: RandomNumberGenerator {
     var state: UInt64
     mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
@@ -52,7 +52,7 @@ CBAJEAoQCxAMEA0QDhAPEBAQERASEBMT/////////9YIIz/QAAAAAAAAawBDAGEAZgDpACAwxzD8ML8A
 AcoB0wHUAd0B9AAAAAAAAAIBAAAAAAAAADkAAAAAAAAAAAAAAAAAAAH5
 """
 
-func base64Data(_ text: String) throws -> Data {
+func decodeBase64Vector(_ text: String) throws -> Data {
     try #require(Data(base64Encoded: text.filter { !$0.isWhitespace }))
 }
 
@@ -86,7 +86,7 @@ private let sampleValue: PlistValue = .dictionary([
 
 @Suite struct BinaryPlistDecodingTests {
     @Test func decodesMetadataShapedPlistWrittenByPython() throws {
-        let value = try BinaryPlist.decode(try base64Data(pythonMetadataVector))
+        let value = try BinaryPlist.decode(try decodeBase64Vector(pythonMetadataVector))
         #expect(value["NSStoreType"] == .string("SQLite"))
         #expect(value["NSPersistenceFrameworkVersion"]?.intValue == 1234)
         #expect(value["NSStoreModelVersionHashesVersion"] == .integer(3))
@@ -150,7 +150,7 @@ private let sampleValue: PlistValue = .dictionary([
     }
 
     @Test func reencodesPythonOutputLosslessly() throws {
-        let value = try BinaryPlist.decode(try base64Data(pythonMetadataVector))
+        let value = try BinaryPlist.decode(try decodeBase64Vector(pythonMetadataVector))
         #expect(try BinaryPlist.decode(BinaryPlistWriter.encode(value)) == value)
     }
 
@@ -281,8 +281,8 @@ private let sampleValue: PlistValue = .dictionary([
         objects.append([0xA0])
         let data = makePlist(objects: objects, refSize: 2, offsetSize: 2)
         #expect(throws: BinaryPlistError.tooDeep) { try BinaryPlist.decode(data) }
-        // The limit is inclusive of what Apple writes: 100 levels are fine.
-        var shallow: [[UInt8]] = (0..<100).map { [0xA1] + bigEndian(UInt64($0 + 1), width: 2) }
+        // Just under the default limit of 512 decodes (and does not strain the test thread's stack).
+        var shallow: [[UInt8]] = (0..<510).map { [0xA1] + bigEndian(UInt64($0 + 1), width: 2) }
         shallow.append([0xA0])
         #expect(throws: Never.self) { try BinaryPlist.decode(makePlist(objects: shallow, refSize: 2)) }
     }
@@ -298,7 +298,11 @@ private let sampleValue: PlistValue = .dictionary([
         // Data claiming Int64.max bytes; a string claiming 1,000 bytes in a tiny file;
         // an array claiming 2^32 references.
         let data = makePlist(objects: [[0x4F, 0x13, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]])
-        #expect(throws: BinaryPlistError.tooLarge) { try BinaryPlist.decode(data) }
+        #expect(throws: BinaryPlistError.truncated) { try BinaryPlist.decode(data) }
+        let negative = makePlist(objects: [[0x4F, 0x13, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]])
+        #expect(throws: BinaryPlistError.tooLarge) { try BinaryPlist.decode(negative) }
+        let utf16Overflow = makePlist(objects: [[0x6F, 0x13, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]])
+        #expect(throws: BinaryPlistError.truncated) { try BinaryPlist.decode(utf16Overflow) }
         let string = makePlist(objects: [[0x5F, 0x11, 0x03, 0xE8, 0x61]])
         #expect(throws: BinaryPlistError.truncated) { try BinaryPlist.decode(string) }
         let array = makePlist(objects: [[0xAF, 0x12, 0xFF, 0xFF, 0xFF, 0xFF]])
@@ -331,7 +335,7 @@ private let sampleValue: PlistValue = .dictionary([
         #expect(throws: BinaryPlistError.nonStringKey(object: 1)) { try BinaryPlist.decode(data) }
     }
 
-    @Test func rejectsSixteenByteIntegersBeyond64Bits() {
+    @Test func rejectsSixteenByteIntegersBeyond64Bits() throws {
         let data = makePlist(objects: [[0x14, 0, 0, 0, 0, 0, 0, 0, 1] + [UInt8](repeating: 0, count: 8)])
         #expect(throws: BinaryPlistError.integerOutOfRange(offset: 8)) { try BinaryPlist.decode(data) }
         let negative = makePlist(objects: [[0x14] + [UInt8](repeating: 0xFF, count: 16)])
@@ -349,8 +353,8 @@ private let sampleValue: PlistValue = .dictionary([
     }
 
     @Test func survivesThousandsOfRandomMutations() throws {
-        let seeds = [try base64Data(pythonMetadataVector), BinaryPlistWriter.encode(sampleValue)]
-        var random = SplitMix64(state: 0x5701_E1E5)
+        let seeds = [try decodeBase64Vector(pythonMetadataVector), BinaryPlistWriter.encode(sampleValue)]
+        var random = PlistFuzzRandom(state: 0x5701_E1E5)
         var limits = BinaryPlist.Limits()
         limits.maxDecodedValues = 50_000
         var decoded = 0

@@ -1,0 +1,104 @@
+import Acquisition
+import Foundation
+import SQLiteAccess
+import StoreBuilder
+import StoreFormats
+import StoreTestSupport
+import Testing
+
+@Suite("Safe opening through working copies")
+struct WorkingCopyTests {
+    /// A store whose last transaction lives only in the WAL, copied as a device would leave it.
+    static func storeWithWAL(in folder: TemporaryFolder) throws -> URL {
+        let url = folder.path("default.store")
+        let w = try StoreWriter(url: url, model: SampleModels.todo)
+        try w.transaction { w in for n in ["a", "b", "c"] { try w.insert("TodoList", ["name": .string(n)]) } }
+        try w.checkpoint()
+        try w.transaction { w in
+            try w.insert("TodoList", ["name": .string("d")])
+            try w.delete("TodoList", pk: 1)
+        }
+        try w.close(leavingWAL: true)
+        return url
+    }
+
+    @Test("both views: WAL applied and main file only; originals byte-identical, -shm included")
+    func twoViewsLeaveEvidenceAlone() throws {
+        let folder = try TemporaryFolder("views")
+        let url = try Self.storeWithWAL(in: folder)
+        #expect(FileManager.default.fileExists(atPath: url.path + "-wal"))
+        #expect(FileManager.default.fileExists(atPath: url.path + "-shm"))
+        let before = try FolderSnapshot(folder.url)
+
+        let session = try EvidenceSession()
+        let copy = try session.workingCopy(of: url)
+        #expect(copy.header.isWALMode)
+        #expect(copy.wal?.commitFrames.count == 1)
+        #expect(copy.family.shm != nil)
+        let withWAL = try copy.open()
+        let mainOnly = try copy.openMainFileOnly()
+        #expect(try withWAL.scalar("SELECT group_concat(ZNAME) FROM (SELECT ZNAME FROM ZTODOLIST ORDER BY Z_PK)").string == "b,c,d")
+        #expect(try mainOnly.scalar("SELECT group_concat(ZNAME) FROM (SELECT ZNAME FROM ZTODOLIST ORDER BY Z_PK)").string == "a,b,c")
+        // Our own SQL cannot write to the copy either.
+        #expect(throws: SQLiteError.self) { try withWAL.execute("DELETE FROM ZTODOLIST") }
+        try session.finish()
+
+        #expect(try FolderSnapshot(folder.url) == before)
+        #expect(!FileManager.default.fileExists(atPath: session.scratch.url.path), "scratch removed")
+    }
+
+    @Test("the working copy keeps its WAL after close (no checkpoint on close)")
+    func copyKeepsWAL() throws {
+        let folder = try TemporaryFolder("keepwal")
+        let url = try Self.storeWithWAL(in: folder)
+        let session = try EvidenceSession(keepScratch: true)
+        defer { try? FileManager.default.removeItem(at: session.scratch.url) }
+        let copy = try session.workingCopy(of: url)
+        let walBefore = try Data(contentsOf: URL(fileURLWithPath: copy.copiedMain.path + "-wal"))
+        do { _ = try copy.open().scalar("SELECT count(*) FROM ZTODOLIST") }
+        let walAfter = try Data(contentsOf: URL(fileURLWithPath: copy.copiedMain.path + "-wal"))
+        #expect(walBefore == walAfter)
+        #expect(FileManager.default.fileExists(atPath: session.scratch.url.path), "--keep-scratch keeps it")
+    }
+
+    @Test("the scratch folder is private (0700)")
+    func scratchIsPrivate() throws {
+        let scratch = try ScratchFolder()
+        defer { scratch.remove() }
+        let mode = try FileManager.default.attributesOfItem(atPath: scratch.url.path)[.posixPermissions] as? NSNumber
+        #expect(mode?.intValue == 0o700)
+        let sub = try scratch.makeSubfolder(named: "../../etc/evil")
+        #expect(sub.deletingLastPathComponent().path == scratch.url.path, "hints cannot escape the scratch folder")
+    }
+
+    @Test("evidence ledger notices a change")
+    func ledgerDetectsChange() throws {
+        let folder = try TemporaryFolder("ledger")
+        let file = folder.path("x")
+        try Data("one".utf8).write(to: file)
+        var ledger = EvidenceLedger()
+        try ledger.record([file])
+        try ledger.verifyUnchanged()
+        try Data("two".utf8).write(to: file)
+        #expect(throws: AcquisitionError.self) { try ledger.verifyUnchanged() }
+    }
+
+    @Test("SHA-256 known answers", arguments: [
+        ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+        ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+        ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
+    ])
+    func sha256(_ input: String, _ expected: String) {
+        #expect(SHA256.hex(Data(input.utf8)) == expected)
+    }
+
+    @Test("SHA-256 of a million 'a' fed in odd-sized pieces")
+    func sha256Streaming() {
+        var hasher = SHA256()
+        let chunk = Data(repeating: UInt8(ascii: "a"), count: 999)
+        var left = 1_000_000
+        while left > 0 { let n = min(left, chunk.count); hasher.update(chunk.prefix(n)); left -= n }
+        let hex = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        #expect(hex == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    }
+}
