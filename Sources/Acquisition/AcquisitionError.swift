@@ -15,6 +15,8 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
     case scratchFailed(path: String, reason: String)
     case evidenceChanged(path: String, before: String, after: String)
     case sqlite(SQLiteError)
+    /// `--store` matched no store, or more than one.
+    case storeSelection(select: String, candidates: [String], matched: Int)
 
     public var description: String {
         switch self {
@@ -40,6 +42,11 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
             return "internal error: \(path) changed while storelens read it (SHA-256 \(before.prefix(12))… became \(after.prefix(12))…); please report this."
         case .sqlite(let error):
             return error.description
+        case .storeSelection(let select, let candidates, let matched):
+            let list = candidates.prefix(10).joined(separator: ", ")
+            return matched == 0
+                ? "--store \(select) matches none of the stores found (\(list)); give a path that ends one of them."
+                : "--store \(select) matches \(matched) stores (\(list)); give a longer path."
         }
     }
 

@@ -35,10 +35,8 @@ struct InspectCommand: Command {
         let session = try EvidenceSession(keepScratch: keepScratch)
         defer { session.scratch.remove() }
         var inspections: [StoreInspection] = []
-        for path in paths {
-            let copy = try session.workingCopy(of: URL(fileURLWithPath: path),
-                                               options: OpenOptions(rollBackJournal: rollBackJournal))
-            inspections.append(try StoreInspector.inspect(copy, displayPath: path))
+        for store in try session.stores(from: paths, options: OpenOptions(rollBackJournal: rollBackJournal)) {
+            inspections.append(try StoreInspector.inspect(store.copy, displayPath: store.displayPath))
         }
         try session.finish()
         switch format {
