@@ -8,7 +8,7 @@ for pc in sqlite3 libarchive zlib; do
   pkg-config --exists "$pc" 2>/dev/null || missing_pc+=("$pc")
 done
 missing_tools=()
-for tool in sqlite3 bsdtar zip; do
+for tool in sqlite3 bsdtar zip bc /usr/bin/time; do
   command -v "$tool" >/dev/null 2>&1 || missing_tools+=("$tool")
 done
 
@@ -27,10 +27,10 @@ case "$(uname -s)" in
       echo "Installing missing dependencies: ${missing_pc[*]} ${missing_tools[*]}"
       export DEBIAN_FRONTEND=noninteractive
       apt-get update -qq
-      apt-get install -y -qq pkg-config libsqlite3-dev libarchive-dev zlib1g-dev sqlite3 libarchive-tools zip >/dev/null
+      apt-get install -y -qq pkg-config libsqlite3-dev libarchive-dev zlib1g-dev sqlite3 libarchive-tools zip bc time >/dev/null
     else
       echo "storelens needs: ${missing_pc[*]} ${missing_tools[*]}"
-      echo "On Debian or Ubuntu: sudo apt-get install pkg-config libsqlite3-dev libarchive-dev zlib1g-dev sqlite3 libarchive-tools zip"
+      echo "On Debian or Ubuntu: sudo apt-get install pkg-config libsqlite3-dev libarchive-dev zlib1g-dev sqlite3 libarchive-tools zip bc time"
       exit 1
     fi
     ;;

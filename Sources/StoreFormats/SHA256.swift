@@ -47,7 +47,12 @@ public struct SHA256: Sendable {
     }
 
     private mutating func compress(_ raw: UnsafeRawBufferPointer, at offset: Int) {
-        var w = [UInt32](repeating: 0, count: 64)
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
+            compress(raw, at: offset, schedule: w)
+        }
+    }
+
+    private mutating func compress(_ raw: UnsafeRawBufferPointer, at offset: Int, schedule w: UnsafeMutableBufferPointer<UInt32>) {
         for i in 0..<16 {
             w[i] = UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: offset + i * 4, as: UInt32.self))
         }

@@ -1,20 +1,31 @@
 import Foundation
 import StoreBuilder
 
-// Writes the sample stores in Fixtures/ with the project's store builder. Deterministic:
-// fixed UUIDs, dates and contents, so regenerating gives the same logical stores.
+// Writes the sample stores in Fixtures/ and the benchmark corpus with the project's store builder.
+//
+//   storelens-fixtures <Fixtures folder>                 the demo container
+//   storelens-fixtures bench-store <file> <rows>         a large store with history and a WAL
 
-let arguments = CommandLine.arguments.dropFirst()
-guard let out = arguments.first else {
-    FileHandle.standardError.write(Data("usage: storelens-fixtures <Fixtures folder>\n".utf8))
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("storelens-fixtures: \(message)\n".utf8))
     exit(2)
 }
-let root = URL(fileURLWithPath: out)
 
+let arguments = Array(CommandLine.arguments.dropFirst())
 do {
-    try DemoContainer.write(into: root.appendingPathComponent("demo-container"))
-    print("wrote \(root.appendingPathComponent("demo-container").path)")
+    switch arguments.first {
+    case "bench-store":
+        guard arguments.count == 3, let rows = Int(arguments[2]), rows > 0 else {
+            fail("usage: storelens-fixtures bench-store <file> <rows>")
+        }
+        try BenchCorpus.write(to: URL(fileURLWithPath: arguments[1]), rows: rows)
+    case let out?:
+        let container = URL(fileURLWithPath: out).appendingPathComponent("demo-container")
+        try DemoContainer.write(into: container)
+        print("wrote \(container.path)")
+    case nil:
+        fail("usage: storelens-fixtures <Fixtures folder> | bench-store <file> <rows>")
+    }
 } catch {
-    FileHandle.standardError.write(Data("storelens-fixtures: \(error)\n".utf8))
-    exit(1)
+    fail("\(error)")
 }

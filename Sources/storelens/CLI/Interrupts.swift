@@ -1,0 +1,26 @@
+import Acquisition
+import Dispatch
+import Foundation
+
+/// Ctrl-C, SIGTERM and SIGHUP remove the scratch folders before exiting.
+///
+/// The handlers run on a dispatch queue, not in signal context, so they may touch the file
+/// system. They are installed from a nonisolated function: top-level code is main-actor
+/// isolated and a closure made there would trap when it runs on another queue.
+enum Interrupts {
+    nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
+
+    static func install() {
+        for sig in [SIGINT, SIGTERM, SIGHUP] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler(handler: { @Sendable in
+                ScratchRegistry.shared.removeAll()
+                // _exit, not exit: the main thread is still running and must not race atexit handlers.
+                _exit(128 + sig)
+            })
+            source.resume()
+            sources.append(source)
+        }
+    }
+}
