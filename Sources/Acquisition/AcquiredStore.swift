@@ -2,32 +2,45 @@ import Foundation
 
 /// A store found in an input and copied into the scratch folder, ready to open.
 public struct AcquiredStore {
-    /// How to name the store to the user: the path given, or `input!path/inside/container`.
+    /// How to name the store to the user: the path given, or `input!path/inside/archive`.
     public let displayPath: String
-    /// The store's path inside its container (or the file name for a bare store).
-    public let pathInContainer: String
+    /// What acquisition learnt about it: container, sidecars, hashes, location.
+    public let found: FoundStore
     public let copy: WorkingCopy
 }
 
 extension EvidenceSession {
-    /// Resolves command-line inputs to stores and makes a working copy of each.
+    /// Resolves command-line inputs (store files, folders, archives, backups) to stores and makes
+    /// a working copy of each.
     ///
-    /// - Parameter select: `--store PATH`: keep only the store whose path in its container (or
-    ///   display path) ends with this, and fail if none or several match.
-    public func stores(from inputs: [String], select: String? = nil, options: OpenOptions = OpenOptions()) throws -> [AcquiredStore] {
-        var result: [AcquiredStore] = []
+    /// - Parameter select: `--store PATH`: keep only the store whose path ends with this, and fail
+    ///   if none or several match. Without it, every store found is returned.
+    /// - Returns: the stores, and the inventories they came from (for damage and warnings).
+    public func stores(from inputs: [String], select: String? = nil, options: OpenOptions = OpenOptions(),
+                       limits: ArchiveLimits = ArchiveLimits()) throws -> [AcquiredStore] {
+        let resolver = InputResolver(session: self, limits: limits)
+        var found: [FoundStore] = []
+        var damage: [String: String] = [:]
         for input in inputs {
-            let url = URL(fileURLWithPath: input)
-            let copy = try workingCopy(of: url, options: options)
-            result.append(AcquiredStore(displayPath: input, pathInContainer: url.lastPathComponent, copy: copy))
+            let inventory = try resolver.inventory(of: input)
+            found += inventory.stores
+            if let d = inventory.damage { damage[input] = d }
         }
         if let select {
-            let matches = result.filter { $0.pathInContainer.hasSuffix(select) || $0.displayPath.hasSuffix(select) }
+            let matches = found.filter { $0.path.hasSuffix(select) }
             guard matches.count == 1 else {
-                throw AcquisitionError.storeSelection(select: select, candidates: result.map(\.displayPath), matched: matches.count)
+                throw AcquisitionError.storeSelection(select: select, candidates: found.map(\.path), matched: matches.count)
             }
-            return matches
+            found = matches
         }
-        return result
+        if found.isEmpty, let (input, detail) = damage.first {
+            throw AcquisitionError.corrupt(path: input, detail: detail)
+        }
+        if found.isEmpty {
+            throw AcquisitionError.noStores(inputs: inputs)
+        }
+        return try found.map { store in
+            AcquiredStore(displayPath: store.path, found: store, copy: try workingCopy(of: store, options: options))
+        }
     }
 }

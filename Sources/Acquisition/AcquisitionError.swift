@@ -17,6 +17,8 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
     case sqlite(SQLiteError)
     /// `--store` matched no store, or more than one.
     case storeSelection(select: String, candidates: [String], matched: Int)
+    /// The inputs hold no SQLite store at all.
+    case noStores(inputs: [String])
 
     public var description: String {
         switch self {
@@ -42,6 +44,8 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
             return "internal error: \(path) changed while storelens read it (SHA-256 \(before.prefix(12))… became \(after.prefix(12))…); please report this."
         case .sqlite(let error):
             return error.description
+        case .noStores(let inputs):
+            return "no SQLite store was found in \(inputs.joined(separator: ", ")); check that the container or archive holds the app's Library folder (run `storelens scan` to see what it holds)."
         case .storeSelection(let select, let candidates, let matched):
             let list = candidates.prefix(10).joined(separator: ", ")
             return matched == 0

@@ -1,4 +1,5 @@
 import Foundation
+import StoreFormats
 
 /// One command's dealings with evidence: the scratch folder its copies live in, and the
 /// ledger proving the originals were left as they were.
@@ -10,6 +11,22 @@ public final class EvidenceSession {
         scratch = try ScratchFolder(parent: scratchParent, keep: keepScratch)
     }
 
+    /// Hashes files before anything reads them (once per file).
+    public func record(_ files: [URL]) throws {
+        try ledger.record(files)
+    }
+
+    /// The recorded SHA-256 of each file of `family`, named by the store's path `naming`
+    /// (sidecars get their suffix; support files are left out).
+    func hashes(for family: StoreFamily, naming: String) -> [String: String] {
+        var result: [String: String] = [:]
+        for (url, suffix) in [(family.main, ""), (family.wal, "-wal"), (family.shm, "-shm"), (family.journal, "-journal")] {
+            guard let url, let entry = ledger.entries.first(where: { $0.path == url.path }) else { continue }
+            result[naming + suffix] = entry.sha256
+        }
+        return result
+    }
+
     /// Hashes the family of `main`, then copies it into a fresh subfolder of the scratch folder.
     public func workingCopy(of main: URL, options: OpenOptions = OpenOptions()) throws -> WorkingCopy {
         var isDir: ObjCBool = false
@@ -18,6 +35,12 @@ public final class EvidenceSession {
         }
         let folder = try scratch.makeSubfolder(named: main.lastPathComponent)
         return try WorkingCopy(of: main, into: folder, options: options)
+    }
+
+    /// Copies a found store (from a folder, archive or backup) into a fresh subfolder.
+    public func workingCopy(of store: FoundStore, options: OpenOptions = OpenOptions()) throws -> WorkingCopy {
+        let folder = try scratch.makeSubfolder(named: store.name)
+        return try WorkingCopy(family: store.family, name: store.name, displayPath: store.path, into: folder, options: options)
     }
 
     /// Checks every original against its recorded hash, then removes the scratch folder.

@@ -54,6 +54,8 @@ public final class WorkingCopy {
     /// The `-shm` header, when a readable one came with the store (a hint only).
     public let sharedMemory: SharedMemoryIndex?
     public let notes: [StoreNote]
+    /// How errors and reports name this store.
+    public let displayPath: String
     private let hasJournal: Bool
 
     /// Largest `-wal` read into memory for parsing. WALs past this are refused rather than
@@ -62,18 +64,26 @@ public final class WorkingCopy {
         ProcessInfo.processInfo.environment["STORELENS_MAX_WAL_BYTES"].flatMap(Int.init) ?? 4 << 30
     }
 
-    /// Validates the family of `main` and copies it (main, `-wal`, `-journal`; never `-shm`)
-    /// into `folder`.
-    public init(of main: URL, into folder: URL, options: OpenOptions = OpenOptions()) throws {
-        let path = main.path
+    /// Validates the family of `main` (its sidecars found beside it) and copies it into `folder`.
+    public convenience init(of main: URL, into folder: URL, options: OpenOptions = OpenOptions()) throws {
+        try self.init(family: StoreFamily.beside(main), name: main.lastPathComponent, displayPath: main.path,
+                      into: folder, options: options)
+    }
+
+    /// Validates a store family and copies it (main, `-wal`, `-journal`; never `-shm`) into
+    /// `folder`, the main file named `name`. `displayPath` names the store in errors (for a store
+    /// inside an archive or backup, its path there rather than its place in the scratch folder).
+    public init(family: StoreFamily, name: String, displayPath: String, into folder: URL, options: OpenOptions = OpenOptions()) throws {
+        let main = family.main
+        let path = displayPath
         let fm = FileManager.default
         var isDir: ObjCBool = false
-        guard fm.fileExists(atPath: path, isDirectory: &isDir) else { throw AcquisitionError.notFound(path: path) }
+        guard fm.fileExists(atPath: main.path, isDirectory: &isDir) else { throw AcquisitionError.notFound(path: path) }
         guard !isDir.boolValue else { throw AcquisitionError.isDirectory(path: path) }
-        guard fm.isReadableFile(atPath: path) else {
+        guard fm.isReadableFile(atPath: main.path) else {
             throw AcquisitionError.unreadable(path: path, reason: "permission denied")
         }
-        let size = (try? fm.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
+        let size = (try? fm.attributesOfItem(atPath: main.path)[.size] as? NSNumber)?.intValue ?? 0
         let prefix = try Self.readPrefix(main, count: DatabaseHeader.length)
         guard DatabaseHeader.isSQLite(prefix) else {
             throw AcquisitionError.notSQLite(path: path)
@@ -95,19 +105,19 @@ public final class WorkingCopy {
                                              expected: max(described, (size / header.pageSize + 1) * header.pageSize))
         }
         self.header = header
-        let family = StoreFamily.beside(main)
         self.family = family
+        self.displayPath = displayPath
 
         var notes: [StoreNote] = []
         if let walURL = family.wal {
             let walSize = (try? fm.attributesOfItem(atPath: walURL.path)[.size] as? NSNumber)?.intValue ?? 0
             guard walSize <= Self.maxWALBytes else {
-                throw AcquisitionError.unreadable(path: walURL.path, reason: "the -wal is \(walSize) bytes, above the \(Self.maxWALBytes)-byte limit; set STORELENS_MAX_WAL_BYTES to raise it")
+                throw AcquisitionError.unreadable(path: path + "-wal", reason: "the -wal is \(walSize) bytes, above the \(Self.maxWALBytes)-byte limit; set STORELENS_MAX_WAL_BYTES to raise it")
             }
             let data = try Self.read(walURL)
             let wal = WAL(data: data)
             if let walPageSize = wal.header?.pageSize, walPageSize != header.pageSize {
-                throw AcquisitionError.walPageSizeMismatch(wal: walURL.path, walPageSize: walPageSize,
+                throw AcquisitionError.walPageSizeMismatch(wal: path + "-wal", walPageSize: walPageSize,
                                                            databasePageSize: header.pageSize)
             }
             if let problem = wal.headerProblem, !data.isEmpty {
@@ -135,7 +145,7 @@ public final class WorkingCopy {
             let head = (try? Self.readPrefix(journal, count: 8)) ?? Data()
             hotJournal = Array(head) == magic
             if hotJournal && !options.rollBackJournal {
-                throw AcquisitionError.hotJournal(path: path, journal: journal.path)
+                throw AcquisitionError.hotJournal(path: path, journal: path + "-journal")
             }
         }
         self.hasJournal = hotJournal
@@ -143,7 +153,7 @@ public final class WorkingCopy {
         self.notes = notes
 
         self.folder = folder
-        self.copiedMain = folder.appendingPathComponent(main.lastPathComponent)
+        self.copiedMain = folder.appendingPathComponent(name)
         try SafeCopy.copy(main, to: copiedMain)
         if let wal = family.wal { try SafeCopy.copy(wal, to: URL(fileURLWithPath: copiedMain.path + "-wal")) }
         if hotJournal, let journal = family.journal {
@@ -169,7 +179,7 @@ public final class WorkingCopy {
             _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
             return connection
         } catch {
-            throw Self.translate(error, path: family.main.path)
+            throw Self.translate(error, path: displayPath)
         }
     }
 
@@ -194,7 +204,7 @@ public final class WorkingCopy {
             _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
             return connection
         } catch {
-            throw Self.translate(error, path: family.main.path)
+            throw Self.translate(error, path: displayPath)
         }
     }
 

@@ -82,7 +82,7 @@ public struct StoreInspection: Sendable {
 /// Reads a working copy into a `StoreInspection`.
 public enum StoreInspector {
     public static func inspect(_ copy: WorkingCopy, displayPath: String? = nil) throws -> StoreInspection {
-        let path = displayPath ?? copy.family.main.path
+        let path = displayPath ?? copy.displayPath
         let connection = try copy.open()
         let mainOnly = try copy.openMainFileOnly()
         do {
@@ -135,5 +135,23 @@ public enum StoreInspector {
                                journalMode: journalMode, pageSize: copy.header.pageSize, sizeBytes: size,
                                metadata: store.metadata, entities: entities, tables: [], wal: wal,
                                history: store.history, cloudKitTables: store.cloudKitTables, notes: notes)
+    }
+}
+
+extension StoreInspector {
+    /// Opens a working copy only far enough to say what it is: Core Data or plain SQLite, and
+    /// which stack most likely wrote it. Used by `scan`, which must stay fast on many stores.
+    public static func classify(_ copy: WorkingCopy) throws -> (format: StoreInspection.Format, stack: StackVerdict) {
+        let connection = try copy.open()
+        do {
+            guard let store = try CoreDataStore.read(connection) else {
+                return (.sqlite, StackVerdict(stack: .unknown, evidence: []))
+            }
+            return (.coreData, StackVerdict.judge(store: store, classNames: ModelCachePeek.classNames(connection)))
+        } catch let error as SQLiteError {
+            throw error.isCorrupt || error.isNotADatabase
+                ? AcquisitionError.corrupt(path: copy.displayPath, detail: "SQLite: \(error.message)")
+                : AcquisitionError.sqlite(error)
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import StoreFormats
 
 /// The sample app container `make demo` inspects: a to-do app's data container whose
 /// SwiftData store still has its most recent transactions only in the `-wal`.
@@ -12,6 +13,11 @@ public enum DemoContainer {
             try FileManager.default.createDirectory(at: container.appendingPathComponent(folder), withIntermediateDirectories: true)
         }
         try FileManager.default.createDirectory(at: support, withIntermediateDirectories: true)
+        // iOS marks every data container with its owner's bundle id.
+        try BinaryPlistWriter.encode(.dictionary([
+            "MCMMetadataIdentifier": .string("com.example.todo"),
+            "MCMMetadataContentClass": .integer(2),
+        ])).write(to: container.appendingPathComponent(".com.apple.mobile_container_manager.metadata.plist"))
         let store = try StoreWriter(url: support.appendingPathComponent("default.store"), model: SampleModels.todo,
                                     options: .init(uuid: UUID(uuidString: "6F1C2A53-9B0E-4C7D-8E21-3D5A7B9C0E14")!))
         var itemNumber = 0

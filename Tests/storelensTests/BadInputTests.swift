@@ -38,11 +38,12 @@ struct BadInputTests {
     static let cases: [Case] = [
         Case(name: "missing path", make: { $0.appendingPathComponent("nope.sqlite").path }, extraArguments: [],
              expectedStatus: 2, messageContains: ["no such file"]),
-        Case(name: "a folder where a file was expected", make: { folder in
+        Case(name: "a folder that holds no store", make: { folder in
             let sub = folder.appendingPathComponent("AppData")
-            try FileManager.default.createDirectory(at: sub, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(at: sub.appendingPathComponent("Documents"), withIntermediateDirectories: true)
+            try Data("notes".utf8).write(to: sub.appendingPathComponent("Documents/notes.txt"))
             return sub.path
-        }, extraArguments: [], expectedStatus: 2, messageContains: ["is a folder"]),
+        }, extraArguments: [], expectedStatus: 2, messageContains: ["no SQLite store was found", "storelens scan"]),
         Case(name: "not SQLite", make: { folder in
             let url = folder.appendingPathComponent("notes.sqlite")
             try Data("just some text, not a database at all; long enough to have a header".utf8).write(to: url)
@@ -157,7 +158,7 @@ struct BadInputTests {
         #expect(unknown.stderr.contains("Usage: storelens inspect"))
         let missing = try CLI.run(["inspect"])
         #expect(missing.status == 2)
-        #expect(missing.stderr.contains("Missing expected argument '<path>'"))
+        #expect(missing.stderr.contains("Missing expected argument '<input>'"))
         let badValue = try CLI.run(["inspect", "x", "--format", "yaml"])
         #expect(badValue.status == 2)
         #expect(badValue.stderr.contains("'yaml' is invalid for '--format'"))

@@ -1,3 +1,4 @@
+import Acquisition
 import Foundation
 
 /// What every subcommand declares about itself, for parsing and for help.
@@ -35,4 +36,42 @@ enum CommonOptions {
                                              help: "Keep the private working folder with the copies storelens read, and print where it is.")
     static let rollBackJournal = OptionSpec.flag("--roll-back-journal",
                                                  help: "Read a store with a hot -journal by rolling it back in the working copy (the original is never changed).")
+    static let store = OptionSpec.value("--store", valueName: "path",
+                                        help: "When the input holds several stores, use the one whose path ends with this.")
+    static let maxExtractBytes = OptionSpec.value("--max-extract-bytes", valueName: "bytes",
+                                                  help: "Stop if more than this would be extracted from an archive in total.", default: "17179869184")
+    static let maxEntryBytes = OptionSpec.value("--max-entry-bytes", valueName: "bytes",
+                                                help: "Stop at an archive entry larger than this.", default: "8589934592")
+    static let maxRatio = OptionSpec.value("--max-ratio", valueName: "ratio",
+                                           help: "Stop when archive data expands more than this many times (a decompression bomb).", default: "1000")
+    static let maxEntries = OptionSpec.value("--max-entries", valueName: "count",
+                                             help: "Stop after this many archive entries.", default: "2000000")
+
+    /// The options every command that reads stores accepts, in help order.
+    static let input: [OptionSpec] = [store, keepScratch, rollBackJournal, maxExtractBytes, maxEntryBytes, maxRatio, maxEntries]
+}
+
+/// What every reading command takes from the input options.
+struct InputSettings {
+    let select: String?
+    let keepScratch: Bool
+    let open: OpenOptions
+    let limits: ArchiveLimits
+
+    init(_ parsed: ParsedArguments) throws(ParseError) {
+        select = parsed.value("--store")
+        keepScratch = parsed.flag("--keep-scratch")
+        open = OpenOptions(rollBackJournal: parsed.flag("--roll-back-journal"))
+        var limits = ArchiveLimits()
+        func number(_ name: String) throws(ParseError) -> Int64? {
+            guard let text = parsed.value(name) else { return nil }
+            guard let value = Int64(text), value > 0 else { throw .invalid("The value '\(text)' is invalid for '\(name)'; give a positive whole number.") }
+            return value
+        }
+        if let v = try number("--max-extract-bytes") { limits.maxExtractedBytes = v }
+        if let v = try number("--max-entry-bytes") { limits.maxEntryBytes = v }
+        if let v = try number("--max-ratio") { limits.maxCompressionRatio = Double(v) }
+        if let v = try number("--max-entries") { limits.maxEntries = Int(v) }
+        self.limits = limits
+    }
 }

@@ -44,6 +44,12 @@ enum Diagnostics {
         case let e as AcquisitionError:
             output.error("Error: \(e.description)\n")
             return e.isInternal ? .internalError : .usageOrInput
+        case let e as ArchiveError:
+            output.error("Error: \(e.description)\n")
+            return .usageOrInput
+        case let e as BackupError:
+            output.error("Error: \(e.description)\n")
+            return .usageOrInput
         case let e as CoreDataStoreError:
             output.error("Error: \(e.description)\n")
             return .usageOrInput

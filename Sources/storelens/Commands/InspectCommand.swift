@@ -13,29 +13,27 @@ struct InspectCommand: Command {
         private working folder and reads the copy; the originals are hashed before and after and
         never opened by SQLite.
         """,
-        arguments: [ArgumentSpec(name: "path", help: "A store file (for example default.store or Model.sqlite).", repeating: true, optional: false)],
-        options: [CommonOptions.format, CommonOptions.keepScratch, CommonOptions.rollBackJournal],
+        arguments: [ArgumentSpec(name: "input", help: "A store file, an app container or .xcappdata folder, a tar or zip archive of one, or a Finder/iTunes backup folder.", repeating: true, optional: false)],
+        options: [CommonOptions.format] + CommonOptions.input,
         examples: ["storelens inspect ~/Pulled/AppData/Library/Application\\ Support/default.store",
                    "storelens inspect Model.sqlite --format json"])
 
     let paths: [String]
     let format: String
-    let keepScratch: Bool
-    let rollBackJournal: Bool
+    let input: InputSettings
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
-        guard !parsed.positionals.isEmpty else { throw .missingArgument("path") }
+        guard !parsed.positionals.isEmpty else { throw .missingArgument("input") }
         paths = parsed.positionals
         format = parsed.value("--format") ?? "text"
-        keepScratch = parsed.flag("--keep-scratch")
-        rollBackJournal = parsed.flag("--roll-back-journal")
+        input = try InputSettings(parsed)
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        let session = try EvidenceSession(keepScratch: keepScratch)
+        let session = try EvidenceSession(keepScratch: input.keepScratch)
         defer { session.scratch.remove() }
         var inspections: [StoreInspection] = []
-        for store in try session.stores(from: paths, options: OpenOptions(rollBackJournal: rollBackJournal)) {
+        for store in try session.stores(from: paths, select: input.select, options: input.open, limits: input.limits) {
             inspections.append(try StoreInspector.inspect(store.copy, displayPath: store.displayPath))
         }
         try session.finish()
@@ -43,7 +41,7 @@ struct InspectCommand: Command {
         case "json": output.write(InspectionReport.json(inspections).rendered() + "\n")
         default: output.write(InspectionReport.text(inspections))
         }
-        if keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
+        if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
         return .success
     }
 }

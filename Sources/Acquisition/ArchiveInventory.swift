@@ -1,0 +1,286 @@
+import CArchive
+import Foundation
+import StoreFormats
+
+/// Bounds on what reading one archive may cost. Archives come from outside; a decompression
+/// bomb must stop with an error naming the entry, not fill the disk.
+public struct ArchiveLimits: Sendable {
+    /// Bytes written into the scratch folder, over all entries.
+    public var maxExtractedBytes: Int64 = 16 << 30
+    /// Size of any one entry (declared or actual).
+    public var maxEntryBytes: Int64 = 8 << 30
+    /// Decompressed ÷ compressed, checked once an entry or the stream passes 64 MiB.
+    public var maxCompressionRatio: Double = 1000
+    /// Entries read before giving up.
+    public var maxEntries = 2_000_000
+
+    public init() {}
+}
+
+/// Why an archive could not be read at all.
+public enum ArchiveError: Error, Equatable, CustomStringConvertible, Sendable {
+    case unsupported(path: String, detail: String)
+    case empty(path: String)
+    case bomb(path: String, entry: String, detail: String)
+    case tooManyEntries(path: String, limit: Int)
+    case extractionFailed(path: String, entry: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .unsupported(let path, let detail):
+            return "\(path) is not an archive storelens can read (\(detail)); give a store file, a folder, or a tar/zip archive of an app container."
+        case .empty(let path):
+            return "\(path) is an empty archive: it holds no files."
+        case .bomb(let path, let entry, let detail):
+            return "\(path): stopped at entry \(entry): \(detail); if the archive is genuine, raise the limit with the flag named above."
+        case .tooManyEntries(let path, let limit):
+            return "\(path) has more than \(limit) entries; raise the limit with --max-entries if the archive is genuine."
+        case .extractionFailed(let path, let entry, let reason):
+            return "\(path): cannot extract \(entry) into the working folder (\(reason)); check free space in TMPDIR."
+        }
+    }
+}
+
+/// Reads an archive through libarchive in one streaming pass and extracts only store families
+/// (SQLite files found by their first bytes, sidecars, external-data folders and container
+/// identity plists) into a fresh folder in the scratch space.
+final class ArchiveInventory {
+    let url: URL
+    let displayName: String
+    let output: URL
+    let limits: ArchiveLimits
+
+    struct Result {
+        var files: [SeenFile] = []
+        var containers: [ContainerIdentity] = []
+        var skipped: [SkippedEntry] = []
+        var warnings: [String] = []
+        var extracted: [(path: String, sha256: String)] = []
+        /// Set when the archive is damaged part-way: what was found before stays valid.
+        var damage: String?
+        var entries = 0
+    }
+
+    init(url: URL, displayName: String, output: URL, limits: ArchiveLimits) {
+        self.url = url
+        self.displayName = displayName
+        self.output = output
+        self.limits = limits
+    }
+
+    func read() throws -> Result {
+        guard let a = archive_read_new() else { throw ArchiveError.unsupported(path: displayName, detail: "libarchive could not start") }
+        defer { archive_read_free(a) }
+        archive_read_support_filter_all(a)
+        archive_read_support_format_all(a)
+        guard archive_read_open_filename(a, url.path, 1 << 16) == ARCHIVE_OK else {
+            throw ArchiveError.unsupported(path: displayName, detail: Self.message(a))
+        }
+        var result = Result()
+        var extractedBytes: Int64 = 0
+        var usedNames = Set<String>()
+        var entry: OpaquePointer?
+        let bufferSize = 1 << 16
+
+        var lastName = ""
+        while true {
+            let status = archive_read_next_header(a, &entry)
+            // Skipping an entry's data decompresses it: check the stream after every skip.
+            if !lastName.isEmpty { try checkStreamRatio(a, entry: lastName) }
+            if status == ARCHIVE_EOF { break }
+            if status == ARCHIVE_FATAL {
+                if result.entries == 0 {
+                    throw ArchiveError.unsupported(path: displayName, detail: Self.message(a))
+                }
+                result.damage = "the archive is damaged after \(result.entries) entries (\(Self.message(a))); what came before was read"
+                break
+            }
+            guard let entry else { break }
+            result.entries += 1
+            if result.entries > limits.maxEntries { throw ArchiveError.tooManyEntries(path: displayName, limit: limits.maxEntries) }
+            let name = Self.name(of: entry)
+            lastName = name
+            if status == ARCHIVE_FAILED {
+                result.warnings.append("\(name): \(Self.message(a)); skipped")
+                result.skipped.append(SkippedEntry(path: name, reason: Self.message(a)))
+                continue
+            }
+            let type = archive_entry_filetype(entry)
+            if type == mode_t(storelens_AE_IFDIR) { continue }
+            if archive_entry_hardlink(entry) != nil {
+                result.skipped.append(SkippedEntry(path: name, reason: "hard link (not followed or created)"))
+                continue
+            }
+            if type == mode_t(storelens_AE_IFLNK) {
+                result.skipped.append(SkippedEntry(path: name, reason: "symbolic link (not followed or created)"))
+                continue
+            }
+            guard type == mode_t(storelens_AE_IFREG) else {
+                result.skipped.append(SkippedEntry(path: name, reason: "not a regular file"))
+                continue
+            }
+            let components: [String]
+            switch ArchivePath.sanitize(name) {
+            case .rejected(let reason):
+                result.skipped.append(SkippedEntry(path: name, reason: "unsafe path: \(reason)"))
+                continue
+            case .safe(let parts, let wasAbsolute):
+                components = parts
+                if wasAbsolute { result.warnings.append("\(name): leading / removed") }
+            }
+            let path = components.joined(separator: "/")
+            if archive_entry_size_is_set(entry) != 0, archive_entry_size(entry) > limits.maxEntryBytes {
+                throw ArchiveError.bomb(path: displayName, entry: path,
+                                        detail: "it declares \(archive_entry_size(entry)) bytes, above the per-entry limit of \(limits.maxEntryBytes) (--max-entry-bytes)")
+            }
+            if archive_entry_is_encrypted(entry) != 0 {
+                result.warnings.append("\(path): encrypted entry; skipped (storelens does not take passphrases)")
+                result.skipped.append(SkippedEntry(path: path, reason: "encrypted"))
+                continue
+            }
+            let fileName = components.last ?? path
+            let isSidecar = FamilyGrouping.sidecarSuffixes.keys.contains { fileName.hasSuffix($0) }
+            let isSupport = components.contains { $0.hasPrefix(".") && $0.hasSuffix("_SUPPORT") }
+            let isIdentity = fileName == ContainerIdentity.metadataPlistName || fileName == "AppDataInfo.plist"
+
+            // Read the first block to sniff; keep reading only when the entry is worth extracting.
+            var block: UnsafeRawPointer?
+            var blockSize = 0
+            var offset: Int64 = 0
+            let first = archive_read_data_block(a, &block, &blockSize, &offset)
+            if first == ARCHIVE_FATAL {
+                result.damage = "the archive is damaged inside \(path) (\(Self.message(a))); what came before was read"
+                break
+            }
+            if first == ARCHIVE_FAILED || first == ARCHIVE_WARN && block == nil {
+                result.warnings.append("\(path): \(Self.message(a)); skipped")
+                result.skipped.append(SkippedEntry(path: path, reason: Self.message(a)))
+                continue
+            }
+            let head = first == ARCHIVE_EOF || block == nil ? Data() : Data(bytes: block!, count: min(blockSize, 100))
+            let isSQLite = offset == 0 && DatabaseHeader.isSQLite(head)
+            guard isSQLite || isSidecar || isSupport || isIdentity else { continue }
+
+            // Extract: O_CREAT|O_EXCL|O_NOFOLLOW under a private folder; duplicates get ~N.
+            var target = path
+            var n = 0
+            while usedNames.contains(target) { n += 1; target = path + "~\(n)" }
+            usedNames.insert(target)
+            let destination = try makeParents(for: target, entry: path)
+            let fd = open(destination.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
+            guard fd >= 0 else {
+                result.skipped.append(SkippedEntry(path: path, reason: "cannot be extracted: \(String(cString: strerror(errno)))"))
+                continue
+            }
+            var hasher = SHA256()
+            var written: Int64 = 0
+            var size: Int64 = 0
+            let startCompressed = archive_filter_bytes(a, -1)
+            var dataStatus = first
+            var damaged: String?
+            defer { close(fd) }
+            while dataStatus == ARCHIVE_OK || dataStatus == ARCHIVE_WARN {
+                if let block, blockSize > 0 {
+                    // Sparse entries: write at the block's offset; holes read back as zeros.
+                    if offset != written {
+                        let zeros = [UInt8](repeating: 0, count: Int(min(Int64(bufferSize), max(0, offset - written))))
+                        while written < offset {
+                            let chunk = Int(min(Int64(zeros.count), offset - written))
+                            zeros.withUnsafeBytes { hasher.update($0.prefix(chunk)) }
+                            written += Int64(chunk)
+                        }
+                    }
+                    let n = pwrite(fd, block, blockSize, off_t(offset))
+                    guard n == blockSize else {
+                        throw ArchiveError.extractionFailed(path: displayName, entry: path, reason: String(cString: strerror(errno)))
+                    }
+                    hasher.update(UnsafeRawBufferPointer(start: block, count: blockSize))
+                    written = offset + Int64(blockSize)
+                    size = max(size, written)
+                    extractedBytes += Int64(blockSize)
+                    if size > limits.maxEntryBytes {
+                        throw ArchiveError.bomb(path: displayName, entry: path, detail: "it decompresses to more than the per-entry limit of \(limits.maxEntryBytes) bytes (--max-entry-bytes)")
+                    }
+                    if extractedBytes > limits.maxExtractedBytes {
+                        throw ArchiveError.bomb(path: displayName, entry: path, detail: "more than \(limits.maxExtractedBytes) bytes would be extracted in total (--max-extract-bytes)")
+                    }
+                    let compressed = max(1, archive_filter_bytes(a, -1) - startCompressed)
+                    if size > 64 << 20, Double(size) / Double(compressed) > limits.maxCompressionRatio {
+                        throw ArchiveError.bomb(path: displayName, entry: path, detail: "it expands more than \(Int(limits.maxCompressionRatio)) times (a decompression bomb; --max-ratio)")
+                    }
+                }
+                dataStatus = archive_read_data_block(a, &block, &blockSize, &offset)
+            }
+            if dataStatus == ARCHIVE_FATAL || dataStatus == ARCHIVE_FAILED {
+                damaged = Self.message(a)
+            }
+            if archive_entry_size_is_set(entry) != 0, archive_entry_size(entry) > size {
+                ftruncate(fd, off_t(archive_entry_size(entry)))
+                size = archive_entry_size(entry)
+            }
+            let digest = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+            result.extracted.append((path: target, sha256: digest))
+            result.files.append(SeenFile(path: target, url: destination, size: Int(size), isSQLite: isSQLite))
+            if isIdentity {
+                let root = components.dropLast().joined(separator: "/")
+                if fileName == "AppDataInfo.plist" {
+                    result.containers.append(ContainerIdentity.fromAppDataInfo(destination, root: root.isEmpty ? "AppData" : root + "/AppData"))
+                } else if let identity = ContainerIdentity.fromMetadataPlist(destination, root: root) {
+                    result.containers.append(identity)
+                }
+            }
+            if let damaged {
+                result.damage = "the archive is damaged inside \(path) (\(damaged)); what came before was read"
+                break
+            }
+        }
+        if result.entries == 0 && result.damage == nil { throw ArchiveError.empty(path: displayName) }
+        // Provisional sidecars and plists whose store never came are removed from disk; the
+        // sidecars are still reported as orphans by the grouping.
+        let mains = Set(result.files.filter(\.isSQLite).map(\.path))
+        for file in result.files where !file.isSQLite {
+            let belongs = FamilyGrouping.sidecarSuffixes.keys.contains { file.path.hasSuffix($0) && mains.contains(String(file.path.dropLast($0.count))) }
+            if !belongs && !file.path.contains("_SUPPORT/") { unlink(file.url.path) }
+        }
+        return result
+    }
+
+    /// The stream as a whole (a .tar.gz of zeros is a bomb even when no entry is extracted).
+    private func checkStreamRatio(_ a: OpaquePointer, entry: String) throws {
+        let uncompressed = archive_filter_bytes(a, 0)
+        let compressed = max(1, archive_filter_bytes(a, -1))
+        if uncompressed > 256 << 20, Double(uncompressed) / Double(compressed) > limits.maxCompressionRatio {
+            throw ArchiveError.bomb(path: displayName, entry: entry,
+                                    detail: "the archive expands more than \(Int(limits.maxCompressionRatio)) times (a decompression bomb; --max-ratio)")
+        }
+    }
+
+    private func makeParents(for path: String, entry: String) throws -> URL {
+        var url = output
+        let parts = path.split(separator: "/").map(String.init)
+        for part in parts.dropLast() {
+            url.appendPathComponent(part)
+            if mkdir(url.path, 0o700) != 0 && errno != EEXIST {
+                throw ArchiveError.extractionFailed(path: displayName, entry: entry, reason: String(cString: strerror(errno)))
+            }
+            // Never write through anything but a real folder we made.
+            var st = stat()
+            guard lstat(url.path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
+                throw ArchiveError.extractionFailed(path: displayName, entry: entry, reason: "a file and a folder share the name \(part)")
+            }
+        }
+        return url.appendingPathComponent(parts.last ?? "entry")
+    }
+
+    /// The entry's name: UTF-8 when libarchive can give it, else the raw bytes kept distinguishable.
+    static func name(of entry: OpaquePointer) -> String {
+        if let utf8 = archive_entry_pathname_utf8(entry) { return String(cString: utf8) }
+        guard let raw = archive_entry_pathname(entry) else { return "(unnamed entry)" }
+        let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(raw).assumingMemoryBound(to: UInt8.self), count: strlen(raw))
+        return ArchivePath.decode(rawBytes: Array(bytes))
+    }
+
+    static func message(_ a: OpaquePointer) -> String {
+        archive_error_string(a).map { String(cString: $0) } ?? "unknown libarchive error"
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import StoreFormats
+
+/// One file seen in an input, before stores are grouped into families.
+struct SeenFile {
+    /// Path inside the input, `/`-separated.
+    let path: String
+    /// Where its bytes are on disk (an original, or an extracted copy in scratch).
+    let url: URL
+    let size: Int
+    let isSQLite: Bool
+}
+
+/// Groups files into store families: every SQLite file with the `-wal`, `-shm`, `-journal` and
+/// `.<name>_SUPPORT/` that sit beside it under the same name. Sidecars may come in any order.
+enum FamilyGrouping {
+    static let sidecarSuffixes = ["-wal": "wal", "-shm": "shm", "-journal": "journal"]
+
+    static func group(_ files: [SeenFile], containers: [ContainerIdentity]) -> (stores: [FoundStore], orphans: [OrphanSidecar]) {
+        let byPath = Dictionary(files.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
+        var claimed = Set<String>()
+        var stores: [FoundStore] = []
+        for file in files.sorted(by: { $0.path < $1.path }) where file.isSQLite {
+            let wal = byPath[file.path + "-wal"], shm = byPath[file.path + "-shm"], journal = byPath[file.path + "-journal"]
+            let parent = (file.path as NSString).deletingLastPathComponent
+            let stem = ((file.path as NSString).lastPathComponent as NSString).deletingPathExtension
+            let supportPrefix = (parent.isEmpty ? "" : parent + "/") + ".\(stem)_SUPPORT/"
+            let supportFiles = files.filter { $0.path.hasPrefix(supportPrefix) }
+            for f in [wal, shm, journal].compactMap({ $0 }) + supportFiles { claimed.insert(f.path) }
+            claimed.insert(file.path)
+            var supportURL: URL?
+            if let first = supportFiles.first {
+                // The support folder on disk: strip the part of the path below `_SUPPORT/`.
+                let below = first.path.dropFirst(supportPrefix.count)
+                var url = first.url
+                for _ in below.split(separator: "/") { url.deleteLastPathComponent() }
+                supportURL = url
+            }
+            let externalPrefix = supportPrefix + "_EXTERNAL_DATA/"
+            let external = supportFiles.filter { $0.path.hasPrefix(externalPrefix) }
+            let container = containers.filter { $0.root.isEmpty || file.path.hasPrefix($0.root + "/") }
+                .max { ($0.root.count, $0.source == ContainerIdentity.metadataPlistName ? 1 : 0) < ($1.root.count, $1.source == ContainerIdentity.metadataPlistName ? 1 : 0) }
+            stores.append(FoundStore(
+                path: file.path,
+                family: StoreFamily(main: file.url, wal: wal?.url, shm: shm?.url, journal: journal?.url, supportFolder: supportURL),
+                name: (file.path as NSString).lastPathComponent,
+                sidecars: .init(wal: wal?.path, shm: shm?.path, journal: journal?.path,
+                                externalData: external.isEmpty ? nil : String(externalPrefix.dropLast()),
+                                externalDataFiles: external.count),
+                size: file.size, container: container,
+                location: wellKnownLocation(file.path, container: container), sha256: [:]))
+        }
+        var orphans: [OrphanSidecar] = []
+        for file in files where !claimed.contains(file.path) && !file.isSQLite {
+            for (suffix, kind) in sidecarSuffixes where file.path.hasSuffix(suffix) {
+                orphans.append(OrphanSidecar(path: file.path, kind: kind, size: file.size))
+            }
+        }
+        markSecondCopies(&stores)
+        return (stores, orphans.sorted { $0.path < $1.path })
+    }
+
+    /// Names the places Apple's frameworks put stores by default.
+    static func wellKnownLocation(_ path: String, container: ContainerIdentity?) -> String? {
+        let inContainer = container.map { $0.root.isEmpty ? path : String(path.dropFirst($0.root.count + 1)) } ?? path
+        if inContainer == "Library/Application Support/default.store" || inContainer.hasSuffix("/Library/Application Support/default.store") {
+            return "SwiftData default store"
+        }
+        if inContainer.hasPrefix("Library/Application Support/") && inContainer.hasSuffix(".sqlite") {
+            return "Core Data store in Application Support (NSPersistentContainer's default folder)"
+        }
+        if inContainer.hasSuffix("default.store") { return "SwiftData store" }
+        return nil
+    }
+
+    /// A store with the same name in an App Group container and an app container is flagged as a
+    /// second copy of the same store: the two can diverge.
+    static func markSecondCopies(_ stores: inout [FoundStore]) {
+        for i in stores.indices where stores[i].container?.kind == .appGroup {
+            if let original = stores.first(where: { $0.name == stores[i].name && $0.container?.kind != .appGroup }) {
+                let note = "second copy of \(original.path) in an App Group container"
+                let s = stores[i]
+                stores[i] = FoundStore(path: s.path, family: s.family, name: s.name, sidecars: s.sidecars, size: s.size,
+                                       container: s.container, location: [s.location, note].compactMap { $0 }.joined(separator: "; "),
+                                       sha256: s.sha256)
+            }
+        }
+    }
+
+    /// Reads up to `count` bytes from the start of a file, without following a symlink.
+    static func prefix(of url: URL, count: Int = 16) -> Data {
+        let fd = open(url.path, O_RDONLY | O_NOFOLLOW)
+        guard fd >= 0 else { return Data() }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: count)
+        let n = read(fd, &buffer, count)
+        return n > 0 ? Data(buffer.prefix(n)) : Data()
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import StoreFormats
+
+/// Decides what an input is — by content, not by name — and finds the stores in it.
+public struct InputResolver {
+    public let session: EvidenceSession
+    public let limits: ArchiveLimits
+
+    public init(session: EvidenceSession, limits: ArchiveLimits = ArchiveLimits()) {
+        self.session = session
+        self.limits = limits
+    }
+
+    public func inventory(of input: String) throws -> Inventory {
+        let url = URL(fileURLWithPath: input)
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
+              let type = attributes[.type] as? FileAttributeType else {
+            throw AcquisitionError.notFound(path: input)
+        }
+        if type == .typeDirectory {
+            if BackupInventory.isBackup(url) { return try backup(url, input: input) }
+            return try folder(url, input: input)
+        }
+        guard type == .typeRegular else {
+            throw AcquisitionError.unreadable(path: input, reason: "not a regular file or folder")
+        }
+        guard FileManager.default.isReadableFile(atPath: url.path) else {
+            throw AcquisitionError.unreadable(path: input, reason: "permission denied")
+        }
+        let head = FamilyGrouping.prefix(of: url, count: 262)
+        if DatabaseHeader.isSQLite(head) || head.count < 16 && !ArchiveSniffer.looksLikeArchive(head) {
+            return try storeFile(url, input: input)
+        }
+        if ArchiveSniffer.looksLikeArchive(head) { return try archive(url, input: input) }
+        throw AcquisitionError.notSQLite(path: input)
+    }
+
+    // MARK: - Kinds of input
+
+    func storeFile(_ url: URL, input: String) throws -> Inventory {
+        let family = StoreFamily.beside(url)
+        try session.record(family.files)
+        let name = url.lastPathComponent
+        let store = FoundStore(path: input, family: family, name: name,
+                               sidecars: .init(wal: family.wal.map { _ in input + "-wal" }, shm: family.shm.map { _ in input + "-shm" },
+                                               journal: family.journal.map { _ in input + "-journal" },
+                                               externalData: family.supportFolder.map { $0.path + "/_EXTERNAL_DATA" }),
+                               size: size(url), container: nil, location: FamilyGrouping.wellKnownLocation(url.path, container: nil),
+                               sha256: session.hashes(for: family, naming: input))
+        return Inventory(input: input, kind: .storeFile, inputSHA256: store.sha256[input], stores: [store],
+                         orphans: [], skipped: [], warnings: [], extracted: [])
+    }
+
+    func folder(_ url: URL, input: String) throws -> Inventory {
+        let walk = FolderInventory(root: url).walk()
+        var (stores, orphans) = FamilyGrouping.group(walk.files, containers: walk.containers)
+        for i in stores.indices {
+            try session.record(stores[i].family.files)
+            stores[i].sha256 = session.hashes(for: stores[i].family, naming: stores[i].path)
+        }
+        var inventory = Inventory(input: input, kind: walk.isXcappdata ? .xcappdata : .folder, inputSHA256: nil,
+                                  stores: stores, orphans: orphans, skipped: walk.skipped, warnings: [], extracted: [])
+        // Archives one level inside the folder are read too.
+        for (path, archiveURL) in walk.archives {
+            do {
+                let nested = try archive(archiveURL, input: input + "/" + path)
+                inventory.stores += nested.stores
+                inventory.orphans += nested.orphans
+                inventory.skipped += nested.skipped
+                inventory.warnings += nested.warnings
+                inventory.extracted += nested.extracted
+            } catch {
+                inventory.skipped.append(SkippedEntry(path: path, reason: "archive not read: \(error)"))
+            }
+        }
+        return inventory
+    }
+
+    func archive(_ url: URL, input: String) throws -> Inventory {
+        try session.record([url])
+        let output = try session.scratch.makeSubfolder(named: "extracted")
+        let result = try ArchiveInventory(url: url, displayName: input, output: output, limits: limits).read()
+        let (found, orphans) = FamilyGrouping.group(result.files, containers: result.containers)
+        let hashes = Dictionary(result.extracted.map { ($0.path, $0.sha256) }, uniquingKeysWith: { a, _ in a })
+        let stores = found.map { s -> FoundStore in
+            var copy = FoundStore(path: input + "!" + s.path, family: s.family, name: s.name,
+                                  sidecars: s.sidecars, size: s.size, container: s.container, location: s.location, sha256: [:])
+            for p in [s.path, s.sidecars.wal, s.sidecars.shm, s.sidecars.journal].compactMap({ $0 }) {
+                copy.sha256[input + "!" + p] = hashes[p]
+            }
+            return copy
+        }
+        var warnings = result.warnings
+        if let damage = result.damage { warnings.append(damage) }
+        var inventory = Inventory(input: input, kind: .archive, inputSHA256: session.ledger.entries.first { $0.path == url.path }?.sha256,
+                                  stores: stores, orphans: orphans.map { OrphanSidecar(path: input + "!" + $0.path, kind: $0.kind, size: $0.size) },
+                                  skipped: result.skipped, warnings: warnings, extracted: result.extracted)
+        inventory.damage = result.damage
+        return inventory
+    }
+
+    func backup(_ url: URL, input: String) throws -> Inventory {
+        let result = try BackupInventory(root: url, session: session).read()
+        var (stores, orphans) = FamilyGrouping.group(result.files, containers: result.containers)
+        for i in stores.indices {
+            try session.record(stores[i].family.files)
+            stores[i].sha256 = session.hashes(for: stores[i].family, naming: stores[i].path)
+        }
+        return Inventory(input: input, kind: .backup, inputSHA256: nil, stores: stores, orphans: orphans,
+                         skipped: result.skipped, warnings: [], extracted: [])
+    }
+
+    private func size(_ url: URL) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.intValue ?? 0
+    }
+}

@@ -1,0 +1,124 @@
+import Acquisition
+import CoreDataStore
+import Foundation
+
+/// One found store with what opening it said (format and stack), for `scan`.
+public struct ScannedStore: Sendable {
+    public let found: FoundStore
+    public let format: StoreInspection.Format?
+    public let stack: StackVerdict.Stack?
+    /// Why the store could not be classified (it is still listed).
+    public let problem: String?
+
+    public init(found: FoundStore, format: StoreInspection.Format?, stack: StackVerdict.Stack?, problem: String?) {
+        self.found = found
+        self.format = format
+        self.stack = stack
+        self.problem = problem
+    }
+}
+
+/// The views of `scan`.
+public enum ScanReport {
+    public static func json(inventories: [Inventory], stores: [ScannedStore]) -> JSONValue {
+        .object([
+            ("schemaVersion", .int(InspectionReport.schemaVersion)),
+            ("inputs", .array(inventories.map { inv in
+                .object([
+                    ("input", .string(inv.input)),
+                    ("kind", .string(inv.kind.rawValue)),
+                    ("sha256", .optional(inv.inputSHA256)),
+                    ("warnings", .array(inv.warnings.map(JSONValue.string))),
+                    ("damage", .optional(inv.damage)),
+                ])
+            })),
+            ("stores", .array(stores.map(json(store:)))),
+            ("orphans", .array(inventories.flatMap(\.orphans).map {
+                .object([("path", .string($0.path)), ("kind", .string($0.kind)), ("size", .int($0.size))])
+            })),
+            ("skipped", .array(inventories.flatMap(\.skipped).map {
+                .object([("path", .string($0.path)), ("reason", .string($0.reason))])
+            })),
+        ])
+    }
+
+    static func json(store s: ScannedStore) -> JSONValue {
+        let f = s.found
+        return .object([
+            ("path", .string(f.path)),
+            ("container", f.container.map { c in
+                .object([("kind", .string(c.kind.rawValue)), ("identifier", .optional(c.identifier)),
+                         ("source", .string(c.source)), ("root", .string(c.root))])
+            } ?? .null),
+            ("location", .optional(f.location)),
+            ("size", .int(f.size)),
+            ("sidecars", .object([
+                ("wal", .optional(f.sidecars.wal)),
+                ("shm", .optional(f.sidecars.shm)),
+                ("journal", .optional(f.sidecars.journal)),
+                ("externalData", .optional(f.sidecars.externalData)),
+                ("externalDataFiles", .int(f.sidecars.externalDataFiles)),
+            ])),
+            ("sha256", .object(f.sha256.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
+            ("format", .optional(s.format?.rawValue)),
+            ("stack", .optional(s.stack?.rawValue)),
+            ("problem", .optional(s.problem)),
+        ])
+    }
+
+    public static func text(inventories: [Inventory], stores: [ScannedStore]) -> String {
+        var out = ""
+        for inv in inventories {
+            out += "\(TextTable.sanitized(inv.input)) (\(inv.kind.rawValue))\n"
+        }
+        out += "\n"
+        if stores.isEmpty {
+            out += "  no SQLite stores found\n"
+        } else {
+            var table: [[String]] = [["STORE", "FORMAT", "STACK", "SIZE", "SIDECARS", "CONTAINER"]]
+            for s in stores {
+                let f = s.found
+                var sidecars = [f.sidecars.wal.map { _ in "wal" }, f.sidecars.shm.map { _ in "shm" }, f.sidecars.journal.map { _ in "journal" }].compactMap { $0 }
+                if f.sidecars.externalData != nil { sidecars.append("external(\(f.sidecars.externalDataFiles))") }
+                table.append([f.path, s.format?.rawValue ?? "?", s.stack?.rawValue ?? "-", String(f.size),
+                              sidecars.isEmpty ? "-" : sidecars.joined(separator: ","),
+                              f.container.map { $0.identifier ?? $0.kind.rawValue } ?? "-"])
+            }
+            out += TextTable.render(table, rightAligned: [3], indent: 2)
+            for s in stores {
+                if let location = s.found.location { out += "  \(TextTable.sanitized(s.found.path)): \(location)\n" }
+                if let problem = s.problem { out += "  \(TextTable.sanitized(s.found.path)): \(problem)\n" }
+            }
+        }
+        let orphans = inventories.flatMap(\.orphans)
+        if !orphans.isEmpty {
+            out += "\n  orphan sidecars (their database is missing):\n"
+            for o in orphans { out += "    \(TextTable.sanitized(o.path)) (\(o.kind), \(o.size) bytes)\n" }
+        }
+        let skipped = inventories.flatMap(\.skipped)
+        if !skipped.isEmpty {
+            out += "\n  skipped:\n"
+            for s in skipped.prefix(50) { out += "    \(TextTable.sanitized(s.path)): \(s.reason)\n" }
+            if skipped.count > 50 { out += "    … and \(skipped.count - 50) more (see --format json)\n" }
+        }
+        for inv in inventories {
+            for w in inv.warnings { out += "  warning: \(TextTable.sanitized(w))\n" }
+        }
+        return out
+    }
+
+    /// The evidence manifest (`--evidence FILE`): the inputs' hashes and every file extracted.
+    public static func evidence(inventories: [Inventory], ledger: EvidenceLedger) -> JSONValue {
+        .object([
+            ("schemaVersion", .int(1)),
+            ("tool", .string("storelens")),
+            ("inputs", .array(inventories.map { inv in
+                .object([("input", .string(inv.input)), ("kind", .string(inv.kind.rawValue)), ("sha256", .optional(inv.inputSHA256)),
+                         ("extracted", .array(inv.extracted.map { .object([("path", .string($0.path)), ("sha256", .string($0.sha256))]) }))])
+            })),
+            ("originals", .array(ledger.entries.map {
+                .object([("path", .string($0.path)), ("size", .int($0.size)), ("sha256", .string($0.sha256))])
+            })),
+        ])
+    }
+}

@@ -1,0 +1,83 @@
+import Acquisition
+import CoreDataStore
+import Foundation
+import Reports
+
+/// `storelens scan INPUT...`: every SQLite store in what came off the device.
+struct ScanCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "scan",
+        abstract: "List every SQLite store in a container, .xcappdata bundle, archive or backup, with its sidecars and hashes.",
+        discussion: """
+        Stores are found by their first bytes ("SQLite format 3"), whatever their names, and grouped
+        with their -wal, -shm, -journal and .<name>_SUPPORT/ folder. Archives are read in one
+        streaming pass; only store families are extracted, into the private working folder.
+        """,
+        arguments: [ArgumentSpec(name: "input", help: "A store file, a folder (app container, .xcappdata, App Group container, any tree), a tar/zip archive, or an unencrypted Finder/iTunes backup folder.", repeating: true, optional: false)],
+        options: [CommonOptions.format,
+                  .value("--evidence", valueName: "file", help: "Write an evidence manifest (input hashes, every extracted file and its hash) as JSON to this new file.")]
+            + CommonOptions.input,
+        examples: ["storelens scan MyApp.xcappdata", "storelens scan container.tar.gz --format json --evidence evidence.json"])
+
+    let paths: [String]
+    let format: String
+    let evidencePath: String?
+    let input: InputSettings
+
+    init(_ parsed: ParsedArguments) throws(ParseError) {
+        guard !parsed.positionals.isEmpty else { throw .missingArgument("input") }
+        paths = parsed.positionals
+        format = parsed.value("--format") ?? "text"
+        evidencePath = parsed.value("--evidence")
+        input = try InputSettings(parsed)
+    }
+
+    func run(_ output: Output) throws -> ExitCode {
+        let session = try EvidenceSession(keepScratch: input.keepScratch)
+        defer { session.scratch.remove() }
+        let resolver = InputResolver(session: session, limits: input.limits)
+        var inventories: [Inventory] = []
+        for path in paths { inventories.append(try resolver.inventory(of: path)) }
+        var scanned: [ScannedStore] = []
+        for inventory in inventories {
+            for found in inventory.stores where input.select.map({ found.path.hasSuffix($0) }) ?? true {
+                do {
+                    let copy = try session.workingCopy(of: found, options: input.open)
+                    let (format, verdict) = try StoreInspector.classify(copy)
+                    scanned.append(ScannedStore(found: found, format: format, stack: verdict.stack, problem: nil))
+                } catch {
+                    // One damaged store does not hide the others: list it with its problem.
+                    scanned.append(ScannedStore(found: found, format: nil, stack: nil, problem: "\(error)"))
+                }
+            }
+        }
+        try session.finish()
+        if let evidencePath {
+            try EvidenceFile.create(ScanReport.evidence(inventories: inventories, ledger: session.ledger).rendered() + "\n", at: evidencePath)
+        }
+        switch format {
+        case "json": output.write(ScanReport.json(inventories: inventories, stores: scanned).rendered() + "\n")
+        default: output.write(ScanReport.text(inventories: inventories, stores: scanned))
+        }
+        if let damaged = inventories.first(where: { $0.damage != nil }), let damage = damaged.damage {
+            output.error("Error: \(damaged.input): \(damage); copy the archive again — it was cut off or corrupted.\n")
+            return .usageOrInput
+        }
+        return .success
+    }
+}
+
+/// Writes a file the user named, never replacing an existing one.
+enum EvidenceFile {
+    static func create(_ text: String, at path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else {
+            throw InputError(message: "cannot create \(path) (\(String(cString: strerror(errno)))); give a path that does not exist yet.")
+        }
+        defer { close(fd) }
+        let data = Array(text.utf8)
+        guard write(fd, data, data.count) == data.count else {
+            throw InputError(message: "cannot write \(path) (\(String(cString: strerror(errno)))).")
+        }
+    }
+}
