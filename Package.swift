@@ -36,14 +36,21 @@ let package = Package(
         .target(name: "Acquisition", dependencies: ["StoreFormats", "SQLiteAccess", "CArchive"]),
         // The Core Data / SwiftData store model: metadata, entities, history.
         .target(name: "CoreDataStore", dependencies: ["StoreFormats", "SQLiteAccess", "Acquisition", "Deflate"]),
+        // What a -wal and -shm hold: transactions and the tables they wrote, point-in-time images, diffs.
+        .target(name: "WALForensics", dependencies: ["StoreFormats", "SQLiteAccess", "Acquisition", "CoreDataStore"]),
+        // Findings: the one shape every check and audit reports in.
+        .target(name: "Findings"),
+        // Two stacks side by side: the manifest's original-name table, one writer per entity,
+        // records compared across stores.
+        .target(name: "Coexistence", dependencies: ["Findings", "CoreDataStore", "Acquisition", "SQLiteAccess", "StoreFormats"]),
         // Text, JSON, Markdown and HTML views of what the other targets found.
-        .target(name: "Reports", dependencies: ["CoreDataStore", "Acquisition", "StoreFormats"]),
+        .target(name: "Reports", dependencies: ["CoreDataStore", "Acquisition", "StoreFormats", "WALForensics"]),
         // Writes stores in exactly Apple's layout, for tests, fixtures and the demo.
         .target(name: "StoreBuilder", dependencies: ["SQLiteAccess", "StoreFormats", "Deflate"]),
         // Helpers shared by test targets: temporary folders, hashes, the real fixtures' location.
         .target(name: "StoreTestSupport", dependencies: ["Acquisition", "CArchive"]),
 
-        .executableTarget(name: "storelens", dependencies: ["Reports", "CoreDataStore", "Acquisition"]),
+        .executableTarget(name: "storelens", dependencies: ["Reports", "CoreDataStore", "Acquisition", "WALForensics"]),
         // Regenerates Fixtures/ (`make fixtures`) with the store builder.
         .executableTarget(name: "storelens-fixtures", dependencies: ["StoreBuilder"]),
 
@@ -53,6 +60,8 @@ let package = Package(
         .testTarget(name: "AcquisitionTests", dependencies: ["Acquisition", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "CoreDataStoreTests", dependencies: ["CoreDataStore", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "StoreBuilderTests", dependencies: ["StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
+        .testTarget(name: "WALForensicsTests", dependencies: ["WALForensics", "StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
+        .testTarget(name: "CoexistenceTests", dependencies: ["Coexistence", "Findings", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "CoreDataStore", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "storelensTests", dependencies: ["StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
     ],

@@ -47,15 +47,19 @@ ratio=$(echo "$inspect_s / $ref_s" | bc -l)
 size_mb=$(du -m "$STORE" | cut -f1); wal_mb=$( [ -f "$STORE-wal" ] && du -m "$STORE-wal" | cut -f1 || echo 0)
 
 # scan: a container archive of at least 200 MB (media files plus the store) against bsdtar -tzf.
-ARCHIVE="$CORPUS/container-$ROWS.tar.gz"
+# A realistic container: many media files and a few stores (a SwiftData store with a WAL, a
+# Core Data store, a cache database named like anything but a database).
 MEDIA_MB=${BENCH_MEDIA_MB:-220}
+ARCHIVE="$CORPUS/container-${MEDIA_MB}mb.tar.gz"
 if [ ! -f "$ARCHIVE" ]; then
-  echo "generating $ARCHIVE (${MEDIA_MB} MB of media plus the store)…"
+  echo "generating $ARCHIVE (${MEDIA_MB} MB of media plus three stores)…"
   tree="$CORPUS/container"
   rm -rf "$tree"; mkdir -p "$tree/Documents/Media" "$tree/Library/Application Support" "$tree/Library/Caches" "$tree/tmp"
   for i in $(seq 1 $((MEDIA_MB / 2))); do head -c 2097152 /dev/urandom > "$tree/Documents/Media/IMG_$i.jpg"; done
   for i in $(seq 1 400); do head -c 4096 /dev/urandom > "$tree/Library/Caches/thumb_$i.dat"; done
-  cp "$STORE" "$tree/Library/Application Support/default.store"; cp "$STORE-wal" "$tree/Library/Application Support/default.store-wal"
+  "$GEN" bench-store "$tree/Library/Application Support/default.store" 5000
+  "$GEN" bench-store "$tree/Library/Application Support/Model.sqlite" 1000
+  sqlite3 "$tree/Library/Caches/Cache.data" 'CREATE TABLE c (k, v); INSERT INTO c VALUES (1, randomblob(100000));'
   bsdtar -czf "$ARCHIVE" -C "$tree" .
   rm -rf "$tree"
 fi

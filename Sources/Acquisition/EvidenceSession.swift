@@ -12,8 +12,8 @@ public final class EvidenceSession {
     }
 
     /// Hashes files before anything reads them (once per file).
-    public func record(_ files: [URL]) throws {
-        try ledger.record(files)
+    public func record(_ files: [URL], hash: Bool = true) throws {
+        try ledger.record(files, hash: hash)
     }
 
     /// The recorded SHA-256 of each file of `family`, named by the store's path `naming`
@@ -21,8 +21,8 @@ public final class EvidenceSession {
     func hashes(for family: StoreFamily, naming: String) -> [String: String] {
         var result: [String: String] = [:]
         for (url, suffix) in [(family.main, ""), (family.wal, "-wal"), (family.shm, "-shm"), (family.journal, "-journal")] {
-            guard let url, let entry = ledger.entries.first(where: { $0.path == url.path }) else { continue }
-            result[naming + suffix] = entry.sha256
+            guard let url, let entry = ledger.entries.first(where: { $0.path == url.path }), let hash = entry.sha256 else { continue }
+            result[naming + suffix] = hash
         }
         return result
     }

@@ -5,10 +5,14 @@ import StoreFormats
 public struct InputResolver {
     public let session: EvidenceSession
     public let limits: ArchiveLimits
+    /// Hash whole archives (for an evidence manifest). Off by default: hashing a large archive
+    /// costs more than reading it; its identity (inode, size, mtime, ctime) still proves it unchanged.
+    public let hashArchives: Bool
 
-    public init(session: EvidenceSession, limits: ArchiveLimits = ArchiveLimits()) {
+    public init(session: EvidenceSession, limits: ArchiveLimits = ArchiveLimits(), hashArchives: Bool = false) {
         self.session = session
         self.limits = limits
+        self.hashArchives = hashArchives
     }
 
     public func inventory(of input: String) throws -> Inventory {
@@ -77,7 +81,7 @@ public struct InputResolver {
     }
 
     func archive(_ url: URL, input: String) throws -> Inventory {
-        try session.record([url])
+        try session.record([url], hash: hashArchives)
         let output = try session.scratch.makeSubfolder(named: "extracted")
         let result = try ArchiveInventory(url: url, displayName: input, output: output, limits: limits).read()
         let (found, orphans) = FamilyGrouping.group(result.files, containers: result.containers)

@@ -117,7 +117,7 @@ public enum ScanReport {
                          ("extracted", .array(inv.extracted.map { .object([("path", .string($0.path)), ("sha256", .string($0.sha256))]) }))])
             })),
             ("originals", .array(ledger.entries.map {
-                .object([("path", .string($0.path)), ("size", .int($0.size)), ("sha256", .string($0.sha256))])
+                .object([("path", .string($0.path)), ("size", .int($0.size)), ("sha256", .optional($0.sha256))])
             })),
         ])
     }

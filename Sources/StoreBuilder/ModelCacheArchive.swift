@@ -22,7 +22,7 @@ enum ModelCacheArchive {
             guard let entityRef = entityRefs[e.name] else { continue }
             var keys: [KeyedArchive.Reference] = []
             var values: [KeyedArchive.Reference] = []
-            for a in e.attributes {
+            func attributeObject(_ a: AttributeDescription) -> KeyedArchive.Reference {
                 var fields: [String: PlistValue] = [
                     "NSPropertyName": w.string(a.name).plistValue,
                     "NSRenamingIdentifier": w.string(a.renamingIdentifier ?? a.name).plistValue,
@@ -36,8 +36,16 @@ enum ModelCacheArchive {
                 ]
                 if a.isOptional { fields["NSIsOptional"] = .bool(true) }
                 if a.allowsExternalBinaryDataStorage { fields["NSAllowsExternalBinaryDataStorage"] = .bool(true) }
+                if a.type == .composite {
+                    // The key holding the elements is an assumption (no real archive examined).
+                    fields["NSElements"] = w.array(a.elements.map(attributeObject)).plistValue
+                    return w.object(className: "NSCompositeAttributeDescription", fields: fields)
+                }
+                return w.object(className: "NSAttributeDescription", fields: fields)
+            }
+            for a in e.attributes {
                 keys.append(w.string(a.name))
-                values.append(w.object(className: "NSAttributeDescription", fields: fields))
+                values.append(attributeObject(a))
             }
             for r in e.relationships {
                 guard let rRef = propertyRefs[e.name + "." + r.name] else { continue }

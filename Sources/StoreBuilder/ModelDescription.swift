@@ -86,9 +86,14 @@ public struct AttributeDescription: Sendable {
     public var renamingIdentifier: String?
     public var allowsExternalBinaryDataStorage: Bool
     public var valueTransformerName: String?
+    /// The members of a composite attribute (type `.composite`): SwiftData's Codable structs.
+    /// Each is stored in its own column, `Z<ATTRIBUTE>_<ELEMENT>` — an assumption: no real store
+    /// showing composite columns has been examined (coredata-sqlite-format.md §10).
+    public var elements: [AttributeDescription]
 
     public init(_ name: String, _ type: AttributeType, optional: Bool = true, default defaultValue: BuilderValue? = nil,
-                renamingIdentifier: String? = nil, externalStorage: Bool = false, transformer: String? = nil) {
+                renamingIdentifier: String? = nil, externalStorage: Bool = false, transformer: String? = nil,
+                elements: [AttributeDescription] = []) {
         self.name = name
         self.type = type
         self.isOptional = optional
@@ -96,6 +101,14 @@ public struct AttributeDescription: Sendable {
         self.renamingIdentifier = renamingIdentifier
         self.allowsExternalBinaryDataStorage = externalStorage
         self.valueTransformerName = transformer
+        self.elements = elements
+    }
+
+    /// The stored leaves of this attribute: itself, or for a composite its elements (nested ones
+    /// flattened), each with its path of names.
+    public var storedLeaves: [(path: [String], attribute: AttributeDescription)] {
+        guard type == .composite, !elements.isEmpty else { return [([name], self)] }
+        return elements.flatMap { element in element.storedLeaves.map { ([name] + $0.path, $0.attribute) } }
     }
 }
 

@@ -111,9 +111,11 @@ public struct StoreLayout: Sendable {
             for member in members {
                 let e = member.description
                 var attributeInts: [Column] = []
-                for a in e.attributes.sorted(by: { $0.name < $1.name }) {
-                    let column = Column(name: unique("Z" + a.name.uppercased()), sqlType: a.type.sqlType,
-                                        role: .attribute(entity: e.name, name: a.name))
+                // A composite attribute stores each element in `Z<ATTRIBUTE>_<ELEMENT>` (assumed).
+                for leaf in e.attributes.sorted(by: { $0.name < $1.name }).flatMap(\.storedLeaves) {
+                    let a = leaf.attribute
+                    let column = Column(name: unique("Z" + leaf.path.map { $0.uppercased() }.joined(separator: "_")), sqlType: a.type.sqlType,
+                                        role: .attribute(entity: e.name, name: leaf.path.joined(separator: ".")))
                     switch a.type.sqlType {
                     case "INTEGER": attributeInts.append(column)
                     case "FLOAT", "TIMESTAMP", "DECIMAL": floatGroup.append(column)

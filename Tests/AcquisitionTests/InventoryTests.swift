@@ -21,7 +21,7 @@ struct InventoryTests {
 
     static func inventory(_ input: URL, limits: ArchiveLimits = ArchiveLimits()) throws -> (Inventory, EvidenceSession) {
         let session = try EvidenceSession()
-        return (try InputResolver(session: session, limits: limits).inventory(of: input.path), session)
+        return (try InputResolver(session: session, limits: limits, hashArchives: true).inventory(of: input.path), session)
     }
 
     @Test("a container folder: stores by magic bytes, sidecars, container identity, well-known location")

@@ -1,6 +1,7 @@
 import Acquisition
 import CoreDataStore
 import Foundation
+import WALForensics
 
 /// The one place where errors become text and exit codes.
 enum Diagnostics {
@@ -53,9 +54,15 @@ enum Diagnostics {
         case let e as CoreDataStoreError:
             output.error("Error: \(e.description)\n")
             return .usageOrInput
+        case let e as ModelError:
+            output.error("Error: \(e.description)\n")
+            return .usageOrInput
         case let e as InputError:
             output.error("Error: \(e.message)\n")
             return .usageOrInput
+        case let e as WALForensicsError:
+            output.error("Error: \(e.description)\n")
+            return e.isInputError ? .usageOrInput : .internalError
         default:
             output.error("Error: internal error: \(error); please report this with the command you ran.\n")
             return .internalError

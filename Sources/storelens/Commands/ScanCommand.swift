@@ -35,7 +35,7 @@ struct ScanCommand: Command {
     func run(_ output: Output) throws -> ExitCode {
         let session = try EvidenceSession(keepScratch: input.keepScratch)
         defer { session.scratch.remove() }
-        let resolver = InputResolver(session: session, limits: input.limits)
+        let resolver = InputResolver(session: session, limits: input.limits, hashArchives: evidencePath != nil)
         var inventories: [Inventory] = []
         for path in paths { inventories.append(try resolver.inventory(of: path)) }
         var scanned: [ScannedStore] = []

@@ -1,0 +1,287 @@
+import Foundation
+import SQLiteAccess
+
+/// One persistent-history transaction (`ATRANSACTION`) with its changes (`ACHANGE`).
+public struct HistoryTransaction: Sendable {
+    public let id: Int64
+    /// `ZTIMESTAMP` as ISO 8601 UTC.
+    public let timestamp: String?
+    public let referenceSeconds: Double?
+    /// Interned strings resolved through `ATRANSACTIONSTRING` (the VARCHAR twins when those are set instead).
+    public let author: String?
+    public let bundleID: String?
+    public let processName: String?
+    public let contextName: String?
+    public let changes: [HistoryChange]
+}
+
+public struct HistoryChange: Sendable {
+    public enum ChangeType: Sendable, Equatable {
+        case insert, update, delete
+        case unknown(Int64)
+
+        init(_ code: Int64?) {
+            switch code {
+            case 0: self = .insert
+            case 1: self = .update
+            case 2: self = .delete
+            default: self = .unknown(code ?? -1)
+            }
+        }
+
+        public var name: String {
+            switch self {
+            case .insert: return "insert"
+            case .update: return "update"
+            case .delete: return "delete"
+            case .unknown(let code): return "unknown(\(code))"
+            }
+        }
+    }
+
+    public let id: Int64
+    public let type: ChangeType
+    /// The changed row's entity name (from `Z_PRIMARYKEY`), or `#<Z_ENT>` when unknown.
+    public let entity: String
+    public let entityNumber: Int?
+    public let pk: Int64?
+    /// For updates: the properties `ZCOLUMNS` marks, in bit order; nil when it cannot be decoded.
+    public let updatedProperties: [String]?
+    /// Why `updatedProperties` is nil or incomplete (bitmap length does not fit the model, …).
+    public let columnsNote: String?
+    /// The raw bitmap, hex.
+    public let columnsHex: String?
+}
+
+/// Who wrote changes to one entity, as `history --summary` reports it.
+public struct HistoryWriterSummary: Sendable {
+    public let bundleID: String?
+    public let processName: String?
+    public let author: String?
+    public let contextName: String?
+    public var inserts = 0
+    public var updates = 0
+    public var deletes = 0
+    public var other = 0
+    /// Seconds since 2001 of the first and last change.
+    public var firstSeconds: Double?
+    public var lastSeconds: Double?
+}
+
+public struct HistoryEntitySummary: Sendable {
+    public let entity: String
+    public let entityNumber: Int
+    public var writers: [HistoryWriterSummary]
+}
+
+/// Reads `ATRANSACTION`, `ACHANGE` and `ATRANSACTIONSTRING` with SQL joins and grouping, so
+/// neither transactions nor interned strings are ever all held in memory.
+public struct HistoryReader {
+    public struct Filter: Sendable {
+        /// Z_ENT values to keep (an entity and its subentities); nil keeps all.
+        public var entityNumbers: [Int]?
+        public var author: String?
+        public var bundleID: String?
+        /// Seconds since 2001-01-01; transactions before it are skipped.
+        public var since: Double?
+        public init(entityNumbers: [Int]? = nil, author: String? = nil, bundleID: String? = nil, since: Double? = nil) {
+            self.entityNumbers = entityNumbers
+            self.author = author
+            self.bundleID = bundleID
+            self.since = since
+        }
+    }
+
+    let connection: Connection
+    let store: CoreDataStore
+    let model: StoreModel?
+    let transactionColumns: Set<String>
+    let changeColumns: Set<String>
+    let hasStrings: Bool
+    var bitOrders: [Int: [String]] = [:]
+
+    /// - Parameter displayPath: how errors name the store (defaults to the connection's file).
+    public init(connection: Connection, store: CoreDataStore, model: StoreModel?, displayPath: String? = nil) throws {
+        guard try connection.tableExists("ATRANSACTION"), try connection.tableExists("ACHANGE") else {
+            throw ModelError.noHistory(path: displayPath ?? connection.path)
+        }
+        self.connection = connection
+        self.store = store
+        self.model = model
+        transactionColumns = Set(try connection.columns(of: "ATRANSACTION").map { $0.name.uppercased() })
+        changeColumns = Set(try connection.columns(of: "ACHANGE").map { $0.name.uppercased() })
+        hasStrings = try connection.tableExists("ATRANSACTIONSTRING")
+    }
+
+    /// `COALESCE(interned, twin)` for one writer field, or NULL when the store lacks both.
+    func writerExpression(_ field: String, alias: String) -> String {
+        let interned = hasStrings && transactionColumns.contains("Z\(field)TS") ? "\(alias).ZNAME" : nil
+        let twin = transactionColumns.contains("Z\(field)") ? "t.Z\(field)" : nil
+        switch (interned, twin) {
+        case (let i?, let t?): return "COALESCE(\(i), \(t))"
+        case (let i?, nil): return i
+        case (nil, let t?): return t
+        default: return "NULL"
+        }
+    }
+
+    var joins: String {
+        guard hasStrings else { return "" }
+        return [("AUTHOR", "sa"), ("BUNDLEID", "sb"), ("PROCESSID", "sp"), ("CONTEXTNAME", "sc")]
+            .filter { transactionColumns.contains("Z\($0.0)TS") }
+            .map { " LEFT JOIN ATRANSACTIONSTRING \($0.1) ON \($0.1).Z_PK = t.Z\($0.0)TS" }.joined()
+    }
+
+    func column(_ name: String, _ alias: String, in set: Set<String>) -> String {
+        set.contains(name) ? "\(alias).\(name)" : "NULL"
+    }
+
+    func whereClause(_ filter: Filter, arguments: inout [DatabaseValue], changeAlias: String?) -> String {
+        var parts: [String] = []
+        if let since = filter.since, transactionColumns.contains("ZTIMESTAMP") {
+            parts.append("t.ZTIMESTAMP >= ?")
+            arguments.append(.real(since))
+        }
+        if let author = filter.author {
+            parts.append("\(writerExpression("AUTHOR", alias: "sa")) = ?")
+            arguments.append(.text(author))
+        }
+        if let bundle = filter.bundleID {
+            parts.append("\(writerExpression("BUNDLEID", alias: "sb")) = ?")
+            arguments.append(.text(bundle))
+        }
+        if let numbers = filter.entityNumbers {
+            let placeholders = numbers.map { _ in "?" }.joined(separator: ", ")
+            if let alias = changeAlias {
+                parts.append("\(alias).ZENTITY IN (\(placeholders))")
+            } else {
+                parts.append("EXISTS (SELECT 1 FROM ACHANGE x WHERE x.ZTRANSACTIONID = t.Z_PK AND x.ZENTITY IN (\(placeholders)))")
+            }
+            arguments += numbers.map { .integer(Int64($0)) }
+        }
+        return parts.isEmpty ? "" : " WHERE " + parts.joined(separator: " AND ")
+    }
+
+    func entityName(_ number: Int?) -> String {
+        guard let number else { return "#?" }
+        return store.entities.first { $0.number == number }?.name ?? "#\(number)"
+    }
+
+    /// Decodes an update's `ZCOLUMNS` bitmap by the entity's per-level bit order (§4.3).
+    public mutating func updatedProperties(entityNumber: Int?, bitmap: Data) -> (names: [String]?, note: String?) {
+        guard let number = entityNumber, let name = store.entities.first(where: { $0.number == number })?.name else {
+            return (nil, "the change names an entity that Z_PRIMARYKEY does not list; ZCOLUMNS not decoded")
+        }
+        guard let model, model.entity(name) != nil else {
+            return (nil, "the model has no entity \(name); ZCOLUMNS not decoded")
+        }
+        let order: [String]
+        if let cached = bitOrders[number] { order = cached } else {
+            order = model.updateBitOrder(entity: name)
+            bitOrders[number] = order
+        }
+        let expected = (order.count + 7) / 8
+        guard bitmap.count == expected else {
+            return (nil, "ZCOLUMNS has \(bitmap.count) byte\(bitmap.count == 1 ? "" : "s") but the \(model.source.rawValue) model gives \(name) \(order.count) properties (\(expected) byte\(expected == 1 ? "" : "s")); the store was written with a different model, so the bits are not decoded")
+        }
+        var names: [String] = []
+        let bytes = [UInt8](bitmap)
+        var stray: [Int] = []
+        for i in 0..<(bytes.count * 8) where bytes[i >> 3] & UInt8(0x80 >> (i & 7)) != 0 {
+            if i < order.count {
+                if !names.contains(order[i]) { names.append(order[i]) }
+            } else {
+                stray.append(i)
+            }
+        }
+        let note = stray.isEmpty ? nil : "bits \(stray.map(String.init).joined(separator: ", ")) are set beyond the model's \(order.count) properties"
+        return (names, note)
+    }
+
+    /// Streams transactions in `Z_PK` order with their (filtered) changes.
+    public mutating func forEachTransaction(_ filter: Filter = Filter(), _ body: (HistoryTransaction) throws -> Void) throws {
+        var arguments: [DatabaseValue] = []
+        var changeJoin = " LEFT JOIN ACHANGE c ON c.ZTRANSACTIONID = t.Z_PK"
+        if let numbers = filter.entityNumbers {
+            changeJoin += " AND c.ZENTITY IN (" + numbers.map { _ in "?" }.joined(separator: ", ") + ")"
+            arguments += numbers.map { .integer(Int64($0)) }
+        }
+        let sql = """
+            SELECT t.Z_PK, \(column("ZTIMESTAMP", "t", in: transactionColumns)), \(writerExpression("AUTHOR", alias: "sa")), \
+            \(writerExpression("BUNDLEID", alias: "sb")), \(writerExpression("PROCESSID", alias: "sp")), \
+            \(writerExpression("CONTEXTNAME", alias: "sc")), c.Z_PK, \(column("ZCHANGETYPE", "c", in: changeColumns)), \
+            \(column("ZENTITY", "c", in: changeColumns)), \(column("ZENTITYPK", "c", in: changeColumns)), \
+            \(column("ZCOLUMNS", "c", in: changeColumns))
+            FROM ATRANSACTION t\(joins)\(changeJoin)
+            """ + whereClause(filter, arguments: &arguments, changeAlias: nil) + " ORDER BY t.Z_PK, c.Z_PK"
+        let statement = try connection.prepare(sql)
+        try statement.bind(arguments)
+        var current: (row: Row, changes: [HistoryChange])?
+        func flush() throws {
+            guard let (row, changes) = current else { return }
+            let seconds = row[1].double
+            try body(HistoryTransaction(id: row[0].int64 ?? 0, timestamp: seconds.map { ValueDecoder.iso8601(referenceSeconds: $0) },
+                                        referenceSeconds: seconds, author: row[2].string, bundleID: row[3].string,
+                                        processName: row[4].string, contextName: row[5].string, changes: changes))
+            current = nil
+        }
+        var this = self
+        try statement.forEach { row in
+            if let open = current, open.row[0] != row[0] { try flush() }
+            if current == nil { current = (row, []) }
+            guard let changeID = row[6].int64 else { return }
+            let type = HistoryChange.ChangeType(row[7].int64)
+            let number = row[8].int
+            var updated: [String]?
+            var note: String?
+            var hex: String?
+            if let bitmap = row[10].data {
+                hex = ValueDecoder.hex(bitmap.prefix(256))
+                if type == .update { (updated, note) = this.updatedProperties(entityNumber: number, bitmap: bitmap) }
+            } else if type == .update {
+                note = "the update has no ZCOLUMNS bitmap"
+            }
+            current!.changes.append(HistoryChange(id: changeID, type: type, entity: entityName(number), entityNumber: number,
+                                                  pk: row[9].int64, updatedProperties: updated, columnsNote: note, columnsHex: hex))
+        }
+        try flush()
+        self.bitOrders = this.bitOrders
+    }
+
+    /// Per entity: which writers inserted, updated and deleted it, how often, and when first and last.
+    public func summary(_ filter: Filter = Filter()) throws -> [HistoryEntitySummary] {
+        var arguments: [DatabaseValue] = []
+        let sql = """
+            SELECT c.ZENTITY, \(writerExpression("BUNDLEID", alias: "sb")), \(writerExpression("PROCESSID", alias: "sp")), \
+            \(writerExpression("AUTHOR", alias: "sa")), \(writerExpression("CONTEXTNAME", alias: "sc")), \
+            \(column("ZCHANGETYPE", "c", in: changeColumns)), count(*), \
+            min(\(column("ZTIMESTAMP", "t", in: transactionColumns))), max(\(column("ZTIMESTAMP", "t", in: transactionColumns)))
+            FROM ACHANGE c LEFT JOIN ATRANSACTION t ON t.Z_PK = c.ZTRANSACTIONID\(joins)
+            """ + whereClause(filter, arguments: &arguments, changeAlias: "c") + " GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6"
+        var result: [HistoryEntitySummary] = []
+        for row in try connection.rows(sql, arguments) {
+            let number = row[0].int ?? -1
+            if result.last?.entityNumber != number {
+                result.append(HistoryEntitySummary(entity: entityName(number), entityNumber: number, writers: []))
+            }
+            let key = (row[1].string, row[2].string, row[3].string, row[4].string)
+            var writers = result[result.count - 1].writers
+            var index = writers.firstIndex { ($0.bundleID, $0.processName, $0.author, $0.contextName) == key }
+            if index == nil {
+                writers.append(HistoryWriterSummary(bundleID: key.0, processName: key.1, author: key.2, contextName: key.3))
+                index = writers.count - 1
+            }
+            let count = row[6].int ?? 0
+            switch HistoryChange.ChangeType(row[5].int64) {
+            case .insert: writers[index!].inserts += count
+            case .update: writers[index!].updates += count
+            case .delete: writers[index!].deletes += count
+            case .unknown: writers[index!].other += count
+            }
+            if let first = row[7].double { writers[index!].firstSeconds = min(writers[index!].firstSeconds ?? first, first) }
+            if let last = row[8].double { writers[index!].lastSeconds = max(writers[index!].lastSeconds ?? last, last) }
+            result[result.count - 1].writers = writers
+        }
+        return result
+    }
+}

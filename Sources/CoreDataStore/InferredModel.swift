@@ -1,0 +1,338 @@
+import Foundation
+import SQLiteAccess
+
+/// A model guessed from the SQL schema alone, for stores with no `Z_MODELCACHE` and no `--model`.
+///
+/// - Entities and inheritance come from `Z_PRIMARYKEY`.
+/// - Attributes come from columns: the name is the column without its `Z`, lowercased (Core Data
+///   uppercases names, so the original case is lost — except where a uniqueness index's name,
+///   which keeps it, gives it back); the type comes from the declared SQL type (a BLOB whose every
+///   value has 16 bytes is taken for a UUID).
+/// - In a table shared by a hierarchy, a column belongs to the lowest common ancestor of the
+///   entities whose rows fill it (the root when it is empty everywhere).
+/// - To-one relationships are INTEGER columns with Core Data's automatic `<TABLE>_<COLUMN>_INDEX`;
+///   the destination comes from the FEK column's entity number when there is one, else from the
+///   entity name that best fits the relationship name, with the values checked against the
+///   candidates' primary keys. A pair of to-ones whose values point at each other is a one-to-one.
+///   Any other to-one gets an unnamed to-many inverse on its destination, shown as
+///   `(inverse of Entity.relationship)`.
+/// - `Z<n><NAME>` columns are the hidden keys of to-many relationships without inverse; `Z_<n>…`
+///   join tables give many-to-many pairs; `Z_FOK_` columns make them ordered.
+public enum InferredModelBuilder {
+    public static func infer(_ connection: Connection, store: CoreDataStore) throws -> StoreModel {
+        var builder = Builder(connection: connection, store: store)
+        return try builder.build()
+    }
+
+    struct Builder {
+        let connection: Connection
+        let store: CoreDataStore
+        var notes: [String] = []
+        var entities: [String: ModelEntity] = [:]
+        let users: [StoreEntity]
+
+        init(connection: Connection, store: CoreDataStore) {
+            self.connection = connection
+            self.store = store
+            self.users = store.entities.filter { $0.kind == .user }
+        }
+
+        struct ToOne { var owner: String; var name: String; var column: String; var table: String; var fekNumber: Int? }
+
+        func entity(number: Int) -> StoreEntity? { users.first { $0.number == number } }
+
+        /// Root-first chain of entity numbers (cycle-safe).
+        func lineage(_ number: Int) -> [Int] {
+            var chain: [Int] = []
+            var seen = Set<Int>()
+            var current = entity(number: number)
+            while let e = current, seen.insert(e.number).inserted {
+                chain.append(e.number)
+                current = e.superNumber == 0 ? nil : entity(number: e.superNumber)
+            }
+            return chain.reversed()
+        }
+
+        func lowestCommonAncestor(_ numbers: [Int]) -> Int? {
+            guard let first = numbers.first else { return nil }
+            var common = lineage(first)
+            for n in numbers.dropFirst() {
+                let other = lineage(n)
+                var k = 0
+                while k < common.count && k < other.count && common[k] == other[k] { k += 1 }
+                common = Array(common.prefix(k))
+            }
+            return common.last
+        }
+
+        static func lower(_ column: String) -> String {
+            let body = column.uppercased().hasPrefix("Z") ? String(column.dropFirst()) : column
+            return body.lowercased()
+        }
+
+        mutating func build() throws -> StoreModel {
+            for e in users {
+                entities[e.name] = ModelEntity(name: e.name, className: nil, renamingIdentifier: nil, parent: e.parentName)
+            }
+            let tables = Set(try connection.tableNames())
+            let schema = try connection.schemaObjects()
+            let indexes = schema.filter { $0.type == "index" }
+
+            var toOnes: [ToOne] = []
+
+            for table in Array(Set(users.map(\.table))).sorted() where tables.contains(table) {
+                let members = users.filter { $0.table == table }
+                guard let root = members.first(where: { $0.superNumber == 0 || entity(number: $0.superNumber) == nil }) ?? members.first else { continue }
+                let columns = try connection.columns(of: table).filter { !["Z_PK", "Z_ENT", "Z_OPT"].contains($0.name.uppercased()) }
+                let upperNames = Set(columns.map { $0.name.uppercased() })
+                let indexed = Set(indexes.filter { $0.tableName.uppercased() == table.uppercased() }.map { $0.name.uppercased() })
+
+                // Which entities fill each column: one grouped scan per 200 columns.
+                var owner: [String: Int] = [:]
+                if members.count > 1 {
+                    var filled: [String: [Int]] = [:]
+                    for chunk in stride(from: 0, to: columns.count, by: 200).map({ Array(columns[$0..<min($0 + 200, columns.count)]) }) {
+                        let counts = chunk.map { "count(\(Identifier.quoted($0.name)))" }.joined(separator: ", ")
+                        for row in try connection.rows("SELECT Z_ENT, \(counts) FROM \(Identifier.quoted(table)) GROUP BY Z_ENT") {
+                            guard let ent = row[0].int, entity(number: ent)?.table == table else { continue }
+                            for (i, c) in chunk.enumerated() where (row[i + 1].int ?? 0) > 0 { filled[c.name, default: []].append(ent) }
+                        }
+                    }
+                    for c in columns { owner[c.name] = lowestCommonAncestor(filled[c.name] ?? []) ?? root.number }
+                } else {
+                    for c in columns { owner[c.name] = root.number }
+                }
+                func ownerName(_ column: String) -> String { entity(number: owner[column] ?? root.number)?.name ?? root.name }
+
+                for c in columns {
+                    let upper = c.name.uppercased()
+                    let declared = c.declaredType.uppercased()
+                    if upper.hasPrefix("Z_FOK_") { continue }   // order keys: attached below
+                    if let (n, rest) = Self.numberedPrefix(upper, separator: "_"), upperNames.contains("Z" + rest) {
+                        _ = n
+                        continue   // FEK: attached to its relationship below
+                    }
+                    if declared == "INTEGER", let (n, rest) = Self.numberedPrefix(upper, separator: nil), let source = entity(number: n),
+                       rest.first?.isLetter == true {
+                        // Hidden key of a to-many without inverse, declared by entity n.
+                        var r = ModelRelationship(name: rest.lowercased(), destination: ownerName(c.name), isToMany: true)
+                        r.columnHint = c.name
+                        entities[source.name]?.relationships.append(r)
+                        continue
+                    }
+                    if declared == "INTEGER" && indexed.contains("\(table.uppercased())_\(upper)_INDEX") {
+                        var fek: Int?
+                        for other in upperNames {
+                            if let (n, rest) = Self.numberedPrefix(other, separator: "_"), "Z" + rest == upper { fek = n }
+                        }
+                        toOnes.append(ToOne(owner: ownerName(c.name), name: Self.lower(c.name), column: c.name, table: table, fekNumber: fek))
+                        continue
+                    }
+                    var type: ModelAttributeType
+                    switch declared {
+                    case "INTEGER": type = .integer64
+                    case "FLOAT", "REAL", "DOUBLE": type = .double
+                    case "TIMESTAMP": type = .date
+                    case "VARCHAR", "TEXT": type = .string
+                    case "DECIMAL": type = .decimal
+                    case "BLOB":
+                        type = .binary
+                        let row = try connection.rows("SELECT count(*), sum(length(\(Identifier.quoted(c.name))) = 16) FROM \(Identifier.quoted(table)) WHERE \(Identifier.quoted(c.name)) IS NOT NULL").first
+                        if let total = row?[0].int, total > 0, row?[1].int == total { type = .uuid }
+                    default: type = .undefined
+                    }
+                    var a = ModelAttribute(name: Self.lower(c.name), type: type, isOptional: true)
+                    a.columnHint = c.name
+                    // A digit suffix that only disambiguates a same-named property of another branch.
+                    if let base = Self.strippedSuffix(upper), upperNames.contains(base) {
+                        let mine = owner[c.name] ?? root.number, theirs = owner[columns.first { $0.name.uppercased() == base }?.name ?? ""] ?? root.number
+                        if !lineage(mine).contains(theirs) && !lineage(theirs).contains(mine) { a.name = Self.lower(base) }
+                    }
+                    entities[ownerName(c.name)]?.attributes.append(a)
+                }
+
+                // Uniqueness constraints and fetch indexes keep the entity's and properties' real case.
+                for index in indexes where index.tableName.uppercased() == table.uppercased() && index.name.hasPrefix("Z_") {
+                    guard let e = members.sorted(by: { $0.name.count > $1.name.count }).first(where: { index.name.hasPrefix("Z_\($0.name)_") }) else { continue }
+                    let rest = String(index.name.dropFirst("Z_\(e.name)_".count))
+                    let indexColumns = try connection.rows("SELECT name FROM pragma_index_info(?) ORDER BY seqno", [.text(index.name)]).compactMap { $0[0].string }
+                    if rest.hasPrefix("UNIQUE_") {
+                        let names = String(rest.dropFirst("UNIQUE_".count))
+                        let parts = indexColumns.count == 1 ? [names] : names.split(separator: "_").map(String.init)
+                        var constraint: [String] = []
+                        for (i, column) in indexColumns.enumerated() {
+                            let real = parts.count == indexColumns.count ? parts[i] : Self.lower(column)
+                            constraint.append(rename(column: column, to: real))
+                        }
+                        entities[e.name]?.uniqueConstraints.append(constraint)
+                    } else if !rest.isEmpty {
+                        let properties = indexColumns.map { column in
+                            entities.values.flatMap(\.attributes).first { $0.columnHint?.uppercased() == column.uppercased() }?.name ?? Self.lower(column)
+                        }
+                        entities[e.name]?.fetchIndexes.append(ModelFetchIndex(name: rest, elements: properties.map { .init(property: $0) }))
+                    }
+                }
+            }
+
+            // To-one destinations, one-to-one pairs and unnamed inverses.
+            var resolved: [(ToOne, String)] = []
+            for t in toOnes {
+                let destination = try self.destination(of: t.name, column: t.column, table: t.table, fekNumber: t.fekNumber, owner: t.owner)
+                resolved.append((t, destination))
+            }
+            var inverseOf: [Int: String] = [:]
+            for (i, (a, aDestination)) in resolved.enumerated() where inverseOf[i] == nil && !aDestination.isEmpty {
+                for (j, (b, bDestination)) in resolved.enumerated() where j != i && inverseOf[j] == nil && b.owner == aDestination && bDestination == a.owner {
+                    if try pointsBack(a, b) {
+                        inverseOf[i] = b.name
+                        inverseOf[j] = a.name
+                        break
+                    }
+                }
+            }
+            for (i, (t, destination)) in resolved.enumerated() {
+                var r = ModelRelationship(name: t.name, destination: destination, inverse: inverseOf[i])
+                r.columnHint = t.column
+                if inverseOf[i] == nil && !destination.isEmpty {
+                    let inverseName = "(inverse of \(t.owner).\(t.name))"
+                    r.inverse = inverseName
+                    var many = ModelRelationship(name: inverseName, destination: t.owner, inverse: t.name, isToMany: true)
+                    many.columnHint = t.column
+                    // An ordered to-many keeps its order key beside the foreign key.
+                    let columns = try connection.columns(of: t.table).map { $0.name.uppercased() }
+                    if columns.contains("Z_FOK_" + String(t.column.uppercased().dropFirst())) { many.isOrdered = true }
+                    entities[destination]?.relationships.append(many)
+                }
+                entities[t.owner]?.relationships.append(r)
+            }
+
+            try inferJoinTables(tables: tables)
+
+            notes.insert("the model was inferred from the SQL schema alone (no Z_MODELCACHE, no --model): names are lowercased column names, types come from declared column types, relationships from foreign-key indexes, FEK/FOK columns and join tables", at: 0)
+            let result = entities.values.map { e -> ModelEntity in
+                var e = e
+                e.attributes.sort { $0.name < $1.name }
+                e.relationships.sort { $0.name < $1.name }
+                return e
+            }.sorted { $0.name < $1.name }
+            return StoreModel(source: .inferred, entities: result, versionIdentifiers: store.metadata.modelVersionIdentifiers,
+                              origin: "the SQL schema", notes: notes)
+        }
+
+        /// Gives the attribute stored in `column` its real-case name from an index name.
+        mutating func rename(column: String, to name: String) -> String {
+            for key in entities.keys {
+                guard let index = entities[key]?.attributes.firstIndex(where: { $0.columnHint?.uppercased() == column.uppercased() }) else { continue }
+                if entities[key]?.attributes[index].name.lowercased() == name.lowercased() {
+                    entities[key]?.attributes[index].name = name
+                    return name
+                }
+                return entities[key]?.attributes[index].name ?? name
+            }
+            return name
+        }
+
+        /// The destination entity of a to-one foreign key (see the type's documentation).
+        mutating func destination(of name: String, column: String, table: String, fekNumber: Int?, owner: String) throws -> String {
+            if let n = fekNumber, let e = entity(number: n) { return e.name }
+            let lowered = name.lowercased()
+            var candidates: [(entity: StoreEntity, score: Int)] = []
+            for e in users {
+                let entityName = e.name.lowercased()
+                if entityName == lowered { candidates.append((e, 0)) }
+                else if entityName.hasSuffix(lowered) { candidates.append((e, 1 + entityName.count - lowered.count)) }
+                else if lowered.hasSuffix(entityName) { candidates.append((e, 1000 + lowered.count - entityName.count)) }
+            }
+            func orphans(_ e: StoreEntity) throws -> Int {
+                guard try connection.tableExists(e.table) else { return Int.max }
+                let numbers = e.subtreeNumbers.map(String.init).joined(separator: ",")
+                let sql = "SELECT count(*) FROM \(Identifier.quoted(table)) t WHERE t.\(Identifier.quoted(column)) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(Identifier.quoted(e.table)) d WHERE d.Z_PK = t.\(Identifier.quoted(column)) AND d.Z_ENT IN (\(numbers)))"
+                return try connection.scalar(sql).int ?? Int.max
+            }
+            if !candidates.isEmpty {
+                var best: (StoreEntity, Int, Int)?
+                for c in candidates {
+                    let o = try orphans(c.entity)
+                    if best == nil || (c.score, o) < (best!.1, best!.2) { best = (c.entity, c.score, o) }
+                }
+                return best!.0.name
+            }
+            // No name fits: the one hierarchy whose keys hold every value, if exactly one does.
+            guard users.count <= 64 else {
+                notes.append("the destination of \(owner).\(name) (\(table).\(column)) could not be told from its name")
+                return ""
+            }
+            var fitting: [StoreEntity] = []
+            for e in users where e.superNumber == 0 {
+                if try orphans(e) == 0 { fitting.append(e) }
+            }
+            if fitting.count == 1 {
+                notes.append("the destination of \(owner).\(name) was guessed from its values: every one is a primary key of \(fitting[0].name)")
+                return fitting[0].name
+            }
+            notes.append("the destination of \(owner).\(name) (\(table).\(column)) could not be told from its name or values")
+            return ""
+        }
+
+        /// Whether two to-ones form a one-to-one: every link one way is matched the other way.
+        func pointsBack(_ a: ToOne, _ b: ToOne) throws -> Bool {
+            let at = Identifier.quoted(a.table), bt = Identifier.quoted(b.table)
+            let ac = Identifier.quoted(a.column), bc = Identifier.quoted(b.column)
+            let links = try connection.scalar("SELECT count(*) FROM \(at) a JOIN \(bt) b ON a.\(ac) = b.Z_PK").int ?? 0
+            guard links > 0 else { return false }
+            let mismatched = try connection.scalar("SELECT count(*) FROM \(at) a JOIN \(bt) b ON a.\(ac) = b.Z_PK WHERE b.\(bc) IS NOT a.Z_PK").int ?? 1
+            let mismatchedBack = try connection.scalar("SELECT count(*) FROM \(bt) b JOIN \(at) a ON b.\(bc) = a.Z_PK WHERE a.\(ac) IS NOT b.Z_PK").int ?? 1
+            return mismatched == 0 && mismatchedBack == 0
+        }
+
+        /// Many-to-many pairs from `Z_<n>…` join tables.
+        mutating func inferJoinTables(tables: Set<String>) throws {
+            for table in tables.sorted() where table.hasPrefix("Z_") && !["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"].contains(table) {
+                guard Self.numberedPrefix(String(table.dropFirst()), separator: nil) != nil || table.dropFirst(2).first?.isNumber == true else { continue }
+                let columns = try connection.columns(of: table).map(\.name)
+                let keyed = columns.filter { !$0.uppercased().hasPrefix("Z_FOK_") }
+                    .compactMap { c -> (column: String, number: Int, name: String)? in
+                        guard c.uppercased().hasPrefix("Z_"), let (n, rest) = Self.numberedPrefix("Z" + c.dropFirst(2), separator: nil) else { return nil }
+                        return (c, n, rest)
+                    }
+                guard keyed.count == 2, let a = entity(number: keyed[0].number), let b = entity(number: keyed[1].number) else { continue }
+                let tableRest = Self.numberedPrefix("Z" + table.dropFirst(2), separator: nil)?.1
+                func relationshipName(_ raw: String) -> String {
+                    if let stripped = Self.strippedSuffix("Z" + raw), String(stripped.dropFirst()) == tableRest { return tableRest!.lowercased() }
+                    return raw.lowercased()
+                }
+                // keyed[0] holds a's keys and is named after b's relationship to a; keyed[1] the reverse.
+                let nameOnB = relationshipName(keyed[0].name), nameOnA = relationshipName(keyed[1].name)
+                let upperColumns = columns.map { $0.uppercased() }
+                var onA = ModelRelationship(name: nameOnA, destination: b.name, inverse: nameOnB, isToMany: true)
+                onA.isOrdered = upperColumns.contains("Z_FOK_" + keyed[1].column.uppercased().dropFirst(2))
+                var onB = ModelRelationship(name: nameOnB, destination: a.name, inverse: nameOnA, isToMany: true)
+                onB.isOrdered = upperColumns.contains("Z_FOK_" + keyed[0].column.uppercased().dropFirst(2))
+                entities[a.name]?.relationships.append(onA)
+                entities[b.name]?.relationships.append(onB)
+            }
+        }
+
+        /// `Z<digits><sep><rest>`: the number and the rest, uppercased.
+        static func numberedPrefix(_ upper: String, separator: Character?) -> (Int, String)? {
+            guard upper.hasPrefix("Z") else { return nil }
+            let body = upper.dropFirst()
+            let digits = body.prefix { $0.isASCII && $0.isNumber }
+            guard !digits.isEmpty, digits.count <= 6, let n = Int(digits) else { return nil }
+            var rest = body.dropFirst(digits.count)
+            if let separator {
+                guard rest.first == separator else { return nil }
+                rest = rest.dropFirst()
+            }
+            guard !rest.isEmpty else { return nil }
+            return (n, String(rest))
+        }
+
+        /// `ZTITLE12` → `ZTITLE`; nil when there is no digit suffix.
+        static func strippedSuffix(_ upper: String) -> String? {
+            let digits = upper.reversed().prefix { $0.isASCII && $0.isNumber }
+            guard !digits.isEmpty, digits.count < upper.count - 1 else { return nil }
+            return String(upper.dropLast(digits.count))
+        }
+    }
+}

@@ -1,0 +1,258 @@
+import Foundation
+import SQLiteAccess
+
+/// One row of an entity, decoded through the model.
+public struct DecodedRow: Sendable {
+    /// The row's concrete entity (from `Z_ENT`): a subentity's rows carry the subentity's name.
+    public let entity: String
+    public let pk: Int64
+    /// The properties that apply to the row's entity, in `RowReader.fields` order.
+    public let values: [(name: String, value: FieldValue)]
+    /// For each value, its position in `RowReader.fields` (names alone can repeat across sibling entities).
+    public let fieldIndexes: [Int]
+}
+
+/// Streams the rows of one entity (and its subentities) with values decoded by the model:
+/// one prepared statement, stepped row by row, so a table of any size is never held in memory.
+public struct RowReader {
+    /// One output column.
+    public struct Field: Sendable {
+        public enum Kind: Sendable {
+            case attribute(AttributeMapping)
+            case toOne(RelationshipMapping)
+        }
+        public let name: String
+        /// The entity that declares the property; it applies to rows of that entity and below.
+        public let declaredBy: String
+        public let kind: Kind
+        /// A unique column label: the name, or `Entity.name` when a sibling entity declared the same name first.
+        public let label: String
+    }
+
+    /// An equality filter, resolved and typed.
+    public struct Filter: Sendable {
+        public let field: String
+        let sql: String
+        let arguments: [DatabaseValue]
+    }
+
+    public let map: SchemaMap
+    public let entity: EntityMapping
+    /// The requested entity's properties (inherited first), then those its subentities add.
+    public let fields: [Field]
+    public let decoder: ValueDecoder
+
+    public init(map: SchemaMap, entity: EntityMapping, decoder: ValueDecoder) {
+        self.map = map
+        self.entity = entity
+        self.decoder = decoder
+        var fields: [Field] = []
+        var seen = Set<String>()
+        var labels = Set<String>()
+        func append(_ name: String, _ owner: String, _ kind: Field.Kind) {
+            guard seen.insert("\(owner).\(name)").inserted else { return }
+            let label = labels.contains(name) ? "\(owner).\(name)" : name
+            labels.insert(label)
+            fields.append(Field(name: name, declaredBy: owner, kind: kind, label: label))
+        }
+        func add(_ mapping: EntityMapping, only owner: String?) {
+            for a in mapping.attributes where owner == nil || a.declaredBy == owner {
+                append(a.attribute.name, a.declaredBy, .attribute(a))
+            }
+            for r in mapping.relationships where r.kind == .toOne && (owner == nil || r.declaredBy == owner) {
+                append(r.relationship.name, r.declaredBy, .toOne(r))
+            }
+        }
+        add(entity, only: nil)
+        for descendant in map.model.subtree(of: entity.entity.name).dropFirst() {
+            if let mapping = map.entity(named: descendant.name) { add(mapping, only: descendant.name) }
+        }
+        self.fields = fields
+    }
+
+    /// Resolves `ATTR=VALUE` against the entity's attributes and to-one relationships (current or
+    /// legacy names) and types the value by the attribute's type; it is bound, never spliced into SQL.
+    ///
+    /// Values: integers and doubles as numbers; Booleans as true/false/yes/no/1/0; dates as ISO 8601
+    /// (a date alone matches that whole UTC day, a time without fractions that whole second); UUIDs
+    /// canonically; to-one relationships as `pk` or `Entity#pk`; `null` (for non-text properties)
+    /// matches NULL.
+    public func filter(_ expression: String) throws -> Filter {
+        guard let eq = expression.firstIndex(of: "=") else {
+            throw ModelError.invalidFilter("--where needs ATTRIBUTE=VALUE, got '\(expression)'.")
+        }
+        let name = String(expression[..<eq]).trimmingCharacters(in: .whitespaces)
+        let text = String(expression[expression.index(after: eq)...])
+        let field = fields.first { $0.name == name } ?? fields.first { $0.label == name }
+            ?? fields.first { f in
+                if case .attribute(let a) = f.kind { return a.attribute.legacyName == name }
+                if case .toOne(let r) = f.kind { return r.relationship.legacyName == name }
+                return false
+            }
+            ?? fields.first { $0.name.lowercased() == name.lowercased() }
+        guard let field else {
+            let names = fields.map(\.name)
+            let suggestion = names.map { ($0, SchemaMap.distance(name.lowercased(), $0.lowercased())) }
+                .filter { $0.1 <= max(2, name.count / 3) }.min { $0.1 < $1.1 }?.0
+            throw ModelError.unknownProperty(entity: entity.entity.name, property: name, suggestion: suggestion)
+        }
+        func bad(_ expected: String) -> ModelError {
+            .invalidFilter("--where \(name): '\(text)' is not \(expected).")
+        }
+        switch field.kind {
+        case .toOne(let r):
+            guard let column = r.column else { throw ModelError.invalidFilter("--where \(name): the relationship has no column in this store.") }
+            let q = Identifier.quoted(column)
+            if text == "null" { return Filter(field: field.name, sql: "\(q) IS NULL", arguments: []) }
+            var pkText = Substring(text)
+            var targetNumbers: [Int]?
+            if let hash = text.lastIndex(of: "#") {
+                let entityName = String(text[..<hash])
+                guard let target = map.resolveEntity(entityName) else { throw bad("Entity#pk with a known entity") }
+                targetNumbers = target.entityNumbers
+                pkText = text[text.index(after: hash)...]
+            }
+            guard let pk = Int64(pkText) else { throw bad("a primary key (pk or Entity#pk)") }
+            if let numbers = targetNumbers, let fek = r.entityKeyColumn {
+                let placeholders = numbers.map { _ in "?" }.joined(separator: ", ")
+                return Filter(field: field.name, sql: "\(q) = ? AND \(Identifier.quoted(fek)) IN (\(placeholders))",
+                              arguments: [.integer(pk)] + numbers.map { .integer(Int64($0)) })
+            }
+            return Filter(field: field.name, sql: "\(q) = ?", arguments: [.integer(pk)])
+        case .attribute(let a):
+            guard let column = a.column else {
+                throw ModelError.invalidFilter("--where \(name): the attribute has no single column in this store (composite or unmapped).")
+            }
+            let q = Identifier.quoted(column)
+            let type = a.attribute.type
+            if text == "null" && type != .string && type != .uri {
+                return Filter(field: field.name, sql: "\(q) IS NULL", arguments: [])
+            }
+            switch type {
+            case .string, .uri, .undefined, .unknown:
+                return Filter(field: field.name, sql: "\(q) = ?", arguments: [.text(text)])
+            case .integer16, .integer32, .integer64:
+                guard let i = Int64(text) else { throw bad("an integer") }
+                return Filter(field: field.name, sql: "\(q) = ?", arguments: [.integer(i)])
+            case .boolean:
+                switch text.lowercased() {
+                case "true", "yes", "1": return Filter(field: field.name, sql: "\(q) = ?", arguments: [.integer(1)])
+                case "false", "no", "0": return Filter(field: field.name, sql: "\(q) = ?", arguments: [.integer(0)])
+                default: throw bad("a Boolean (true or false)")
+                }
+            case .double, .float, .decimal:
+                guard let d = Double(text) else { throw bad("a number") }
+                return Filter(field: field.name, sql: "\(q) = ?", arguments: [.real(d)])
+            case .date:
+                guard let seconds = ValueDecoder.parseDate(text) else { throw bad("an ISO 8601 date") }
+                let width: Double = !text.contains("T") ? 86_400 : (text.contains(".") ? 0 : 1)
+                if width == 0 { return Filter(field: field.name, sql: "\(q) = ?", arguments: [.real(seconds)]) }
+                return Filter(field: field.name, sql: "\(q) >= ? AND \(q) < ?", arguments: [.real(seconds), .real(seconds + width)])
+            case .uuid:
+                guard let uuid = UUID(uuidString: text) else { throw bad("a UUID") }
+                let bytes = withUnsafeBytes(of: uuid.uuid) { Data($0) }
+                return Filter(field: field.name, sql: "\(q) = ?", arguments: [.blob(bytes)])
+            case .binary, .transformable, .objectID, .composite:
+                throw ModelError.invalidFilter("--where \(name): \(type.name) attributes cannot be compared.")
+            }
+        }
+    }
+
+    /// Steps through the rows, by primary key, calling `body` for each. `limit` nil means all.
+    public func forEach(_ connection: Connection, filters: [Filter] = [], limit: Int? = nil,
+                        _ body: (DecodedRow) throws -> Void) throws {
+        guard entity.tableExists else {
+            throw ModelError.missingTable(entity: entity.entity.name, table: entity.table, path: map.path)
+        }
+        guard !entity.entityNumbers.isEmpty else { return }
+        // Columns to read, and where each field's values sit in the row.
+        var select = ["Z_PK", "Z_ENT"]
+        var positions: [[Int]] = []
+        for field in fields {
+            var indexes: [Int] = []
+            func add(_ column: String?) {
+                guard let column else { indexes.append(-1); return }
+                indexes.append(select.count)
+                select.append(Identifier.quoted(column))
+            }
+            switch field.kind {
+            case .attribute(let a):
+                if a.elements.isEmpty { add(a.column) } else { for e in Self.leaves(a) { add(e.column) } }
+            case .toOne(let r):
+                add(r.column)
+                add(r.entityKeyColumn)
+            }
+            positions.append(indexes)
+        }
+        var sql = "SELECT \(select.joined(separator: ", ")) FROM \(Identifier.quoted(entity.table)) WHERE Z_ENT IN ("
+            + entity.entityNumbers.map { _ in "?" }.joined(separator: ", ") + ")"
+        var arguments: [DatabaseValue] = entity.entityNumbers.map { .integer(Int64($0)) }
+        for f in filters {
+            sql += " AND (\(f.sql))"
+            arguments += f.arguments
+        }
+        sql += " ORDER BY Z_PK"
+        if let limit {
+            sql += " LIMIT ?"
+            arguments.append(.integer(Int64(max(0, limit))))
+        }
+        let statement = try connection.prepare(sql)
+        try statement.bind(arguments)
+        // Which fields apply to each concrete entity: those declared along its lineage.
+        var applicable: [Int: [Bool]] = [:]
+        var names: [Int: String] = [:]
+        try statement.forEach { row in
+            guard let pk = row[0].int64 else { return }
+            let ent = row[1].int ?? -1
+            if applicable[ent] == nil {
+                let concrete = map.entity(number: ent)
+                let lineage = Set(concrete?.lineage ?? self.entity.lineage)
+                applicable[ent] = fields.map { lineage.contains($0.declaredBy) }
+                names[ent] = concrete?.entity.name ?? "#\(ent)"
+            }
+            let applies = applicable[ent] ?? []
+            var values: [(name: String, value: FieldValue)] = []
+            var indexes: [Int] = []
+            values.reserveCapacity(fields.count)
+            for (i, field) in fields.enumerated() where applies[i] {
+                values.append((field.name, decode(field, row: row, at: positions[i])))
+                indexes.append(i)
+            }
+            try body(DecodedRow(entity: names[ent] ?? "#\(ent)", pk: pk, values: values, fieldIndexes: indexes))
+        }
+    }
+
+    /// The element mappings of a composite attribute, flattened in order.
+    static func leaves(_ a: AttributeMapping) -> [AttributeMapping] {
+        a.elements.isEmpty ? [a] : a.elements.flatMap(leaves)
+    }
+
+    func decode(_ field: Field, row: Row, at positions: [Int]) -> FieldValue {
+        switch field.kind {
+        case .attribute(let a):
+            if a.elements.isEmpty {
+                guard let p = positions.first, p >= 0 else { return .null }
+                return decoder.decode(row[p], as: a.attribute)
+            }
+            var cursor = 0
+            func composite(_ m: AttributeMapping) -> FieldValue {
+                if m.elements.isEmpty {
+                    defer { cursor += 1 }
+                    guard cursor < positions.count, positions[cursor] >= 0 else { return .null }
+                    return decoder.decode(row[positions[cursor]], as: m.attribute)
+                }
+                let elements = m.elements.map { FieldValue.CompositeElement(name: $0.attribute.name, value: composite($0)) }
+                if elements.allSatisfy({ if case .null = $0.value { return true } else { return false } }) { return .null }
+                return .composite(elements)
+            }
+            return composite(a)
+        case .toOne(let r):
+            guard let p = positions.first, p >= 0, let pk = row[p].int64 else { return .null }
+            var destination = r.relationship.destination
+            if positions.count > 1, positions[1] >= 0, let ent = row[positions[1]].int, let concrete = map.entity(number: ent) {
+                destination = concrete.entity.name
+            }
+            return .object(entity: destination.isEmpty ? "?" : destination, pk: pk)
+        }
+    }
+}

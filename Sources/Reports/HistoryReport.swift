@@ -1,0 +1,133 @@
+import CoreDataStore
+import Foundation
+
+/// The views of `storelens history`: transactions streamed one at a time (text or JSON), or the
+/// per-entity writer summary.
+public final class HistoryWriter {
+    public static let schemaVersion = 1
+
+    let json: Bool
+    let header: [(String, JSONValue)]
+    let write: (String) -> Void
+    public private(set) var transactions = 0
+    public private(set) var changes = 0
+
+    public init(json: Bool, header: [(String, JSONValue)], write: @escaping (String) -> Void) {
+        self.json = json
+        self.header = header
+        self.write = write
+    }
+
+    public func begin(title: String) {
+        if json {
+            var text = "{\n"
+            for (key, value) in header {
+                var rendered = ""
+                JSONValue.escape(key, into: &rendered)
+                text += "  \(rendered): " + ValueRendering.indented(value, by: 2).dropFirst(2) + ",\n"
+            }
+            write(text + "  \"transactions\": [")
+        } else {
+            write(title)
+        }
+    }
+
+    public static func json(_ t: HistoryTransaction) -> JSONValue {
+        .object([
+            ("id", Int(exactly: t.id).map(JSONValue.int) ?? .string(String(t.id))),
+            ("timestamp", .optional(t.timestamp)),
+            ("author", .optional(t.author)),
+            ("bundleID", .optional(t.bundleID)),
+            ("processName", .optional(t.processName)),
+            ("contextName", .optional(t.contextName)),
+            ("changes", .array(t.changes.map { c in
+                var members: [(String, JSONValue)] = [
+                    ("type", .string(c.type.name)),
+                    ("entity", .string(c.entity)),
+                    ("pk", c.pk.flatMap { Int(exactly: $0) }.map(JSONValue.int) ?? .null),
+                    ("updatedProperties", c.updatedProperties.map { .array($0.map(JSONValue.string)) } ?? .null),
+                ]
+                if let hex = c.columnsHex { members.append(("columns", .string(hex))) }
+                if let note = c.columnsNote { members.append(("columnsNote", .string(note))) }
+                return .object(members)
+            })),
+        ])
+    }
+
+    public func add(_ t: HistoryTransaction) {
+        transactions += 1
+        changes += t.changes.count
+        if json {
+            write((transactions == 1 ? "\n" : ",\n") + ValueRendering.indented(Self.json(t), by: 4))
+            return
+        }
+        var facts: [String] = []
+        if let b = t.bundleID { facts.append("bundle \(b)") }
+        if let p = t.processName { facts.append("process \(p)") }
+        if let a = t.author { facts.append("author \(a)") }
+        if let c = t.contextName { facts.append("context \(c)") }
+        var out = "  #\(t.id)  \(t.timestamp ?? "(no timestamp)")  " + (facts.isEmpty ? "(no writer recorded)" : facts.joined(separator: "  "))
+        out = TextTable.sanitized(out) + "\n"
+        if t.changes.isEmpty { out += "      (no changes: a migration or history-only transaction)\n" }
+        for c in t.changes {
+            var line = "      \(c.type.name.padding(toLength: 6, withPad: " ", startingAt: 0))  \(c.entity)#\(c.pk.map(String.init) ?? "?")"
+            if let updated = c.updatedProperties { line += "  {" + updated.joined(separator: ", ") + "}" }
+            if let note = c.columnsNote { line += "  [\(note)\(c.columnsHex.map { "; ZCOLUMNS \($0)" } ?? "")]" }
+            out += TextTable.sanitized(line) + "\n"
+        }
+        write(out)
+    }
+
+    public func end() {
+        if json {
+            write((transactions == 0 ? "],\n" : "\n  ],\n") + "  \"count\": \(transactions)\n}\n")
+        } else {
+            write(transactions == 0 ? "  (no transactions match)\n" : "  \(transactions) transaction\(transactions == 1 ? "" : "s"), \(changes) change\(changes == 1 ? "" : "s")\n")
+        }
+    }
+}
+
+/// `history --summary`: per entity, who inserted, updated and deleted it, and when.
+public enum HistorySummaryReport {
+    static func iso(_ seconds: Double?) -> String? { seconds.map { ValueDecoder.iso8601(referenceSeconds: $0) } }
+
+    public static func json(_ summary: [HistoryEntitySummary], header: [(String, JSONValue)]) -> JSONValue {
+        .object(header + [
+            ("entities", .array(summary.map { e in
+                .object([
+                    ("entity", .string(e.entity)),
+                    ("number", .int(e.entityNumber)),
+                    ("writers", .array(e.writers.map { w in
+                        .object([
+                            ("bundleID", .optional(w.bundleID)),
+                            ("processName", .optional(w.processName)),
+                            ("author", .optional(w.author)),
+                            ("contextName", .optional(w.contextName)),
+                            ("inserts", .int(w.inserts)),
+                            ("updates", .int(w.updates)),
+                            ("deletes", .int(w.deletes)),
+                            ("other", .int(w.other)),
+                            ("first", .optional(iso(w.firstSeconds))),
+                            ("last", .optional(iso(w.lastSeconds))),
+                        ])
+                    })),
+                ])
+            })),
+        ])
+    }
+
+    public static func text(_ summary: [HistoryEntitySummary], title: String) -> String {
+        var out = title
+        guard !summary.isEmpty else { return out + "  (no changes recorded)\n" }
+        var rows: [[String]] = [["ENTITY", "BUNDLE", "PROCESS", "AUTHOR", "CONTEXT", "INSERTS", "UPDATES", "DELETES", "FIRST", "LAST"]]
+        for e in summary {
+            for (i, w) in e.writers.enumerated() {
+                rows.append([i == 0 ? e.entity : "", w.bundleID ?? "-", w.processName ?? "-", w.author ?? "-", w.contextName ?? "-",
+                             String(w.inserts), String(w.updates), String(w.deletes),
+                             iso(w.firstSeconds) ?? "-", iso(w.lastSeconds) ?? "-"])
+            }
+        }
+        out += TextTable.render(rows, rightAligned: [5, 6, 7], indent: 2)
+        return out
+    }
+}

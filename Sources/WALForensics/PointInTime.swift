@@ -1,0 +1,95 @@
+import Acquisition
+import Foundation
+import SQLiteAccess
+import StoreFormats
+
+/// The database as it stood after any commit of its WAL: the committed
+/// frames laid over the main file, header switched to rollback mode. Built
+/// in memory from the evidence; SQLite only ever sees the finished image.
+public enum PointInTime {
+    /// The image after commit `commit` (1-based; 0 is the main file alone,
+    /// nil the last valid commit, as SQLite would show it).
+    ///
+    /// - Parameter option: how the commit was asked for, for the error message (`--as-of`).
+    public static func image(_ evidence: WALEvidence, commit: Int?, option: String = "--as-of") throws(WALForensicsError) -> Data {
+        let available = evidence.commitCount
+        if let commit, commit < 0 || commit > available {
+            throw .commitOutOfRange(path: evidence.displayPath, option: option, requested: commit, available: available)
+        }
+        do {
+            if commit == 0 || available == 0 {
+                return try DatabaseImage.make(mainFile: evidence.mainFile)
+            }
+            return try DatabaseImage.make(mainFile: evidence.mainFile, wal: evidence.wal, walData: evidence.walData,
+                                          upToCommit: commit)
+        } catch {
+            throw .image(path: evidence.displayPath, error)
+        }
+    }
+
+    /// A read-only connection to the image after `commit` (see `image`).
+    public static func open(_ evidence: WALEvidence, commit: Int?, option: String = "--as-of") throws(WALForensicsError) -> Connection {
+        let image = try image(evidence, commit: commit, option: option)
+        return try open(image: image, name: evidence.displayPath, commit: commit)
+    }
+
+    /// Opens a built image read-only and checks that SQLite can read its schema.
+    public static func open(image: Data, name: String, commit: Int?) throws(WALForensicsError) -> Connection {
+        let label = "in-memory image of \(name)" + (commit.map { " as of commit \($0)" } ?? "")
+        do {
+            let connection = try Connection.deserialize(image, name: label, readOnly: true)
+            try connection.makeQueryOnly()
+            _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
+            return connection
+        } catch {
+            throw .sqlite(path: name, error)
+        }
+    }
+
+    /// Writes `image` to a new file at `url`: created with `O_CREAT|O_EXCL|O_NOFOLLOW`
+    /// and mode 0644, so an existing file (or a symbolic link) is never written through.
+    public static func write(_ image: Data, to url: URL) throws(WALForensicsError) {
+        let path = url.path
+        switch writeNewFile(path, image) {
+        case 0: return
+        case EEXIST: throw .outputExists(path: path)
+        case let code: throw .outputFailed(path: path, reason: String(cString: strerror(code)))
+        }
+    }
+}
+
+/// Creates `path` (it must not exist) and writes `bytes` to it; 0 or the errno of the failure.
+/// A file left half-written is removed.
+private func writeNewFile(_ path: String, _ bytes: Data) -> Int32 {
+    let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+    guard fd >= 0 else { return errno }
+    var failure: Int32 = 0
+    bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+        guard let base = raw.baseAddress else { return }
+        var offset = 0
+        while offset < raw.count {
+            let written = write(fd, base + offset, raw.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                failure = errno
+                return
+            }
+            offset += written
+        }
+    }
+    if failure == 0, fsync(fd) != 0 { failure = errno }
+    close(fd)
+    if failure != 0 { unlink(path) }
+    return failure
+}
+
+extension WorkingCopy {
+    /// A read-only connection to this store as it stood after WAL commit
+    /// `commit` (0: the main file alone). For `--as-of N` in read commands.
+    ///
+    /// - Throws: `WALForensicsError` (`commitOutOfRange` names the store and the valid range).
+    public func open(asOfCommit commit: Int, displayPath: String? = nil) throws -> Connection {
+        let evidence = try WALEvidence(copy: self, displayPath: displayPath)
+        return try PointInTime.open(evidence, commit: commit)
+    }
+}

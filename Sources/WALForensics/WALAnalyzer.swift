@@ -1,0 +1,419 @@
+import CoreDataStore
+import Foundation
+import SQLiteAccess
+import StoreFormats
+
+/// Works out a `WALAnalysis` from a store's evidence: the WAL's frames and
+/// transactions, which tables each transaction wrote (by walking the
+/// b-trees of every committed image), what lies after the stop point, the
+/// `-shm` state, and whether the WAL appears to belong to its database.
+public enum WALAnalyzer {
+    public struct Options: Sendable {
+        /// Run `PRAGMA quick_check` on the WAL view (and the main file when the WAL view fails it).
+        public var integrityCheck: Bool
+        public init(integrityCheck: Bool = true) { self.integrityCheck = integrityCheck }
+    }
+
+    public static func analyze(_ evidence: WALEvidence, options: Options = Options()) -> WALAnalysis {
+        var findings: [WALAnalysis.Finding] = []
+        let header = evidence.header
+        let wal = evidence.wal
+        let usableWAL = wal.flatMap { $0.isUsable ? $0 : nil }
+        let transactions = usableWAL?.transactions ?? []
+
+        // Header and presence.
+        if let header {
+            if header.isWALMode, wal == nil {
+                findings.append(.init(.warning, "walModeWithoutWAL",
+                                      "The header says WAL mode but no -wal came with the store, so transactions not yet checkpointed are missing; copy the -wal from the device too."))
+            }
+            if !header.isWALMode, let wal, wal.fileSize > 0 {
+                findings.append(.init(.warning, "walWithRollbackHeader",
+                                      "A -wal is present although the header says rollback-journal mode; SQLite still applies it, so check that it belongs to this database."))
+            }
+        }
+        if let wal {
+            findings += walFindings(wal, evidence: evidence)
+        }
+        if let walPageSize = usableWAL?.pageSize, let header, header.pageSize != walPageSize {
+            findings.append(.init(.warning, "walPageSizeMismatch",
+                                  "The WAL's page size (\(walPageSize) bytes) differs from the database's (\(header.pageSize) bytes), so the WAL cannot belong to this database."))
+        }
+
+        // Pages to tables, commit by commit.
+        var mapped: [WALAnalysis.Transaction] = []
+        var structure = StructureEvidence()
+        var tableEntities: [String: [String]] = [:]
+        var isCoreData = false
+        var finalConnection: Connection?
+        do {
+            let tracker = try PageOwnershipTracker(mainFile: evidence.mainFile, wal: usableWAL, walData: evidence.walData)
+            structure.mainProblems = tracker.problems
+            structure.mainUnaccounted = tracker.unaccountedPages.count
+            structure.mainTables = Set(tracker.objects.filter { $0.type == "table" && !$0.name.hasPrefix("sqlite_") }.map(\.name))
+            var known = Set(structure.mainProblems)
+            var byCommit: [(commit: Int, tables: Set<String>, other: [String: Int])] = []
+            for transaction in transactions {
+                tracker.advance()
+                var tables = Set<String>()
+                var other: [String: Int] = [:]
+                for page in transaction.pages {
+                    if Int(page) > transaction.databaseSizeInPages {
+                        other["pastEnd", default: 0] += 1
+                        structure.framesPastEnd.append((transaction.number, page, transaction.databaseSizeInPages))
+                        continue
+                    }
+                    guard let use = tracker.use(of: page) else {
+                        other["unused", default: 0] += 1
+                        continue
+                    }
+                    if let object = use.object {
+                        tables.insert(object.tableName)
+                    } else {
+                        let name = switch use.kind {
+                        case .freelistTrunk, .freelistLeaf: "freelist"
+                        case .pointerMap: "pointerMap"
+                        case .lockByte: "lockByte"
+                        default: "unused"
+                        }
+                        other[name, default: 0] += 1
+                    }
+                }
+                for problem in tracker.problems where !known.contains(problem) {
+                    known.insert(problem)
+                    structure.walProblems.append((transaction.number, problem))
+                }
+                byCommit.append((transaction.number, tables, other))
+            }
+            if !transactions.isEmpty {
+                structure.finalUnaccounted = tracker.unaccountedPages.count
+                structure.finalTables = Set(tracker.objects.filter { $0.type == "table" && !$0.name.hasPrefix("sqlite_") }.map(\.name))
+                structure.finalProblems = tracker.problems
+            }
+
+            // Entity names from Z_PRIMARYKEY, in the WAL view and the main file.
+            finalConnection = try? PointInTime.open(evidence, commit: nil)
+            let mainConnection = transactions.isEmpty ? finalConnection : try? PointInTime.open(evidence, commit: 0)
+            for connection in [finalConnection, mainConnection].compactMap({ $0 }) {
+                guard let store = try? CoreDataStore.read(connection) else { continue }
+                isCoreData = true
+                for entity in store.entities where tableEntities[entity.table]?.contains(entity.name) != true {
+                    tableEntities[entity.table, default: []].append(entity.name)
+                }
+            }
+            for (index, transaction) in transactions.enumerated() {
+                let entry = byCommit[index]
+                let tables = entry.tables.sorted()
+                let entities = tables.flatMap { tableEntities[$0] ?? [] }
+                let order = ["freelist", "pointerMap", "lockByte", "unused", "pastEnd"]
+                mapped.append(.init(number: transaction.number, firstFrame: transaction.firstFrame,
+                                    commitFrame: transaction.commitFrame, frames: transaction.frameCount,
+                                    pages: transaction.pages, databaseSizeInPages: transaction.databaseSizeInPages,
+                                    tables: tables, entities: entities,
+                                    otherPages: order.compactMap { key in entry.other[key].map { (key, $0) } }))
+            }
+        } catch {
+            findings.append(.init(.warning, "pagesNotMapped",
+                                  "The pages cannot be mapped to tables: \(WALForensicsError.clause(error.description))."))
+            mapped = transactions.map {
+                .init(number: $0.number, firstFrame: $0.firstFrame, commitFrame: $0.commitFrame, frames: $0.frameCount,
+                      pages: $0.pages, databaseSizeInPages: $0.databaseSizeInPages, tables: [], entities: [], otherPages: [])
+            }
+        }
+
+        // Does the WAL belong to this database?
+        if !transactions.isEmpty {
+            structure.pageOneChanges = pageOneDifferences(evidence)
+            if options.integrityCheck, let connection = finalConnection {
+                let result = (try? connection.integrityCheck(full: false, maxErrors: 5)) ?? ["the WAL view cannot be read"]
+                if result != ["ok"] {
+                    structure.walViewIntegrity = result
+                    if let main = try? PointInTime.open(evidence, commit: 0) {
+                        structure.mainIntegrity = (try? main.integrityCheck(full: false, maxErrors: 5)) ?? ["unreadable"]
+                    }
+                }
+            } else if options.integrityCheck, finalConnection == nil {
+                structure.walViewIntegrity = ["SQLite cannot open the image with the WAL applied"]
+            }
+        }
+        findings += structure.findings(hasWAL: !transactions.isEmpty)
+
+        // The -shm.
+        let shmFacts = sharedMemoryFacts(evidence, findings: &findings)
+
+        let facts = wal.map { wal in
+            WALAnalysis.WALFacts(
+                fileBytes: wal.fileSize, frames: wal.totalFrameSlots, validFrames: wal.validFrameCount,
+                commits: wal.commitFrames.count, lastCommitFrame: wal.lastCommitFrame,
+                uncommittedFrames: wal.uncommittedFrameCount, staleFrames: wal.staleFrameCount,
+                pageSize: wal.pageSize, salt1: wal.salt1, salt2: wal.salt2,
+                checkpointSequence: wal.checkpointSequence, bigEndianChecksums: wal.bigEndianChecksums,
+                stopReason: wal.stopReason.flatMap { $0 == .endOfFile ? nil : $0.description },
+                stopFrame: wal.stopReason?.frame,
+                headerProblem: wal.headerProblem.map(\.description),
+                databaseSizeInPages: wal.databaseSizeInPages)
+        }
+        var uncommitted: WALAnalysis.Uncommitted?
+        if let wal, wal.uncommittedFrameCount > 0 {
+            let tail = wal.frames.suffix(wal.uncommittedFrameCount)
+            uncommitted = .init(firstFrame: wal.lastCommitFrame + 1, frames: tail.count,
+                                pages: Set(tail.map(\.pageNumber)).sorted())
+        }
+        let order: [WALAnalysis.Finding.Severity: Int] = [.warning: 0, .note: 1]
+        let sorted = findings.enumerated().sorted {
+            (order[$0.element.severity]!, $0.offset) < (order[$1.element.severity]!, $1.offset)
+        }.map(\.element)
+        return WALAnalysis(
+            displayPath: evidence.displayPath, mainFileBytes: evidence.mainFile.count,
+            pageSize: header?.pageSize ?? wal?.pageSize,
+            headerJournalMode: header.map { $0.isWALMode ? "wal" : "rollback" },
+            isCoreData: isCoreData, entitiesByTable: tableEntities, wal: facts, transactions: mapped, uncommitted: uncommitted,
+            framesAfterStop: wal.map { framesAfterStop($0, data: evidence.walData) } ?? [],
+            shm: shmFacts, findings: sorted)
+    }
+
+    // MARK: - The WAL itself
+
+    static func walFindings(_ wal: WAL, evidence: WALEvidence) -> [WALAnalysis.Finding] {
+        var findings: [WALAnalysis.Finding] = []
+        let name = evidence.walName
+        if let problem = wal.headerProblem {
+            if case .tooShort(0) = problem {
+                findings.append(.init(.note, "walEmpty", "The -wal is empty: everything was checkpointed into the main file."))
+            } else if problem.sqliteIgnoresWAL {
+                findings.append(.init(.warning, "walIgnored",
+                                      "SQLite ignores the whole -wal: \(WALForensicsError.clause(lowercasedFirst(problem.description)))",
+                                      details: ["\(wal.totalFrameSlots) whole frames in \(name) are never read"]))
+            } else {
+                findings.append(.init(.warning, "walRefused",
+                                      "SQLite refuses to open the database because of the -wal: \(WALForensicsError.clause(lowercasedFirst(problem.description)))."))
+            }
+            return findings
+        }
+        let runs = framesAfterStop(wal, data: evidence.walData)
+        switch wal.stopReason {
+        case .partialFrame(let frame, let bytes)?:
+            let size = WALFrame.headerLength + (wal.pageSize ?? 0)
+            findings.append(.init(.warning, "walDamaged",
+                                  "Frame \(frame) is cut off after \(bytes) of its \(size) bytes, so SQLite silently drops it (the copy was cut short or a write was torn)."))
+        case .checksumMismatch(let frame)?:
+            findings.append(.init(.warning, "walDamaged",
+                                  "Frame \(frame) fails its checksum, so SQLite silently drops it and every frame after it."))
+        case .zeroPageNumber(let frame)?:
+            findings.append(.init(.warning, "walDamaged",
+                                  "Frame \(frame) names page 0, so SQLite silently drops it and every frame after it."))
+        case .saltMismatch(let frame)?:
+            if runs.first?.generation != "earlier" {
+                findings.append(.init(.warning, "walDamaged",
+                                      "Frame \(frame) carries salts that match neither this WAL generation nor an earlier one, so SQLite silently drops it and every frame after it."))
+            }
+        default:
+            break
+        }
+        let current = runs.filter { $0.generation == "current" }
+        if !current.isEmpty {
+            let frames = current.reduce(0) { $0 + $1.frames }
+            let commits = current.reduce(0) { $0 + $1.commitFrames }
+            findings.append(.init(.warning, "framesLost",
+                                  "\(frames) frame\(frames == 1 ? "" : "s") of the current WAL generation lie after the stop point, \(commits) of them commit frames: SQLite ignores them, so \(commits == 1 ? "that transaction is" : "those transactions are") lost to it.",
+                                  details: current.map { "frames \($0.firstFrame)-\($0.firstFrame + $0.frames - 1): \($0.commitFrames) commit frames" }))
+        }
+        let earlier = runs.filter { $0.generation != "current" }
+        if !earlier.isEmpty {
+            let frames = earlier.reduce(0) { $0 + $1.frames }
+            findings.append(.init(.note, "staleFrames",
+                                  "\(frames) frame\(frames == 1 ? "" : "s") after the stop point \(frames == 1 ? "is" : "are") left from earlier WAL generations (the WAL is reused from the start after a checkpoint); SQLite ignores them, but they may hold older versions of pages.",
+                                  details: earlier.map {
+                                      "frames \($0.firstFrame)-\($0.firstFrame + $0.frames - 1): salts \(hex($0.salt1)) \(hex($0.salt2)), \($0.generation) generation"
+                                  }))
+        }
+        if wal.uncommittedFrameCount > 0 {
+            findings.append(.init(.note, "uncommittedFrames",
+                                  "\(wal.uncommittedFrameCount) valid frame\(wal.uncommittedFrameCount == 1 ? "" : "s") after the last commit belong to a transaction that never committed; SQLite ignores them."))
+        }
+        return findings
+    }
+
+    /// Whole frames from the stop point to the end of the file, grouped into
+    /// runs of equal salts (only their 24-byte headers are read).
+    static func framesAfterStop(_ wal: WAL, data: Data?) -> [WALAnalysis.FrameRun] {
+        guard let data, let pageSize = wal.pageSize, let header = wal.header, wal.totalFrameSlots > wal.validFrameCount else { return [] }
+        let frameSize = WALFrame.headerLength + pageSize
+        var runs: [WALAnalysis.FrameRun] = []
+        data.withUnsafeBytes { raw in
+            func be32(_ offset: Int) -> UInt32 {
+                guard offset >= 0, offset + 4 <= raw.count else { return 0 }
+                return UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+            }
+            var runStart = 0, runFrames = 0, runCommits = 0
+            var runSalts: (UInt32, UInt32) = (0, 0)
+            func flush() {
+                guard runFrames > 0 else { return }
+                runs.append(.init(firstFrame: runStart, frames: runFrames, salt1: runSalts.0, salt2: runSalts.1,
+                                  commitFrames: runCommits, generation: generation(runSalts, header: header)))
+            }
+            for index in (wal.validFrameCount + 1)...wal.totalFrameSlots {
+                let offset = WALHeader.length + (index - 1) * frameSize
+                let salts = (be32(offset + 8), be32(offset + 12))
+                if runFrames == 0 || salts != runSalts {
+                    flush()
+                    runStart = index
+                    runFrames = 0
+                    runCommits = 0
+                    runSalts = salts
+                }
+                runFrames += 1
+                if be32(offset + 4) != 0 { runCommits += 1 }
+            }
+            flush()
+        }
+        return runs
+    }
+
+    /// Which generation frames with `salts` come from, relative to the WAL header.
+    static func generation(_ salts: (UInt32, UInt32), header: WALHeader) -> String {
+        if salts.0 == header.salt1 && salts.1 == header.salt2 { return "current" }
+        // Each reset adds one to salt-1 (and to the checkpoint sequence).
+        let behind = header.salt1 &- salts.0
+        let resets = max(UInt32(1), header.checkpointSequence)
+        return behind >= 1 && behind <= resets ? "earlier" : "unknown"
+    }
+
+    // MARK: - The -shm
+
+    static func sharedMemoryFacts(_ evidence: WALEvidence, findings: inout [WALAnalysis.Finding]) -> WALAnalysis.SharedMemoryFacts? {
+        guard evidence.sharedMemoryPresent else { return nil }
+        let wal = evidence.wal
+        guard let shm = evidence.sharedMemory else {
+            findings.append(.init(.warning, "shmUnreadable",
+                                  "The -shm is shorter than its 136-byte header, so it says nothing about the WAL (it was cut off or never initialised)."))
+            return .init(readable: false, mxFrame: nil, nPage: nil, nBackfill: nil, valid: false, copiesMatch: nil,
+                         checksumValid: nil, agreesWithWal: false, pageSize: nil, salt1: nil, salt2: nil,
+                         iChange: nil, isInit: nil, readMarks: [])
+        }
+        let agrees = wal.map { shm.agrees(with: $0) } ?? false
+        if !shm.copiesMatch {
+            findings.append(.init(.warning, "shmTorn",
+                                  "The two copies of the -shm header differ, so it was copied in the middle of a write (torn); treat its values as unreliable."))
+        } else if !shm.headerChecksumValid {
+            findings.append(.init(.warning, "shmTorn",
+                                  "The -shm header fails its checksum, so it was copied in the middle of a write or damaged; treat its values as unreliable."))
+        }
+        if let wal, wal.isUsable, let walSalt1 = wal.salt1, let walSalt2 = wal.salt2 {
+            let mxFrame = Int(shm.mxFrame)
+            if shm.salt1 != walSalt1 || shm.salt2 != walSalt2 {
+                findings.append(.init(.warning, "shmStale",
+                                      "The -shm was written for another WAL generation (its salts \(hex(shm.salt1)) \(hex(shm.salt2)) differ from the WAL's \(hex(walSalt1)) \(hex(walSalt2))), so it is stale; SQLite rebuilds it from the WAL."))
+            } else if mxFrame > wal.lastCommitFrame {
+                findings.append(.init(.warning, "shmAheadOfWal",
+                                      "The -shm records commits up to frame \(mxFrame), but the WAL's valid commits end at frame \(wal.lastCommitFrame): committed frames were lost (the WAL was cut short or damaged after the index was written)."))
+            } else if mxFrame < wal.lastCommitFrame {
+                findings.append(.init(.warning, "shmStale",
+                                      "The -shm knows commits only up to frame \(mxFrame) while the WAL holds valid commits up to frame \(wal.lastCommitFrame), so the -shm is stale (written before the last commits, or copied while the app was writing)."))
+            }
+        } else if wal == nil {
+            findings.append(.init(.note, "shmWithoutWal", "A -shm came with the store but no -wal; the -shm alone holds no data."))
+        }
+        if let pageSize = shm.pageSize, let databasePageSize = evidence.header?.pageSize, pageSize != databasePageSize, shm.isInit {
+            findings.append(.init(.warning, "shmPageSizeMismatch",
+                                  "The -shm gives \(pageSize)-byte pages but the database has \(databasePageSize)-byte pages, so it does not belong to this store."))
+        }
+        if shm.nBackfill > 0 {
+            findings.append(.init(.note, "shmBackfilled",
+                                  "A checkpoint had already copied frames 1-\(shm.nBackfill) into the main file, so the main file alone already shows those changes."))
+        }
+        return .init(readable: true, mxFrame: Int(shm.mxFrame), nPage: Int(shm.nPage), nBackfill: Int(shm.nBackfill),
+                     valid: shm.isIntact, copiesMatch: shm.copiesMatch, checksumValid: shm.headerChecksumValid,
+                     agreesWithWal: agrees, pageSize: shm.pageSize, salt1: shm.salt1, salt2: shm.salt2,
+                     iChange: shm.iChange, isInit: shm.isInit,
+                     readMarks: shm.readMarks.map { $0 == 0xFFFF_FFFF ? nil : Int($0) })
+    }
+
+    // MARK: - Does the WAL belong here?
+
+    /// Fields of page 1 that no transaction changes, compared between the
+    /// main file and the image with the WAL applied.
+    static func pageOneDifferences(_ evidence: WALEvidence) -> [String] {
+        guard evidence.mainFile.count >= DatabaseHeader.length,
+              let image = try? PointInTime.image(evidence, commit: nil), image.count >= DatabaseHeader.length else { return [] }
+        let main = [UInt8](evidence.mainFile.prefix(DatabaseHeader.length))
+        let view = [UInt8](image.prefix(DatabaseHeader.length))
+        func u32(_ bytes: [UInt8], _ at: Int) -> UInt32 {
+            UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3])
+        }
+        var differences: [String] = []
+        if main[20] != view[20] { differences.append("reserved bytes per page: main file \(main[20]), WAL \(view[20])") }
+        if main[21..<24] != view[21..<24] { differences.append("payload fractions differ") }
+        if u32(main, 56) != u32(view, 56) { differences.append("text encoding: main file \(u32(main, 56)), WAL \(u32(view, 56))") }
+        if (u32(main, 52) != 0) != (u32(view, 52) != 0) || u32(main, 64) != u32(view, 64) {
+            differences.append("auto-vacuum mode differs between the main file and the WAL")
+        }
+        if u32(view, 40) < u32(main, 40) {
+            differences.append("the WAL's schema cookie \(u32(view, 40)) is older than the main file's \(u32(main, 40))")
+        }
+        return differences
+    }
+
+    static func hex(_ value: UInt32) -> String { String(format: "0x%08x", value) }
+
+    static func lowercasedFirst(_ text: String) -> String {
+        guard let first = text.first else { return text }
+        // Keep "WAL", "SQLite" and the like as they are.
+        if text.count > 1, text.dropFirst().first?.isUppercase == true { return text }
+        return first.lowercased() + text.dropFirst()
+    }
+}
+
+/// Facts gathered while walking the images that bear on whether the WAL belongs to the database.
+struct StructureEvidence {
+    var mainProblems: [BTreeProblem] = []
+    var mainUnaccounted = 0
+    var mainTables: Set<String> = []
+    var walProblems: [(commit: Int, problem: BTreeProblem)] = []
+    var finalProblems: [BTreeProblem] = []
+    var finalUnaccounted = 0
+    var finalTables: Set<String> = []
+    var framesPastEnd: [(commit: Int, page: UInt32, size: Int)] = []
+    var pageOneChanges: [String] = []
+    var walViewIntegrity: [String]?
+    var mainIntegrity: [String]?
+
+    func findings(hasWAL: Bool) -> [WALAnalysis.Finding] {
+        var findings: [WALAnalysis.Finding] = []
+        var signs: [String] = []
+        if hasWAL {
+            for item in framesPastEnd.prefix(5) {
+                signs.append("commit \(item.commit) writes page \(item.page) of a \(item.size)-page database")
+            }
+            if framesPastEnd.count > 5 { signs.append("\(framesPastEnd.count - 5) more pages past the end") }
+            signs += pageOneChanges
+            if !mainTables.isEmpty, !finalTables.isEmpty, mainTables.isDisjoint(with: finalTables) {
+                signs.append("none of the main file's tables (\(mainTables.sorted().prefix(5).joined(separator: ", "))) exist once the WAL is applied")
+            }
+            let mainClean = mainProblems.isEmpty && mainUnaccounted == 0
+            if mainClean {
+                for (commit, problem) in walProblems.prefix(5) { signs.append("at commit \(commit): \(problem)") }
+                if walProblems.count > 5 { signs.append("\(walProblems.count - 5) more structural problems") }
+                if finalUnaccounted > 0 {
+                    signs.append("\(finalUnaccounted) page\(finalUnaccounted == 1 ? " is" : "s are") used by nothing once the WAL is applied")
+                }
+                if let walViewIntegrity, mainIntegrity == nil || mainIntegrity == ["ok"] {
+                    signs.append("quick_check with the WAL applied: " + walViewIntegrity.prefix(3).joined(separator: "; "))
+                }
+            }
+            if !signs.isEmpty {
+                findings.append(.init(.warning, "walMayNotBelong",
+                                      "The WAL does not appear to belong to this database (or one of them is damaged): applying it gives an inconsistent database, and SQLite would show plausible but wrong data without any error.",
+                                      details: signs))
+            }
+        }
+        if !mainProblems.isEmpty || mainUnaccounted > 0 {
+            var details = mainProblems.prefix(5).map(\.description)
+            if mainUnaccounted > 0 { details.append("\(mainUnaccounted) pages are used by nothing") }
+            findings.append(.init(.warning, "mainFileInconsistent",
+                                  "The main file alone is structurally inconsistent (a partial checkpoint, or damage); its main-file-only view may be wrong.",
+                                  details: details))
+        }
+        return findings
+    }
+}

@@ -1,0 +1,65 @@
+import Acquisition
+import Foundation
+import StoreFormats
+
+/// Everything the WAL forensics read about one store: the main file's
+/// bytes, the `-wal` and the `-shm`, as they came with the store.
+///
+/// Build it from a working copy (the normal way: the bytes are the
+/// scratch copies, never the originals), or directly from bytes in tests.
+public struct WALEvidence: @unchecked Sendable {
+    /// How to name the store to the user.
+    public let displayPath: String
+    /// The main database file's bytes (possibly memory-mapped).
+    public let mainFile: Data
+    /// The main file's header, or nil when the main file is empty.
+    public let header: DatabaseHeader?
+    /// The parsed `-wal`, or nil when no `-wal` came with the store.
+    public let wal: WAL?
+    /// The bytes `wal` was parsed from.
+    public let walData: Data?
+    /// Whether a `-shm` came with the store.
+    public let sharedMemoryPresent: Bool
+    /// The `-shm` wal-index header, when one came with the store and is long enough.
+    public let sharedMemory: SharedMemoryIndex?
+
+    public init(displayPath: String, mainFile: Data, wal: WAL?, walData: Data?,
+                sharedMemoryPresent: Bool = false, sharedMemory: SharedMemoryIndex? = nil) {
+        self.displayPath = displayPath
+        self.mainFile = mainFile
+        self.header = try? DatabaseHeader(data: mainFile)
+        self.wal = wal
+        self.walData = walData
+        self.sharedMemoryPresent = sharedMemoryPresent || sharedMemory != nil
+        self.sharedMemory = sharedMemory
+    }
+
+    /// Parses raw bytes: the convenience used by tests and benchmarks.
+    public init(displayPath: String, mainFile: Data, walData: Data?, sharedMemoryData: Data? = nil) {
+        self.init(displayPath: displayPath, mainFile: mainFile, wal: walData.map(WAL.init(data:)), walData: walData,
+                  sharedMemoryPresent: sharedMemoryData != nil,
+                  sharedMemory: sharedMemoryData.flatMap { try? SharedMemoryIndex(data: $0) })
+    }
+
+    /// The evidence of a working copy. The main file is read from the
+    /// scratch copy (memory-mapped when the system allows), never from the original.
+    public init(copy: WorkingCopy, displayPath: String? = nil) throws {
+        let data: Data
+        do {
+            data = try Data(contentsOf: copy.copiedMain, options: .mappedIfSafe)
+        } catch {
+            throw AcquisitionError.unreadable(path: copy.family.main.path, reason: error.localizedDescription)
+        }
+        self.init(displayPath: displayPath ?? copy.family.main.path, mainFile: data, wal: copy.wal, walData: copy.walData,
+                  sharedMemoryPresent: copy.family.shm != nil, sharedMemory: copy.sharedMemory)
+    }
+
+    /// Number of committed transactions SQLite would apply (0 without a usable WAL).
+    public var commitCount: Int {
+        guard let wal, wal.isUsable else { return 0 }
+        return wal.transactions.count
+    }
+
+    /// The name of the `-wal` for messages.
+    var walName: String { displayPath + "-wal" }
+}

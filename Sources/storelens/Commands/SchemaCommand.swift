@@ -1,0 +1,62 @@
+import Acquisition
+import CoreDataStore
+import Foundation
+import Reports
+
+/// `storelens schema INPUT`: the model (cached, --model or inferred) and where it lives in SQL.
+struct SchemaCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "schema",
+        abstract: "Show the store's model and its SQL map: entities, legacy and class names, attributes, relationships, constraints.",
+        discussion: """
+        The model comes from the store's own Z_MODELCACHE when it has one; otherwise from the Xcode
+        model given with --model (.xcdatamodeld or .xcdatamodel); otherwise it is inferred from the
+        SQL schema and marked as such. Given both a cache and --model, the cache is used and every
+        difference is listed. Every column of every entity table is mapped or reported as unknown.
+        """,
+        arguments: [ArgumentSpec(name: "input", help: "A store file, an app container or .xcappdata folder, a tar or zip archive of one, or a backup folder.", repeating: false, optional: false)],
+        options: [CommonOptions.format, ModelOption.model] + CommonOptions.input,
+        examples: ["storelens schema default.store",
+                   "storelens schema Model.sqlite --model Model.xcdatamodeld --format json"])
+
+    let path: String
+    let format: String
+    let modelPath: String?
+    let input: InputSettings
+
+    init(_ parsed: ParsedArguments) throws(ParseError) {
+        guard let first = parsed.positionals.first else { throw .missingArgument("input") }
+        guard parsed.positionals.count == 1 else { throw .unexpectedArgument(parsed.positionals[1]) }
+        path = first
+        format = parsed.value("--format") ?? "text"
+        modelPath = parsed.value("--model")
+        input = try InputSettings(parsed)
+    }
+
+    func run(_ output: Output) throws -> ExitCode {
+        let session = try EvidenceSession(keepScratch: input.keepScratch)
+        defer { session.scratch.remove() }
+        let acquired = try ModelOption.single(try session.stores(from: [path], select: input.select, options: input.open, limits: input.limits))
+        let opened = try OpenedStore.open(acquired.copy, displayPath: acquired.displayPath,
+                                          xcodeModel: modelPath.map { URL(fileURLWithPath: $0) })
+        let text = format == "json" ? SchemaReport.json(opened).rendered() + "\n" : SchemaReport.text(opened)
+        try session.finish()
+        output.write(text)
+        if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
+        return .success
+    }
+}
+
+/// `--model` and the one-store rule shared by schema, rows and history.
+enum ModelOption {
+    static let model = OptionSpec.value("--model", valueName: "path",
+                                        help: "An Xcode model (.xcdatamodeld, .xcdatamodel or its contents file), used when the store has no cached model and compared with the cache when it has one.")
+
+    /// These commands read one store; an input holding several needs --store.
+    static func single(_ stores: [AcquiredStore]) throws -> AcquiredStore {
+        guard stores.count == 1, let store = stores.first else {
+            throw InputError(message: "the input holds \(stores.count) stores (\(stores.map(\.displayPath).joined(separator: ", "))); choose one with --store.")
+        }
+        return store
+    }
+}

@@ -1,0 +1,131 @@
+import Acquisition
+import Foundation
+import Reports
+import WALForensics
+
+/// `storelens wal INPUT`: what a store's -wal and -shm hold, point-in-time images, and what the WAL changed.
+struct WALCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "wal",
+        abstract: "Show what a store's -wal and -shm hold, write the store as of any commit, or list what the WAL changed.",
+        discussion: """
+        Without options: the WAL's frames and commits, the tables each transaction wrote, frames SQLite
+        ignores (an unfinished transaction, damage, earlier WAL generations), the -shm state, and
+        warnings. --as-of N --out FILE writes the database as it stood after commit N (0: the main
+        file alone) as an ordinary SQLite file. --diff lists rows inserted, updated and deleted per
+        entity between the main file and the WAL view, or between commits --from N and --to M.
+        """,
+        arguments: [ArgumentSpec(name: "input", help: "A store file, an app container or .xcappdata folder, a tar or zip archive of one, or a Finder/iTunes backup folder.", repeating: true, optional: false)],
+        options: [CommonOptions.format,
+                  OptionSpec.value("--as-of", valueName: "commit", help: "With --out: the commit to write the database as of (0: the main file alone; default: the last commit)."),
+                  OptionSpec.value("--out", valueName: "file", help: "Write the point-in-time database to this new file (never overwritten)."),
+                  OptionSpec.flag("--diff", help: "List the rows the WAL inserted, updated and deleted, per entity."),
+                  OptionSpec.value("--from", valueName: "commit", help: "With --diff: the earlier state (default 0, the main file alone)."),
+                  OptionSpec.value("--to", valueName: "commit", help: "With --diff: the later state (default: the last commit)."),
+                  OptionSpec.flag("--no-integrity-check", help: "Skip SQLite's quick_check of the WAL view (faster on very large stores).")]
+            + CommonOptions.input,
+        examples: ["storelens wal default.store",
+                   "storelens wal default.store --as-of 12 --out /tmp/default-commit12.sqlite",
+                   "storelens wal default.store --diff",
+                   "storelens wal default.store --diff --from 3 --to 7 --format json"])
+
+    enum Mode {
+        case report
+        case write(commit: Int?, output: String)
+        case diff(from: Int?, to: Int?)
+    }
+
+    let paths: [String]
+    let format: String
+    let mode: Mode
+    let integrityCheck: Bool
+    let input: InputSettings
+
+    init(_ parsed: ParsedArguments) throws(ParseError) {
+        guard !parsed.positionals.isEmpty else { throw .missingArgument("input") }
+        paths = parsed.positionals
+        format = parsed.value("--format") ?? "text"
+        integrityCheck = !parsed.flag("--no-integrity-check")
+        input = try InputSettings(parsed)
+        func commit(_ name: String) throws(ParseError) -> Int? {
+            guard let text = parsed.value(name) else { return nil }
+            guard let n = Int(text), n >= 0 else {
+                throw .invalid("The value '\(text)' is invalid for '\(name)'; give a commit number (0 for the main file alone).")
+            }
+            return n
+        }
+        let asOf = try commit("--as-of")
+        let from = try commit("--from")
+        let to = try commit("--to")
+        let out = parsed.value("--out")
+        if parsed.flag("--diff") {
+            guard asOf == nil, out == nil else {
+                throw .invalid("--diff cannot be combined with --as-of or --out; use --from and --to to choose the commits to compare.")
+            }
+            mode = .diff(from: from, to: to)
+        } else {
+            guard from == nil, to == nil else { throw .invalid("--from and --to choose the commits for --diff; add --diff.") }
+            if let out {
+                guard !out.isEmpty else { throw .invalid("--out needs a file name.") }
+                mode = .write(commit: asOf, output: out)
+            } else if asOf != nil {
+                throw .invalid("--as-of needs --out FILE to write the database as of that commit (or use 'storelens rows … --as-of N' to read it).")
+            } else {
+                mode = .report
+            }
+        }
+    }
+
+    func run(_ output: Output) throws -> ExitCode {
+        if case .write(_, let out) = mode, FileManager.default.fileExists(atPath: out) || isSymbolicLink(out) {
+            throw WALForensicsError.outputExists(path: out)
+        }
+        let session = try EvidenceSession(keepScratch: input.keepScratch)
+        defer { session.scratch.remove() }
+        let stores = try session.stores(from: paths, select: input.select, options: input.open, limits: input.limits)
+        switch mode {
+        case .report:
+            var analyses: [WALAnalysis] = []
+            for store in stores {
+                let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
+                analyses.append(WALAnalyzer.analyze(evidence, options: .init(integrityCheck: integrityCheck)))
+            }
+            try session.finish()
+            output.write(format == "json" ? WALReport.json(analyses).rendered() + "\n" : WALReport.text(analyses))
+
+        case .diff(let from, let to):
+            var entries: [WALReport.DiffEntry] = []
+            for store in stores {
+                let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
+                let names = (try? PointInTime.open(evidence, commit: to)).map(AttributeNames.read) ?? [:]
+                entries.append(.init(path: store.displayPath,
+                                     diff: try WALDiff.compute(evidence, from: from, to: to, attributeNames: names)))
+            }
+            try session.finish()
+            output.write(format == "json" ? WALReport.json(diffs: entries).rendered() + "\n" : WALReport.text(diffs: entries))
+
+        case .write(let commit, let out):
+            guard stores.count == 1, let store = stores.first else {
+                throw InputError(message: "--out writes one file, but the input holds \(stores.count) stores (\(stores.prefix(5).map(\.displayPath).joined(separator: ", "))); choose one with --store.")
+            }
+            let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
+            let image = try PointInTime.image(evidence, commit: commit)
+            // Prove SQLite reads the image before writing it anywhere.
+            _ = try PointInTime.open(image: image, name: store.displayPath, commit: commit)
+            try session.finish()
+            try PointInTime.write(image, to: URL(fileURLWithPath: out))
+            let chosen = commit ?? evidence.commitCount
+            let written = WALReport.WrittenImage(
+                path: store.displayPath, commit: chosen,
+                commitFrame: chosen == 0 ? nil : evidence.wal?.commitFrame(ofCommit: chosen),
+                output: out, bytes: image.count, pageSize: evidence.header?.pageSize ?? evidence.wal?.pageSize ?? 0)
+            output.write(format == "json" ? WALReport.json(written: written).rendered() + "\n" : WALReport.text(written: written))
+        }
+        if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
+        return .success
+    }
+
+    private func isSymbolicLink(_ path: String) -> Bool {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) != nil
+    }
+}

@@ -1,0 +1,319 @@
+import Foundation
+import SQLiteAccess
+import StoreBuilder
+import StoreFormats
+import StoreTestSupport
+import Testing
+
+/// `schema`, `rows` and `history` through the executable: on the genuine Apple stores (which must
+/// stay byte-identical) and on the builder's library store.
+@Suite("schema, rows and history commands")
+struct ModelCommandsTests {
+    static func json(_ text: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+    }
+
+    /// Runs storelens on a real fixture, checking the folder is unchanged; nil when absent.
+    static func runReal(_ relative: String, _ arguments: [String]) throws -> CommandResult? {
+        guard let real = ProjectPaths.realFixtures() else {
+            print("skipped: \(ProjectPaths.realFixturesMissing)")
+            return nil
+        }
+        let store = real.appendingPathComponent(relative)
+        let folder = store.deletingLastPathComponent()
+        let before = try FolderSnapshot(folder)
+        let arguments = arguments.map { $0 == "STORE" ? store.path : $0.replacingOccurrences(of: "FOLDER", with: folder.path) }
+        let result = try CLI.run(arguments)
+        let after = try FolderSnapshot(folder)
+        #expect(before == after, "the originals must stay byte-identical")
+        return result
+    }
+
+    static func entity(_ schema: [String: Any], _ name: String) -> [String: Any]? {
+        (schema["entities"] as? [[String: Any]])?.first { $0["name"] as? String == name }
+    }
+
+    static func property(_ entity: [String: Any]?, _ kind: String, _ name: String) -> [String: Any]? {
+        (entity?[kind] as? [[String: Any]])?.first { $0["name"] as? String == name }
+    }
+
+    // MARK: - swiftdata-resources
+
+    @Test("swiftdata-resources: schema from the cached model, every column mapped")
+    func resourcesSchema() throws {
+        guard let result = try Self.runReal("swiftdata-resources/default.store", ["schema", "STORE", "--format", "json"]) else { return }
+        #expect(result.status == 0, "\(result.stderr)")
+        let schema = try Self.json(result.stdout)
+        #expect(schema["modelSource"] as? String == "cache")
+        #expect((schema["unknownColumns"] as? [Any])?.isEmpty == true)
+        #expect((schema["problems"] as? [Any])?.isEmpty == true)
+        let item = Self.entity(schema, "Item")
+        #expect(item?["className"] as? String == "Item")
+        #expect(item?["table"] as? String == "ZITEM")
+        #expect(item?["uniqueConstraints"] as? [[String]] == [["name"]])
+        #expect(Self.property(item, "attributes", "name")?["column"] as? String == "ZNAME")
+        let itemRecipe = Self.property(item, "relationships", "craftingRecipe")
+        #expect(itemRecipe?["destination"] as? String == "CraftingRecipe")
+        #expect(itemRecipe?["inverse"] as? String == "producedItem")
+        #expect(itemRecipe?["toMany"] as? Bool == false)
+        #expect(itemRecipe?["column"] as? String == "ZCRAFTINGRECIPE")
+
+        let component = Self.entity(schema, "Component")
+        #expect(Self.property(component, "attributes", "id")?["type"] as? String == "UUID")
+        #expect(Self.property(component, "attributes", "id")?["column"] as? String == "ZID")
+        #expect(Self.property(component, "attributes", "count")?["type"] as? String == "Integer 64")
+        #expect(Self.property(component, "attributes", "count")?["column"] as? String == "ZCOUNT")
+        let componentItem = Self.property(component, "relationships", "item")
+        #expect(componentItem?["destination"] as? String == "Item")
+        #expect(componentItem?["inverse"] is NSNull)
+        #expect(componentItem?["column"] as? String == "ZITEM")
+        #expect(Self.property(component, "relationships", "craftingRecipe")?["inverse"] as? String == "requiredComponents")
+
+        let recipe = Self.entity(schema, "CraftingRecipe")
+        let required = Self.property(recipe, "relationships", "requiredComponents")
+        #expect(required?["toMany"] as? Bool == true)
+        #expect(required?["column"] as? String == "ZCOMPONENT.ZCRAFTINGRECIPE")
+        #expect(Self.property(recipe, "attributes", "producedItemCount")?["type"] as? String == "String")
+        let produced = Self.property(recipe, "relationships", "producedItem")
+        #expect(produced?["destination"] as? String == "Item")
+        #expect(produced?["inverse"] as? String == "craftingRecipe")
+        #expect(produced?["column"] as? String == "ZPRODUCEDITEM")
+    }
+
+    @Test("swiftdata-resources: rows Item lists the seven names; Component UUIDs are canonical strings")
+    func resourcesRows() throws {
+        guard let items = try Self.runReal("swiftdata-resources/default.store", ["rows", "STORE", "Item"]) else { return }
+        #expect(items.status == 0, "\(items.stderr)")
+        for name in ["Stone Axe", "Wooden Chest", "Wooden Plank", "Tree Bark Rope", "Bolts", "Nails", "Small Wooden Stick"] {
+            #expect(items.stdout.contains(name), "\(name)")
+        }
+        #expect(items.stdout.contains("7 rows"))
+
+        guard let components = try Self.runReal("swiftdata-resources/default.store", ["rows", "STORE", "Component", "--format", "json"]) else { return }
+        #expect(components.status == 0, "\(components.stderr)")
+        let output = try Self.json(components.stdout)
+        let rows = try #require(output["rows"] as? [[String: Any]])
+        #expect(rows.count == 5)
+        #expect(output["count"] as? Int == 5)
+        let values = rows.compactMap { $0["values"] as? [String: Any] }
+        let ids = values.compactMap { $0["id"] as? String }
+        #expect(ids.count == 5)
+        #expect(ids.contains("7C1EA5A6-0D9B-4B74-A530-13251F4943D8"))
+        #expect(ids.allSatisfy { UUID(uuidString: $0)?.uuidString == $0 })
+        // Row 3 is the orphan with no recipe; its item is a to-one as Entity#pk.
+        let orphan = try #require(rows.first { $0["pk"] as? Int == 3 }?["values"] as? [String: Any])
+        #expect(orphan["craftingRecipe"] is NSNull)
+        #expect(orphan["item"] as? String == "Item#8")
+
+        guard let filtered = try Self.runReal("swiftdata-resources/default.store",
+                                              ["rows", "STORE", "Component", "--where", "item=Item#8", "--format", "jsonl"]) else { return }
+        #expect(filtered.stdout.split(separator: "\n").count == 2)
+    }
+
+    @Test("swiftdata-resources: history --summary shows one writer with the README's counts")
+    func resourcesHistory() throws {
+        guard let result = try Self.runReal("swiftdata-resources/default.store", ["history", "STORE", "--summary", "--format", "json"]) else { return }
+        #expect(result.status == 0, "\(result.stderr)")
+        let output = try Self.json(result.stdout)
+        let entities = try #require(output["entities"] as? [[String: Any]])
+        var counts: [String: [Int]] = [:]
+        for e in entities {
+            let writers = e["writers"] as? [[String: Any]] ?? []
+            #expect(writers.count == 1)
+            #expect(writers.first?["bundleID"] as? String == "com.sdsoftware.ResourcesManager")
+            #expect(writers.first?["processName"] as? String == "ResourcesManager")
+            #expect(writers.first?["author"] is NSNull)
+            counts[e["entity"] as? String ?? "?"] = ["inserts", "updates", "deletes"].map { writers.first?[$0] as? Int ?? -1 }
+        }
+        #expect(counts == ["Component": [7, 1, 2], "CraftingRecipe": [4, 17, 0], "Item": [12, 7, 5]])
+
+        guard let full = try Self.runReal("swiftdata-resources/default.store", ["history", "STORE", "--format", "json"]) else { return }
+        let transactions = try #require(try Self.json(full.stdout)["transactions"] as? [[String: Any]])
+        #expect(transactions.count == 38)
+        let changes = transactions.flatMap { $0["changes"] as? [[String: Any]] ?? [] }
+        #expect(changes.count == 55)
+        let updates = changes.filter { $0["type"] as? String == "update" }
+        #expect(updates.count == 25)
+        #expect(updates.allSatisfy { ($0["updatedProperties"] as? [String])?.isEmpty == false }, "every mask decodes")
+        let recipeMasks = Set(updates.filter { $0["entity"] as? String == "CraftingRecipe" }.compactMap { ($0["updatedProperties"] as? [String])?.joined(separator: ",") })
+        #expect(recipeMasks.contains("requiredComponents"))
+        #expect(transactions.first?["bundleID"] as? String == "com.sdsoftware.ResourcesManager")
+
+        guard let items = try Self.runReal("swiftdata-resources/default.store", ["history", "STORE", "--entity", "Item", "--format", "json"]) else { return }
+        let itemChanges = (try Self.json(items.stdout)["transactions"] as? [[String: Any]] ?? []).flatMap { $0["changes"] as? [[String: Any]] ?? [] }
+        #expect(itemChanges.count == 24)
+        #expect(itemChanges.allSatisfy { $0["entity"] as? String == "Item" })
+    }
+
+    // MARK: - coredata-2014
+
+    @Test("coredata-2014: --model and the inferred model both map FeedbackCategory/FeedbackSubCategory; 79 rows")
+    func coreData2014() throws {
+        guard let xml = try Self.runReal("coredata-2014/Model.sqlite",
+                                         ["schema", "STORE", "--model", "FOLDER/Model.xcdatamodeld", "--format", "json"]) else { return }
+        #expect(xml.status == 0, "\(xml.stderr)")
+        let fromXML = try Self.json(xml.stdout)
+        #expect(fromXML["modelSource"] as? String == "xcdatamodel")
+        #expect((fromXML["unknownColumns"] as? [Any])?.isEmpty == true)
+        let subcategory = Self.property(Self.entity(fromXML, "FeedbackCategory"), "relationships", "subcategory")
+        #expect(subcategory?["toMany"] as? Bool == true)
+        #expect(subcategory?["inverse"] as? String == "category")
+        #expect(subcategory?["column"] as? String == "ZFEEDBACKSUBCATEGORY.ZCATEGORY")
+        let category = Self.property(Self.entity(fromXML, "FeedbackSubCategory"), "relationships", "category")
+        #expect(category?["destination"] as? String == "FeedbackCategory")
+        #expect(category?["column"] as? String == "ZCATEGORY")
+
+        guard let inferred = try Self.runReal("coredata-2014/Model.sqlite", ["schema", "STORE", "--format", "json"]) else { return }
+        let guessed = try Self.json(inferred.stdout)
+        #expect(guessed["modelSource"] as? String == "inferred")
+        #expect((guessed["unknownColumns"] as? [Any])?.isEmpty == true)
+        let guessedCategory = Self.property(Self.entity(guessed, "FeedbackSubCategory"), "relationships", "category")
+        #expect(guessedCategory?["destination"] as? String == "FeedbackCategory")
+        #expect(guessedCategory?["column"] as? String == "ZCATEGORY")
+        let guessedInverse = (Self.entity(guessed, "FeedbackCategory")?["relationships"] as? [[String: Any]])?.first
+        #expect(guessedInverse?["toMany"] as? Bool == true)
+        #expect(guessedInverse?["destination"] as? String == "FeedbackSubCategory")
+        #expect(guessedInverse?["column"] as? String == "ZFEEDBACKSUBCATEGORY.ZCATEGORY")
+
+        guard let text = try Self.runReal("coredata-2014/Model.sqlite", ["schema", "STORE"]) else { return }
+        #expect(text.stdout.contains("INFERRED"))
+
+        guard let rows = try Self.runReal("coredata-2014/Model.sqlite", ["rows", "STORE", "FeedbackSubCategory", "--format", "csv"]) else { return }
+        #expect(rows.status == 0, "\(rows.stderr)")
+        let lines = rows.stdout.split(separator: "\r\n")
+        #expect(lines.first == "entity,pk,name,category")
+        #expect(lines.count == 80)
+        #expect(lines.dropFirst().allSatisfy { $0.contains(",FeedbackCategory#") })
+
+        guard let noHistory = try Self.runReal("coredata-2014/Model.sqlite", ["history", "STORE"]) else { return }
+        #expect(noHistory.status == 2)
+        #expect(noHistory.stderr.contains("Model.sqlite has no persistent history"))
+        #expect(!noHistory.stderr.contains("storelens-"), "errors name the original, not the working copy")
+    }
+
+    // MARK: - The builder's library store
+
+    static func library(modelCache: Bool = true) throws -> (TemporaryFolder, URL) {
+        let folder = try TemporaryFolder("library-cli")
+        let url = folder.path("Library.sqlite")
+        try LibraryStore.write(url, modelCache: modelCache)
+        return (folder, url)
+    }
+
+    @Test("library: schema JSON keys, legacy names, FEK, composite elements; input unchanged")
+    func librarySchema() throws {
+        let (folder, url) = try Self.library()
+        let before = try FolderSnapshot(folder.url)
+        let result = try CLI.run(["schema", url.path, "--format", "json"])
+        #expect(try FolderSnapshot(folder.url) == before)
+        #expect(result.status == 0, "\(result.stderr)")
+        let schema = try Self.json(result.stdout)
+        #expect(schema["schemaVersion"] as? Int == 1)
+        let borrower = Self.entity(schema, "Borrower")
+        #expect(borrower?["renamingIdentifier"] as? String == "Patron")
+        #expect(borrower?["className"] as? String == "LibraryApp.BorrowerModel")
+        #expect(Self.property(borrower, "attributes", "fullName")?["renamingIdentifier"] as? String == "name")
+        #expect(Self.property(borrower, "attributes", "fullName")?["optional"] as? Bool == true)
+        let elements = Self.property(borrower, "attributes", "address")?["elements"] as? [[String: Any]]
+        #expect(elements?.compactMap { $0["column"] as? String } == ["ZADDRESS_STREET", "ZADDRESS_CITY", "ZADDRESS_POSTCODE"])
+        #expect(Self.property(borrower, "relationships", "favorite")?["entityKeyColumn"] as? String == "Z2_FAVORITE")
+        let film = Self.entity(schema, "Film")
+        #expect(film?["parent"] as? String == "Media")
+        #expect(Self.property(film, "attributes", "summary")?["column"] as? String == "ZSUMMARY1")
+        let tags = Self.property(Self.entity(schema, "Media"), "relationships", "tags")
+        #expect(tags?["joinTable"] as? String != nil)
+        #expect(tags?["column"] is NSNull)
+        let text = try CLI.run(["schema", url.path])
+        #expect(text.stdout.contains("Borrower  (Z_ENT 1, was Patron, class LibraryApp.BorrowerModel"))
+        #expect(text.stdout.contains("every column of every entity table is mapped"))
+    }
+
+    @Test("library: rows by legacy name, subentities named, --where, formats, limit, unknown entity")
+    func libraryRows() throws {
+        let (folder, url) = try Self.library()
+        let before = try FolderSnapshot(folder.url)
+        let media = try CLI.run(["rows", url.path, "Media", "--format", "jsonl"])
+        #expect(media.status == 0, "\(media.stderr)")
+        let lines = media.stdout.split(separator: "\n").map { try? Self.json(String($0)) }
+        #expect(lines.map { $0?["entity"] as? String } == ["Book", "Audiobook", "Film"])
+        let bookValues = lines.first??["values"] as? [String: Any]
+        #expect(bookValues?["added"] as? String == "2024-07-29T03:19:53.5Z")
+        let cover = bookValues?["cover"] as? [String: Any]
+        #expect(cover?["storage"] as? String == "external")
+        #expect((cover?["externalFile"] as? [String: Any])?["exists"] as? Bool == true)
+
+        let patron = try CLI.run(["rows", url.path, "Patron", "--format", "json"])
+        let patronRows = try #require(try Self.json(patron.stdout)["rows"] as? [[String: Any]])
+        let values = try #require(patronRows.first?["values"] as? [String: Any])
+        #expect(patronRows.first?["entity"] as? String == "Borrower")
+        #expect(values["id"] as? String == LibraryStore.borrowerID.uuidString)
+        #expect((values["address"] as? [String: Any])?["city"] as? String == "Springfield")
+        #expect((values["preferences"] as? [String: Any])?["theme"] as? String == "dark")
+        #expect(values["favorite"] as? String == "Film#3")
+
+        let filtered = try CLI.run(["rows", url.path, "Media", "--where", "shelf=Shelf#1", "--where", "title=Dune", "--format", "csv"])
+        #expect(filtered.stdout.split(separator: "\r\n").count == 2)
+        let limited = try CLI.run(["rows", url.path, "Media", "--limit", "1"])
+        #expect(limited.stdout.contains("1 row\n"))
+        #expect(limited.stdout.contains("Dune"))
+
+        let unknown = try CLI.run(["rows", url.path, "Borrowr"])
+        #expect(unknown.status == 2)
+        #expect(unknown.stderr.contains("did you mean 'Borrower'"))
+        let badWhere = try CLI.run(["rows", url.path, "Borrower", "--where", "visits=lots"])
+        #expect(badWhere.status == 2)
+        #expect(badWhere.stderr.contains("is not an integer"))
+        #expect(try FolderSnapshot(folder.url) == before)
+    }
+
+    @Test("library: rows --as-of reads the store as it stood after an earlier commit")
+    func libraryAsOf() throws {
+        let (folder, url) = try Self.library()
+        defer { withExtendedLifetime(folder) {} }
+        // Commit 1 (in the WAL) is the update transaction; commit 0 is the main file alone.
+        let before = try CLI.run(["rows", url.path, "Film", "--as-of", "0", "--format", "json"])
+        #expect(before.status == 0, "\(before.stderr)")
+        let old = try #require((try Self.json(before.stdout)["rows"] as? [[String: Any]])?.first?["values"] as? [String: Any])
+        #expect(old["summary"] as? String == "Sand")
+        let now = try CLI.run(["rows", url.path, "Film", "--format", "json"])
+        let new = try #require((try Self.json(now.stdout)["rows"] as? [[String: Any]])?.first?["values"] as? [String: Any])
+        #expect(new["summary"] as? String == "Sand and worms")
+        let tooFar = try CLI.run(["rows", url.path, "Film", "--as-of", "99"])
+        #expect(tooFar.status == 2, "\(tooFar.stderr)")
+    }
+
+    @Test("library: history text and filters")
+    func libraryHistory() throws {
+        let (folder, url) = try Self.library()
+        defer { withExtendedLifetime(folder) {} }
+        let text = try CLI.run(["history", url.path])
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.stdout.contains("author editor"))
+        #expect(text.stdout.contains("context ViewContext"))
+        #expect(text.stdout.contains("update  Film#3  {duration, summary}"))
+        let json = try CLI.run(["history", url.path, "--author", "editor", "--format", "json"])
+        let transactions = try #require(try Self.json(json.stdout)["transactions"] as? [[String: Any]])
+        #expect(transactions.count == 1)
+        #expect(transactions.first?["contextName"] as? String == "ViewContext")
+        let since = try CLI.run(["history", url.path, "--since", "2030-01-01", "--format", "json"])
+        #expect((try Self.json(since.stdout)["transactions"] as? [Any])?.isEmpty == true)
+        let badDate = try CLI.run(["history", url.path, "--since", "yesterday"])
+        #expect(badDate.status == 2)
+    }
+
+    @Test("a damaged Z_MODELCACHE falls back to the inferred model with a clear note; schema still maps the store")
+    func damagedCache() throws {
+        let (folder, url) = try Self.library()
+        defer { withExtendedLifetime(folder) {} }
+        do {
+            let db = try Connection.open(path: url.path, mode: .readWrite)
+            try db.run("UPDATE Z_MODELCACHE SET Z_CONTENT = ?", [.blob(Data([0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x01]))])
+        }
+        let result = try CLI.run(["schema", url.path, "--format", "json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let schema = try Self.json(result.stdout)
+        #expect(schema["modelSource"] as? String == "inferred")
+        let notes = schema["modelNotes"] as? [String] ?? []
+        #expect(notes.contains { $0.contains("Z_MODELCACHE is present but cannot be read") && $0.contains("DEFLATE") })
+    }
+}
