@@ -4,7 +4,9 @@
 SWIFT ?= swift
 CONFIG ?= debug
 BIN := .build/$(CONFIG)/storelens
-DEMO_STORE := Fixtures/demo-container/Library/Application Support/default.store
+DEMO := Fixtures/demo-container
+DEMO_STORE := $(DEMO)/Library/Application Support/default.store
+DEMO_MANIFEST := Fixtures/demo-container.storelens.json
 
 .PHONY: all deps build release test demo fixtures bench clean help
 
@@ -31,13 +33,21 @@ test: deps
 	$(SWIFT) test
 
 fixtures: build
-	rm -rf Fixtures/demo-container
+	rm -rf Fixtures/demo-container Fixtures/demo-container.storelens.json
 	.build/$(CONFIG)/storelens-fixtures Fixtures
 
+# The demo container is a to-do app's data container after a migration from a JSON file and a
+# Core Data store to SwiftData. audit exits 1 because the demo has planted findings.
 demo: build
 	@test -f "$(DEMO_STORE)" || .build/$(CONFIG)/storelens-fixtures Fixtures
-	@echo '$$ storelens inspect "$(DEMO_STORE)"'
-	@$(BIN) inspect "$(DEMO_STORE)"
+	@echo '$$ storelens scan $(DEMO)'
+	@$(BIN) scan $(DEMO)
+	@echo
+	@echo '$$ storelens inspect $(DEMO) --store default.store'
+	@$(BIN) inspect $(DEMO) --store default.store
+	@echo
+	@echo '$$ storelens audit $(DEMO) --manifest $(DEMO_MANIFEST)'
+	@$(BIN) audit $(DEMO) --manifest $(DEMO_MANIFEST); status=$$?; test $$status -eq 1 || { echo "audit exited $$status, expected 1 (findings)"; exit 1; }
 
 bench: deps
 	$(SWIFT) build -c release

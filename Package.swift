@@ -44,13 +44,13 @@ let package = Package(
         // records compared across stores.
         .target(name: "Coexistence", dependencies: ["Findings", "CoreDataStore", "Acquisition", "SQLiteAccess", "StoreFormats"]),
         // Text, JSON, Markdown and HTML views of what the other targets found.
-        .target(name: "Reports", dependencies: ["CoreDataStore", "Acquisition", "StoreFormats", "WALForensics"]),
+        .target(name: "Reports", dependencies: ["CoreDataStore", "Acquisition", "StoreFormats", "WALForensics", "Findings", "Coexistence"]),
         // Writes stores in exactly Apple's layout, for tests, fixtures and the demo.
         .target(name: "StoreBuilder", dependencies: ["SQLiteAccess", "StoreFormats", "Deflate"]),
         // Helpers shared by test targets: temporary folders, hashes, the real fixtures' location.
         .target(name: "StoreTestSupport", dependencies: ["Acquisition", "CArchive"]),
 
-        .executableTarget(name: "storelens", dependencies: ["Reports", "CoreDataStore", "Acquisition", "WALForensics"]),
+        .executableTarget(name: "storelens", dependencies: ["Reports", "CoreDataStore", "Acquisition", "WALForensics", "Findings", "Coexistence"]),
         // Regenerates Fixtures/ (`make fixtures`) with the store builder.
         .executableTarget(name: "storelens-fixtures", dependencies: ["StoreBuilder"]),
 

@@ -49,6 +49,7 @@ final class ArchiveInventory {
     let displayName: String
     let output: URL
     let limits: ArchiveLimits
+    let wanted: [PathPattern]
 
     struct Result {
         var files: [SeenFile] = []
@@ -61,11 +62,12 @@ final class ArchiveInventory {
         var entries = 0
     }
 
-    init(url: URL, displayName: String, output: URL, limits: ArchiveLimits) {
+    init(url: URL, displayName: String, output: URL, limits: ArchiveLimits, wanted: [PathPattern] = []) {
         self.url = url
         self.displayName = displayName
         self.output = output
         self.limits = limits
+        self.wanted = wanted
     }
 
     func read() throws -> Result {
@@ -159,7 +161,8 @@ final class ArchiveInventory {
             }
             let head = first == ARCHIVE_EOF || block == nil ? Data() : Data(bytes: block!, count: min(blockSize, 100))
             let isSQLite = offset == 0 && DatabaseHeader.isSQLite(head)
-            guard isSQLite || isSidecar || isSupport || isIdentity else { continue }
+            let isWanted = wanted.contains { $0.matches(path) }
+            guard isSQLite || isSidecar || isSupport || isIdentity || isWanted else { continue }
 
             // Extract: O_CREAT|O_EXCL|O_NOFOLLOW under a private folder; duplicates get ~N.
             var target = path
@@ -240,7 +243,8 @@ final class ArchiveInventory {
         let mains = Set(result.files.filter(\.isSQLite).map(\.path))
         for file in result.files where !file.isSQLite {
             let belongs = FamilyGrouping.sidecarSuffixes.keys.contains { file.path.hasSuffix($0) && mains.contains(String(file.path.dropLast($0.count))) }
-            if !belongs && !file.path.contains("_SUPPORT/") { unlink(file.url.path) }
+            let isWanted = wanted.contains { $0.matches(file.path) }
+            if !belongs && !isWanted && !file.path.contains("_SUPPORT/") { unlink(file.url.path) }
         }
         return result
     }

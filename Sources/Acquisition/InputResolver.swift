@@ -8,11 +8,15 @@ public struct InputResolver {
     /// Hash whole archives (for an evidence manifest). Off by default: hashing a large archive
     /// costs more than reading it; its identity (inode, size, mtime, ctime) still proves it unchanged.
     public let hashArchives: Bool
+    /// Files other than stores to find (and extract from archives), such as a legacy JSON file.
+    public let wanted: [PathPattern]
 
-    public init(session: EvidenceSession, limits: ArchiveLimits = ArchiveLimits(), hashArchives: Bool = false) {
+    public init(session: EvidenceSession, limits: ArchiveLimits = ArchiveLimits(), hashArchives: Bool = false,
+                wanted: [PathPattern] = []) {
         self.session = session
         self.limits = limits
         self.hashArchives = hashArchives
+        self.wanted = wanted
     }
 
     public func inventory(of input: String) throws -> Inventory {
@@ -64,6 +68,10 @@ public struct InputResolver {
         }
         var inventory = Inventory(input: input, kind: walk.isXcappdata ? .xcappdata : .folder, inputSHA256: nil,
                                   stores: stores, orphans: orphans, skipped: walk.skipped, warnings: [], extracted: [])
+        for file in walk.files where !file.isSQLite && wanted.contains(where: { $0.matches(file.path) }) {
+            try session.record([file.url])
+            inventory.otherFiles.append((file.path, file.url))
+        }
         // Archives one level inside the folder are read too.
         for (path, archiveURL) in walk.archives {
             do {
@@ -83,7 +91,7 @@ public struct InputResolver {
     func archive(_ url: URL, input: String) throws -> Inventory {
         try session.record([url], hash: hashArchives)
         let output = try session.scratch.makeSubfolder(named: "extracted")
-        let result = try ArchiveInventory(url: url, displayName: input, output: output, limits: limits).read()
+        let result = try ArchiveInventory(url: url, displayName: input, output: output, limits: limits, wanted: wanted).read()
         let (found, orphans) = FamilyGrouping.group(result.files, containers: result.containers)
         let hashes = Dictionary(result.extracted.map { ($0.path, $0.sha256) }, uniquingKeysWith: { a, _ in a })
         let stores = found.map { s -> FoundStore in
@@ -100,6 +108,8 @@ public struct InputResolver {
                                   stores: stores, orphans: orphans.map { OrphanSidecar(path: input + "!" + $0.path, kind: $0.kind, size: $0.size) },
                                   skipped: result.skipped, warnings: warnings, extracted: result.extracted)
         inventory.damage = result.damage
+        inventory.otherFiles = result.files.filter { file in !file.isSQLite && wanted.contains { $0.matches(file.path) } }
+            .map { (input + "!" + $0.path, $0.url) }
         return inventory
     }
 
@@ -110,8 +120,13 @@ public struct InputResolver {
             try session.record(stores[i].family.files)
             stores[i].sha256 = session.hashes(for: stores[i].family, naming: stores[i].path)
         }
-        return Inventory(input: input, kind: .backup, inputSHA256: nil, stores: stores, orphans: orphans,
-                         skipped: result.skipped, warnings: [], extracted: [])
+        var inventory = Inventory(input: input, kind: .backup, inputSHA256: nil, stores: stores, orphans: orphans,
+                                  skipped: result.skipped, warnings: [], extracted: [])
+        for file in result.files where !file.isSQLite && wanted.contains(where: { $0.matches(file.path) }) {
+            try session.record([file.url])
+            inventory.otherFiles.append((file.path, file.url))
+        }
+        return inventory
     }
 
     private func size(_ url: URL) -> Int {

@@ -96,6 +96,8 @@ public struct Inventory: Sendable {
     /// Set when an archive is damaged part-way: the stores found before the damage are listed,
     /// and the command still ends with an input error.
     public var damage: String?
+    /// Other files asked for by pattern (JSON files of a legacy stack): path in the input → file on disk.
+    public var otherFiles: [(path: String, url: URL)] = []
 
     public init(input: String, kind: InputKind, inputSHA256: String?, stores: [FoundStore], orphans: [OrphanSidecar],
                 skipped: [SkippedEntry], warnings: [String], extracted: [(path: String, sha256: String)]) {

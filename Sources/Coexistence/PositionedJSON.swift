@@ -38,10 +38,12 @@ indirect enum PositionedJSON {
         let position: Position
     }
 
-    /// Parses `text`. Bounded: nesting deeper than 64 or input over 4 MiB is refused.
-    static func parse(_ text: String) throws -> PositionedJSON {
+    /// Parses `text`. Bounded: nesting deeper than 64 or input over `maxBytes` is refused.
+    static func parse(_ text: String, maxBytes: Int = 4 << 20) throws -> PositionedJSON {
+        guard text.utf8.count <= maxBytes else {
+            throw SyntaxError(message: "the file is larger than \(maxBytes >> 20) MiB", position: Position(line: 1, column: 1))
+        }
         var parser = Parser(scalars: Array(text.unicodeScalars))
-        guard text.utf8.count <= 4 << 20 else { throw SyntaxError(message: "the manifest is larger than 4 MiB", position: Position(line: 1, column: 1)) }
         parser.skipSpace()
         let value = try parser.value(depth: 0)
         parser.skipSpace()

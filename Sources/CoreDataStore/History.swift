@@ -110,7 +110,12 @@ public struct HistoryReader {
         self.model = model
         transactionColumns = Set(try connection.columns(of: "ATRANSACTION").map { $0.name.uppercased() })
         changeColumns = Set(try connection.columns(of: "ACHANGE").map { $0.name.uppercased() })
+        for (table, columns, required) in [("ATRANSACTION", transactionColumns, "Z_PK"), ("ACHANGE", changeColumns, "ZTRANSACTIONID"),
+                                           ("ACHANGE", changeColumns, "Z_PK")] where !columns.contains(required) {
+            throw ModelError.damagedTable(table: table, path: displayPath ?? connection.path, detail: "it has no \(required) column")
+        }
         hasStrings = try connection.tableExists("ATRANSACTIONSTRING")
+            && Set(try connection.columns(of: "ATRANSACTIONSTRING").map { $0.name.uppercased() }).isSuperset(of: ["Z_PK", "ZNAME"])
     }
 
     /// `COALESCE(interned, twin)` for one writer field, or NULL when the store lacks both.

@@ -162,12 +162,13 @@ public enum InferredModelBuilder {
                         var constraint: [String] = []
                         for (i, column) in indexColumns.enumerated() {
                             let real = parts.count == indexColumns.count ? parts[i] : Self.lower(column)
-                            constraint.append(rename(column: column, to: real))
+                            constraint.append(rename(column: column, to: real, among: members.map(\.name)))
                         }
                         entities[e.name]?.uniqueConstraints.append(constraint)
                     } else if !rest.isEmpty {
                         let properties = indexColumns.map { column in
-                            entities.values.flatMap(\.attributes).first { $0.columnHint?.uppercased() == column.uppercased() }?.name ?? Self.lower(column)
+                            members.compactMap { entities[$0.name] }.flatMap(\.attributes)
+                                .first { $0.columnHint?.uppercased() == column.uppercased() }?.name ?? Self.lower(column)
                         }
                         entities[e.name]?.fetchIndexes.append(ModelFetchIndex(name: rest, elements: properties.map { .init(property: $0) }))
                     }
@@ -220,8 +221,8 @@ public enum InferredModelBuilder {
         }
 
         /// Gives the attribute stored in `column` its real-case name from an index name.
-        mutating func rename(column: String, to name: String) -> String {
-            for key in entities.keys {
+        mutating func rename(column: String, to name: String, among names: [String]) -> String {
+            for key in names {
                 guard let index = entities[key]?.attributes.firstIndex(where: { $0.columnHint?.uppercased() == column.uppercased() }) else { continue }
                 if entities[key]?.attributes[index].name.lowercased() == name.lowercased() {
                     entities[key]?.attributes[index].name = name

@@ -17,6 +17,8 @@ public enum ModelError: Error, Equatable, CustomStringConvertible, Sendable {
     case noHistory(path: String)
     /// The entity's table is missing from the store.
     case missingTable(entity: String, table: String, path: String)
+    /// The entity's table lacks a column every Core Data table has (`Z_PK`, `Z_ENT`).
+    case damagedTable(table: String, path: String, detail: String)
 
     public var description: String {
         switch self {
@@ -38,6 +40,8 @@ public enum ModelError: Error, Equatable, CustomStringConvertible, Sendable {
             return "\(path) has no persistent history (no ATRANSACTION and ACHANGE tables)."
         case .missingTable(let entity, let table, let path):
             return "\(path): the table \(table) of entity \(entity) does not exist in the store."
+        case .damagedTable(let table, let path, let detail):
+            return "\(path): the table \(table) is not laid out as Core Data makes it (\(detail)); it may have been rebuilt by hand."
         }
     }
 }

@@ -165,6 +165,10 @@ public struct RowReader {
             throw ModelError.missingTable(entity: entity.entity.name, table: entity.table, path: map.path)
         }
         guard !entity.entityNumbers.isEmpty else { return }
+        let present = Set(try connection.columns(of: entity.table).map { $0.name.uppercased() })
+        for required in ["Z_PK", "Z_ENT"] where !present.contains(required) {
+            throw ModelError.damagedTable(table: entity.table, path: map.path, detail: "it has no \(required) column")
+        }
         // Columns to read, and where each field's values sit in the row.
         var select = ["Z_PK", "Z_ENT"]
         var positions: [[Int]] = []

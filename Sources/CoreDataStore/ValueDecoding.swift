@@ -68,6 +68,13 @@ public struct ExternalFile: Sendable, Equatable {
     public let relativePath: String
     public let exists: Bool
     public let size: Int?
+
+    public init(name: String, relativePath: String, exists: Bool, size: Int?) {
+        self.name = name
+        self.relativePath = relativePath
+        self.exists = exists
+        self.size = size
+    }
 }
 
 /// Decodes stored values by attribute type (coredata-sqlite-format.md §3.2).

@@ -23,14 +23,16 @@ public struct StackVerdict: Equatable, Sendable {
         let identifiers = store.metadata.modelVersionIdentifiers
         let isSemanticVersion = identifiers.count == 1 && identifiers[0].split(separator: ".").count == 3
             && identifiers[0].split(separator: ".").allSatisfy { $0.allSatisfy(\.isNumber) }
+        // The version identifier is the strongest hint: SwiftData writes "1.0.0" (or its
+        // VersionedSchema's version), Xcode models write "" unless someone set one.
         if identifiers == ["1.0.0"] {
-            swiftData += 2
+            swiftData += 3
             evidence.append("NSStoreModelVersionIdentifiers is [\"1.0.0\"], the identifier SwiftData writes for an unversioned schema (points to SwiftData)")
         } else if isSemanticVersion {
             swiftData += 1
             evidence.append("NSStoreModelVersionIdentifiers is [\"\(identifiers[0])\"], a VersionedSchema-style version (points to SwiftData)")
         } else if identifiers == [""] || identifiers.isEmpty {
-            coreData += 2
+            coreData += 3
             evidence.append("NSStoreModelVersionIdentifiers is \(identifiers.isEmpty ? "[]" : "[\"\"]"), as an Xcode model without a version identifier writes it (points to Core Data)")
         } else {
             coreData += 1

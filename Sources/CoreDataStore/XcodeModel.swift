@@ -92,6 +92,9 @@ public enum XcodeModelReader {
             throw .xcodeModelUnreadable(path: path, detail: "line \(parser.lineNumber): \(reason)")
         }
         if let problem = delegate.problem { throw .xcodeModelUnreadable(path: path, detail: problem) }
+        guard delegate.closedModel else {
+            throw .xcodeModelUnreadable(path: path, detail: "line \(parser.lineNumber): the XML ends before </model>; the file is cut off")
+        }
         return delegate.finish()
     }
 }
@@ -99,6 +102,7 @@ public enum XcodeModelReader {
 /// Collects entities, attributes, relationships, constraints and indexes from the model XML.
 private final class ModelXMLDelegate: NSObject, XMLParserDelegate {
     var sawModel = false
+    var closedModel = false
     var versionIdentifier: String?
     var entities: [ModelEntity] = []
     /// Composite types (`<composite name=…>`), with their attributes.
@@ -190,6 +194,8 @@ private final class ModelXMLDelegate: NSObject, XMLParserDelegate {
 
     func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
         switch name {
+        case "model":
+            closedModel = true
         case "entity":
             if let e = entity { entities.append(e) }
             entity = nil

@@ -534,7 +534,7 @@ public final class PageOwnershipTracker {
             }
             if let expectTable, expectTable != links.isTable {
                 problems.append(BTreeProblem(structure: name, page: page,
-                                             detail: "a \(links.isTable ? "table" : "index") page inside an \(expectTable ? "table" : "index") b-tree"))
+                                             detail: links.isTable ? "a table page inside an index b-tree" : "an index page inside a table b-tree"))
                 continue
             }
             expectTable = links.isTable

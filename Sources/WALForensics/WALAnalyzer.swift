@@ -127,7 +127,9 @@ public enum WALAnalyzer {
             if options.integrityCheck, let connection = finalConnection {
                 let result = (try? connection.integrityCheck(full: false, maxErrors: 5)) ?? ["the WAL view cannot be read"]
                 if result != ["ok"] {
-                    structure.walViewIntegrity = result
+                    // quick_check puts several findings in one row, one per line.
+                    structure.walViewIntegrity = result.flatMap { $0.split(whereSeparator: \.isNewline).map(String.init) }
+                        .filter { !$0.hasPrefix("*** in database") }
                     if let main = try? PointInTime.open(evidence, commit: 0) {
                         structure.mainIntegrity = (try? main.integrityCheck(full: false, maxErrors: 5)) ?? ["unreadable"]
                     }
@@ -334,10 +336,14 @@ public enum WALAnalyzer {
     /// Fields of page 1 that no transaction changes, compared between the
     /// main file and the image with the WAL applied.
     static func pageOneDifferences(_ evidence: WALEvidence) -> [String] {
-        guard evidence.mainFile.count >= DatabaseHeader.length,
-              let image = try? PointInTime.image(evidence, commit: nil), image.count >= DatabaseHeader.length else { return [] }
+        // Page 1 as of the last commit: its last committed frame (the main file's when the WAL never wrote it).
+        guard evidence.mainFile.count >= DatabaseHeader.length, let wal = evidence.wal, wal.isUsable,
+              let walData = evidence.walData, walData.count == wal.fileSize,
+              let frame = wal.frames.prefix(wal.lastCommitFrame).last(where: { $0.pageNumber == 1 }),
+              frame.pageOffset + DatabaseHeader.length <= walData.count else { return [] }
         let main = [UInt8](evidence.mainFile.prefix(DatabaseHeader.length))
-        let view = [UInt8](image.prefix(DatabaseHeader.length))
+        let start = walData.startIndex + frame.pageOffset
+        let view = [UInt8](walData[start ..< start + DatabaseHeader.length])
         func u32(_ bytes: [UInt8], _ at: Int) -> UInt32 {
             UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3])
         }

@@ -22,7 +22,8 @@ do {
     case let out?:
         let container = URL(fileURLWithPath: out).appendingPathComponent("demo-container")
         try DemoContainer.write(into: container)
-        print("wrote \(container.path)")
+        try Data(DemoContainer.manifest.utf8).write(to: URL(fileURLWithPath: out).appendingPathComponent("demo-container.storelens.json"))
+        print("wrote \(container.path) and its manifest")
     case nil:
         fail("usage: storelens-fixtures <Fixtures folder> | bench-store <file> <rows>")
     }

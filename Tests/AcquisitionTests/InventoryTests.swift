@@ -31,8 +31,8 @@ struct InventoryTests {
         let (inv, session) = try Self.inventory(container)
         defer { session.scratch.remove() }
         #expect(inv.kind == .folder)
-        #expect(inv.stores.map(\.path) == ["Library/Application Support/default.store", "Library/Caches/Cache.data"])
-        let store = try #require(inv.stores.first)
+        #expect(inv.stores.map(\.path) == ["Library/Application Support/Model.sqlite", "Library/Application Support/default.store", "Library/Caches/Cache.data"])
+        let store = try #require(inv.stores.first { $0.path.hasSuffix("default.store") })
         #expect(store.sidecars.wal == "Library/Application Support/default.store-wal")
         #expect(store.sidecars.shm == "Library/Application Support/default.store-shm")
         #expect(store.container?.identifier == "com.example.todo")
@@ -51,7 +51,7 @@ struct InventoryTests {
         let (inv, session) = try Self.inventory(bundle)
         defer { session.scratch.remove() }
         #expect(inv.kind == .xcappdata)
-        let store = try #require(inv.stores.first)
+        let store = try #require(inv.stores.first { $0.path.hasSuffix("default.store") })
         #expect(store.path == "AppData/Library/Application Support/default.store")
         #expect(store.location == "SwiftData default store")
         #expect(store.container?.identifier == "com.example.todo", "the container's own marker is nearer than AppDataInfo.plist")
@@ -102,9 +102,10 @@ struct InventoryTests {
         defer { session.scratch.remove() }
         #expect(inv.kind == .archive)
         #expect(inv.inputSHA256 == before)
-        #expect(inv.stores.map(\.path) == ["\(archive.path)!container/Library/Application Support/default.store",
+        #expect(inv.stores.map(\.path) == ["\(archive.path)!container/Library/Application Support/Model.sqlite",
+                                            "\(archive.path)!container/Library/Application Support/default.store",
                                             "\(archive.path)!container/Library/Caches/Cache.data"])
-        let store = try #require(inv.stores.first)
+        let store = try #require(inv.stores.first { $0.path.hasSuffix("default.store") })
         #expect(store.sidecars.wal != nil && store.sidecars.shm != nil)
         #expect(store.container?.identifier == "com.example.todo")
         // The extracted family hashes like the loose files.
@@ -225,7 +226,7 @@ struct InventoryTests {
         #expect(store.container?.identifier == "com.example.todo")
         #expect(store.family.main.lastPathComponent.count == 40, "the bytes come from the hashed file")
         let copy = try session.workingCopy(of: store)
-        #expect(try copy.open().scalar("SELECT count(*) FROM ZTODOITEM").int == 6, "the WAL was found and applied")
+        #expect(try copy.open().scalar("SELECT count(*) FROM ZTODOITEM").int == 7, "the WAL was found and applied")
     }
 
     @Test("bad backups: encrypted, no Manifest.db, broken rows")

@@ -71,11 +71,11 @@ struct StoreReadingTests {
         let report = try Self.inspect(folder.path("Library/Application Support/default.store"))
         #expect(report.format == .coreData)
         #expect(report.stack.stack == .swiftData)
-        #expect(report.history?.transactions == 4)
+        #expect(report.history?.transactions == 6)
         let items = try #require(report.entities.first { $0.entity.name == "TodoItem" })
-        #expect(items.counts.rows == 6)
-        #expect(items.counts.rowsMainFileOnly == 5)
-        #expect(report.wal.present && report.wal.commits == 2)
+        #expect(items.counts.rows == 7)
+        #expect(items.counts.rowsMainFileOnly == 6)
+        #expect(report.wal.present && report.wal.commits == 3)
     }
 
     @Test("a plain SQLite database is reported as such, not rejected")

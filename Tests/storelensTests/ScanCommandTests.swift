@@ -71,15 +71,17 @@ struct ScanCommandTests {
 
         let a = try #require(try Self.json(loose)["stores"] as? [[String: Any]])
         let b = try #require(try Self.json(zipped)["stores"] as? [[String: Any]])
-        #expect(a.count == 1 && b.count == 1)
-        #expect(a.first?["path"] as? String == "Library/Application Support/default.store")
-        #expect(b.first?["path"] as? String == zip.path + "!Library/Application Support/default.store")
+        #expect(a.count == 2 && b.count == 2)
+        #expect(a.map { $0["path"] as? String } == ["Library/Application Support/Model.sqlite", "Library/Application Support/default.store"])
+        #expect(b.last?["path"] as? String == zip.path + "!Library/Application Support/default.store")
         for key in ["size", "format", "stack"] {
-            #expect("\(a.first?[key] ?? "")" == "\(b.first?[key] ?? "")", "\(key)")
+            #expect("\(a.last?[key] ?? "")" == "\(b.last?[key] ?? "")", "\(key)")
         }
-        let sidecars = try #require(a.first?["sidecars"] as? [String: Any])
+        #expect(a.last?["stack"] as? String == "swiftdata")
+        #expect(a.first?["stack"] as? String == "coredata")
+        let sidecars = try #require(a.last?["sidecars"] as? [String: Any])
         #expect(sidecars["wal"] as? String == "Library/Application Support/default.store-wal")
-        let hashes = try #require(b.first?["sha256"] as? [String: String])
+        let hashes = try #require(b.last?["sha256"] as? [String: String])
         let mainHash = try SHA256.hexOfFile(at: container.appendingPathComponent("Library/Application Support/default.store"))
         #expect(hashes[zip.path + "!Library/Application Support/default.store"] == mainHash)
 
@@ -103,7 +105,7 @@ struct ScanCommandTests {
         try cache.execute("CREATE TABLE c (k)")
         let both = try CLI.run(["inspect", container.path, "--format", "json"])
         #expect(both.status == 0)
-        #expect((try Self.json(both)["stores"] as? [[String: Any]])?.count == 2)
+        #expect((try Self.json(both)["stores"] as? [[String: Any]])?.count == 3)
         let one = try CLI.run(["inspect", container.path, "--store", "default.store", "--format", "json"])
         #expect((try Self.json(one)["stores"] as? [[String: Any]])?.count == 1)
         let none = try CLI.run(["inspect", container.path, "--store", "nothing.sqlite"])

@@ -1,4 +1,5 @@
 import Acquisition
+import Coexistence
 import CoreDataStore
 import Foundation
 import WALForensics
@@ -49,6 +50,9 @@ enum Diagnostics {
             output.error("Error: \(e.description)\n")
             return .usageOrInput
         case let e as BackupError:
+            output.error("Error: \(e.description)\n")
+            return .usageOrInput
+        case let e as ManifestError:
             output.error("Error: \(e.description)\n")
             return .usageOrInput
         case let e as CoreDataStoreError:

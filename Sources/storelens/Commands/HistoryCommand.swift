@@ -82,13 +82,13 @@ struct HistoryCommand: Command {
         var title = TextTable.sanitized(acquired.displayPath) + "\n"
         title += "  model  \(opened.model.source.rawValue)" + (opened.model.source == .inferred ? " (INFERRED from the SQL schema; update masks may not decode)" : "") + "\n"
         if summary {
-            let result = try reader.summary(filter)
+            let result = try ModelOption.reading(acquired.displayPath) { try reader.summary(filter) }
             output.write(format == "json" ? HistorySummaryReport.json(result, header: header).rendered() + "\n"
                                           : HistorySummaryReport.text(result, title: title))
         } else {
             let writer = HistoryWriter(json: format == "json", header: header, write: output.write)
             writer.begin(title: title)
-            try reader.forEachTransaction(filter) { writer.add($0) }
+            try ModelOption.reading(acquired.displayPath) { try reader.forEachTransaction(filter) { writer.add($0) } }
             writer.end()
         }
         try session.finish()

@@ -96,7 +96,9 @@ struct RowsCommand: Command {
             output.write(title + "\n")
         }
         writer.begin()
-        try reader.forEach(opened.connection, filters: resolved, limit: limit) { writer.add($0) }
+        try ModelOption.reading(acquired.displayPath) {
+            try reader.forEach(opened.connection, filters: resolved, limit: limit) { writer.add($0) }
+        }
         writer.end()
         if format == .table { output.write("\(writer.count) row\(writer.count == 1 ? "" : "s")\n") }
         try session.finish()

@@ -2,6 +2,7 @@ import Acquisition
 import CoreDataStore
 import Foundation
 import Reports
+import SQLiteAccess
 
 /// `storelens schema INPUT`: the model (cached, --model or inferred) and where it lives in SQL.
 struct SchemaCommand: Command {
@@ -51,6 +52,18 @@ struct SchemaCommand: Command {
 enum ModelOption {
     static let model = OptionSpec.value("--model", valueName: "path",
                                         help: "An Xcode model (.xcdatamodeld, .xcdatamodel or its contents file), used when the store has no cached model and compared with the cache when it has one.")
+
+    /// SQLite errors met while reading a store, named by the store: a damaged one is bad input
+    /// (exit 2), anything else stays an internal error.
+    static func reading<T>(_ displayPath: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as SQLiteError {
+            throw error.isCorrupt || error.isNotADatabase
+                ? AcquisitionError.corrupt(path: displayPath, detail: "SQLite: \(error.message)")
+                : AcquisitionError.sqlite(error.with(path: displayPath))
+        }
+    }
 
     /// These commands read one store; an input holding several needs --store.
     static func single(_ stores: [AcquiredStore]) throws -> AcquiredStore {

@@ -1,6 +1,7 @@
 import Acquisition
 import Foundation
 import Reports
+import StoreFormats
 import WALForensics
 
 /// `storelens wal INPUT`: what a store's -wal and -shm hold, point-in-time images, and what the WAL changed.
@@ -88,7 +89,18 @@ struct WALCommand: Command {
             var analyses: [WALAnalysis] = []
             for store in stores {
                 let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
-                analyses.append(WALAnalyzer.analyze(evidence, options: .init(integrityCheck: integrityCheck)))
+                let clock = ContinuousClock()
+                var analysis: WALAnalysis?
+                let analyzing = clock.measure {
+                    analysis = WALAnalyzer.analyze(evidence, options: .init(integrityCheck: integrityCheck))
+                }
+                if let analysis { analyses.append(analysis) }
+                if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil, let walData = evidence.walData {
+                    // For `make bench`: the frame walk alone (header, salts, cumulative checksums), run again.
+                    var frames = 0
+                    let scanning = clock.measure { frames = WAL(data: walData).validFrameCount }
+                    output.error("timing wal-bytes=\(walData.count) valid-frames=\(frames) wal-scan-seconds=\(Self.seconds(scanning)) analyze-seconds=\(Self.seconds(analyzing))\n")
+                }
             }
             try session.finish()
             output.write(format == "json" ? WALReport.json(analyses).rendered() + "\n" : WALReport.text(analyses))
@@ -123,6 +135,11 @@ struct WALCommand: Command {
         }
         if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
         return .success
+    }
+
+    static func seconds(_ duration: Duration) -> String {
+        let (whole, attoseconds) = duration.components
+        return String(format: "%.6f", Double(whole) + Double(attoseconds) / 1e18)
     }
 
     private func isSymbolicLink(_ path: String) -> Bool {

@@ -1,0 +1,59 @@
+import Acquisition
+import Coexistence
+import Findings
+import Foundation
+import Reports
+
+/// `storelens audit INPUT --manifest FILE`: one writer per entity, and records across stacks.
+struct AuditCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "audit",
+        abstract: "Check a migration against its manifest: who wrote each entity, and whether records match across the legacy and new stores.",
+        discussion: """
+        The manifest (docs/manifest.md) names the stacks, where each keeps its store, who writes as
+        each stack, and for every entity its legacy and current names and its one allowed writer.
+        History transactions are attributed to stacks by author, context name, process name and
+        bundle id; records are matched across stores by the entity's identity attributes.
+        """,
+        arguments: [ArgumentSpec(name: "input", help: "An app container, .xcappdata, archive or backup holding the stores the manifest names.", repeating: true, optional: false)],
+        options: [.value("--manifest", "-m", valueName: "file", help: "The manifest (storelens.json)."),
+                  .value("--format", "-f", valueName: "format", help: "Output format.", allowed: ["text", "json", "markdown"], default: "text"),
+                  .value("--fail-on", valueName: "severity", help: "Exit with 1 when a finding is at least this severe.", allowed: ["error", "warning", "info"], default: "error")]
+            + CommonOptions.input,
+        examples: ["storelens audit Todo.xcappdata --manifest storelens.json",
+                   "storelens audit container.tar.gz -m storelens.json --format markdown --fail-on warning"])
+
+    let paths: [String]
+    let manifestPath: String
+    let format: String
+    let failOn: Finding.Severity
+    let input: InputSettings
+
+    init(_ parsed: ParsedArguments) throws(ParseError) {
+        guard !parsed.positionals.isEmpty else { throw .missingArgument("input") }
+        guard let manifest = parsed.value("--manifest") else { throw .invalid("Missing '--manifest <file>': audit needs the manifest that says which stack writes which entity.") }
+        paths = parsed.positionals
+        manifestPath = manifest
+        format = parsed.value("--format") ?? "text"
+        failOn = Finding.Severity(rawValue: parsed.value("--fail-on") ?? "error") ?? .error
+        input = try InputSettings(parsed)
+    }
+
+    func run(_ output: Output) throws -> ExitCode {
+        let manifest = try Manifest.load(path: manifestPath)
+        let session = try EvidenceSession(keepScratch: input.keepScratch)
+        defer { session.scratch.remove() }
+        try session.record([URL(fileURLWithPath: manifestPath)])
+        var auditor = Auditor(manifest: manifest, session: session)
+        auditor.openOptions = input.open
+        auditor.limits = input.limits
+        let result = try auditor.run(inputs: paths)
+        try session.finish()
+        switch format {
+        case "json": output.write(AuditReport.json(result, manifest: manifestPath).rendered() + "\n")
+        case "markdown": output.write(AuditReport.markdown(result, input: paths.joined(separator: ", ")))
+        default: output.write(AuditReport.text(result))
+        }
+        return result.findings.any(atOrAbove: failOn) ? .findings : .success
+    }
+}

@@ -1,0 +1,104 @@
+import Acquisition
+import CoreDataStore
+import Foundation
+import StoreTestSupport
+import Testing
+
+/// The model readers on the genuine Apple stores, read only through the evidence path
+/// (hashed, copied, opened as a working copy) and checked unchanged afterwards.
+@Suite("model, map, rows and history on genuine Apple stores")
+struct RealStoreModelTests {
+    static func withReal<T>(_ relative: String, xcodeModel: String? = nil, _ body: (OpenedStore) throws -> T) throws -> T? {
+        guard let real = ProjectPaths.realFixtures() else {
+            print("skipped: \(ProjectPaths.realFixturesMissing)")
+            return nil
+        }
+        let url = real.appendingPathComponent(relative)
+        let before = try FolderSnapshot(url.deletingLastPathComponent())
+        let session = try EvidenceSession()
+        defer { session.scratch.remove() }
+        let opened = try OpenedStore.open(try session.workingCopy(of: url), displayPath: relative,
+                                          xcodeModel: xcodeModel.map { url.deletingLastPathComponent().appendingPathComponent($0) })
+        let result = try body(opened)
+        try session.finish()
+        #expect(try FolderSnapshot(url.deletingLastPathComponent()) == before)
+        return result
+    }
+
+    @Test("swiftdata-resources: the cached model as the app declared it")
+    func resourcesModel() throws {
+        _ = try Self.withReal("swiftdata-resources/default.store") { (opened: OpenedStore) throws in
+            let model = opened.model
+            #expect(model.source == .cache)
+            #expect(model.versionIdentifiers == ["1.0.0"])
+            #expect(model.entities.map(\.name) == ["Component", "CraftingRecipe", "Item"])
+            #expect(model.entities.allSatisfy { $0.className == $0.name && $0.renamingIdentifier == $0.name && $0.parent == nil })
+            let component = try #require(model.entity("Component"))
+            #expect(component.attributes.map { "\($0.name):\($0.type.name):\($0.isOptional)" } == ["count:Integer 64:false", "id:UUID:false"])
+            #expect(component.attributes.first?.defaultValue == "1")
+            let item = try #require(component.relationships.first { $0.name == "item" })
+            #expect(item.destination == "Item" && item.inverse == nil && !item.isToMany && item.deleteRule == .nullify && item.isOptional)
+            let required = try #require(model.entity("CraftingRecipe")?.relationships.first { $0.name == "requiredComponents" })
+            #expect(required.isToMany && required.maxCount == 0 && required.inverse == "craftingRecipe" && !required.isOrdered)
+            #expect(model.entity("CraftingRecipe")?.attributes.first?.defaultValue == "1")
+            #expect(model.entity("Item")?.uniqueConstraints == [["name"]])
+            #expect(opened.map.unknownColumns.isEmpty && opened.map.problems.isEmpty && opened.map.unknownTables.isEmpty)
+            #expect(opened.map.entity(named: "Item")?.uniqueConstraints.first?.present == true)
+        }
+    }
+
+    @Test("swiftdata-resources: rows and every update mask decode")
+    func resourcesRowsAndHistory() throws {
+        _ = try Self.withReal("swiftdata-resources/default.store") { (opened: OpenedStore) throws in
+            let items = try LibraryFixture.rows(opened, "Item")
+            #expect(items.map(\.pk) == [1, 7, 8, 9, 10, 11, 12])
+            #expect(items.map { $0["name"]?.testText ?? "" } == ["Stone Axe", "Wooden Chest", "Wooden Plank", "Tree Bark Rope", "Bolts", "Nails", "Small Wooden Stick"])
+            let components = try LibraryFixture.rows(opened, "Component")
+            #expect(components.first { $0.pk == 3 }?["id"]?.testText == "uuid:7C1EA5A6-0D9B-4B74-A530-13251F4943D8")
+            #expect(components.first { $0.pk == 3 }?["craftingRecipe"]?.testText == "null")
+
+            var reader = try HistoryReader(connection: opened.connection, store: opened.store, model: opened.model)
+            var masks: [String: Set<String>] = [:]
+            var count = 0
+            try reader.forEachTransaction { t in
+                count += 1
+                #expect(t.bundleID == "com.sdsoftware.ResourcesManager" && t.processName == "ResourcesManager")
+                #expect(t.author == nil && t.contextName == nil)
+                for c in t.changes where c.type == .update {
+                    #expect(c.columnsNote == nil)
+                    masks[c.entity, default: []].insert((c.updatedProperties ?? ["?"]).joined(separator: ","))
+                }
+            }
+            #expect(count == 38)
+            #expect(masks["CraftingRecipe"] == ["requiredComponents", "producedItemCount", "producedItem"])
+            #expect(masks["Item"] == ["craftingRecipe", "name"])
+            #expect(masks["Component"] == ["craftingRecipe"])
+        }
+    }
+
+    @Test("coredata-2014: the Xcode model and the inferred model map the same columns and relationship")
+    func coreData2014() throws {
+        let fromXML = try Self.withReal("coredata-2014/Model.sqlite", xcodeModel: "Model.xcdatamodeld") { (opened: OpenedStore) throws -> [String] in
+            #expect(opened.model.source == .xcdatamodel)
+            #expect(opened.model.versionIdentifiers == [""])
+            #expect(opened.map.problems.isEmpty && opened.map.unknownColumns.isEmpty)
+            let subcategory = try #require(opened.map.entity(named: "FeedbackCategory")?.relationship(named: "subcategory"))
+            #expect(subcategory.kind == .toMany && subcategory.foreignTable == "ZFEEDBACKSUBCATEGORY" && subcategory.foreignColumn == "ZCATEGORY")
+            #expect(try LibraryFixture.rows(opened, "FeedbackSubCategory").count == 79)
+            #expect(try LibraryFixture.rows(opened, "FeedbackCategory").count == 19)
+            return opened.map.entities.flatMap { e in e.attributes.map { "\(e.entity.name).\($0.column ?? "-")" } }
+        }
+        let inferred = try Self.withReal("coredata-2014/Model.sqlite") { (opened: OpenedStore) throws -> [String] in
+            #expect(opened.model.source == .inferred)
+            let category = try #require(opened.map.entity(named: "FeedbackSubCategory")?.relationship(named: "category"))
+            #expect(category.kind == .toOne && category.column == "ZCATEGORY" && category.relationship.destination == "FeedbackCategory")
+            let inverse = try #require(opened.map.entity(named: "FeedbackCategory")?.relationships.first)
+            #expect(inverse.kind == .toMany && inverse.foreignColumn == "ZCATEGORY" && inverse.relationship.inverse == "category")
+            let rows = try LibraryFixture.rows(opened, "FeedbackSubCategory")
+            #expect(rows.count == 79)
+            #expect(rows.allSatisfy { $0["category"]?.testText.hasPrefix("FeedbackCategory#") == true })
+            return opened.map.entities.flatMap { e in e.attributes.map { "\(e.entity.name).\($0.column ?? "-")" } }
+        }
+        if let fromXML, let inferred { #expect(fromXML == inferred) }
+    }
+}
