@@ -83,13 +83,15 @@ public enum InferredModelBuilder {
             for table in Array(Set(users.map(\.table))).sorted() where tables.contains(table) {
                 let members = users.filter { $0.table == table }
                 guard let root = members.first(where: { $0.superNumber == 0 || entity(number: $0.superNumber) == nil }) ?? members.first else { continue }
-                let columns = try connection.columns(of: table).filter { !["Z_PK", "Z_ENT", "Z_OPT"].contains($0.name.uppercased()) }
+                let allColumns = try connection.columns(of: table)
+                let hasEntityColumn = allColumns.contains { $0.name.uppercased() == "Z_ENT" }
+                let columns = allColumns.filter { !["Z_PK", "Z_ENT", "Z_OPT"].contains($0.name.uppercased()) }
                 let upperNames = Set(columns.map { $0.name.uppercased() })
                 let indexed = Set(indexes.filter { $0.tableName.uppercased() == table.uppercased() }.map { $0.name.uppercased() })
 
                 // Which entities fill each column: one grouped scan per 200 columns.
                 var owner: [String: Int] = [:]
-                if members.count > 1 {
+                if members.count > 1 && hasEntityColumn {
                     var filled: [String: [Int]] = [:]
                     for chunk in stride(from: 0, to: columns.count, by: 200).map({ Array(columns[$0..<min($0 + 200, columns.count)]) }) {
                         let counts = chunk.map { "count(\(Identifier.quoted($0.name)))" }.joined(separator: ", ")
@@ -137,7 +139,7 @@ public enum InferredModelBuilder {
                     case "DECIMAL": type = .decimal
                     case "BLOB":
                         type = .binary
-                        let row = try connection.rows("SELECT count(*), sum(length(\(Identifier.quoted(c.name))) = 16) FROM \(Identifier.quoted(table)) WHERE \(Identifier.quoted(c.name)) IS NOT NULL").first
+                        let row = (try? connection.rows("SELECT count(*), sum(length(\(Identifier.quoted(c.name))) = 16) FROM \(Identifier.quoted(table)) WHERE \(Identifier.quoted(c.name)) IS NOT NULL"))?.first
                         if let total = row?[0].int, total > 0, row?[1].int == total { type = .uuid }
                     default: type = .undefined
                     }
@@ -184,7 +186,7 @@ public enum InferredModelBuilder {
             var inverseOf: [Int: String] = [:]
             for (i, (a, aDestination)) in resolved.enumerated() where inverseOf[i] == nil && !aDestination.isEmpty {
                 for (j, (b, bDestination)) in resolved.enumerated() where j != i && inverseOf[j] == nil && b.owner == aDestination && bDestination == a.owner {
-                    if try pointsBack(a, b) {
+                    if (try? pointsBack(a, b)) == true {
                         inverseOf[i] = b.name
                         inverseOf[j] = a.name
                         break
@@ -248,7 +250,7 @@ public enum InferredModelBuilder {
                 guard try connection.tableExists(e.table) else { return Int.max }
                 let numbers = e.subtreeNumbers.map(String.init).joined(separator: ",")
                 let sql = "SELECT count(*) FROM \(Identifier.quoted(table)) t WHERE t.\(Identifier.quoted(column)) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(Identifier.quoted(e.table)) d WHERE d.Z_PK = t.\(Identifier.quoted(column)) AND d.Z_ENT IN (\(numbers)))"
-                return try connection.scalar(sql).int ?? Int.max
+                return (try? connection.scalar(sql))?.int ?? Int.max
             }
             if !candidates.isEmpty {
                 var best: (StoreEntity, Int, Int)?
