@@ -5,25 +5,32 @@ import StoreFormats
 /// Something about a store's files worth telling the user, though not an error.
 public enum StoreNote: Equatable, Sendable, CustomStringConvertible {
     /// Header bytes 18/19 say WAL mode but no `-wal` came with the store: recent
-    /// transactions may be missing, and SQLite would not say so.
-    case walModeWithoutWAL
+    /// transactions may be missing, and SQLite would not say so. SQLite deletes both `-wal` and
+    /// `-shm` when a store is closed cleanly, so a `-shm` without its `-wal` is the clear sign.
+    case walModeWithoutWAL(shmPresent: Bool)
     /// A `-wal` is present while the header says rollback mode; SQLite still applies it.
     case walWithRollbackHeader
     /// The WAL header is unusable, so SQLite ignores the whole WAL.
     case walIgnored(reason: String)
     /// A hot journal was rolled back in the working copy, as asked.
     case journalRolledBack
+    /// The `-wal`'s page size differs from the database's; it was left out (as asked).
+    case walPageSizeMismatch(walPageSize: Int, databasePageSize: Int)
 
     public var description: String {
         switch self {
-        case .walModeWithoutWAL:
-            return "the header says WAL mode but no -wal file came with the store: transactions not yet checkpointed are missing; copy the -wal from the device too"
+        case .walModeWithoutWAL(let shmPresent):
+            return shmPresent
+                ? "the header says WAL mode and a -shm came with the store, but no -wal file: transactions not yet checkpointed are missing; copy the -wal from the device too"
+                : "the header says WAL mode but no -wal file came with the store: if the app was running when it was copied, transactions not yet checkpointed are missing (a cleanly closed store has none); copy the -wal from the device too"
         case .walWithRollbackHeader:
             return "a -wal is present although the header says rollback-journal mode; SQLite applies it anyway"
         case .walIgnored(let reason):
             return "SQLite ignores the -wal (\(reason)); only the main file's contents are visible"
         case .journalRolledBack:
             return "the hot -journal was rolled back in the working copy (the originals are unchanged)"
+        case .walPageSizeMismatch(let wal, let db):
+            return "the -wal has \(wal)-byte pages but the database has \(db)-byte pages, so it cannot belong to it; it was left out"
         }
     }
 }
@@ -32,7 +39,13 @@ public enum StoreNote: Equatable, Sendable, CustomStringConvertible {
 public struct OpenOptions: Sendable {
     /// Roll back a hot `-journal` in the working copy instead of refusing the store.
     public var rollBackJournal = false
-    public init(rollBackJournal: Bool = false) { self.rollBackJournal = rollBackJournal }
+    /// Leave out a `-wal` whose page size differs from the database's instead of refusing the
+    /// store (`check` reports it as a finding and checks the main file).
+    public var ignoreMismatchedWAL = false
+    public init(rollBackJournal: Bool = false, ignoreMismatchedWAL: Bool = false) {
+        self.rollBackJournal = rollBackJournal
+        self.ignoreMismatchedWAL = ignoreMismatchedWAL
+    }
 }
 
 /// A store copied into the private scratch folder, ready to be opened two ways: with the WAL
@@ -109,6 +122,7 @@ public final class WorkingCopy {
         self.displayPath = displayPath
 
         var notes: [StoreNote] = []
+        var mismatchedWAL = false
         if let walURL = family.wal {
             let walSize = (try? fm.attributesOfItem(atPath: walURL.path)[.size] as? NSNumber)?.intValue ?? 0
             guard walSize <= Self.maxWALBytes else {
@@ -117,8 +131,12 @@ public final class WorkingCopy {
             let data = try Self.read(walURL)
             let wal = WAL(data: data)
             if let walPageSize = wal.header?.pageSize, walPageSize != header.pageSize {
-                throw AcquisitionError.walPageSizeMismatch(wal: path + "-wal", walPageSize: walPageSize,
-                                                           databasePageSize: header.pageSize)
+                guard options.ignoreMismatchedWAL else {
+                    throw AcquisitionError.walPageSizeMismatch(wal: path + "-wal", walPageSize: walPageSize,
+                                                               databasePageSize: header.pageSize)
+                }
+                notes.append(.walPageSizeMismatch(walPageSize: walPageSize, databasePageSize: header.pageSize))
+                mismatchedWAL = true
             }
             if let problem = wal.headerProblem, !data.isEmpty {
                 notes.append(.walIgnored(reason: problem.description))
@@ -127,7 +145,7 @@ public final class WorkingCopy {
             self.wal = wal
             self.walData = data
         } else {
-            if header.isWALMode { notes.append(.walModeWithoutWAL) }
+            if header.isWALMode { notes.append(.walModeWithoutWAL(shmPresent: family.shm != nil)) }
             self.wal = nil
             self.walData = nil
         }
@@ -155,7 +173,7 @@ public final class WorkingCopy {
         self.folder = folder
         self.copiedMain = folder.appendingPathComponent(name)
         try SafeCopy.copy(main, to: copiedMain)
-        if let wal = family.wal { try SafeCopy.copy(wal, to: URL(fileURLWithPath: copiedMain.path + "-wal")) }
+        if let wal = family.wal, !mismatchedWAL { try SafeCopy.copy(wal, to: URL(fileURLWithPath: copiedMain.path + "-wal")) }
         if hotJournal, let journal = family.journal {
             try SafeCopy.copy(journal, to: URL(fileURLWithPath: copiedMain.path + "-journal"))
         }

@@ -1,4 +1,5 @@
 import Acquisition
+import Checks
 import CoreDataStore
 import Findings
 import Foundation
@@ -71,9 +72,11 @@ public struct Auditor {
 
         // 2. Open each bound store once (two stacks may share one file).
         var opened: [String: OpenedStore] = [:]
+        var copies: [String: WorkingCopy] = [:]
         for found in Set(storeOf.values.map(\.path)).sorted() {
             guard let store = stores.first(where: { $0.path == found }) else { continue }
             let copy = try session.workingCopy(of: store, options: openOptions)
+            copies[found] = copy
             opened[found] = try OpenedStore.open(copy, displayPath: store.path)
         }
 
@@ -123,7 +126,8 @@ public struct Auditor {
         for (path, o) in opened.sorted(by: { $0.key < $1.key }) {
             let stacksHere = manifest.stacks.filter { storeOf[$0.name]?.path == path }
             findings += try auditWriters(store: path, opened: o, stacks: stacksHere, sidesByRule: sidesByRule, audits: &audits)
-            findings += metadataFindings(store: path, opened: o)
+            // The integrity checks run on every bound store: audit is the one command for a migration.
+            findings += try StoreChecker(opened: o, notes: copies[path]?.notes ?? []).run()
         }
 
         // 5. Records across sides.
@@ -317,22 +321,6 @@ public struct Auditor {
                 suggestion: nil))
         }
         return findings
-    }
-
-    /// Version hashes in Z_METADATA name the entities of the model that last wrote metadata; the
-    /// cached model names those of the model that last opened the store. They should agree.
-    func metadataFindings(store path: String, opened o: OpenedStore) -> [Finding] {
-        guard o.model.source == .cache else { return [] }
-        let hashed = Set(o.store.metadata.versionHashes.keys)
-        let cached = Set(o.model.entities.map(\.name))
-        guard !hashed.isEmpty, hashed != cached else { return [] }
-        return [Finding(
-            id: "metadata-model-mismatch", severity: .warning, store: path, entity: nil,
-            message: "Z_METADATA's version hashes and the cached model name different entities.",
-            evidence: ["onlyInMetadata": .list(hashed.subtracting(cached).sorted().map(EvidenceValue.string)),
-                       "onlyInModelCache": .list(cached.subtracting(hashed).sorted().map(EvidenceValue.string))],
-            explanation: "One stack's model differs from the other's: the next time the other stack opens the store it will migrate it.",
-            suggestion: "Make both stacks use the same entities (same names and properties).")]
     }
 
     // MARK: - Records

@@ -12,6 +12,7 @@ import StoreFormats
 /// the deliberately cyclic parts (entity ↔ model, relationship ↔ inverse) cost nothing.
 public enum ModelCacheReader {
     public static let maxInflatedBytes = 64 << 20
+    public static let maxCompressedBytes = 64 << 20
     public static let maxEntities = 20_000
     public static let maxPropertiesPerEntity = 20_000
     static let maxCompositeDepth = 8
@@ -20,6 +21,13 @@ public enum ModelCacheReader {
     /// Throws `ModelError.cacheUnreadable` when the blob is there but damaged.
     public static func read(_ connection: Connection) throws -> StoreModel? {
         guard try connection.tableExists("Z_MODELCACHE") else { return nil }
+        guard try connection.columns(of: "Z_MODELCACHE").contains(where: { $0.name.uppercased() == "Z_CONTENT" }) else {
+            throw ModelError.cacheUnreadable(path: connection.path, detail: "the table has no Z_CONTENT column")
+        }
+        let size = try connection.scalar("SELECT length(Z_CONTENT) FROM Z_MODELCACHE LIMIT 1").int ?? 0
+        guard size <= maxCompressedBytes else {
+            throw ModelError.cacheUnreadable(path: connection.path, detail: "Z_CONTENT is \(size) bytes, above the \(maxCompressedBytes)-byte limit")
+        }
         let value = try connection.scalar("SELECT Z_CONTENT FROM Z_MODELCACHE LIMIT 1")
         switch value {
         case .null: return nil

@@ -63,12 +63,13 @@ struct AuditTests {
         let modern = StoreWriter.Writer(bundleID: "com.example.notes", processName: "Notes")
         try w.transaction(app, at: epoch) { try $0.insert("TodoList", ["name": .string("Inbox")]) }
         try w.transaction(modern, at: epoch.addingTimeInterval(60)) {
-            try $0.insert("TodoItem", ["id": .uuid(UUID()), "title": .string("a"), "list": .object(entity: "TodoList", pk: 1)])
+            try $0.insert("TodoItem", ["id": .uuid(UUID()), "title": .string("a"), "list": .object(entity: "TodoList", pk: 1),
+                                       "isCompleted": .bool(false), "createdAt": .date(epoch)])
         }
         if appWritesItems {
             for i in 0..<3 {
                 try w.transaction(app, at: epoch.addingTimeInterval(Double(120 + i))) {
-                    try $0.insert("TodoItem", ["id": .uuid(UUID()), "title": .string("from app \(i)")])
+                    try $0.insert("TodoItem", ["id": .uuid(UUID()), "title": .string("from app \(i)"), "isCompleted": .bool(false), "createdAt": .date(epoch)])
                 }
             }
         }
@@ -212,8 +213,10 @@ struct AuditTests {
         for (root, extra) in [(app, false), (group, true)] {
             let w = try StoreWriter(url: try Self.support(root).appendingPathComponent("default.store"), model: SampleModels.todo)
             try w.transaction(.init(bundleID: "com.example.todo"), at: Self.epoch) { w in
-                for n in 1...3 { try w.insert("TodoItem", ["id": .uuid(UUID(uuidString: "00000000-0000-4000-8000-00000000000\(n)")!), "title": .string("t\(n)")]) }
-                if extra { try w.insert("TodoItem", ["id": .uuid(UUID(uuidString: "00000000-0000-4000-8000-000000000009")!), "title": .string("only in group")]) }
+                for n in 1...3 { try w.insert("TodoItem", ["id": .uuid(UUID(uuidString: "00000000-0000-4000-8000-00000000000\(n)")!), "title": .string("t\(n)"),
+                                                    "isCompleted": .bool(false), "createdAt": .date(Self.epoch)]) }
+                if extra { try w.insert("TodoItem", ["id": .uuid(UUID(uuidString: "00000000-0000-4000-8000-000000000009")!), "title": .string("only in group"),
+                                                     "isCompleted": .bool(false), "createdAt": .date(Self.epoch)]) }
             }
             try w.close()
         }

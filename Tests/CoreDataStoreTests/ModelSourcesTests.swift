@@ -272,6 +272,28 @@ struct ModelSourcesTests {
         expectError(escaping, "not a model version in this folder")
     }
 
+    @Test("hostile entity and table names are only ever quoted identifiers")
+    func hostileNames() throws {
+        let folder = try TemporaryFolder("hostile")
+        let url = folder.path("NoCache.sqlite")
+        try LibraryStore.write(url, modelCache: false)
+        let odd = "We\"ird); DROP TABLE ZMEDIA; --"
+        do {
+            let db = try Connection.open(path: url.path, mode: .readWrite)
+            try db.run("UPDATE Z_PRIMARYKEY SET Z_NAME = ? WHERE Z_NAME = 'Tag'", [.text(odd)])
+            try db.execute("ALTER TABLE ZTAG RENAME TO \(Identifier.quoted("Z" + odd.uppercased()))")
+        }
+        let session = try EvidenceSession()
+        defer { session.scratch.remove() }
+        let opened = try OpenedStore.open(try session.workingCopy(of: url), displayPath: url.path)
+        let entity = try opened.entity(odd)
+        #expect(entity.tableExists)
+        let rows = try LibraryFixture.rows(opened, odd, filters: ["name=sf"])
+        #expect(rows.map(\.entity) == [odd])
+        #expect(try LibraryFixture.rows(opened, "Media").count == 3, "ZMEDIA is still there")
+        try session.finish()
+    }
+
     // MARK: - Inferred model
 
     @Test("the inferred model of the library store: FEK destination, hierarchy owners, suffixes, join table, hidden key, index names")

@@ -1,0 +1,89 @@
+import Acquisition
+import Checks
+import CoreDataStore
+import Findings
+import Foundation
+import Reports
+
+/// `storelens check INPUT`: SQLite's own check, then Core Data's invariants.
+struct CheckCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "check",
+        abstract: "Check a store's integrity: SQLite's quick_check, then Core Data's own invariants (Z_MAX, relationships, uniqueness, history …).",
+        discussion: """
+        PRAGMA integrity_check says "ok" on a store whose Z_MAX lags behind its largest primary key or
+        whose relationships point at rows that no longer exist: Core Data declares no foreign keys.
+        Each invariant is a named check with its own finding id (docs/check.md).
+        """,
+        arguments: [ArgumentSpec(name: "input", help: "A store file, container, .xcappdata, archive or backup.", repeating: true, optional: false)],
+        options: [.value("--format", "-f", valueName: "format", help: "Output format.", allowed: ["text", "json", "markdown"], default: "text"),
+                  .flag("--full", help: "Run PRAGMA integrity_check instead of the faster quick_check."),
+                  .value("--only", valueName: "ids", help: "Run only these checks (comma-separated finding ids)."),
+                  .value("--fail-on", valueName: "severity", help: "Exit with 1 when a finding is at least this severe.", allowed: ["error", "warning", "info"], default: "error"),
+                  .value("--model", valueName: "path", help: "An Xcode model (.xcdatamodeld or .xcdatamodel) for stores without a cached model.")]
+            + CommonOptions.input,
+        examples: ["storelens check default.store", "storelens check Todo.xcappdata --format json --fail-on warning"])
+
+    let paths: [String]
+    let format: String
+    let full: Bool
+    let only: Set<StoreChecker.Check>?
+    let failOn: Finding.Severity
+    let model: String?
+    let input: InputSettings
+
+    init(_ parsed: ParsedArguments) throws(ParseError) {
+        guard !parsed.positionals.isEmpty else { throw .missingArgument("input") }
+        paths = parsed.positionals
+        format = parsed.value("--format") ?? "text"
+        full = parsed.flag("--full")
+        failOn = Finding.Severity(rawValue: parsed.value("--fail-on") ?? "error") ?? .error
+        model = parsed.value("--model")
+        input = try InputSettings(parsed)
+        if let list = parsed.value("--only") {
+            var checks = Set<StoreChecker.Check>()
+            for id in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+                guard let check = StoreChecker.Check(rawValue: id) else {
+                    throw .invalidValue(option: "--only", value: id, allowed: StoreChecker.Check.allCases.map(\.rawValue))
+                }
+                checks.insert(check)
+            }
+            only = checks
+        } else {
+            only = nil
+        }
+    }
+
+    func run(_ output: Output) throws -> ExitCode {
+        let session = try EvidenceSession(keepScratch: input.keepScratch)
+        defer { session.scratch.remove() }
+        var open = input.open
+        open.ignoreMismatchedWAL = true
+        var findings: [Finding] = []
+        var stores: [String] = []
+        for store in try session.stores(from: paths, select: input.select, options: open, limits: input.limits) {
+            let opened = try OpenedStore.open(store.copy, displayPath: store.displayPath, xcodeModel: model.map { URL(fileURLWithPath: $0) })
+            var checker = StoreChecker(opened: opened, notes: store.copy.notes)
+            checker.full = full
+            findings += try checker.run(only: only)
+            stores.append(store.displayPath)
+        }
+        try session.finish()
+        findings = findings.bySeverity
+        switch format {
+        case "json":
+            output.write(JSONValue.object([
+                ("schemaVersion", .int(InspectionReport.schemaVersion)),
+                ("stores", .array(stores.map(JSONValue.string))),
+                ("checks", .array((only.map { Array($0) } ?? StoreChecker.Check.allCases).map { .string($0.rawValue) }.sorted { $0.rendered() < $1.rendered() })),
+                ("findings", .array(findings.map(FindingsReport.json))),
+            ]).rendered() + "\n")
+        case "markdown":
+            output.write("## storelens check of \(stores.map { "`\(Markdown.code($0))`" }.joined(separator: ", "))\n\n" + FindingsReport.markdown(findings))
+        default:
+            for s in stores { output.write("\(TextTable.sanitized(s))\n") }
+            output.write(FindingsReport.text(findings))
+        }
+        return findings.any(atOrAbove: failOn) ? .findings : .success
+    }
+}

@@ -1,0 +1,182 @@
+import Acquisition
+import Checks
+import CoreDataStore
+import Findings
+import Foundation
+import SQLiteAccess
+import StoreBuilder
+import StoreFormats
+import StoreTestSupport
+import Testing
+
+/// A store with every relationship shape the checks look at.
+enum CheckFixture {
+    static let model = ModelDescription(entities: [
+        EntityDescription("Note", attributes: [AttributeDescription("title", .string, optional: false), AttributeDescription("id", .uuid)],
+                          relationships: [RelationshipDescription("tags", to: "Tag", inverse: "notes", toMany: true),
+                                          RelationshipDescription("attachments", to: "Attachment", inverse: "note", toMany: true)]),
+        EntityDescription("ChecklistNote", parent: "Note", attributes: [AttributeDescription("done", .boolean)]),
+        EntityDescription("Tag", attributes: [AttributeDescription("name", .string)],
+                          relationships: [RelationshipDescription("notes", to: "Note", inverse: "tags", toMany: true)],
+                          uniqueConstraints: [["name"]]),
+        EntityDescription("Attachment", attributes: [AttributeDescription("data", .binaryData, externalStorage: true)],
+                          relationships: [RelationshipDescription("note", to: "Note", inverse: "attachments")]),
+        EntityDescription("Account", attributes: [AttributeDescription("name", .string)],
+                          relationships: [RelationshipDescription("profile", to: "Profile", inverse: "account")]),
+        EntityDescription("Profile", attributes: [AttributeDescription("bio", .string)],
+                          relationships: [RelationshipDescription("account", to: "Account", inverse: "profile")]),
+    ], versionIdentifiers: ["1.0.0"])
+
+    /// A clean store: 3 notes (one checklist), 2 tags, 2 attachments (one external), an account with its profile.
+    static func make(in folder: URL, plant: (StoreWriter) throws -> Void = { _ in }) throws -> URL {
+        let url = folder.appendingPathComponent("default.store")
+        let w = try StoreWriter(url: url, model: model)
+        try w.transaction(.init(bundleID: "com.example.notes")) { w in
+            for n in 1...2 { try w.insert("Note", ["title": .string("note \(n)"), "id": .uuid(UUID())]) }
+            try w.insert("ChecklistNote", ["title": .string("list"), "done": .bool(false)])
+            try w.insert("Tag", ["name": .string("a")])
+            try w.insert("Tag", ["name": .string("b")])
+            try w.link("Note", pk: 1, "tags", to: [1, 2])
+            try w.link("ChecklistNote", pk: 3, "tags", to: [1])
+            try w.insert("Attachment", ["note": .object(entity: "Note", pk: 1), "data": StoreWriter.inlineExternal(Data([1, 2, 3]))])
+            try w.insert("Attachment", ["note": .object(entity: "ChecklistNote", pk: 3), "data": try w.externalData(Data(repeating: 9, count: 2000))])
+            try w.insert("Account", ["name": .string("me"), "profile": .object(entity: "Profile", pk: 1)])
+            try w.insert("Profile", ["bio": .string("hi"), "account": .object(entity: "Account", pk: 1)])
+        }
+        try plant(w)
+        try w.close()
+        return url
+    }
+
+    static func check(_ url: URL, only: Set<StoreChecker.Check>? = nil, options: OpenOptions = OpenOptions(ignoreMismatchedWAL: true)) throws -> [Finding] {
+        let session = try EvidenceSession()
+        defer { session.scratch.remove() }
+        let copy = try session.workingCopy(of: url, options: options)
+        let opened = try OpenedStore.open(copy, displayPath: url.path)
+        let findings = try StoreChecker(opened: opened, notes: copy.notes).run(only: only)
+        try session.finish()
+        return findings
+    }
+}
+
+@Suite("Core Data invariants")
+struct CheckTests {
+    struct Plant: Sendable, CustomStringConvertible {
+        let id: String
+        let pks: [Int]
+        let plant: @Sendable (StoreWriter, StoreLayout) throws -> Void
+        var description: String { id }
+    }
+
+    static func column(_ layout: StoreLayout, _ entity: String, _ property: String) -> String {
+        layout.column(entity: entity, property: property) ?? "?"
+    }
+
+    static let plants: [Plant] = [
+        Plant(id: "zmax-below-max-pk", pks: [2, 3]) { w, _ in try w.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Note'") },
+        Plant(id: "unknown-entity-rows", pks: [2]) { w, _ in try w.executeRaw("UPDATE ZNOTE SET Z_ENT = 99 WHERE Z_PK = 2") },
+        Plant(id: "dangling-to-one", pks: [1]) { w, l in try w.executeRaw("UPDATE ZATTACHMENT SET \(column(l, "Attachment", "note")) = 999 WHERE Z_PK = 1") },
+        Plant(id: "fek-mismatch", pks: [2]) { w, l in
+            let fek = try #require(l.foreignEntityKeyColumn(entity: "Attachment", relationship: "note"))
+            try w.executeRaw("UPDATE ZATTACHMENT SET \(fek) = 1 WHERE Z_PK = 2")  // the target is a ChecklistNote (2)
+        },
+        Plant(id: "one-to-one-mismatch", pks: [1]) { w, l in try w.executeRaw("UPDATE ZPROFILE SET \(column(l, "Profile", "account")) = NULL WHERE Z_PK = 1") },
+        Plant(id: "orphan-join-rows", pks: []) { w, l in
+            let join = try #require(l.joinTables.first)
+            try w.executeRaw("INSERT INTO \(join.name) (\(join.firstColumn), \(join.secondColumn)) VALUES (999, 1)")
+        },
+        Plant(id: "required-null", pks: [1]) { w, _ in try w.executeRaw("UPDATE ZNOTE SET ZTITLE = NULL WHERE Z_PK = 1") },
+        Plant(id: "unique-duplicates", pks: [1, 2]) { w, _ in
+            try w.executeRaw("DROP INDEX Z_Tag_UNIQUE_name")
+            try w.executeRaw("UPDATE ZTAG SET ZNAME = 'a' WHERE Z_PK = 2")
+        },
+        Plant(id: "bad-z-opt", pks: [1]) { w, _ in try w.executeRaw("UPDATE ZACCOUNT SET Z_OPT = NULL WHERE Z_PK = 1") },
+        Plant(id: "history-unknown-entity", pks: []) { w, _ in
+            try w.executeRaw("INSERT INTO ACHANGE (Z_PK, Z_ENT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID) VALUES (900, 16001, 0, 77, 1, 1)")
+            try w.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 901 WHERE Z_ENT = 16001")
+        },
+        Plant(id: "history-missing-transaction", pks: []) { w, _ in
+            try w.executeRaw("INSERT INTO ACHANGE (Z_PK, Z_ENT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID) VALUES (901, 16001, 0, 1, 1, 555)")
+            try w.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 901 WHERE Z_ENT = 16001")
+        },
+        Plant(id: "metadata-model-mismatch", pks: []) { w, _ in
+            let plist = BinaryPlistWriter.encode(.dictionary(["NSStoreType": .string("SQLite"), "NSStoreModelVersionIdentifiers": .array([.string("1.0.0")]),
+                                                               "NSStoreModelVersionHashes": .dictionary(["Note": .data(Data(count: 32)), "Gone": .data(Data(count: 32))])]))
+            try w.executeRaw("UPDATE Z_METADATA SET Z_PLIST = ?", [.blob(plist)])
+        },
+        Plant(id: "external-data-missing", pks: [2]) { w, _ in
+            let folder = w.supportFolder.appendingPathComponent("_EXTERNAL_DATA")
+            for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) {
+                try FileManager.default.removeItem(at: folder.appendingPathComponent(name))
+            }
+        },
+        Plant(id: "cloudkit-orphan-metadata", pks: [2]) { w, _ in
+            try w.executeRaw("CREATE TABLE ANSCKRECORDMETADATA ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZENTITYID INTEGER, ZENTITYPK INTEGER, ZCKRECORDNAME VARCHAR )")
+            try w.executeRaw("INSERT INTO ANSCKRECORDMETADATA VALUES (1, 17012, 1, 1, 1, 'a'), (2, 17012, 1, 1, 42, 'b')")
+        },
+    ]
+
+    @Test("each planted problem is found, with its primary keys, and the rest of the store checks clean", arguments: plants)
+    func planted(_ p: Plant) throws {
+        let folder = try TemporaryFolder("check-\(p.id)")
+        let url = try CheckFixture.make(in: folder.url) { w in try p.plant(w, w.layout) }
+        let before = try FolderSnapshot(folder.url)
+        let findings = try CheckFixture.check(url)
+        #expect(try FolderSnapshot(folder.url) == before, "checking leaves the input byte-identical")
+        #expect(findings.map(\.id) == [p.id], "\(findings.map { "\($0.id): \($0.message)" })")
+        let f = try #require(findings.first)
+        if !p.pks.isEmpty {
+            #expect(f.evidence["pks"] == .list(p.pks.map(EvidenceValue.int)), "\(f.evidence)")
+            #expect(f.evidence["count"] == .int(p.pks.count))
+        }
+    }
+
+    @Test("the clean fixture has no findings")
+    func clean() throws {
+        let folder = try TemporaryFolder("check-clean")
+        #expect(try CheckFixture.check(try CheckFixture.make(in: folder.url)).isEmpty)
+    }
+
+    @Test("a damaged page is reported by SQLite's own check")
+    func sqliteIntegrity() throws {
+        let folder = try TemporaryFolder("check-integrity")
+        let url = try CheckFixture.make(in: folder.url)
+        // Garble the root page of an index: quick_check notices, PRAGMA-free reads of the table do not.
+        let root = try Connection.open(path: url.path, mode: .readOnly)
+            .scalar("SELECT rootpage FROM sqlite_master WHERE name = 'Z_Tag_UNIQUE_name'").int ?? 0
+        #expect(root > 1)
+        let handle = try FileHandle(forUpdating: url)
+        try handle.seek(toOffset: UInt64((root - 1) * 4096 + 8))
+        handle.write(Data(repeating: 0xEE, count: 64))
+        try handle.close()
+        let findings = try CheckFixture.check(url, only: [.sqliteIntegrity])
+        #expect(findings.map(\.id) == ["sqlite-integrity"])
+    }
+
+    @Test("a -shm without its -wal, and a -wal of the wrong page size")
+    func walFindings() throws {
+        let folder = try TemporaryFolder("check-wal")
+        let url = folder.path("default.store")
+        let w = try StoreWriter(url: url, model: CheckFixture.model)
+        try w.transaction { try $0.insert("Tag", ["name": .string("x")]) }
+        try w.checkpoint()
+        try w.transaction { try $0.insert("Tag", ["name": .string("y")]) }
+        try w.close(leavingWAL: true)
+        try FileManager.default.removeItem(atPath: url.path + "-wal")
+        #expect(try CheckFixture.check(url).map(\.id) == ["wal-missing"])
+
+        let other = folder.path("other.db")
+        let db = try Connection.open(path: other.path, mode: .create)
+        try db.execute("PRAGMA page_size = 1024; PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+        try db.disableCheckpointOnClose()
+        try FileManager.default.copyItem(atPath: other.path + "-wal", toPath: url.path + "-wal")
+        #expect(try CheckFixture.check(url).map(\.id) == ["wal-page-size-mismatch"])
+    }
+
+    @Test("the genuine stores check clean")
+    func realStores() throws {
+        guard let real = ProjectPaths.realFixtures() else { print("skipped: \(ProjectPaths.realFixturesMissing)"); return }
+        #expect(try CheckFixture.check(real.appendingPathComponent("swiftdata-resources/default.store")).isEmpty)
+        #expect(try CheckFixture.check(real.appendingPathComponent("coredata-2014/Model.sqlite")).isEmpty)
+    }
+}
