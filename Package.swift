@@ -42,17 +42,19 @@ let package = Package(
         .target(name: "Findings"),
         // Core Data's invariants that SQLite cannot see, as findings.
         .target(name: "Checks", dependencies: ["Findings", "CoreDataStore", "Acquisition", "SQLiteAccess"]),
+        // Repairs on a copy: a plan first, one transaction, verification after.
+        .target(name: "Repair", dependencies: ["Checks", "Findings", "CoreDataStore", "Acquisition", "SQLiteAccess", "StoreFormats"]),
         // Two stacks side by side: the manifest's original-name table, one writer per entity,
         // records compared across stores.
         .target(name: "Coexistence", dependencies: ["Findings", "Checks", "CoreDataStore", "Acquisition", "SQLiteAccess", "StoreFormats"]),
         // Text, JSON, Markdown and HTML views of what the other targets found.
-        .target(name: "Reports", dependencies: ["CoreDataStore", "Acquisition", "StoreFormats", "WALForensics", "Findings", "Coexistence", "Checks"]),
+        .target(name: "Reports", dependencies: ["CoreDataStore", "Acquisition", "StoreFormats", "WALForensics", "Findings", "Coexistence", "Checks", "Repair"]),
         // Writes stores in exactly Apple's layout, for tests, fixtures and the demo.
         .target(name: "StoreBuilder", dependencies: ["SQLiteAccess", "StoreFormats", "Deflate"]),
         // Helpers shared by test targets: temporary folders, hashes, the real fixtures' location.
         .target(name: "StoreTestSupport", dependencies: ["Acquisition", "CArchive"]),
 
-        .executableTarget(name: "storelens", dependencies: ["Reports", "CoreDataStore", "Acquisition", "WALForensics", "Findings", "Coexistence", "Checks"]),
+        .executableTarget(name: "storelens", dependencies: ["Reports", "CoreDataStore", "Acquisition", "WALForensics", "Findings", "Coexistence", "Checks", "Repair", "StoreFormats"]),
         // Regenerates Fixtures/ (`make fixtures`) with the store builder.
         .executableTarget(name: "storelens-fixtures", dependencies: ["StoreBuilder"]),
 
@@ -64,6 +66,7 @@ let package = Package(
         .testTarget(name: "StoreBuilderTests", dependencies: ["StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
         .testTarget(name: "WALForensicsTests", dependencies: ["WALForensics", "StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
         .testTarget(name: "ChecksTests", dependencies: ["Checks", "Findings", "CoreDataStore", "Acquisition", "StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
+        .testTarget(name: "RepairTests", dependencies: ["Repair", "Checks", "Findings", "CoreDataStore", "Acquisition", "StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
         .testTarget(name: "CoexistenceTests", dependencies: ["Coexistence", "Findings", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "CoreDataStore", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "storelensTests", dependencies: ["StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),

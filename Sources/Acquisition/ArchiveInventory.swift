@@ -85,8 +85,11 @@ final class ArchiveInventory {
         let bufferSize = 1 << 16
 
         var lastName = ""
+        let progress = ProgressReporter.current
+        let archiveBytes = progress.isSilent ? nil : (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value
         while true {
             let status = archive_read_next_header(a, &entry)
+            progress.report("reading \(displayName)", done: archive_filter_bytes(a, -1), total: archiveBytes, unit: .bytes)
             // Skipping an entry's data decompresses it: check the stream after every skip.
             if !lastName.isEmpty { try checkStreamRatio(a, entry: lastName) }
             if status == ARCHIVE_EOF { break }

@@ -127,7 +127,7 @@ public struct StoreChecker {
         var result: [Finding] = []
         for e in opened.store.entities where e.superNumber == 0 && e.tableExists {
             let zMax = e.zMax ?? 0
-            let (keys, count) = try self.keys("SELECT Z_PK FROM \(q(e.table)) WHERE Z_PK > ? ORDER BY Z_PK", [.integer(Int64(zMax))])
+            let (keys, count) = try self.keys(InvariantQueries.aboveZMax(table: e.table), [.integer(Int64(zMax))])
             guard count > 0 else { continue }
             let maxPK = try connection.scalar("SELECT max(Z_PK) FROM \(q(e.table))").int ?? 0
             result.append(finding(.zMax, .error, entity: e.name,
@@ -181,9 +181,7 @@ public struct StoreChecker {
     }
 
     /// Declared relationships of each entity (inherited ones are checked at their declaring entity).
-    var declaredRelationships: [(EntityMapping, RelationshipMapping)] {
-        opened.map.entities.flatMap { e in e.relationships.filter { $0.declaredBy == e.entity.name }.map { (e, $0) } }
-    }
+    var declaredRelationships: [(EntityMapping, RelationshipMapping)] { InvariantQueries.declaredRelationships(opened.map) }
 
     func mapping(_ name: String) -> EntityMapping? { opened.map.entity(named: name) }
 
@@ -191,11 +189,7 @@ public struct StoreChecker {
         var result: [Finding] = []
         for (source, r) in declaredRelationships where r.kind == .toOne {
             guard let column = r.column, source.tableExists, let dest = mapping(r.relationship.destination), dest.tableExists else { continue }
-            let s = q(source.table), d = q(dest.table), c = q(column)
-            let (keys, count) = try self.keys("""
-                SELECT s.Z_PK FROM \(s) s WHERE s.Z_ENT IN (\(inList(source.entityNumbers))) AND s.\(c) IS NOT NULL
-                AND NOT EXISTS (SELECT 1 FROM \(d) t WHERE t.Z_PK = s.\(c) AND t.Z_ENT IN (\(inList(dest.entityNumbers)))) ORDER BY s.Z_PK
-                """)
+            let (keys, count) = try self.keys(InvariantQueries.danglingToOne(source: source, column: column, dest: dest))
             if count > 0 {
                 result.append(finding(.danglingToOne, .error, entity: source.entity.name,
                                       "\(plural(count, "row")) of \(source.entity.name) point through \(r.relationship.name) at \(dest.entity.name) rows that do not exist.",
@@ -204,11 +198,7 @@ public struct StoreChecker {
                                       suggestion: "`storelens repair --only dangling-to-one` sets these relationships to nil."))
             }
             if let fek = r.entityKeyColumn {
-                let f = q(fek)
-                let (keys, count) = try self.keys("""
-                    SELECT s.Z_PK FROM \(s) s JOIN \(d) t ON t.Z_PK = s.\(c)
-                    WHERE s.Z_ENT IN (\(inList(source.entityNumbers))) AND (s.\(f) IS NULL OR s.\(f) != t.Z_ENT) ORDER BY s.Z_PK
-                    """)
+                let (keys, count) = try self.keys(InvariantQueries.entityKeyMismatch(source: source, column: column, entityKey: fek, dest: dest))
                 if count > 0 {
                     result.append(finding(.entityKeyMismatch, .error, entity: source.entity.name,
                                           "\(plural(count, "row")) of \(source.entity.name) record the wrong entity of their \(r.relationship.name) target in \(fek).",
@@ -229,11 +219,7 @@ public struct StoreChecker {
                   let inverseColumn = inverse.column, source.tableExists, dest.tableExists,
                   // Check each pair once, from the side whose name sorts first.
                   (source.entity.name, r.relationship.name) < (dest.entity.name, inverseName) else { continue }
-            let (keys, count) = try self.keys("""
-                SELECT s.Z_PK FROM \(q(source.table)) s JOIN \(q(dest.table)) t ON t.Z_PK = s.\(q(column))
-                WHERE s.Z_ENT IN (\(inList(source.entityNumbers))) AND (t.\(q(inverseColumn)) IS NULL OR t.\(q(inverseColumn)) != s.Z_PK)
-                ORDER BY s.Z_PK
-                """)
+            let (keys, count) = try self.keys(InvariantQueries.oneToOneMismatch(source: source, column: column, dest: dest, inverseColumn: inverseColumn))
             guard count > 0 else { continue }
             result.append(finding(.oneToOneMismatch, .warning, entity: source.entity.name,
                                   "\(plural(count, "row")) of \(source.entity.name) point at \(dest.entity.name) through \(r.relationship.name), but \(inverseName) does not point back.",
@@ -251,12 +237,7 @@ public struct StoreChecker {
             guard let join = r.joinTable, let sc = r.joinSourceColumn, let dc = r.joinDestinationColumn,
                   seen.insert(join).inserted, let dest = mapping(r.relationship.destination),
                   try connection.tableExists(join) else { continue }
-            let sql = """
-                SELECT j.rowid FROM \(q(join)) j
-                WHERE NOT EXISTS (SELECT 1 FROM \(q(source.table)) s WHERE s.Z_PK = j.\(q(sc)) AND s.Z_ENT IN (\(inList(source.entityNumbers))))
-                   OR NOT EXISTS (SELECT 1 FROM \(q(dest.table)) t WHERE t.Z_PK = j.\(q(dc)) AND t.Z_ENT IN (\(inList(dest.entityNumbers))))
-                ORDER BY j.rowid
-                """
+            let sql = InvariantQueries.orphanJoinRows(join: join, sourceColumn: sc, source: source, destColumn: dc, dest: dest)
             let (_, count) = try keys(sql)
             guard count > 0 else { continue }
             let pairs = try connection.rows("SELECT \(q(sc)), \(q(dc)) FROM \(q(join)) WHERE rowid IN (\(sql)) LIMIT \(limit)")
@@ -302,20 +283,10 @@ public struct StoreChecker {
         var result: [Finding] = []
         for e in opened.map.entities where e.tableExists {
             for constraint in e.entity.uniqueConstraints {
-                let columns = constraint.compactMap { e.attribute(named: $0)?.column ?? e.relationship(named: $0)?.column }
-                guard columns.count == constraint.count, !columns.isEmpty else { continue }
-                let cols = columns.map(q).joined(separator: ", ")
-                let notNull = columns.map { "\(q($0)) IS NOT NULL" }.joined(separator: " AND ")
-                let groups = """
-                    SELECT \(cols), count(*) AS n, min(Z_PK) AS first FROM \(q(e.table))
-                    WHERE Z_ENT IN (\(inList(e.entityNumbers))) AND \(notNull) GROUP BY \(cols) HAVING count(*) > 1
-                    """
-                let groupCount = try connection.scalar("SELECT count(*) FROM (\(groups))").int ?? 0
+                guard let columns = InvariantQueries.uniqueColumns(e, constraint) else { continue }
+                let groupCount = try connection.scalar("SELECT count(*) FROM (\(InvariantQueries.duplicateGroups(entity: e, columns: columns)))").int ?? 0
                 guard groupCount > 0 else { continue }
-                let (keys, count) = try self.keys("""
-                    SELECT t.Z_PK FROM \(q(e.table)) t JOIN (\(groups)) g ON \(columns.map { "t.\(q($0)) = g.\(q($0))" }.joined(separator: " AND "))
-                    WHERE t.Z_ENT IN (\(inList(e.entityNumbers))) ORDER BY t.Z_PK
-                    """)
+                let (keys, count) = try self.keys(InvariantQueries.duplicateRows(entity: e, columns: columns))
                 result.append(finding(.uniqueDuplicates, .error, entity: e.entity.name,
                                       "\(plural(groupCount, "value")) of \(constraint.joined(separator: ", ")) appear more than once in \(e.entity.name) (\(count) rows).",
                                       evidence: ["constraint": .list(constraint.map(EvidenceValue.string)), "pks": .keys(keys), "count": .int(count), "groups": .int(groupCount)],
@@ -330,7 +301,7 @@ public struct StoreChecker {
         var result: [Finding] = []
         for e in userEntities where e.superNumber == 0 && e.tableExists {
             guard try connection.columns(of: e.table).contains(where: { $0.name == "Z_OPT" }) else { continue }
-            let (keys, count) = try self.keys("SELECT Z_PK FROM \(q(e.table)) WHERE Z_OPT IS NULL OR Z_OPT <= 0 ORDER BY Z_PK")
+            let (keys, count) = try self.keys(InvariantQueries.badZOpt(table: e.table))
             guard count > 0 else { continue }
             result.append(finding(.badZOpt, .warning, entity: e.name, "\(plural(count, "row")) of \(e.table) have a NULL or non-positive Z_OPT.",
                                   evidence: ["pks": .keys(keys), "count": .int(count)],

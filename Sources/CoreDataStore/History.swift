@@ -1,5 +1,6 @@
 import Foundation
 import SQLiteAccess
+import StoreFormats
 
 /// One persistent-history transaction (`ATRANSACTION`) with its changes (`ACHANGE`).
 public struct HistoryTransaction: Sendable {
@@ -222,8 +223,12 @@ public struct HistoryReader {
         let statement = try connection.prepare(sql)
         try statement.bind(arguments)
         var current: (row: Row, changes: [HistoryChange])?
+        let progress = ProgressReporter.current
+        var decoded: Int64 = 0
         func flush() throws {
             guard let (row, changes) = current else { return }
+            decoded += 1
+            progress.report("decoding history", done: decoded, unit: .items("transactions"))
             let seconds = row[1].double
             try body(HistoryTransaction(id: row[0].int64 ?? 0, timestamp: seconds.map { ValueDecoder.iso8601(referenceSeconds: $0) },
                                         referenceSeconds: seconds, author: row[2].string, bundleID: row[3].string,

@@ -159,12 +159,13 @@ public enum WALReport {
             out += TextTable.render(rows, rightAligned: [0, 2, 3, 4], indent: 2)
         }
         if let u = a.uncommitted {
-            out += "\n  uncommitted frames \(u.firstFrame)-\(u.firstFrame + u.frames - 1) (\(u.frames) frames, pages \(ranges(u.pages))): a transaction that never committed; SQLite ignores it\n"
+            out += "\n  uncommitted \(frameRange(u.firstFrame, u.frames)) (pages \(ranges(u.pages))): valid frames after the last commit; SQLite ignores them\n"
         }
         if !a.framesAfterStop.isEmpty {
             out += "\n"
             for run in a.framesAfterStop {
-                out += "  after stop  frames \(run.firstFrame)-\(run.firstFrame + run.frames - 1): \(run.frames) frames (\(run.commitFrames) commit), salts \(hex(run.salt1)) \(hex(run.salt2)), \(run.generation) generation\n"
+                let commits = run.commitFrames == 1 ? "1 commit frame" : "\(run.commitFrames) commit frames"
+                out += "  after stop  \(frameRange(run.firstFrame, run.frames)): \(commits), salts \(hex(run.salt1)) \(hex(run.salt2)), \(run.generation) generation\n"
             }
         }
         if !a.findings.isEmpty { out += "\n" }
@@ -173,6 +174,10 @@ public enum WALReport {
             for detail in finding.details { out += "             - \(TextTable.sanitized(detail))\n" }
         }
         return out
+    }
+
+    static func frameRange(_ first: Int, _ count: Int) -> String {
+        count == 1 ? "frame \(first)" : "frames \(first)-\(first + count - 1)"
     }
 
     static func otherName(_ use: String) -> String {

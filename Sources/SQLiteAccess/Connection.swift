@@ -148,6 +148,9 @@ public final class Connection {
 
     public var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
+    /// Rows changed by the most recent INSERT, UPDATE or DELETE.
+    public var changes: Int64 { sqlite3_changes64(handle) }
+
     /// Runs `body` inside a transaction, committing on success and rolling back on error.
     public func inTransaction<T>(_ body: () throws -> T) throws -> T {
         try execute("BEGIN IMMEDIATE")

@@ -161,6 +161,11 @@ public final class PageOwnershipTracker {
     private var freelistProblems: [BTreeProblem] = []
     private var reservedPages: [UInt32] = []
     private var reservedProblems: [BTreeProblem] = []
+    private var sizeProblems: [BTreeProblem] = []
+    /// The most pages any image can have content for: every page comes from the main file or a
+    /// WAL frame. Commit sizes and page numbers beyond it come from a damaged or hostile WAL and
+    /// are cut to it, so memory stays proportional to the input.
+    private let maxPages: Int
     private var textEncoding: UInt32 = 1
     private var autoVacuum = false
 
@@ -202,6 +207,7 @@ public final class PageOwnershipTracker {
         }
         guard let pageSize = mainHeader?.pageSize ?? walPageSize else { throw .noPageSize }
         self.pageSize = pageSize
+        maxPages = (mainFile.count + self.walData.count) / pageSize + 1
         let reserved = Int(mainHeader?.reservedBytesPerPage ?? 0)
         geometry = BTreePage.Geometry(pageSize: pageSize, usableSize: max(480, pageSize - reserved))
         guard startCommit >= 0, startCommit <= transactions.count else {
@@ -320,13 +326,15 @@ public final class PageOwnershipTracker {
     /// Structural problems found in the image at `commit`, as of the last
     /// time each structure was read.
     public var problems: [BTreeProblem] {
-        schemaProblems + trees.filter(\.live).flatMap(\.problems) + freelistProblems + reservedProblems
+        sizeProblems + schemaProblems + trees.filter(\.live).flatMap(\.problems) + freelistProblems + reservedProblems
     }
 
     // MARK: - Pages
 
     private func setWALOffset(page: UInt32, offset: Int) {
         let index = Int(page)
+        // A page past every possible size can never be read.
+        guard index <= maxPages else { return }
         if index >= walOffset.count { grow(to: index) }
         walOffset[index] = offset
     }
@@ -341,7 +349,14 @@ public final class PageOwnershipTracker {
         visited.append(contentsOf: repeatElement(0, count: extra))
     }
 
-    private func resize(to count: Int) {
+    private func resize(to requested: Int) {
+        var count = requested
+        sizeProblems = []
+        if requested > maxPages {
+            count = maxPages
+            sizeProblems.append(BTreeProblem(structure: "database size", page: UInt32(clamping: requested),
+                                             detail: "commit \(commit) gives the database \(requested) pages, but the main file and WAL hold at most \(maxPages)"))
+        }
         grow(to: count)
         if count < pageCount {
             for page in (count + 1)...pageCount { owner[page] = Owner.none }

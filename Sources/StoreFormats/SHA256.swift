@@ -102,8 +102,13 @@ public struct SHA256: Sendable {
         let handle = try FileHandle(forReadingFrom: url)
         defer { try? handle.close() }
         var hasher = SHA256()
+        let progress = ProgressReporter.current
+        let total = progress.isSilent ? nil : (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value
+        var done: Int64 = 0
         while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
             hasher.update(chunk)
+            done += Int64(chunk.count)
+            progress.report("hashing \(url.lastPathComponent)", done: done, total: total, unit: .bytes)
         }
         return hasher.finalize().map { String(format: "%02x", $0) }.joined()
     }

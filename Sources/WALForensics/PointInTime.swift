@@ -20,8 +20,12 @@ public enum PointInTime {
             if commit == 0 || available == 0 {
                 return try DatabaseImage.make(mainFile: evidence.mainFile)
             }
+            // Every page of a real image comes from the main file or a WAL frame, so a commit size
+            // beyond both is damage (or hostile) and must not make storelens allocate it.
+            let limit = min(DatabaseImage.defaultMaxBytes,
+                            evidence.mainFile.count + (evidence.walData?.count ?? 0) + 65536)
             return try DatabaseImage.make(mainFile: evidence.mainFile, wal: evidence.wal, walData: evidence.walData,
-                                          upToCommit: commit)
+                                          upToCommit: commit, maxBytes: limit)
         } catch {
             throw .image(path: evidence.displayPath, error)
         }

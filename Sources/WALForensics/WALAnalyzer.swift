@@ -216,22 +216,29 @@ public enum WALAnalyzer {
         if !current.isEmpty {
             let frames = current.reduce(0) { $0 + $1.frames }
             let commits = current.reduce(0) { $0 + $1.commitFrames }
+            let consequence = commits == 0
+                ? "none of them a commit frame; SQLite ignores them"
+                : "including \(plural(commits, "commit frame")): SQLite ignores them, so \(plural(commits, "committed transaction")) \(commits == 1 ? "is" : "are") lost to it"
             findings.append(.init(.warning, "framesLost",
-                                  "\(frames) frame\(frames == 1 ? "" : "s") of the current WAL generation lie after the stop point, \(commits) of them commit frames: SQLite ignores them, so \(commits == 1 ? "that transaction is" : "those transactions are") lost to it.",
-                                  details: current.map { "frames \($0.firstFrame)-\($0.firstFrame + $0.frames - 1): \($0.commitFrames) commit frames" }))
+                                  "\(plural(frames, "frame")) of the current WAL generation lie after the stop point, \(consequence).",
+                                  details: current.map { "\(frameRange($0.firstFrame, $0.frames)): \(plural($0.commitFrames, "commit frame"))" }))
         }
-        let earlier = runs.filter { $0.generation != "current" }
+        let earlier = runs.filter { $0.generation == "earlier" }
         if !earlier.isEmpty {
             let frames = earlier.reduce(0) { $0 + $1.frames }
             findings.append(.init(.note, "staleFrames",
-                                  "\(frames) frame\(frames == 1 ? "" : "s") after the stop point \(frames == 1 ? "is" : "are") left from earlier WAL generations (the WAL is reused from the start after a checkpoint); SQLite ignores them, but they may hold older versions of pages.",
+                                  "\(plural(frames, "frame")) after the stop point \(frames == 1 ? "is" : "are") left from earlier WAL generations (the WAL is reused from the start after a checkpoint); SQLite ignores them, but they may hold older versions of pages.",
                                   details: earlier.map {
-                                      "frames \($0.firstFrame)-\($0.firstFrame + $0.frames - 1): salts \(hex($0.salt1)) \(hex($0.salt2)), \($0.generation) generation"
+                                      "\(frameRange($0.firstFrame, $0.frames)): salts \(hex($0.salt1)) \(hex($0.salt2))"
                                   }))
         }
         if wal.uncommittedFrameCount > 0 {
+            let count = wal.uncommittedFrameCount
+            let why = wal.stopReason == .endOfFile
+                ? "belong to a transaction that never committed"
+                : "belong to a transaction whose commit frame is missing or lies after the stop point"
             findings.append(.init(.note, "uncommittedFrames",
-                                  "\(wal.uncommittedFrameCount) valid frame\(wal.uncommittedFrameCount == 1 ? "" : "s") after the last commit belong to a transaction that never committed; SQLite ignores them."))
+                                  "\(plural(count, "valid frame")) after the last commit \(why); SQLite ignores \(count == 1 ? "it" : "them")."))
         }
         return findings
     }
@@ -361,6 +368,12 @@ public enum WALAnalyzer {
     }
 
     static func hex(_ value: UInt32) -> String { String(format: "0x%08x", value) }
+
+    static func plural(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
+
+    static func frameRange(_ first: Int, _ count: Int) -> String {
+        count == 1 ? "frame \(first)" : "frames \(first)-\(first + count - 1)"
+    }
 
     static func lowercasedFirst(_ text: String) -> String {
         guard let first = text.first else { return text }

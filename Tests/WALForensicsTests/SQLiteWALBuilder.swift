@@ -148,6 +148,26 @@ enum WALSurgery {
         writeBE(s1, into: &data, at: 28)
     }
 
+    /// Recomputes the header checksum and every frame's cumulative checksum, so edited frames
+    /// are valid to SQLite too (what a hostile WAL would do).
+    static func reseal(_ data: inout Data, pageSize: Int) {
+        fixHeaderChecksum(&data)
+        let bigEndian = readBE(data, at: 0) & 1 == 1
+        var s0 = readBE(data, at: 24), s1 = readBE(data, at: 28)
+        var offset = WALHeader.length
+        while offset + WALFrame.headerLength + pageSize <= data.count {
+            var words: [Int] = [offset, offset + 4]
+            words += stride(from: offset + WALFrame.headerLength, to: offset + WALFrame.headerLength + pageSize, by: 4).map { $0 }
+            for i in stride(from: 0, to: words.count, by: 2) {
+                s0 = s0 &+ word(data, words[i], bigEndian) &+ s1
+                s1 = s1 &+ word(data, words[i + 1], bigEndian) &+ s0
+            }
+            writeBE(s0, into: &data, at: offset + 16)
+            writeBE(s1, into: &data, at: offset + 20)
+            offset += WALFrame.headerLength + pageSize
+        }
+    }
+
     private static func word(_ data: Data, _ offset: Int, _ bigEndian: Bool) -> UInt32 {
         let be = readBE(data, at: offset)
         return bigEndian ? be : be.byteSwapped

@@ -308,4 +308,36 @@ struct WALDamageTests {
         #expect(lonely.wal == nil)
         #expect(lonely.warnings.map(\.code) == ["walModeWithoutWAL"])
     }
+
+    @Test("hostile but well-formed frames: a huge commit size and a huge page number cost no memory and are reported")
+    func hostileSizes() throws {
+        let (builder, final, _) = try Self.base()
+        // Reseal an untouched copy first: the checksums must come out as SQLite wrote them.
+        let original = try Data(contentsOf: final.wal)
+        var resealed = original
+        WALSurgery.reseal(&resealed, pageSize: Self.pageSize)
+        #expect(resealed == original)
+
+        let wal = try #require(try final.evidence().wal)
+        let last = wal.lastCommitFrame
+        let huge = try Self.damaged(final, "huge-size", in: builder.root) { data in
+            WALSurgery.writeBE(0xFFFF_FFF0, into: &data, at: WALSurgery.offset(ofFrame: last, pageSize: Self.pageSize) + 4)
+            WALSurgery.reseal(&data, pageSize: Self.pageSize)
+        }
+        let hugeEvidence = try huge.evidence(withSharedMemory: false)
+        #expect(hugeEvidence.wal?.validFrameCount == wal.validFrameCount, "still a valid WAL")
+        let error = try #require(throws: WALForensicsError.self) { try PointInTime.image(hugeEvidence, commit: nil) }
+        #expect(error.description.contains("bytes"))
+        let analysis = WALAnalyzer.analyze(hugeEvidence)
+        #expect(analysis.warnings.map(\.code).contains("walMayNotBelong"))
+        #expect(Self.ourAnswer(hugeEvidence, commit: 2) == Self.rows(200, 200, Self.mainOne, 1), "earlier commits still read")
+
+        let farPage = try Self.damaged(final, "far-page", in: builder.root) { data in
+            WALSurgery.writeBE(0x7FFF_FFFF, into: &data, at: WALSurgery.offset(ofFrame: 1, pageSize: Self.pageSize))
+            WALSurgery.reseal(&data, pageSize: Self.pageSize)
+        }
+        let farAnalysis = WALAnalyzer.analyze(try farPage.evidence(withSharedMemory: false))
+        let warning = try #require(farAnalysis.warnings.first { $0.code == "walMayNotBelong" })
+        #expect(warning.details.contains { $0.contains("2147483647") })
+    }
 }

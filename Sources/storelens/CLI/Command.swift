@@ -1,5 +1,6 @@
 import Acquisition
 import Foundation
+import StoreFormats
 
 /// What every subcommand declares about itself, for parsing and for help.
 struct CommandConfiguration {
@@ -18,12 +19,40 @@ protocol Command: Sendable {
     func run(_ output: Output) throws -> ExitCode
 }
 
-/// Where a command writes. stdout is for results, stderr for diagnostics.
-final class Output {
+/// Where a command writes. stdout is for results, stderr for diagnostics. A progress line on
+/// stderr is cleared before anything else is written.
+final class Output: @unchecked Sendable {
+    private let lock = NSLock()
+    private var captured: String?
+
+    init() {}
+
+    /// An Output that keeps what would go to stderr (batch mode turns errors into JSON lines).
+    static func capturingErrors() -> Output {
+        let output = Output()
+        output.captured = ""
+        return output
+    }
+
+    /// What was written to stderr, when capturing.
+    var capturedErrors: String {
+        lock.lock(); defer { lock.unlock() }
+        return captured ?? ""
+    }
+
     func write(_ text: String) {
+        ProgressReporter.current.clear()
         FileHandle.standardOutput.write(Data(text.utf8))
     }
     func error(_ text: String) {
+        lock.lock()
+        if captured != nil {
+            captured! += text
+            lock.unlock()
+            return
+        }
+        lock.unlock()
+        ProgressReporter.current.clear()
         FileHandle.standardError.write(Data(text.utf8))
     }
 }
@@ -32,6 +61,9 @@ final class Output {
 enum CommonOptions {
     static let format = OptionSpec.value("--format", "-f", valueName: "format", help: "Output format.",
                                          allowed: ["text", "json"], default: "text")
+    /// `--format` for commands that also have a Markdown view (sized for a support ticket).
+    static let formatWithMarkdown = OptionSpec.value("--format", "-f", valueName: "format", help: "Output format (markdown: sized for a support ticket).",
+                                                     allowed: ["text", "json", "markdown"], default: "text")
     static let keepScratch = OptionSpec.flag("--keep-scratch",
                                              help: "Keep the private working folder with the copies storelens read, and print where it is.")
     static let rollBackJournal = OptionSpec.flag("--roll-back-journal",
@@ -47,8 +79,10 @@ enum CommonOptions {
     static let maxEntries = OptionSpec.value("--max-entries", valueName: "count",
                                              help: "Stop after this many archive entries.", default: "2000000")
 
+    static let quiet = OptionSpec.flag("--quiet", "-q", help: "Show no progress line (one is shown on stderr only when stderr is a terminal).")
+
     /// The options every command that reads stores accepts, in help order.
-    static let input: [OptionSpec] = [store, keepScratch, rollBackJournal, maxExtractBytes, maxEntryBytes, maxRatio, maxEntries]
+    static let input: [OptionSpec] = [store, keepScratch, rollBackJournal, maxExtractBytes, maxEntryBytes, maxRatio, maxEntries, quiet]
 }
 
 /// What every reading command takes from the input options.

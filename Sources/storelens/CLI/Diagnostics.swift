@@ -1,5 +1,6 @@
 import Acquisition
 import Coexistence
+import Repair
 import CoreDataStore
 import Foundation
 import WALForensics
@@ -51,6 +52,10 @@ enum Diagnostics {
             return .usageOrInput
         case let e as BackupError:
             output.error("Error: \(e.description)\n")
+            return .usageOrInput
+        case let e as RepairError:
+            output.error("Error: \(e.description)\n")
+            if case .verificationFailed = e { return .internalError }
             return .usageOrInput
         case let e as ManifestError:
             output.error("Error: \(e.description)\n")

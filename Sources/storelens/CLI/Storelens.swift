@@ -4,7 +4,7 @@ import Foundation
 /// The root command: dispatches to subcommands, prints help and version, and funnels errors.
 enum Storelens {
     /// Every subcommand, in the order help lists them.
-    static let commands: [any Command.Type] = [ScanCommand.self, InspectCommand.self, SchemaCommand.self, RowsCommand.self, HistoryCommand.self, WALCommand.self, AuditCommand.self, CheckCommand.self]
+    static let commands: [any Command.Type] = [ScanCommand.self, InspectCommand.self, SchemaCommand.self, RowsCommand.self, HistoryCommand.self, WALCommand.self, AuditCommand.self, CheckCommand.self, RepairCommand.self]
     static let version = "0.1.0"
 
     static func run(_ arguments: [String]) -> ExitCode {
@@ -43,6 +43,7 @@ enum Storelens {
         }
         let configuration = command.configuration
         let instance: any Command
+        let quiet: Bool
         do {
             let parsed = try ParsedArguments.parse(Array(arguments.dropFirst()), options: configuration.options)
             if parsed.helpRequested {
@@ -50,11 +51,13 @@ enum Storelens {
                 return .success
             }
             instance = try command.init(parsed)
+            quiet = parsed.flag("--quiet")
         } catch {
             return Diagnostics.report(error, command: configuration, to: output)
         }
         do {
-            return try instance.run(output)
+            // Library code reports long work to ProgressReporter.current; this draws it on a terminal.
+            return try TerminalProgress.reporter(quiet: quiet).bind { try instance.run(output) }
         } catch {
             ScratchRegistry.shared.removeAll()
             return Diagnostics.report(error, to: output)

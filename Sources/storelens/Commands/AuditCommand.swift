@@ -19,18 +19,21 @@ struct AuditCommand: Command {
         options: [.value("--manifest", "-m", valueName: "file", help: "The manifest (storelens.json)."),
                   .value("--format", "-f", valueName: "format", help: "Output format.", allowed: ["text", "json", "markdown"], default: "text"),
                   .value("--fail-on", valueName: "severity", help: "Exit with 1 when a finding is at least this severe.", allowed: ["error", "warning", "info"], default: "error")]
-            + CommonOptions.input,
+            + CommonOptions.input + BatchOptions.all,
         examples: ["storelens audit Todo.xcappdata --manifest storelens.json",
-                   "storelens audit container.tar.gz -m storelens.json --format markdown --fail-on warning"])
+                   "storelens audit container.tar.gz -m storelens.json --format markdown --fail-on warning",
+                   "storelens audit tickets/ --each -m storelens.json --jsonl audit.jsonl --jobs 2 --resume"])
 
     let paths: [String]
     let manifestPath: String
     let format: String
     let failOn: Finding.Severity
     let input: InputSettings
+    let batch: BatchSettings?
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
         guard !parsed.positionals.isEmpty else { throw .missingArgument("input") }
+        batch = try BatchSettings.parse(parsed)
         guard let manifest = parsed.value("--manifest") else { throw .invalid("Missing '--manifest <file>': audit needs the manifest that says which stack writes which entity.") }
         paths = parsed.positionals
         manifestPath = manifest
@@ -41,13 +44,21 @@ struct AuditCommand: Command {
 
     func run(_ output: Output) throws -> ExitCode {
         let manifest = try Manifest.load(path: manifestPath)
+        if let batch {
+            // Each input is one container audited on its own against the same manifest.
+            return try Batch.run(command: "audit", inputs: paths, settings: batch, output: output) { path, context in
+                let session = try EvidenceSession(keepScratch: input.keepScratch)
+                defer { session.scratch.remove() }
+                context.hashInput(path, in: session)
+                let result = try audit([path], manifest: manifest, session: session)
+                try session.finish()
+                return BatchOutcome(exitCode: result.findings.any(atOrAbove: failOn) ? .findings : .success,
+                                    summary: AuditReport.batchSummary(result), findings: result.findings)
+            }
+        }
         let session = try EvidenceSession(keepScratch: input.keepScratch)
         defer { session.scratch.remove() }
-        try session.record([URL(fileURLWithPath: manifestPath)])
-        var auditor = Auditor(manifest: manifest, session: session)
-        auditor.openOptions = input.open
-        auditor.limits = input.limits
-        let result = try auditor.run(inputs: paths)
+        let result = try audit(paths, manifest: manifest, session: session)
         try session.finish()
         switch format {
         case "json": output.write(AuditReport.json(result, manifest: manifestPath).rendered() + "\n")
@@ -55,5 +66,13 @@ struct AuditCommand: Command {
         default: output.write(AuditReport.text(result))
         }
         return result.findings.any(atOrAbove: failOn) ? .findings : .success
+    }
+
+    func audit(_ paths: [String], manifest: Manifest, session: EvidenceSession) throws -> AuditResult {
+        try session.record([URL(fileURLWithPath: manifestPath)])
+        var auditor = Auditor(manifest: manifest, session: session)
+        auditor.openOptions = input.open
+        auditor.limits = input.limits
+        return try auditor.run(inputs: paths)
     }
 }

@@ -14,15 +14,17 @@ struct ScanCommand: Command {
         streaming pass; only store families are extracted, into the private working folder.
         """,
         arguments: [ArgumentSpec(name: "input", help: "A store file, a folder (app container, .xcappdata, App Group container, any tree), a tar/zip archive, or an unencrypted Finder/iTunes backup folder.", repeating: true, optional: false)],
-        options: [CommonOptions.format,
+        options: [CommonOptions.formatWithMarkdown,
                   .value("--evidence", valueName: "file", help: "Write an evidence manifest (input hashes, every extracted file and its hash) as JSON to this new file.")]
-            + CommonOptions.input,
-        examples: ["storelens scan MyApp.xcappdata", "storelens scan container.tar.gz --format json --evidence evidence.json"])
+            + CommonOptions.input + BatchOptions.all,
+        examples: ["storelens scan MyApp.xcappdata", "storelens scan container.tar.gz --format json --evidence evidence.json",
+                   "storelens scan tickets/ --each --jsonl scan.jsonl --jobs 2 --resume"])
 
     let paths: [String]
     let format: String
     let evidencePath: String?
     let input: InputSettings
+    let batch: BatchSettings?
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
         guard !parsed.positionals.isEmpty else { throw .missingArgument("input") }
@@ -30,12 +32,48 @@ struct ScanCommand: Command {
         format = parsed.value("--format") ?? "text"
         evidencePath = parsed.value("--evidence")
         input = try InputSettings(parsed)
+        batch = try BatchSettings.parse(parsed)
+        if batch != nil && evidencePath != nil {
+            throw .invalid("--evidence writes one file for one scan; in batch mode (--jsonl) each line carries its input's SHA-256.")
+        }
     }
 
     func run(_ output: Output) throws -> ExitCode {
+        if let batch {
+            return try Batch.run(command: "scan", inputs: paths, settings: batch, output: output) { path, context in
+                let session = try EvidenceSession(keepScratch: input.keepScratch)
+                defer { session.scratch.remove() }
+                context.hashInput(path, in: session)
+                let (inventories, scanned) = try scan([path], session: session, hashArchives: true)
+                try session.finish()
+                let damaged = inventories.first { $0.damage != nil }
+                return BatchOutcome(exitCode: damaged == nil ? .success : .usageOrInput,
+                                    summary: ScanReport.batchSummary(inventories: inventories, stores: scanned),
+                                    error: damaged.map { "\($0.input): \($0.damage ?? ""); copy the archive again — it was cut off or corrupted." })
+            }
+        }
         let session = try EvidenceSession(keepScratch: input.keepScratch)
         defer { session.scratch.remove() }
-        let resolver = InputResolver(session: session, limits: input.limits, hashArchives: evidencePath != nil)
+        let (inventories, scanned) = try scan(paths, session: session, hashArchives: evidencePath != nil)
+        try session.finish()
+        if let evidencePath {
+            try EvidenceFile.create(ScanReport.evidence(inventories: inventories, ledger: session.ledger).rendered() + "\n", at: evidencePath)
+        }
+        switch format {
+        case "json": output.write(ScanReport.json(inventories: inventories, stores: scanned).rendered() + "\n")
+        case "markdown": output.write(ScanReport.markdown(inventories: inventories, stores: scanned))
+        default: output.write(ScanReport.text(inventories: inventories, stores: scanned))
+        }
+        if let damaged = inventories.first(where: { $0.damage != nil }), let damage = damaged.damage {
+            output.error("Error: \(damaged.input): \(damage); copy the archive again — it was cut off or corrupted.\n")
+            return .usageOrInput
+        }
+        return .success
+    }
+
+    /// Finds the stores in `paths` and classifies each (one damaged store does not hide the others).
+    func scan(_ paths: [String], session: EvidenceSession, hashArchives: Bool) throws -> ([Inventory], [ScannedStore]) {
+        let resolver = InputResolver(session: session, limits: input.limits, hashArchives: hashArchives)
         var inventories: [Inventory] = []
         for path in paths { inventories.append(try resolver.inventory(of: path)) }
         var scanned: [ScannedStore] = []
@@ -51,19 +89,7 @@ struct ScanCommand: Command {
                 }
             }
         }
-        try session.finish()
-        if let evidencePath {
-            try EvidenceFile.create(ScanReport.evidence(inventories: inventories, ledger: session.ledger).rendered() + "\n", at: evidencePath)
-        }
-        switch format {
-        case "json": output.write(ScanReport.json(inventories: inventories, stores: scanned).rendered() + "\n")
-        default: output.write(ScanReport.text(inventories: inventories, stores: scanned))
-        }
-        if let damaged = inventories.first(where: { $0.damage != nil }), let damage = damaged.damage {
-            output.error("Error: \(damaged.input): \(damage); copy the archive again — it was cut off or corrupted.\n")
-            return .usageOrInput
-        }
-        return .success
+        return (inventories, scanned)
     }
 }
 

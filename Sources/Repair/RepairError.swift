@@ -1,0 +1,24 @@
+/// Why a repair did not produce its output. The input is never changed, and no output exists
+/// under the requested name afterwards.
+public enum RepairError: Error, Equatable, CustomStringConvertible, Sendable {
+    case outputExists(path: String)
+    case outputFolderMissing(path: String)
+    case verificationFailed(path: String, detail: String)
+    case failed(path: String, detail: String)
+    case backupFailed(path: String, detail: String)
+
+    public var description: String {
+        switch self {
+        case .outputExists(let path):
+            return "\(path) already exists; give --out a new file name (repair never overwrites)."
+        case .outputFolderMissing(let path):
+            return "the folder for \(path) does not exist; create it or choose another --out."
+        case .verificationFailed(let path, let detail):
+            return "the repaired copy failed verification (\(detail)); nothing was written to \(path) — please report this."
+        case .failed(let path, let detail):
+            return "the repair of \(path) failed (\(detail)); the input is unchanged and no output was written."
+        case .backupFailed(let path, let detail):
+            return "cannot back up the store into \(path) (\(detail)); nothing was changed."
+        }
+    }
+}

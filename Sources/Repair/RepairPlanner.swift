@@ -1,0 +1,217 @@
+import Checks
+import CoreDataStore
+import Findings
+import SQLiteAccess
+
+/// Turns check findings into a plan of repairs, using the same SQL that found the rows.
+///
+/// Rules the plan never breaks: Z_ENT is never renumbered, history tables are never dropped,
+/// every changed row's Z_OPT is bumped (so other contexts see the change), and Z_METADATA and
+/// Z_MODELCACHE are kept as they are.
+public struct RepairPlanner {
+    public let opened: OpenedStore
+    public var keep: KeepRule = .highestOpt
+    public var limit = 20
+
+    public init(opened: OpenedStore) { self.opened = opened }
+
+    var connection: Connection { opened.connection }
+    func q(_ s: String) -> String { Identifier.quoted(s) }
+
+    /// The plan for `findings`, restricted to `only` (finding ids) when given.
+    public func plan(for findings: [Finding], only: Set<String>? = nil) throws -> RepairPlan {
+        let wanted = findings.filter { only?.contains($0.id) ?? true }
+        let ids = Set(wanted.map(\.id))
+        var actions: [RepairPlan.Action] = []
+        if ids.contains(StoreChecker.Check.uniqueDuplicates.rawValue) { actions += try resolveDuplicates() }
+        if ids.contains(StoreChecker.Check.danglingToOne.rawValue) { actions += try nullifyDangling() }
+        if ids.contains(StoreChecker.Check.entityKeyMismatch.rawValue) { actions += try fixEntityKeys() }
+        if ids.contains(StoreChecker.Check.oneToOneMismatch.rawValue) { actions += try alignOneToOne() }
+        if ids.contains(StoreChecker.Check.orphanJoinRows.rawValue) { actions += try deleteOrphanJoinRows() }
+        if ids.contains(StoreChecker.Check.badZOpt.rawValue) { actions += try setZOpt() }
+        // Raising Z_MAX comes last: the other actions never insert, but it must see the final rows.
+        if ids.contains(StoreChecker.Check.zMax.rawValue) { actions += try raiseZMax() }
+        let answered = Set(actions.map(\.answers))
+        return RepairPlan(actions: actions, unrepaired: wanted.filter { !answered.contains($0.id) })
+    }
+
+    // MARK: - Helpers
+
+    func keys(_ sql: String, _ arguments: [DatabaseValue] = []) throws -> (keys: [String], count: Int) {
+        let count = try connection.scalar("SELECT count(*) FROM (\(sql))", arguments).int ?? 0
+        let keys = try connection.rows("SELECT * FROM (\(sql)) LIMIT \(limit)", arguments).map { $0[0].int.map(String.init) ?? "?" }
+        return (keys, count)
+    }
+
+    func action(_ name: String, answers: StoreChecker.Check, entity: String?, tables: [String], _ summary: String,
+                keys: (keys: [String], count: Int), _ statements: [RepairPlan.Statement]) -> RepairPlan.Action {
+        RepairPlan.Action(name: name, answers: answers.rawValue, entity: entity, tables: tables, summary: summary,
+                          affected: keys.keys, count: keys.count, statements: statements)
+    }
+
+    func mapping(_ name: String) -> EntityMapping? { opened.map.entity(named: name) }
+
+    // MARK: - Actions
+
+    func raiseZMax() throws -> [RepairPlan.Action] {
+        var result: [RepairPlan.Action] = []
+        for e in opened.store.entities where e.superNumber == 0 && e.tableExists {
+            let zMax = e.zMax ?? 0
+            let found = try keys(InvariantQueries.aboveZMax(table: e.table), [.integer(Int64(zMax))])
+            guard found.count > 0 else { continue }
+            let maxPK = try connection.scalar("SELECT max(Z_PK) FROM \(q(e.table))").int ?? zMax
+            result.append(action("raise-z-max", answers: .zMax, entity: e.name, tables: ["Z_PRIMARYKEY"],
+                                 "Set Z_MAX of \(e.name) from \(zMax) to \(maxPK), so the next insert gets a free primary key.",
+                                 keys: found, [.init(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?", arguments: [Int64(maxPK), Int64(e.number)])]))
+        }
+        return result
+    }
+
+    func nullifyDangling() throws -> [RepairPlan.Action] {
+        var result: [RepairPlan.Action] = []
+        for (source, r) in InvariantQueries.declaredRelationships(opened.map) where r.kind == .toOne {
+            guard let column = r.column, source.tableExists, let dest = mapping(r.relationship.destination), dest.tableExists else { continue }
+            let select = InvariantQueries.danglingToOne(source: source, column: column, dest: dest)
+            let found = try keys(select)
+            guard found.count > 0 else { continue }
+            let cleared = [column, r.entityKeyColumn, r.orderColumn].compactMap { $0 }
+            let sets = cleared.map { "\(q($0)) = NULL" }.joined(separator: ", ")
+            result.append(action("nullify-dangling-to-one", answers: .danglingToOne, entity: source.entity.name, tables: [source.table],
+                                 "Set \(source.entity.name).\(r.relationship.name) to nil where its target row is missing (\(cleared.joined(separator: ", "))).",
+                                 keys: found, [.init(sql: "UPDATE \(q(source.table)) SET \(sets), Z_OPT = coalesce(Z_OPT, 0) + 1 WHERE Z_PK IN (\(select))", arguments: [])]))
+        }
+        return result
+    }
+
+    func fixEntityKeys() throws -> [RepairPlan.Action] {
+        var result: [RepairPlan.Action] = []
+        for (source, r) in InvariantQueries.declaredRelationships(opened.map) where r.kind == .toOne {
+            guard let column = r.column, let fek = r.entityKeyColumn, source.tableExists, let dest = mapping(r.relationship.destination), dest.tableExists else { continue }
+            let select = InvariantQueries.entityKeyMismatch(source: source, column: column, entityKey: fek, dest: dest)
+            let found = try keys(select)
+            guard found.count > 0 else { continue }
+            let t = q(source.table)
+            result.append(action("fix-entity-key", answers: .entityKeyMismatch, entity: source.entity.name, tables: [source.table],
+                                 "Copy the target row's Z_ENT into \(source.entity.name).\(fek).",
+                                 keys: found, [.init(sql: """
+                                    UPDATE \(t) SET \(q(fek)) = (SELECT d.Z_ENT FROM \(q(dest.table)) d WHERE d.Z_PK = \(t).\(q(column))),
+                                    Z_OPT = coalesce(Z_OPT, 0) + 1 WHERE Z_PK IN (\(select))
+                                    """, arguments: [])]))
+        }
+        return result
+    }
+
+    func alignOneToOne() throws -> [RepairPlan.Action] {
+        var result: [RepairPlan.Action] = []
+        for (source, r) in InvariantQueries.declaredRelationships(opened.map) where r.kind == .toOne {
+            guard let inverseName = r.relationship.inverse, let column = r.column, let dest = mapping(r.relationship.destination),
+                  let inverse = dest.relationships.first(where: { $0.relationship.name == inverseName }), inverse.kind == .toOne,
+                  let inverseColumn = inverse.column, source.tableExists, dest.tableExists,
+                  (source.entity.name, r.relationship.name) < (dest.entity.name, inverseName) else { continue }
+            let select = InvariantQueries.oneToOneMismatch(source: source, column: column, dest: dest, inverseColumn: inverseColumn)
+            let found = try keys(select)
+            guard found.count > 0 else { continue }
+            let d = q(dest.table), s = q(source.table)
+            // The side that holds a pointer wins; when several rows point at one target, the newest does.
+            result.append(action("align-one-to-one", answers: .oneToOneMismatch, entity: dest.entity.name, tables: [dest.table],
+                                 "Make \(dest.entity.name).\(inverseName) point back at the \(source.entity.name) row whose \(r.relationship.name) points at it.",
+                                 keys: found, [.init(sql: """
+                                    UPDATE \(d) SET \(q(inverseColumn)) = (SELECT max(s.Z_PK) FROM \(s) s WHERE s.Z_PK IN (\(select)) AND s.\(q(column)) = \(d).Z_PK),
+                                    Z_OPT = coalesce(Z_OPT, 0) + 1
+                                    WHERE Z_PK IN (SELECT s.\(q(column)) FROM \(s) s WHERE s.Z_PK IN (\(select)))
+                                    """, arguments: [])]))
+        }
+        return result
+    }
+
+    func deleteOrphanJoinRows() throws -> [RepairPlan.Action] {
+        var result: [RepairPlan.Action] = []
+        var seen = Set<String>()
+        for (source, r) in InvariantQueries.declaredRelationships(opened.map) where r.kind == .manyToMany {
+            guard let join = r.joinTable, let sc = r.joinSourceColumn, let dc = r.joinDestinationColumn, seen.insert(join).inserted,
+                  let dest = mapping(r.relationship.destination), try connection.tableExists(join) else { continue }
+            let select = InvariantQueries.orphanJoinRows(join: join, sourceColumn: sc, source: source, destColumn: dc, dest: dest)
+            let found = try keys(select)
+            guard found.count > 0 else { continue }
+            result.append(action("delete-orphan-join-rows", answers: .orphanJoinRows, entity: source.entity.name, tables: [join],
+                                 "Delete the rows of \(join) (\(source.entity.name).\(r.relationship.name)) whose other side is missing.",
+                                 keys: found, [.init(sql: "DELETE FROM \(q(join)) WHERE rowid IN (\(select))", arguments: [])]))
+        }
+        return result
+    }
+
+    func setZOpt() throws -> [RepairPlan.Action] {
+        var result: [RepairPlan.Action] = []
+        for e in opened.store.entities where e.kind == .user && e.superNumber == 0 && e.tableExists {
+            let select = InvariantQueries.badZOpt(table: e.table)
+            guard try connection.columns(of: e.table).contains(where: { $0.name == "Z_OPT" }) else { continue }
+            let found = try keys(select)
+            guard found.count > 0 else { continue }
+            result.append(action("set-z-opt", answers: .badZOpt, entity: e.name, tables: [e.table],
+                                 "Set Z_OPT to 1 where it is NULL or not positive.",
+                                 keys: found, [.init(sql: "UPDATE \(q(e.table)) SET Z_OPT = 1 WHERE Z_PK IN (\(select))", arguments: [])]))
+        }
+        return result
+    }
+
+    /// Keeps one row per duplicate value (by the keep rule), re-points to-one keys and join rows
+    /// that referenced the removed rows at the kept one, then deletes the removed rows.
+    func resolveDuplicates() throws -> [RepairPlan.Action] {
+        var result: [RepairPlan.Action] = []
+        let order: String
+        switch keep {
+        case .highestOpt: order = "coalesce(Z_OPT, 0) DESC, Z_PK DESC"
+        case .newest: order = "Z_PK DESC"
+        case .oldest: order = "Z_PK ASC"
+        }
+        for e in opened.map.entities where e.tableExists {
+            for constraint in e.entity.uniqueConstraints {
+                guard let columns = InvariantQueries.uniqueColumns(e, constraint) else { continue }
+                let dupRows = InvariantQueries.duplicateRows(entity: e, columns: columns)
+                guard try connection.scalar("SELECT count(*) FROM (\(dupRows))").int ?? 0 > 0 else { continue }
+                // loser → winner pairs, computed once into a temporary table inside the transaction.
+                let partition = columns.map(q).joined(separator: ", ")
+                let pairs = """
+                    SELECT Z_PK AS loser, first_value(Z_PK) OVER (PARTITION BY \(partition) ORDER BY \(order)) AS winner
+                    FROM \(q(e.table)) WHERE Z_PK IN (\(dupRows))
+                    """
+                let losers = try keys("SELECT loser FROM (\(pairs)) WHERE loser != winner ORDER BY loser")
+                var statements: [RepairPlan.Statement] = [
+                    .init(sql: "CREATE TEMP TABLE IF NOT EXISTS storelens_dup (loser INTEGER PRIMARY KEY, winner INTEGER)", arguments: []),
+                    .init(sql: "DELETE FROM storelens_dup", arguments: []),
+                    .init(sql: "INSERT INTO storelens_dup SELECT loser, winner FROM (\(pairs)) WHERE loser != winner", arguments: []),
+                ]
+                var tables = [e.table]
+                // To-one keys anywhere that point at a removed row now point at the kept one.
+                for (source, r) in InvariantQueries.declaredRelationships(opened.map) where r.kind == .toOne {
+                    guard let column = r.column, source.tableExists, let dest = mapping(r.relationship.destination), dest.table == e.table else { continue }
+                    let s = q(source.table), c = q(column)
+                    statements.append(.init(sql: """
+                        UPDATE \(s) SET \(c) = (SELECT winner FROM storelens_dup WHERE loser = \(s).\(c)), Z_OPT = coalesce(Z_OPT, 0) + 1
+                        WHERE \(c) IN (SELECT loser FROM storelens_dup) AND Z_PK NOT IN (SELECT loser FROM storelens_dup)
+                        """, arguments: []))
+                    tables.append(source.table)
+                }
+                // Join rows move to the kept row (dropping pairs the kept row already has).
+                for (source, r) in InvariantQueries.declaredRelationships(opened.map) where r.kind == .manyToMany {
+                    guard let join = r.joinTable, let sc = r.joinSourceColumn, let dc = r.joinDestinationColumn, try connection.tableExists(join) else { continue }
+                    for (column, entityTable) in [(sc, source.table), (dc, mapping(r.relationship.destination)?.table)] where entityTable == e.table {
+                        let other = column == sc ? dc : sc
+                        statements.append(.init(sql: """
+                            INSERT OR IGNORE INTO \(q(join)) (\(q(column)), \(q(other)))
+                            SELECT d.winner, j.\(q(other)) FROM \(q(join)) j JOIN storelens_dup d ON d.loser = j.\(q(column))
+                            """, arguments: []))
+                        statements.append(.init(sql: "DELETE FROM \(q(join)) WHERE \(q(column)) IN (SELECT loser FROM storelens_dup)", arguments: []))
+                        tables.append(join)
+                    }
+                }
+                statements.append(.init(sql: "UPDATE \(q(e.table)) SET Z_OPT = coalesce(Z_OPT, 0) + 1 WHERE Z_PK IN (SELECT winner FROM storelens_dup)", arguments: []))
+                statements.append(.init(sql: "DELETE FROM \(q(e.table)) WHERE Z_PK IN (SELECT loser FROM storelens_dup)", arguments: []))
+                result.append(action("resolve-duplicates", answers: .uniqueDuplicates, entity: e.entity.name, tables: Array(Set(tables)).sorted(),
+                                     "Keep one \(e.entity.name) per \(constraint.joined(separator: ", ")) (\(keep.rawValue)); point references to it and delete the others.",
+                                     keys: losers, statements))
+            }
+        }
+        return result
+    }
+}

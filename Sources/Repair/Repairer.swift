@@ -1,0 +1,215 @@
+import Acquisition
+import Checks
+import CoreDataStore
+import Findings
+import Foundation
+import SQLiteAccess
+import StoreFormats
+
+/// What a repair did, for the log and the report.
+public struct RepairOutcome: Sendable {
+    public let input: String
+    public let plan: RepairPlan
+    /// Findings before the repair.
+    public let findings: [Finding]
+    /// Whether the output was written (false for `--plan`, or when nothing needed repair).
+    public let written: Bool
+    public let output: String?
+    public let outputSHA256: String?
+    /// Rows changed by each action, in plan order.
+    public let changes: [Int]
+    /// Content hash of every table before and after (SHA-256 over its rows in rowid order).
+    public let tablesBefore: [String: String]
+    public let tablesAfter: [String: String]
+    /// Findings the checks still report on the output (none of them answered by the plan).
+    public let remaining: [Finding]
+
+    public init(input: String, plan: RepairPlan, findings: [Finding], written: Bool, output: String?, outputSHA256: String?,
+                changes: [Int], tablesBefore: [String: String], tablesAfter: [String: String], remaining: [Finding]) {
+        self.input = input
+        self.plan = plan
+        self.findings = findings
+        self.written = written
+        self.output = output
+        self.outputSHA256 = outputSHA256
+        self.changes = changes
+        self.tablesBefore = tablesBefore
+        self.tablesAfter = tablesAfter
+        self.remaining = remaining
+    }
+}
+
+/// Applies a plan to a copy of a store, proves the result, and only then puts it where asked.
+///
+/// The input is never opened for writing. The output is written under a temporary name beside
+/// its destination and renamed into place only after every check has run again on it: a repair
+/// killed at any point leaves the input untouched and nothing under the final name.
+public struct Repairer {
+    public let session: EvidenceSession
+    public let store: AcquiredStore
+    public var xcodeModel: URL?
+    public var keep: KeepRule = .highestOpt
+    public var only: Set<String>?
+    /// Copy the store's `.<name>_SUPPORT/` beside the output (off for in-place repairs, where it already is).
+    public var copySupportFolder = true
+
+    public init(session: EvidenceSession, store: AcquiredStore) {
+        self.session = session
+        self.store = store
+    }
+
+    /// Checks the store and plans the repair.
+    public func plan() throws -> (RepairPlan, [Finding]) {
+        let opened = try OpenedStore.open(store.copy, displayPath: store.displayPath, xcodeModel: xcodeModel)
+        let findings = try StoreChecker(opened: opened, notes: store.copy.notes).run()
+        var planner = RepairPlanner(opened: opened)
+        planner.keep = keep
+        return (try planner.plan(for: findings, only: only), findings)
+    }
+
+    /// Plans, applies to a copy, verifies, and writes `output` (a new file).
+    public func run(output: URL) throws -> RepairOutcome {
+        try Self.checkOutput(output)
+        let supportTarget = output.deletingLastPathComponent()
+            .appendingPathComponent(".\(output.deletingPathExtension().lastPathComponent)_SUPPORT")
+        if copySupportFolder, store.found.family.supportFolder != nil, FileManager.default.fileExists(atPath: supportTarget.path) {
+            throw RepairError.outputExists(path: supportTarget.path)
+        }
+        let (plan, findings) = try self.plan()
+        guard !plan.isEmpty else {
+            return RepairOutcome(input: store.displayPath, plan: plan, findings: findings, written: false, output: nil, outputSHA256: nil,
+                                 changes: [], tablesBefore: [:], tablesAfter: [:], remaining: findings)
+        }
+
+        // 1. A private read-write copy with the WAL merged in.
+        let work = try session.scratch.makeSubfolder(named: "repair")
+        let repaired = work.appendingPathComponent(store.copy.copiedMain.lastPathComponent)
+        try FileManager.default.copyItem(at: store.copy.copiedMain, to: repaired)
+        let copiedWAL = URL(fileURLWithPath: store.copy.copiedMain.path + "-wal")
+        if FileManager.default.fileExists(atPath: copiedWAL.path) {
+            try FileManager.default.copyItem(at: copiedWAL, to: URL(fileURLWithPath: repaired.path + "-wal"))
+        }
+        var changes: [Int] = []
+        let before: [String: String]
+        do {
+            let db = try Connection.open(path: repaired.path, mode: .readWrite)
+            try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            before = try Self.tableHashes(db)
+            // 2. Every action in one transaction: all or nothing.
+            try db.inTransaction {
+                for action in plan.actions {
+                    var changed = 0
+                    for statement in action.statements {
+                        try db.run(statement.sql, statement.arguments.map { .integer($0) })
+                        changed += Int(db.changes)
+                    }
+                    changes.append(changed)
+                }
+            }
+            try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        } catch {
+            throw RepairError.failed(path: store.displayPath, detail: "\(error)")
+        }
+        // The connection is closed here: SQLite checkpoints and removes the copy's -wal.
+
+        // 3. Write beside the destination under a temporary name.
+        let temporary = output.deletingLastPathComponent()
+            .appendingPathComponent(".\(output.lastPathComponent).storelens-\(UUID().uuidString.prefix(8)).tmp")
+        do {
+            try Self.copyDurably(repaired, to: temporary)
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            throw RepairError.failed(path: store.displayPath, detail: "cannot write \(temporary.path): \(error)")
+        }
+
+        // 4. Prove it: every check again, on a fresh working copy of the written file.
+        let after: [String: String]
+        let remaining: [Finding]
+        do {
+            let verify = try EvidenceSession()
+            defer { verify.scratch.remove() }
+            let copy = try verify.workingCopy(of: temporary)
+            let opened = try OpenedStore.open(copy, displayPath: output.path, xcodeModel: xcodeModel)
+            remaining = try StoreChecker(opened: opened, notes: copy.notes).run()
+            after = try Self.tableHashes(opened.connection)
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            throw RepairError.verificationFailed(path: output.path, detail: "\(error)")
+        }
+        let stillFailing = remaining.filter { plan.answered.contains($0.id) }
+        let remainingAfterCopy = remaining.filter { $0.id != StoreChecker.Check.externalDataMissing.rawValue || store.found.family.supportFolder == nil }
+        let changedUntouched = before.keys.filter { !plan.touchedTables.contains($0) && before[$0] != after[$0] }.sorted()
+        guard stillFailing.isEmpty, changedUntouched.isEmpty else {
+            try? FileManager.default.removeItem(at: temporary)
+            var detail: [String] = []
+            if !stillFailing.isEmpty { detail.append("still failing: \(Set(stillFailing.map(\.id)).sorted().joined(separator: ", "))") }
+            if !changedUntouched.isEmpty { detail.append("tables changed that the plan did not touch: \(changedUntouched.joined(separator: ", "))") }
+            throw RepairError.verificationFailed(path: output.path, detail: detail.joined(separator: "; "))
+        }
+
+        // 5. Into place, never over an existing file: link fails if the name was taken meanwhile.
+        guard link(temporary.path, output.path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            try? FileManager.default.removeItem(at: temporary)
+            if errno == EEXIST { throw RepairError.outputExists(path: output.path) }
+            throw RepairError.failed(path: store.displayPath, detail: "cannot create \(output.path): \(reason)")
+        }
+        unlink(temporary.path)
+        // External binary data lives beside the store; the output gets its own copy.
+        if copySupportFolder, let support = store.found.family.supportFolder {
+            do {
+                try FileManager.default.copyItem(at: support, to: supportTarget)
+            } catch {
+                throw RepairError.failed(path: store.displayPath, detail: "the store was written, but its support folder could not be copied to \(supportTarget.path): \(error.localizedDescription)")
+            }
+        }
+        return RepairOutcome(input: store.displayPath, plan: plan, findings: findings, written: true, output: output.path,
+                             outputSHA256: try SHA256.hexOfFile(at: output), changes: changes,
+                             tablesBefore: before, tablesAfter: after, remaining: remainingAfterCopy)
+    }
+
+    static func checkOutput(_ output: URL) throws {
+        var isDir: ObjCBool = false
+        guard !FileManager.default.fileExists(atPath: output.path) else { throw RepairError.outputExists(path: output.path) }
+        guard FileManager.default.fileExists(atPath: output.deletingLastPathComponent().path, isDirectory: &isDir), isDir.boolValue else {
+            throw RepairError.outputFolderMissing(path: output.path)
+        }
+    }
+
+    /// SHA-256 of each table's rows in rowid order, to prove which tables a repair changed.
+    public static func tableHashes(_ db: Connection) throws -> [String: String] {
+        var result: [String: String] = [:]
+        for table in try db.tableNames() where !table.hasPrefix("sqlite_") {
+            var hasher = SHA256()
+            let statement = try db.prepare("SELECT * FROM \(Identifier.quoted(table)) ORDER BY rowid")
+            try statement.forEach { row in
+                for value in row.values {
+                    switch value {
+                    case .null: hasher.update(Data([0]))
+                    case .integer(let i): hasher.update(Data([1])); hasher.update(Data(String(i).utf8))
+                    case .real(let d): hasher.update(Data([2])); hasher.update(Data(String(d.bitPattern).utf8))
+                    case .text(let s): hasher.update(Data([3])); hasher.update(Data(String(s.utf8.count).utf8)); hasher.update(Data(s.utf8))
+                    case .blob(let b): hasher.update(Data([4])); hasher.update(Data(String(b.count).utf8)); hasher.update(b)
+                    }
+                }
+                hasher.update(Data([0xFF]))
+            }
+            result[table] = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        }
+        return result
+    }
+
+    /// Copies with O_EXCL and fsyncs, so a crash cannot leave a file that looks complete but is not.
+    static func copyDurably(_ source: URL, to destination: URL) throws {
+        let input = try FileHandle(forReadingFrom: source)
+        defer { try? input.close() }
+        let fd = open(destination.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else { throw RepairError.failed(path: destination.path, detail: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
+            let written = chunk.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            guard written == chunk.count else { throw RepairError.failed(path: destination.path, detail: String(cString: strerror(errno))) }
+        }
+        guard fsync(fd) == 0 else { throw RepairError.failed(path: destination.path, detail: String(cString: strerror(errno))) }
+    }
+}

@@ -1,0 +1,136 @@
+import Acquisition
+import Checks
+import CoreDataStore
+import Findings
+import Foundation
+import Repair
+import SQLiteAccess
+import StoreBuilder
+import StoreFormats
+import StoreTestSupport
+import Testing
+
+@Suite("Repair on a copy")
+struct RepairTests {
+    static func acquire(_ url: URL, session: EvidenceSession) throws -> AcquiredStore {
+        try #require(try session.stores(from: [url.path]).first)
+    }
+
+    static func checkIDs(_ url: URL) throws -> [String] {
+        let session = try EvidenceSession()
+        defer { session.scratch.remove() }
+        let store = try acquire(url, session: session)
+        let opened = try OpenedStore.open(store.copy, displayPath: url.path)
+        return try StoreChecker(opened: opened, notes: store.copy.notes).run().map(\.id)
+    }
+
+    struct Case: Sendable, CustomStringConvertible {
+        let id: String
+        let action: String
+        let plant: @Sendable (StoreWriter) throws -> Void
+        var description: String { id }
+    }
+
+    static let cases: [Case] = [
+        Case(id: "zmax-below-max-pk", action: "raise-z-max") { try $0.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Note'") },
+        Case(id: "dangling-to-one", action: "nullify-dangling-to-one") { w in
+            try w.executeRaw("UPDATE ZATTACHMENT SET \(w.layout.column(entity: "Attachment", property: "note")!) = 999 WHERE Z_PK = 1")
+        },
+        Case(id: "fek-mismatch", action: "fix-entity-key") { w in
+            try w.executeRaw("UPDATE ZATTACHMENT SET \(w.layout.foreignEntityKeyColumn(entity: "Attachment", relationship: "note")!) = 1 WHERE Z_PK = 2")
+        },
+        Case(id: "one-to-one-mismatch", action: "align-one-to-one") { w in
+            try w.executeRaw("UPDATE ZPROFILE SET \(w.layout.column(entity: "Profile", property: "account")!) = NULL WHERE Z_PK = 1")
+        },
+        Case(id: "orphan-join-rows", action: "delete-orphan-join-rows") { w in
+            let j = w.layout.joinTables[0]
+            try w.executeRaw("INSERT INTO \(j.name) (\(j.firstColumn), \(j.secondColumn)) VALUES (999, 1)")
+        },
+        Case(id: "unique-duplicates", action: "resolve-duplicates") { w in
+            try w.executeRaw("DROP INDEX Z_Tag_UNIQUE_name")
+            try w.executeRaw("UPDATE ZTAG SET ZNAME = 'a', Z_OPT = 5 WHERE Z_PK = 2")
+        },
+        Case(id: "bad-z-opt", action: "set-z-opt") { try $0.executeRaw("UPDATE ZACCOUNT SET Z_OPT = NULL WHERE Z_PK = 1") },
+    ]
+
+    @Test("each repairable problem: planned, repaired on a copy, the check passes on the output, the input is unchanged", arguments: cases)
+    func repair(_ c: Case) throws {
+        let folder = try TemporaryFolder("repair-\(c.id)")
+        let url = try InvariantFixture.make(in: folder.url) { try c.plant($0) }
+        #expect(try Self.checkIDs(url) == [c.id])
+        let before = try FolderSnapshot(folder.url)
+        let out = try TemporaryFolder("repair-out")
+        let session = try EvidenceSession()
+        defer { session.scratch.remove() }
+        let outcome = try Repairer(session: session, store: try Self.acquire(url, session: session)).run(output: out.path("fixed.store"))
+        try session.finish()
+        #expect(try FolderSnapshot(folder.url) == before, "the input is byte-identical")
+        #expect(outcome.written)
+        #expect(outcome.plan.actions.map(\.name) == [c.action])
+        #expect(outcome.changes.first ?? 0 > 0)
+        #expect(try Self.checkIDs(out.path("fixed.store")).isEmpty, "every check passes on the output")
+        // Untouched tables hash as before; the output keeps metadata and model cache.
+        for (table, hash) in outcome.tablesBefore where !outcome.plan.touchedTables.contains(table) {
+            #expect(outcome.tablesAfter[table] == hash, "\(table)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: out.path("fixed.store").path + "-wal"), "the WAL is merged")
+        #expect(FileManager.default.fileExists(atPath: out.path(".fixed_SUPPORT/_EXTERNAL_DATA").path), "external data comes along")
+        let db = try Connection.open(path: out.path("fixed.store").path, mode: .readOnly)
+        #expect(try db.scalar("SELECT count(*) FROM Z_MODELCACHE").int == 1)
+        #expect(try db.scalar("SELECT Z_UUID FROM Z_METADATA").string != nil)
+        #expect(try db.journalMode() == "wal", "same journal mode as the input")
+    }
+
+    @Test("duplicates keep the row the rule says, and references move to it")
+    func duplicatesKeepRule() throws {
+        let folder = try TemporaryFolder("repair-dups")
+        let url = try InvariantFixture.make(in: folder.url) { w in
+            try w.executeRaw("DROP INDEX Z_Tag_UNIQUE_name")
+            try w.executeRaw("UPDATE ZTAG SET ZNAME = 'a', Z_OPT = 5 WHERE Z_PK = 2")
+        }
+        for (rule, kept) in [(KeepRule.highestOpt, 2), (.oldest, 1)] {
+            let out = try TemporaryFolder("repair-dups-out")
+            let session = try EvidenceSession()
+            var repairer = Repairer(session: session, store: try Self.acquire(url, session: session))
+            repairer.keep = rule
+            _ = try repairer.run(output: out.path("f.store"))
+            session.scratch.remove()
+            let db = try Connection.open(path: out.path("f.store").path, mode: .readOnly)
+            #expect(try db.rows("SELECT Z_PK FROM ZTAG").map { $0[0].int } == [kept], "\(rule)")
+            let layout = try StoreLayout(model: InvariantFixture.model)
+            let j = layout.joinTables[0]
+            let tagColumn = j.firstEntity == "Tag" ? j.firstColumn : j.secondColumn
+            #expect(try db.scalar("SELECT count(*) FROM \(j.name) WHERE \(tagColumn) != ?", [.integer(Int64(kept))]).int == 0,
+                    "every note that was tagged with the removed duplicate is tagged with the kept one")
+        }
+    }
+
+    @Test("--plan writes nothing; a finding without an automatic repair is listed, not touched")
+    func planOnly() throws {
+        let folder = try TemporaryFolder("repair-plan")
+        let url = try InvariantFixture.make(in: folder.url) { w in
+            try w.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Note'")
+            try w.executeRaw("UPDATE ZNOTE SET ZTITLE = NULL WHERE Z_PK = 1")
+        }
+        let session = try EvidenceSession()
+        defer { session.scratch.remove() }
+        let (plan, findings) = try Repairer(session: session, store: try Self.acquire(url, session: session)).plan()
+        #expect(Set(findings.map(\.id)) == ["zmax-below-max-pk", "required-null"])
+        #expect(plan.actions.map(\.name) == ["raise-z-max"])
+        #expect(plan.actions.first?.affected == ["2", "3"])
+        #expect(plan.unrepaired.map(\.id) == ["required-null"])
+    }
+
+    @Test("an existing output is never replaced")
+    func neverOverwrites() throws {
+        let folder = try TemporaryFolder("repair-exists")
+        let url = try InvariantFixture.make(in: folder.url) { try $0.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Note'") }
+        try Data("keep me".utf8).write(to: folder.path("taken.store"))
+        let session = try EvidenceSession()
+        defer { session.scratch.remove() }
+        #expect(throws: RepairError.outputExists(path: folder.path("taken.store").path)) {
+            _ = try Repairer(session: session, store: try Self.acquire(url, session: session)).run(output: folder.path("taken.store"))
+        }
+        #expect(try String(contentsOf: folder.path("taken.store"), encoding: .utf8) == "keep me")
+    }
+}
