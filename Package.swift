@@ -46,7 +46,7 @@ let package = Package(
         .target(name: "Repair", dependencies: ["Checks", "Findings", "CoreDataStore", "Acquisition", "SQLiteAccess", "StoreFormats"]),
         // Two stacks side by side: the manifest's original-name table, one writer per entity,
         // records compared across stores.
-        .target(name: "Coexistence", dependencies: ["Findings", "Checks", "CoreDataStore", "Acquisition", "SQLiteAccess", "StoreFormats"]),
+        .target(name: "Coexistence", dependencies: ["Findings", "Checks", "Repair", "CoreDataStore", "Acquisition", "SQLiteAccess", "StoreFormats"]),
         // Text, JSON, Markdown and HTML views of what the other targets found.
         .target(name: "Reports", dependencies: ["CoreDataStore", "Acquisition", "StoreFormats", "WALForensics", "Findings", "Coexistence", "Checks", "Repair"]),
         // Writes stores in exactly Apple's layout, for tests, fixtures and the demo.

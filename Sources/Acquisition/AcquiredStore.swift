@@ -7,6 +7,12 @@ public struct AcquiredStore {
     /// What acquisition learnt about it: container, sidecars, hashes, location.
     public let found: FoundStore
     public let copy: WorkingCopy
+
+    public init(displayPath: String, found: FoundStore, copy: WorkingCopy) {
+        self.displayPath = displayPath
+        self.found = found
+        self.copy = copy
+    }
 }
 
 extension EvidenceSession {

@@ -31,7 +31,18 @@ public struct Auditor {
         let json: URL?
     }
 
-    public func run(inputs: [String]) throws -> AuditResult {
+    /// The stacks bound to stores in the input, each store opened once, each rule's sides.
+    struct Prepared {
+        var bindings: [AuditResult.Binding]
+        var storeOf: [String: FoundStore]
+        var opened: [String: OpenedStore]
+        var copies: [String: WorkingCopy]
+        var sidesByRule: [[SideSource]]
+        var audits: [AuditResult.EntityAudit]
+        var findings: [Finding]
+    }
+
+    func prepare(inputs: [String]) throws -> Prepared {
         let wanted = manifest.stacks.filter { $0.kind == .json }.map { PathPattern($0.store) }
         let resolver = InputResolver(session: session, limits: limits, wanted: wanted)
         var stores: [FoundStore] = []
@@ -121,6 +132,15 @@ public struct Auditor {
             sidesByRule.append(sides)
             audits.append(.init(current: rule.current, legacy: rule.legacy, writer: rule.writer, sides: [], writersSeen: []))
         }
+        return Prepared(bindings: bindings, storeOf: storeOf, opened: opened, copies: copies,
+                        sidesByRule: sidesByRule, audits: audits, findings: findings)
+    }
+
+    public func run(inputs: [String]) throws -> AuditResult {
+        let prepared = try prepare(inputs: inputs)
+        var findings = prepared.findings
+        var audits = prepared.audits
+        let (bindings, storeOf, opened, copies, sidesByRule) = (prepared.bindings, prepared.storeOf, prepared.opened, prepared.copies, prepared.sidesByRule)
 
         // 4. Writers seen in history, per store, against the policy.
         for (path, o) in opened.sorted(by: { $0.key < $1.key }) {
@@ -220,7 +240,8 @@ public struct Auditor {
         var reader = try HistoryReader(connection: o.connection, store: o.store, model: o.model, displayPath: path)
         try reader.forEachTransaction { t in
             firstTransaction = min(firstTransaction ?? t.id, t.id)
-            let verdict = attribution.attribute(t)
+            // storelens's own repairs are recorded under this author: known, never a violation.
+            let verdict: WriterAttribution.Verdict = t.author == "storelens-repair" ? .stack("storelens-repair") : attribution.attribute(t)
             let writerText = [("author", t.author), ("bundleID", t.bundleID), ("process", t.processName), ("context", t.contextName)]
                 .compactMap { k, v in v.map { "\(k)=\($0)" } }.joined(separator: " ")
             var perRule: [Int: Int] = [:]
@@ -242,7 +263,7 @@ public struct Auditor {
             for (i, changes) in perRule {
                 seen[i, default: [:]][stackName, default: (0, 0)].transactions += 1
                 seen[i, default: [:]][stackName, default: (0, 0)].changes += changes
-                guard case .stack(let name) = verdict, name != manifest.entities[i].writer else { continue }
+                guard case .stack(let name) = verdict, name != manifest.entities[i].writer, name != "storelens-repair" else { continue }
                 let key = "\(i)|\(name)"
                 if storeHasWriter(i) {
                     var v = violations[key] ?? Violation()
@@ -430,8 +451,15 @@ public struct Auditor {
 
     /// Reads one side's records: identity key → primary key and the compared attributes (current
     /// names), values in canonical form.
+    /// A legacy value as read, kept for importing it (`repair --manifest`).
+    enum RawValue {
+        case field(FieldValue)
+        case json(PositionedJSON)
+    }
+
     func read(side: SideSource, rule: Manifest.EntityRule, isWriter: Bool, attributes: [String],
-              types: [String: ModelAttributeType]) throws -> SideRecords {
+              types: [String: ModelAttributeType],
+              visit: ((_ key: String, _ raw: [String: RawValue]) -> Void)? = nil) throws -> SideRecords {
         var result = SideRecords()
         // The other side uses legacy attribute names unless it is the same kind of stack (a copy).
         func nameHere(_ current: String) -> String { isWriter ? current : rule.legacyAttribute(for: current) }
@@ -451,6 +479,11 @@ public struct Auditor {
                 let key = rule.identity.map { id in fields[nameHere(id)].flatMap { RecordValue.canonical(json: $0, as: types[id]) } ?? "null" }.joined(separator: "|")
                 var values: [String: String?] = [:]
                 for a in attributes { if let v = fields[nameHere(a)] { values[a] = RecordValue.canonical(json: v, as: types[a]) } }
+                if let visit {
+                    var raw: [String: RawValue] = [:]
+                    for a in attributes + rule.identity { if let v = fields[nameHere(a)] { raw[a] = .json(v) } }
+                    visit(key, raw)
+                }
                 result.byKey[key, default: []].append((pk: "#\(n + 1)", values: values))
                 result.count += 1
             }
@@ -466,6 +499,11 @@ public struct Auditor {
             let key = rule.identity.map { id in value(id).flatMap(RecordValue.canonical) ?? "null" }.joined(separator: "|")
             var values: [String: String?] = [:]
             for a in attributes { if let v = value(a) { values[a] = RecordValue.canonical(v) } }
+            if let visit {
+                var raw: [String: RawValue] = [:]
+                for a in attributes + rule.identity { if let v = value(a) { raw[a] = .field(v) } }
+                visit(key, raw)
+            }
             result.byKey[key, default: []].append((pk: "\(row.entity)#\(row.pk)", values: values))
             result.count += 1
         }

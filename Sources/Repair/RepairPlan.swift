@@ -17,12 +17,62 @@ public struct RepairPlan: Sendable {
         public let count: Int
         /// The statements, run in order inside the repair's one transaction.
         let statements: [Statement]
+        /// Counts the output must show afterwards (for repairs no check re-finds, such as imports).
+        public let postconditions: [Postcondition]
+
+        public init(name: String, answers: String, entity: String?, tables: [String], summary: String,
+                    affected: [String], count: Int, statements: [Statement], postconditions: [Postcondition] = []) {
+            self.name = name
+            self.answers = answers
+            self.entity = entity
+            self.tables = tables
+            self.summary = summary
+            self.affected = affected
+            self.count = count
+            self.statements = statements
+            self.postconditions = postconditions
+        }
     }
 
     /// One SQL statement with its bound arguments (identifiers already quoted).
-    struct Statement: Sendable {
+    public struct Statement: Sendable {
         let sql: String
-        let arguments: [Int64]
+        let arguments: [Value]
+
+        /// A bound value: statements never interpolate values from a device.
+        public enum Value: Sendable {
+            case null, integer(Int64), real(Double), text(String), blob([UInt8])
+        }
+
+        public init(sql: String, arguments: [Value]) {
+            self.sql = sql
+            self.arguments = arguments
+        }
+
+        init(sql: String, integers: [Int64]) {
+            self.sql = sql
+            self.arguments = integers.map { .integer($0) }
+        }
+    }
+
+    /// `SELECT count(*) …` must return `expected` on the repaired store.
+    public struct Postcondition: Sendable {
+        public let description: String
+        let sql: String
+        let arguments: [Statement.Value]
+        let expected: Int
+
+        public init(_ description: String, sql: String, arguments: [Statement.Value] = [], expected: Int) {
+            self.description = description
+            self.sql = sql
+            self.arguments = arguments
+            self.expected = expected
+        }
+    }
+
+    public init(actions: [Action], unrepaired: [Finding]) {
+        self.actions = actions
+        self.unrepaired = unrepaired
     }
 
     public var actions: [Action]

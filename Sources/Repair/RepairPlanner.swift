@@ -62,7 +62,7 @@ public struct RepairPlanner {
             let maxPK = try connection.scalar("SELECT max(Z_PK) FROM \(q(e.table))").int ?? zMax
             result.append(action("raise-z-max", answers: .zMax, entity: e.name, tables: ["Z_PRIMARYKEY"],
                                  "Set Z_MAX of \(e.name) from \(zMax) to \(maxPK), so the next insert gets a free primary key.",
-                                 keys: found, [.init(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?", arguments: [Int64(maxPK), Int64(e.number)])]))
+                                 keys: found, [.init(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?", integers: [Int64(maxPK), Int64(e.number)])]))
         }
         return result
     }
@@ -181,37 +181,48 @@ public struct RepairPlanner {
                     .init(sql: "DELETE FROM storelens_dup", arguments: []),
                     .init(sql: "INSERT INTO storelens_dup SELECT loser, winner FROM (\(pairs)) WHERE loser != winner", arguments: []),
                 ]
-                var tables = [e.table]
-                // To-one keys anywhere that point at a removed row now point at the kept one.
-                for (source, r) in InvariantQueries.declaredRelationships(opened.map) where r.kind == .toOne {
-                    guard let column = r.column, source.tableExists, let dest = mapping(r.relationship.destination), dest.table == e.table else { continue }
-                    let s = q(source.table), c = q(column)
-                    statements.append(.init(sql: """
-                        UPDATE \(s) SET \(c) = (SELECT winner FROM storelens_dup WHERE loser = \(s).\(c)), Z_OPT = coalesce(Z_OPT, 0) + 1
-                        WHERE \(c) IN (SELECT loser FROM storelens_dup) AND Z_PK NOT IN (SELECT loser FROM storelens_dup)
-                        """, arguments: []))
-                    tables.append(source.table)
-                }
-                // Join rows move to the kept row (dropping pairs the kept row already has).
-                for (source, r) in InvariantQueries.declaredRelationships(opened.map) where r.kind == .manyToMany {
-                    guard let join = r.joinTable, let sc = r.joinSourceColumn, let dc = r.joinDestinationColumn, try connection.tableExists(join) else { continue }
-                    for (column, entityTable) in [(sc, source.table), (dc, mapping(r.relationship.destination)?.table)] where entityTable == e.table {
-                        let other = column == sc ? dc : sc
-                        statements.append(.init(sql: """
-                            INSERT OR IGNORE INTO \(q(join)) (\(q(column)), \(q(other)))
-                            SELECT d.winner, j.\(q(other)) FROM \(q(join)) j JOIN storelens_dup d ON d.loser = j.\(q(column))
-                            """, arguments: []))
-                        statements.append(.init(sql: "DELETE FROM \(q(join)) WHERE \(q(column)) IN (SELECT loser FROM storelens_dup)", arguments: []))
-                        tables.append(join)
-                    }
-                }
-                statements.append(.init(sql: "UPDATE \(q(e.table)) SET Z_OPT = coalesce(Z_OPT, 0) + 1 WHERE Z_PK IN (SELECT winner FROM storelens_dup)", arguments: []))
-                statements.append(.init(sql: "DELETE FROM \(q(e.table)) WHERE Z_PK IN (SELECT loser FROM storelens_dup)", arguments: []))
-                result.append(action("resolve-duplicates", answers: .uniqueDuplicates, entity: e.entity.name, tables: Array(Set(tables)).sorted(),
+                let (more, tables) = try Self.repointAndDelete(entity: e, map: opened.map, connection: connection)
+                statements += more
+                result.append(action("resolve-duplicates", answers: .uniqueDuplicates, entity: e.entity.name, tables: tables,
                                      "Keep one \(e.entity.name) per \(constraint.joined(separator: ", ")) (\(keep.rawValue)); point references to it and delete the others.",
                                      keys: losers, statements))
             }
         }
         return result
+    }
+
+    /// With `storelens_dup (loser, winner)` filled: points to-one keys and join rows that reference a
+    /// loser at its winner, bumps the winners' Z_OPT and deletes the losers. Shared by the uniqueness
+    /// repair and the manifest's removal of double imports.
+    public static func repointAndDelete(entity e: EntityMapping, map: SchemaMap, connection: Connection) throws -> ([RepairPlan.Statement], [String]) {
+        func q(_ s: String) -> String { Identifier.quoted(s) }
+        var statements: [RepairPlan.Statement] = []
+        var tables = [e.table]
+        // To-one keys anywhere that point at a removed row now point at the kept one.
+        for (source, r) in InvariantQueries.declaredRelationships(map) where r.kind == .toOne {
+            guard let column = r.column, source.tableExists, let dest = map.entity(named: r.relationship.destination), dest.table == e.table else { continue }
+            let s = q(source.table), c = q(column)
+            statements.append(.init(sql: """
+                UPDATE \(s) SET \(c) = (SELECT winner FROM storelens_dup WHERE loser = \(s).\(c)), Z_OPT = coalesce(Z_OPT, 0) + 1
+                WHERE \(c) IN (SELECT loser FROM storelens_dup) AND Z_PK NOT IN (SELECT loser FROM storelens_dup)
+                """, arguments: []))
+            tables.append(source.table)
+        }
+        // Join rows move to the kept row (dropping pairs the kept row already has).
+        for (source, r) in InvariantQueries.declaredRelationships(map) where r.kind == .manyToMany {
+            guard let join = r.joinTable, let sc = r.joinSourceColumn, let dc = r.joinDestinationColumn, try connection.tableExists(join) else { continue }
+            for (column, entityTable) in [(sc, source.table), (dc, map.entity(named: r.relationship.destination)?.table)] where entityTable == e.table {
+                let other = column == sc ? dc : sc
+                statements.append(.init(sql: """
+                    INSERT OR IGNORE INTO \(q(join)) (\(q(column)), \(q(other)))
+                    SELECT d.winner, j.\(q(other)) FROM \(q(join)) j JOIN storelens_dup d ON d.loser = j.\(q(column))
+                    """, arguments: []))
+                statements.append(.init(sql: "DELETE FROM \(q(join)) WHERE \(q(column)) IN (SELECT loser FROM storelens_dup)", arguments: []))
+                tables.append(join)
+            }
+        }
+        statements.append(.init(sql: "UPDATE \(q(e.table)) SET Z_OPT = coalesce(Z_OPT, 0) + 1 WHERE Z_PK IN (SELECT winner FROM storelens_dup)", arguments: []))
+        statements.append(.init(sql: "DELETE FROM \(q(e.table)) WHERE Z_PK IN (SELECT loser FROM storelens_dup)", arguments: []))
+        return (statements, Array(Set(tables)).sorted())
     }
 }

@@ -52,6 +52,8 @@ public struct Repairer {
     public var only: Set<String>?
     /// Copy the store's `.<name>_SUPPORT/` beside the output (off for in-place repairs, where it already is).
     public var copySupportFolder = true
+    /// A plan made elsewhere (the manifest's cross-store repairs) instead of one from `check`.
+    public var givenPlan: RepairPlan?
 
     public init(session: EvidenceSession, store: AcquiredStore) {
         self.session = session
@@ -62,6 +64,7 @@ public struct Repairer {
     public func plan() throws -> (RepairPlan, [Finding]) {
         let opened = try OpenedStore.open(store.copy, displayPath: store.displayPath, xcodeModel: xcodeModel)
         let findings = try StoreChecker(opened: opened, notes: store.copy.notes).run()
+        if let givenPlan { return (givenPlan, findings) }
         var planner = RepairPlanner(opened: opened)
         planner.keep = keep
         return (try planner.plan(for: findings, only: only), findings)
@@ -100,7 +103,7 @@ public struct Repairer {
                 for action in plan.actions {
                     var changed = 0
                     for statement in action.statements {
-                        try db.run(statement.sql, statement.arguments.map { .integer($0) })
+                        try db.run(statement.sql, statement.arguments.map(Self.value))
                         changed += Int(db.changes)
                     }
                     changes.append(changed)
@@ -125,6 +128,7 @@ public struct Repairer {
         // 4. Prove it: every check again, on a fresh working copy of the written file.
         let after: [String: String]
         let remaining: [Finding]
+        var failedPostconditions: [String] = []
         do {
             let verify = try EvidenceSession()
             defer { verify.scratch.remove() }
@@ -132,16 +136,25 @@ public struct Repairer {
             let opened = try OpenedStore.open(copy, displayPath: output.path, xcodeModel: xcodeModel)
             remaining = try StoreChecker(opened: opened, notes: copy.notes).run()
             after = try Self.tableHashes(opened.connection)
+            for action in plan.actions {
+                for p in action.postconditions {
+                    let got = try opened.connection.scalar(p.sql, p.arguments.map(Self.value)).int ?? -1
+                    if got != p.expected { failedPostconditions.append("\(p.description): expected \(p.expected), found \(got)") }
+                }
+            }
         } catch {
             try? FileManager.default.removeItem(at: temporary)
             throw RepairError.verificationFailed(path: output.path, detail: "\(error)")
         }
-        let stillFailing = remaining.filter { plan.answered.contains($0.id) }
+        // A plan from a check must make that check pass; a given plan must not add new findings.
+        let stillFailing = givenPlan == nil
+            ? remaining.filter { plan.answered.contains($0.id) }
+            : remaining.filter { f in !findings.contains { $0.id == f.id && $0.entity == f.entity } }
         let remainingAfterCopy = remaining.filter { $0.id != StoreChecker.Check.externalDataMissing.rawValue || store.found.family.supportFolder == nil }
         let changedUntouched = before.keys.filter { !plan.touchedTables.contains($0) && before[$0] != after[$0] }.sorted()
-        guard stillFailing.isEmpty, changedUntouched.isEmpty else {
+        guard stillFailing.isEmpty, changedUntouched.isEmpty, failedPostconditions.isEmpty else {
             try? FileManager.default.removeItem(at: temporary)
-            var detail: [String] = []
+            var detail: [String] = failedPostconditions
             if !stillFailing.isEmpty { detail.append("still failing: \(Set(stillFailing.map(\.id)).sorted().joined(separator: ", "))") }
             if !changedUntouched.isEmpty { detail.append("tables changed that the plan did not touch: \(changedUntouched.joined(separator: ", "))") }
             throw RepairError.verificationFailed(path: output.path, detail: detail.joined(separator: "; "))
@@ -166,6 +179,16 @@ public struct Repairer {
         return RepairOutcome(input: store.displayPath, plan: plan, findings: findings, written: true, output: output.path,
                              outputSHA256: try SHA256.hexOfFile(at: output), changes: changes,
                              tablesBefore: before, tablesAfter: after, remaining: remainingAfterCopy)
+    }
+
+    static func value(_ v: RepairPlan.Statement.Value) -> DatabaseValue {
+        switch v {
+        case .null: return .null
+        case .integer(let i): return .integer(i)
+        case .real(let d): return .real(d)
+        case .text(let s): return .text(s)
+        case .blob(let b): return .blob(Data(b))
+        }
     }
 
     static func checkOutput(_ output: URL) throws {

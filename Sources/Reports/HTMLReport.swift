@@ -74,6 +74,8 @@ public struct ReportDocument: Sendable {
     public var stores: [StoreSection]
     public var manifestPath: String?
     public var audit: AuditResult?
+    /// Why the audit could not run (the manifest does not fit the input), shown in its place.
+    public var auditProblem: String?
     public var repairPlan: RepairPlan?
     /// Why there is no repair plan (shown in its place).
     public var repairPlanNote: String?
@@ -118,6 +120,11 @@ public enum HTMLReport {
         summary(&w, d)
         findingsSection(&w, findings, limit: d.limits.findings)
         if let audit = d.audit { auditSection(&w, audit, manifest: d.manifestPath, limits: d.limits) }
+        if let problem = d.auditProblem {
+            w.raw("<section id=\"audit\">\n<h2>Audit against the manifest</h2>\n")
+            w.element("p", ["class": "problem"], text: "The audit could not run: " + problem)
+            w.raw("</section>\n")
+        }
         for (i, store) in d.stores.enumerated() { storeSection(&w, store, index: i, limits: d.limits) }
         repairSection(&w, d)
         evidenceSection(&w, d)
@@ -154,7 +161,7 @@ public enum HTMLReport {
             w.raw(" ")
         }
         w.raw("</p>\n<nav><a href=\"#summary\">Summary</a> <a href=\"#findings\">Findings</a>")
-        if d.audit != nil { w.raw(" <a href=\"#audit\">Audit</a>") }
+        if d.audit != nil || d.auditProblem != nil { w.raw(" <a href=\"#audit\">Audit</a>") }
         for i in d.stores.indices { w.raw(" <a href=\"#store-\(i + 1)\">Store \(i + 1)</a>") }
         w.raw(" <a href=\"#repair\">Repair plan</a> <a href=\"#evidence\">Evidence</a></nav>\n</header>\n")
     }
@@ -165,11 +172,13 @@ public enum HTMLReport {
             w.raw("<p>No SQLite store was found in the input.</p>\n")
         } else {
             var rows: [[String]] = []
+            let all = d.allFindings
             for s in d.stores {
                 let i = s.inspection
                 let userEntities = i?.entities.filter { $0.entity.kind == .user } ?? []
                 let records = userEntities.reduce(0) { $0 + $1.counts.rows }
-                let counts = Finding.Severity.allCases.reversed().map { sev in "\(s.findings.filter { $0.severity == sev }.count) \(sev.rawValue)" }
+                let own = all.filter { $0.store == s.path }
+                let counts = Finding.Severity.allCases.reversed().map { sev in "\(own.filter { $0.severity == sev }.count) \(sev.rawValue)" }
                 rows.append([
                     s.path,
                     i.map { $0.format == .coreData ? "Core Data, \(stackName($0.stack.stack))" : "SQLite (not Core Data)" } ?? "not read",
@@ -240,7 +249,7 @@ public enum HTMLReport {
             [e.current, e.legacy ?? "-", e.writer,
              e.sides.map { "\($0.stack): \(HTML.number($0.records)) (\($0.entity) in \($0.store))" }.joined(separator: "\n"),
              e.writersSeen.isEmpty ? "none in history"
-                : e.writersSeen.map { "\($0.stack): \(HTML.number($0.transactions)) transactions, \(HTML.number($0.changes)) changes" }.joined(separator: "\n")]
+                : e.writersSeen.map { "\($0.stack): \(plural($0.transactions, "transaction")), \(plural($0.changes, "change"))" }.joined(separator: "\n")]
         }
         w.table(["entity", "legacy name", "allowed writer", "records per side", "writers seen"], Array(rows), class: "pre")
         w.raw(HTML.capNote(shown: limits.listRows, total: r.entities.count, what: "entities", hint: "see `storelens audit --format json`."))
@@ -394,8 +403,9 @@ public enum HTMLReport {
             }
             w.raw("</ol>\n")
             if let note = plan.note { w.element("p", ["class": "muted"], text: note) }
+            if let note = d.repairPlanNote { w.element("p", ["class": "muted"], text: note) }
         } else {
-            w.element("p", ["class": "muted"], text: d.repairPlanNote ?? "No finding has a repair.")
+            w.element("p", ["class": "muted"], text: d.repairPlanNote ?? "No finding of the checks has an automatic repair; each finding says what to do.")
         }
         w.raw("</section>\n")
     }
@@ -460,6 +470,8 @@ public enum HTMLReport {
         return f.string(from: date)
     }
 
+    static func plural(_ n: Int, _ word: String) -> String { "\(HTML.number(n)) \(word)\(n == 1 ? "" : "s")" }
+
     static func orderedUnique(_ items: [String]) -> [String] {
         var seen = Set<String>()
         return items.filter { seen.insert($0).inserted }
@@ -474,9 +486,10 @@ public enum HTMLReport {
         h1{font-size:22px;margin:8px 0}h2{font-size:18px;border-bottom:2px solid var(--line);padding-bottom:4px;margin-top:36px}h3{font-size:15px;margin:20px 0 6px}
         table{border-collapse:collapse;width:100%;margin:6px 0 14px;font-size:13px}
         th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
-        th{background:var(--head);font-weight:600}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+        th{background:var(--head);font-weight:600;white-space:nowrap}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
         table.pre td{white-space:pre-line}.mono-3 td:nth-child(3),.mono-2 td:nth-child(2){font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
         code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;white-space:pre-wrap;overflow-wrap:anywhere}
+        #finding-table td:nth-child(-n+2){white-space:nowrap}#finding-table td:nth-child(3){min-width:7em}#finding-table td:nth-child(4){max-width:16em}
         .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;color:#fff;white-space:nowrap}
         .sev-error{background:var(--err)}.sev-warning{background:var(--warn)}.sev-info{background:var(--info)}
         .cap,.muted{color:var(--muted)}.cap{font-style:italic}.problem{color:var(--err);font-weight:600}
@@ -520,6 +533,7 @@ public enum HTMLReport {
 
 /// Inline SVG charts. Labels are escaped by `HTML.escape` like every other string.
 enum SVGChart {
+    static func plural(_ n: Int, _ word: String) -> String { HTMLReport.plural(n, word) }
     static let palette = ["#0b57d0", "#e8710a", "#188038", "#a142f4", "#d93025", "#12b5cb", "#f9ab00", "#5f6368"]
 
     /// Shortens a label for the chart (the full text is in the bar's tooltip).
@@ -558,7 +572,7 @@ enum SVGChart {
 
     /// One lane per writer, one bar per time bucket, heights by transactions.
     static func timeline(_ t: HistoryTimeline, caption: String) -> String {
-        let labelWidth = 230, plotWidth = 620, laneHeight = 30, axisHeight = 34
+        let labelWidth = 280, plotWidth = 600, laneHeight = 30, axisHeight = 34
         let width = labelWidth + plotWidth + 20
         let height = t.writers.count * laneHeight + axisHeight
         let maxBucket = max(1, t.writers.flatMap(\.buckets).max() ?? 1)
@@ -569,12 +583,12 @@ enum SVGChart {
             let top = lane * laneHeight
             let color = palette[lane % palette.count]
             s += "<line x1=\"\(labelWidth)\" x2=\"\(labelWidth + plotWidth)\" y1=\"\(top + laneHeight - 2)\" y2=\"\(top + laneHeight - 2)\" stroke=\"#d2d2d7\"/>"
-            s += "<text x=\"\(labelWidth - 6)\" y=\"\(top + laneHeight / 2 + 4)\" text-anchor=\"end\">\(HTML.escape(short(writer.label, 34)))<title>\(HTML.escape("\(writer.label): \(HTML.number(writer.transactions)) transactions"))</title></text>"
+            s += "<text x=\"\(labelWidth - 6)\" y=\"\(top + laneHeight / 2 + 4)\" text-anchor=\"end\">\(HTML.escape(short(writer.label, 44)))<title>\(HTML.escape("\(writer.label): \(plural(writer.transactions, "transaction"))"))</title></text>"
             for (b, count) in writer.buckets.enumerated() where count > 0 {
                 let h = max(2, Int(Double(laneHeight - 6) * Double(count) / Double(maxBucket)))
                 let x = Double(labelWidth) + Double(b) * barWidth
                 let from = (t.firstSeconds ?? 0) + Double(b) * t.bucketSeconds
-                let tip = "\(writer.label): \(HTML.number(count)) transactions from \(ValueDecoder.iso8601(referenceSeconds: from)) to \(ValueDecoder.iso8601(referenceSeconds: from + t.bucketSeconds))"
+                let tip = "\(writer.label): \(plural(count, "transaction")) from \(ValueDecoder.iso8601(referenceSeconds: from)) to \(ValueDecoder.iso8601(referenceSeconds: from + t.bucketSeconds))"
                 s += "<rect x=\"\(String(format: "%.1f", x))\" y=\"\(top + laneHeight - 2 - h)\" width=\"\(String(format: "%.1f", max(1, barWidth - 1)))\" height=\"\(h)\" fill=\"\(color)\">"
                 s += "<title>\(HTML.escape(tip))</title></rect>"
             }

@@ -42,7 +42,7 @@ public enum RepairReport {
             out += "  plan (\(o.plan.actions.count) action\(o.plan.actions.count == 1 ? "" : "s"), one transaction):\n"
             for (i, a) in o.plan.actions.enumerated() {
                 out += "  \(i + 1). \(a.name) [answers \(a.answers)]: \(TextTable.sanitized(a.summary))\n"
-                out += "     affects \(a.count): \(a.affected.joined(separator: ", "))\(a.count > a.affected.count ? ", …" : "")\n"
+                out += a.affected.isEmpty ? "     affects \(a.count)\n" : "     affects \(a.count): \(a.affected.joined(separator: ", "))\(a.count > a.affected.count ? ", …" : "")\n"
                 if o.written, i < o.changes.count { out += "     changed \(o.changes[i]) row\(o.changes[i] == 1 ? "" : "s")\n" }
             }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import SQLiteAccess
 
 /// Where Core Data puts a model's entities and properties in SQLite: entity numbers, tables,
 /// columns (with their collision suffixes), foreign keys, join tables and indexes, and the
@@ -222,7 +223,9 @@ public struct StoreLayout: Sendable {
     public var entityDDL: [String] {
         var statements: [String] = []
         for t in tables {
-            statements.append("CREATE TABLE \(t.name) ( " + t.columns.map { "\($0.name) \($0.sqlType)" }.joined(separator: ", ") + " )")
+            // Core Data writes names bare; a name no Xcode model allows (a hostile store's) is quoted.
+            let name = t.name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") } ? t.name : Identifier.quoted(t.name)
+            statements.append("CREATE TABLE \(name) ( " + t.columns.map { "\($0.name) \($0.sqlType)" }.joined(separator: ", ") + " )")
         }
         for j in joinTables {
             var cols = "\(j.firstColumn) INTEGER, \(j.secondColumn) INTEGER"

@@ -176,6 +176,6 @@ struct BadInputTests {
         #expect(a.stdout == b.stdout && b.stdout == c.stdout)
         #expect(a.stdout.hasPrefix("OVERVIEW: "))
         #expect(a.stdout.contains("USAGE: storelens inspect"))
-        #expect(a.stdout.contains("(values: text, json; default: text)"))
+        #expect(a.stdout.contains("(values: text, json, markdown; default: text)"))
     }
 }

@@ -140,6 +140,7 @@ enum Batch {
         let counts = state.statusCounts
         var summary = "\(command) batch: \(inputs.count) input\(inputs.count == 1 ? "" : "s"); ran \(todo.count) "
         summary += "(\(counts[.ok, default: 0]) ok, \(counts[.findings, default: 0]) with findings, \(counts[.error, default: 0]) failed)"
+        summary += " with \(settings.jobs) job\(settings.jobs == 1 ? "" : "s")"
         summary += "; skipped \(skippedCodes.count) already done"
         summary += settings.file == "-" ? ".\n" : "; results in \(TextTable.sanitized(settings.file)).\n"
         output.error(summary)

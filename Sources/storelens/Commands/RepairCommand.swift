@@ -1,5 +1,6 @@
 import Acquisition
 import Checks
+import Coexistence
 import Findings
 import Foundation
 import Repair
@@ -27,7 +28,9 @@ struct RepairCommand: Command {
                   .value("--log", valueName: "file", help: "Also write the JSON repair log to this new file."),
                   .flag("--in-place", help: "Replace the input store itself (needs --backup)."),
                   .value("--backup", valueName: "dir", help: "With --in-place: copy the whole store family here first and verify the copy."),
-                  .value("--model", valueName: "path", help: "An Xcode model for stores without a cached model.")]
+                  .value("--model", valueName: "path", help: "An Xcode model for stores without a cached model."),
+                  .value("--manifest", "-m", valueName: "file", help: "Repair the migration instead: import legacy records that were never migrated and remove double imports, as the manifest maps them."),
+                  .flag("--record-history", help: "With --manifest: record the repair as a history transaction by author storelens-repair.")]
             + CommonOptions.input,
         examples: ["storelens repair default.store --plan", "storelens repair default.store --out fixed.store --log repair.json"])
 
@@ -41,6 +44,8 @@ struct RepairCommand: Command {
     let inPlace: Bool
     let backup: String?
     let model: String?
+    let manifest: String?
+    let recordHistory: Bool
     let input: InputSettings
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
@@ -55,6 +60,8 @@ struct RepairCommand: Command {
         inPlace = parsed.flag("--in-place")
         backup = parsed.value("--backup")
         model = parsed.value("--model")
+        manifest = parsed.value("--manifest")
+        recordHistory = parsed.flag("--record-history")
         input = try InputSettings(parsed)
         if let list = parsed.value("--only") {
             let ids = Set(list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
@@ -73,11 +80,25 @@ struct RepairCommand: Command {
     func run(_ output: Output) throws -> ExitCode {
         let session = try EvidenceSession(keepScratch: input.keepScratch)
         defer { session.scratch.remove() }
-        let stores = try session.stores(from: [path], select: input.select, options: input.open, limits: input.limits)
-        guard stores.count == 1, let store = stores.first else {
-            throw InputError(message: "\(path) holds \(stores.count) stores (\(stores.map(\.displayPath).joined(separator: ", "))); pick one with --store.")
+        let store: AcquiredStore
+        var migrationPlan: RepairPlan?
+        if let manifest {
+            try session.record([URL(fileURLWithPath: manifest)])
+            var auditor = Auditor(manifest: try Manifest.load(path: manifest), session: session)
+            auditor.openOptions = input.open
+            auditor.limits = input.limits
+            let migration = try auditor.migrationRepair(inputs: [path], select: input.select, recordHistory: recordHistory)
+            store = migration.store
+            migrationPlan = migration.plan
+        } else {
+            let stores = try session.stores(from: [path], select: input.select, options: input.open, limits: input.limits)
+            guard stores.count == 1, let only = stores.first else {
+                throw InputError(message: "\(path) holds \(stores.count) stores (\(stores.map(\.displayPath).joined(separator: ", "))); pick one with --store.")
+            }
+            store = only
         }
         var repairer = Repairer(session: session, store: store)
+        repairer.givenPlan = migrationPlan
         repairer.keep = keep
         repairer.only = only
         repairer.xcodeModel = model.map { URL(fileURLWithPath: $0) }

@@ -1,0 +1,230 @@
+import Acquisition
+import CoreDataStore
+import Findings
+import Foundation
+import Repair
+import SQLiteAccess
+
+/// The manifest's cross-store repairs, as a plan for the writer's store: import the legacy records
+/// that were never migrated, and remove the copies a double import left. Always planned first.
+public struct MigrationRepair: Sendable {
+    /// The store the plan is for (the writer stack's store), ready for `Repairer`.
+    public let store: AcquiredStore
+    public let plan: RepairPlan
+}
+
+extension AcquiredStore: @unchecked Sendable {}
+
+extension Auditor {
+    /// Plans the cross-store repairs for the writer's store.
+    ///
+    /// - Parameters:
+    ///   - select: when the rules' writers live in several stores, the one to repair (`--store`).
+    ///   - recordHistory: also record the changes as a history transaction by `storelens-repair`,
+    ///     so other processes and CloudKit notice them.
+    public func migrationRepair(inputs: [String], select: String? = nil, recordHistory: Bool = false) throws -> MigrationRepair {
+        let prepared = try prepare(inputs: inputs)
+        var actionsByStore: [String: [RepairPlan.Action]] = [:]
+        var importedByStore: [String: [(entity: Int, pks: [Int])]] = [:]
+        var removedByStore: [String: [(entity: Int, pks: [Int])]] = [:]
+        var nextPK: [String: Int] = [:]   // table → next free Z_PK
+
+        for (i, rule) in manifest.entities.enumerated() where !rule.identity.isEmpty {
+            let sides = prepared.sidesByRule[i]
+            guard let writer = sides.first(where: { $0.stack.name == rule.writer }), let mapping = writer.mapping,
+                  let opened = writer.opened, let number = mapping.number else { continue }
+            if let select, !writer.storePath.hasSuffix(select) { continue }
+            let types = Dictionary(mapping.attributes.map { ($0.attribute.name, $0.attribute.type) }, uniquingKeysWith: { a, _ in a })
+            let attributes = mapping.attributes.map(\.attribute.name).filter { !rule.identity.contains($0) }
+            let ours = try read(side: writer, rule: rule, isWriter: true, attributes: attributes, types: types)
+            let table = Identifier.quoted(mapping.table)
+
+            // 1. Double imports: keep the most saved, then the newest row of each identity.
+            let groups = ours.byKey.filter { $0.value.count > 1 }.sorted { $0.key < $1.key }
+            if !groups.isEmpty {
+                var pairs: [(loser: Int, winner: Int)] = []
+                for (_, rows) in groups {
+                    let pks = rows.compactMap { Int($0.pk.split(separator: "#").last ?? "") }
+                    let ranked = try opened.connection.rows("SELECT Z_PK FROM \(table) WHERE Z_PK IN (\(pks.map(String.init).joined(separator: ", "))) ORDER BY coalesce(Z_OPT, 0) DESC, Z_PK DESC")
+                        .compactMap { $0[0].int }
+                    guard let winner = ranked.first else { continue }
+                    pairs += ranked.dropFirst().map { ($0, winner) }
+                }
+                let losers = pairs.map(\.loser)
+                var statements: [RepairPlan.Statement] = [
+                    .init(sql: "CREATE TEMP TABLE IF NOT EXISTS storelens_dup (loser INTEGER PRIMARY KEY, winner INTEGER)", arguments: []),
+                    .init(sql: "DELETE FROM storelens_dup", arguments: []),
+                ]
+                for p in pairs {
+                    statements.append(.init(sql: "INSERT INTO storelens_dup VALUES (?, ?)", arguments: [.integer(Int64(p.loser)), .integer(Int64(p.winner))]))
+                }
+                let (more, tables) = try RepairPlanner.repointAndDelete(entity: mapping, map: opened.map, connection: opened.connection)
+                statements += more
+                actionsByStore[writer.storePath, default: []].append(RepairPlan.Action(
+                    name: "remove-double-imports", answers: "duplicate-import", entity: rule.current, tables: tables,
+                    summary: "Keep one \(rule.current) per \(rule.identity.joined(separator: ", ")) (the most saved, then the newest); point references to it and delete the \(losers.count) other\(losers.count == 1 ? "" : "s").",
+                    affected: losers.prefix(20).map { "\(rule.current)#\($0)" }, count: losers.count, statements: statements,
+                    postconditions: [.init("removed \(rule.current) copies are gone",
+                                           sql: "SELECT count(*) FROM \(table) WHERE Z_PK IN (\(losers.map(String.init).joined(separator: ", ")))", expected: 0)]))
+                removedByStore[writer.storePath, default: []].append((number, losers))
+            }
+
+            // 2. Legacy records never migrated: insert them with mapped names and new primary keys.
+            var missing: [String: [String: RawValue]] = [:]
+            var order: [String] = []
+            for side in sides where !(side.stack.name == writer.stack.name && side.storePath == writer.storePath) && side.stack.kind != writer.stack.kind {
+                _ = try read(side: side, rule: rule, isWriter: false, attributes: attributes, types: types) { key, raw in
+                    guard ours.byKey[key] == nil, missing[key] == nil else { return }
+                    missing[key] = raw
+                    order.append(key)
+                }
+            }
+            guard !order.isEmpty else { continue }
+            let tableName = mapping.table
+            if nextPK[tableName] == nil {
+                let zMax = opened.store.entities.first { $0.table == tableName && $0.superNumber == 0 }?.zMax ?? 0
+                let maxPK = try opened.connection.scalar("SELECT max(Z_PK) FROM \(table)").int ?? 0
+                nextPK[tableName] = max(zMax, maxPK) + 1
+            }
+            let first = nextPK[tableName] ?? 1
+            var statements: [RepairPlan.Statement] = []
+            var notes = Set<String>()
+            var pks: [Int] = []
+            for (offset, key) in order.enumerated() {
+                let raw = missing[key] ?? [:]
+                var columns = ["Z_PK", "Z_ENT", "Z_OPT"]
+                var values: [RepairPlan.Statement.Value] = [.integer(Int64(first + offset)), .integer(Int64(number)), .integer(1)]
+                for a in mapping.attributes where a.declaredBy == mapping.entity.name || mapping.lineage.contains(a.declaredBy) {
+                    guard let column = a.column else { continue }
+                    let value = raw[a.attribute.name].flatMap { ImportValue.convert($0, to: a.attribute.type) }
+                        ?? (a.attribute.isOptional ? nil : ImportValue.zero(for: a.attribute.type, note: &notes, name: a.attribute.name))
+                    guard let value else { continue }
+                    columns.append(column)
+                    values.append(value)
+                }
+                statements.append(.init(sql: "INSERT INTO \(table) (\(columns.map(Identifier.quoted).joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))",
+                                        arguments: values))
+                pks.append(first + offset)
+            }
+            nextPK[tableName] = first + order.count
+            if let root = opened.store.entities.first(where: { $0.table == tableName && $0.superNumber == 0 }) {
+                statements.append(.init(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = max(coalesce(Z_MAX, 0), (SELECT max(Z_PK) FROM \(table))) WHERE Z_ENT = ?",
+                                        arguments: [.integer(Int64(root.number))]))
+            }
+            let relationships = mapping.relationships.filter { $0.kind == .toOne }.map(\.relationship.name)
+            var summary = "Insert \(order.count) \(rule.current) record\(order.count == 1 ? "" : "s") from the legacy side with mapped attribute names, new primary keys \(first)–\(first + order.count - 1) and Z_OPT 1."
+            if !relationships.isEmpty { summary += " Relationships (\(relationships.joined(separator: ", "))) are left empty: the manifest maps attributes, not relationships." }
+            if !notes.isEmpty { summary += " Required attributes without a legacy value get a zero value: \(notes.sorted().joined(separator: ", "))." }
+            actionsByStore[writer.storePath, default: []].append(RepairPlan.Action(
+                name: "import-missing-records", answers: "not-migrated", entity: rule.current, tables: [tableName, "Z_PRIMARYKEY"],
+                summary: summary, affected: order.prefix(20).map { $0 }, count: order.count, statements: statements,
+                postconditions: [.init("imported \(rule.current) records are present",
+                                       sql: "SELECT count(*) FROM \(table) WHERE Z_PK BETWEEN ? AND ? AND Z_ENT = ?",
+                                       arguments: [.integer(Int64(first)), .integer(Int64(first + order.count - 1)), .integer(Int64(number))],
+                                       expected: order.count)]))
+            importedByStore[writer.storePath, default: []].append((number, pks))
+        }
+
+        let stores = actionsByStore.keys.sorted()
+        guard stores.count <= 1 else {
+            throw ManifestError(path: manifest.path, line: 1, column: 1, field: "entities",
+                                problem: "the repairs touch several stores (\(stores.joined(separator: ", "))); repair one at a time with --store")
+        }
+        let path = stores.first ?? prepared.storeOf[manifest.entities.first?.writer ?? ""]?.path ?? ""
+        guard let found = prepared.storeOf.values.first(where: { $0.path == path }), let copy = prepared.copies[path] else {
+            throw ManifestError(path: manifest.path, line: 1, column: 1, field: "stacks", problem: "no writer store was found in the input")
+        }
+        var actions = actionsByStore[path] ?? []
+        if recordHistory, !actions.isEmpty, let o = prepared.opened[path], o.store.history.present {
+            actions.append(historyAction(imported: importedByStore[path] ?? [], removed: removedByStore[path] ?? []))
+        }
+        return MigrationRepair(store: AcquiredStore(displayPath: found.path, found: found, copy: copy),
+                               plan: RepairPlan(actions: actions, unrepaired: []))
+    }
+
+    /// One history transaction by `storelens-repair` recording the inserts and deletes.
+    func historyAction(imported: [(entity: Int, pks: [Int])], removed: [(entity: Int, pks: [Int])]) -> RepairPlan.Action {
+        var statements: [RepairPlan.Statement] = [
+            .init(sql: "INSERT OR IGNORE INTO ATRANSACTIONSTRING (Z_PK, Z_ENT, Z_OPT, ZNAME) SELECT coalesce((SELECT max(Z_MAX) FROM Z_PRIMARYKEY WHERE Z_ENT = 16003), 0) + 1, 16003, NULL, 'storelens-repair'", arguments: []),
+            .init(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT max(Z_PK) FROM ATRANSACTIONSTRING) WHERE Z_ENT = 16003", arguments: []),
+            .init(sql: """
+                INSERT INTO ATRANSACTION (Z_PK, Z_ENT, Z_OPT, ZAUTHORTS, ZTIMESTAMP)
+                VALUES (coalesce((SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = 16002), 0) + 1, 16002, NULL,
+                        (SELECT Z_PK FROM ATRANSACTIONSTRING WHERE ZNAME = 'storelens-repair'), ?)
+                """, arguments: [.real(Date().timeIntervalSinceReferenceDate)]),
+            .init(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT max(Z_PK) FROM ATRANSACTION) WHERE Z_ENT = 16002", arguments: []),
+        ]
+        for (type, groups) in [(0, imported), (2, removed)] {
+            for group in groups {
+                for pk in group.pks {
+                    statements.append(.init(sql: """
+                        INSERT INTO ACHANGE (Z_PK, Z_ENT, Z_OPT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID)
+                        VALUES (coalesce((SELECT max(Z_PK) FROM ACHANGE), 0) + 1, 16001, NULL, ?, ?, ?, (SELECT max(Z_PK) FROM ATRANSACTION))
+                        """, arguments: [.integer(Int64(type)), .integer(Int64(group.entity)), .integer(Int64(pk))]))
+                }
+            }
+        }
+        statements.append(.init(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = max(coalesce(Z_MAX, 0), (SELECT coalesce(max(Z_PK), 0) FROM ACHANGE)) WHERE Z_ENT = 16001", arguments: []))
+        let count = imported.reduce(0) { $0 + $1.pks.count } + removed.reduce(0) { $0 + $1.pks.count }
+        return RepairPlan.Action(name: "record-history", answers: "history", entity: nil, tables: ["ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING", "Z_PRIMARYKEY"],
+                                 summary: "Record the \(count) change\(count == 1 ? "" : "s") as one history transaction by author storelens-repair, so other processes and CloudKit notice them.",
+                                 affected: [], count: count, statements: statements,
+                                 postconditions: [.init("the repair's history transaction exists",
+                                                        sql: "SELECT count(*) FROM ATRANSACTION t JOIN ATRANSACTIONSTRING s ON s.Z_PK = t.ZAUTHORTS WHERE s.ZNAME = 'storelens-repair'", expected: 1)])
+    }
+}
+
+/// Legacy values converted to what Core Data stores for the current attribute's type.
+enum ImportValue {
+    static func convert(_ raw: Auditor.RawValue, to type: ModelAttributeType) -> RepairPlan.Statement.Value? {
+        switch raw {
+        case .field(let f):
+            switch (f, type) {
+            case (.null, _): return nil
+            case (.bool(let b), _): return .integer(b ? 1 : 0)
+            case (.integer(let i), .double), (.integer(let i), .float): return .real(Double(i))
+            case (.integer(let i), _): return .integer(i)
+            case (.real(let d), _): return .real(d)
+            case (.text(let s), .uuid): return uuid(s)
+            case (.text(let s), _): return .text(s)
+            case (.date(_, let seconds), _): return .real(seconds)
+            case (.uuid(let s), .string): return .text(s)
+            case (.uuid(let s), _): return uuid(s)
+            case (.decimal(let s), _): return .text(s)
+            default: return nil   // binary, archived, composite, relationships: not carried over
+            }
+        case .json(let j):
+            switch (j, type) {
+            case (.null, _): return nil
+            case (.bool(let b, _), _): return .integer(b ? 1 : 0)
+            case (.number(let n, _), .boolean): return .integer(n != 0 ? 1 : 0)
+            case (.number(let n, _), .integer16), (.number(let n, _), .integer32), (.number(let n, _), .integer64):
+                return Int64(exactly: n.rounded()).map { .integer($0) }
+            case (.number(let n, _), _): return .real(n)
+            case (.string(let s, _), .uuid): return uuid(s)
+            case (.string(let s, _), .date): return ValueDecoder.parseDate(s).map { .real($0) }
+            case (.string(let s, _), .boolean): return .integer(["true", "1", "yes"].contains(s.lowercased()) ? 1 : 0)
+            case (.string(let s, _), _): return .text(s)
+            default: return nil
+            }
+        }
+    }
+
+    static func uuid(_ s: String) -> RepairPlan.Statement.Value? {
+        guard let u = UUID(uuidString: s) else { return .text(s) }
+        return .blob(withUnsafeBytes(of: u.uuid) { Array($0) })
+    }
+
+    /// A value for a required attribute the legacy side does not have.
+    static func zero(for type: ModelAttributeType, note: inout Set<String>, name: String) -> RepairPlan.Statement.Value? {
+        note.insert(name)
+        switch type {
+        case .integer16, .integer32, .integer64, .boolean: return .integer(0)
+        case .double, .float: return .real(0)
+        case .date: return .real(Date().timeIntervalSinceReferenceDate)
+        case .string, .uri: return .text("")
+        case .uuid: return uuid(UUID().uuidString)
+        default: return nil
+        }
+    }
+}

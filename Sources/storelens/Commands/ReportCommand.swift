@@ -1,0 +1,295 @@
+import Acquisition
+import Checks
+import Coexistence
+import CoreDataStore
+import Findings
+import Foundation
+import Repair
+import Reports
+import StoreFormats
+import WALForensics
+
+/// `storelens report INPUT --out report.html`: one self-contained HTML file for a support ticket.
+struct ReportCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "report",
+        abstract: "Write one self-contained HTML file for a support ticket: every store's summary, entities, findings, history timeline, WAL and hashes.",
+        discussion: """
+        The file opens in any browser without a network: CSS, script and charts are inline and a
+        Content-Security-Policy forbids every request. It holds the input and its evidence hashes;
+        per store the stack, metadata, WAL state and history span; entity tables with rows in the
+        main file and with the WAL, and the writers persistent history saw; the findings of every
+        check (and of the audit with --manifest) with a severity filter and a search box; charts of
+        records per entity and of history transactions per writer; the WAL's transactions; and the
+        repair plan. Long lists are capped with a note. Every string from the input is escaped.
+        --out never replaces a file unless --force is given; the report is written to a temporary
+        name beside it and renamed.
+        """,
+        arguments: [ArgumentSpec(name: "input", help: "A store file, container, .xcappdata, archive or backup (several are read as one case, as audit does).", repeating: true, optional: false)],
+        options: [.value("--out", "-o", valueName: "file", help: "The HTML file to write (- for stdout)."),
+                  .value("--manifest", "-m", valueName: "file", help: "Also audit the input against this manifest (docs/manifest.md)."),
+                  .flag("--force", help: "Replace --out if it exists."),
+                  .value("--fail-on", valueName: "severity", help: "Exit with 1 when a finding is at least this severe.", allowed: ["error", "warning", "info"], default: "error"),
+                  ModelOption.model]
+            + CommonOptions.input,
+        examples: ["storelens report Todo.xcappdata --out report.html",
+                   "storelens report container.tar.gz --manifest storelens.json --out ticket-4711.html"])
+
+    let paths: [String]
+    let out: String
+    let manifestPath: String?
+    let force: Bool
+    let failOn: Finding.Severity
+    let modelPath: String?
+    let input: InputSettings
+
+    init(_ parsed: ParsedArguments) throws(ParseError) {
+        guard !parsed.positionals.isEmpty else { throw .missingArgument("input") }
+        guard let out = parsed.value("--out"), !out.isEmpty else {
+            throw .invalid("Missing '--out <file>': report writes one HTML file; name it (or give - for stdout).")
+        }
+        paths = parsed.positionals
+        self.out = out
+        manifestPath = parsed.value("--manifest")
+        force = parsed.flag("--force")
+        failOn = Finding.Severity(rawValue: parsed.value("--fail-on") ?? "error") ?? .error
+        modelPath = parsed.value("--model")
+        input = try InputSettings(parsed)
+    }
+
+    func run(_ output: Output) throws -> ExitCode {
+        if out != "-" { try ReportFile.checkWritable(out, force: force) }
+        let manifest = try manifestPath.map { try Manifest.load(path: $0) }
+        let session = try EvidenceSession(keepScratch: input.keepScratch)
+        defer { session.scratch.remove() }
+        let progress = ProgressReporter.current
+
+        var document = ReportDocument(inputs: paths, commandLine: Self.commandLine(), toolVersion: Storelens.version)
+        document.manifestPath = manifestPath
+        if let manifestPath { try session.record([URL(fileURLWithPath: manifestPath)]) }
+
+        let resolver = InputResolver(session: session, limits: input.limits, hashArchives: true)
+        document.inventories = try paths.map { try resolver.inventory(of: $0) }
+        var found = document.inventories.flatMap(\.stores)
+        if let select = input.select {
+            let matches = found.filter { $0.path.hasSuffix(select) }
+            guard matches.count == 1 else {
+                throw AcquisitionError.storeSelection(select: select, candidates: found.map(\.path), matched: matches.count)
+            }
+            found = matches
+        }
+
+        var plan = ReportDocument.RepairPlan(steps: [])
+        var planNotes: [String] = []
+        for (i, store) in found.enumerated() {
+            let stage = { (what: String) in progress.report("report: store \(i + 1) of \(found.count): \(what)", done: Int64(i), total: Int64(found.count), unit: .items("stores")) }
+            var section = ReportDocument.StoreSection(path: store.path, found: store)
+            read(store, into: &section, plan: &plan, planNotes: &planNotes, session: session, stage: stage)
+            document.stores.append(section)
+        }
+        var auditProblem: String?
+        if let manifest {
+            progress.report("report: auditing against the manifest", done: Int64(found.count), total: Int64(found.count), unit: .items("stores"))
+            var auditor = Auditor(manifest: manifest, session: session)
+            auditor.openOptions = input.open
+            auditor.limits = input.limits
+            do {
+                document.audit = try auditor.run(inputs: paths)
+            } catch {
+                auditProblem = Self.message(error)
+            }
+        }
+        try session.finish()
+        document.evidenceVerified = true
+        document.originals = session.ledger.entries
+        document.repairPlan = plan.steps.isEmpty ? nil : plan
+        document.repairPlanNote = planNotes.isEmpty ? nil : planNotes.joined(separator: " ")
+        document.auditProblem = auditProblem
+
+        progress.report("report: writing", done: Int64(found.count), total: Int64(found.count), unit: .items("stores"))
+        let html = HTMLReport.render(document)
+        let findings = document.allFindings
+        if out == "-" {
+            output.write(html)
+        } else {
+            try ReportFile.write(html, to: out, force: force, originals: session.ledger.entries.map(\.path))
+            let counts = Finding.Severity.allCases.reversed().map { s in "\(findings.filter { $0.severity == s }.count) \(s.rawValue)" }
+            output.write("wrote \(TextTable.sanitized(out)) (\(html.utf8.count) bytes): \(found.count) store\(found.count == 1 ? "" : "s"), findings: \(counts.joined(separator: ", "))\n")
+        }
+        if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
+        // The report is written either way; a damaged input or a failed audit still ends as an input error.
+        if let damaged = document.inventories.first(where: { $0.damage != nil }), let damage = damaged.damage {
+            output.error("Error: \(damaged.input): \(damage); the report shows what could be read.\n")
+            return .usageOrInput
+        }
+        if let auditProblem {
+            output.error("Error: \(auditProblem)\n")
+            return .usageOrInput
+        }
+        if found.isEmpty {
+            output.error("Error: \(AcquisitionError.noStores(inputs: paths).description)\n")
+            return .usageOrInput
+        }
+        return findings.any(atOrAbove: failOn) ? .findings : .success
+    }
+
+    /// Reads one store into its section. A store that cannot be read is described, not fatal.
+    func read(_ store: FoundStore, into section: inout ReportDocument.StoreSection, plan: inout ReportDocument.RepairPlan,
+              planNotes: inout [String], session: EvidenceSession, stage: (String) -> Void) {
+        let copy: WorkingCopy
+        do {
+            stage("copying")
+            copy = try session.workingCopy(of: store, options: input.open)
+            stage("counting rows")
+            section.inspection = try StoreInspector.inspect(copy, displayPath: store.path)
+        } catch {
+            section.problems.append("This store could not be read: \(Self.message(error))")
+            return
+        }
+        let isCoreData = section.inspection?.format == .coreData
+        do {
+            stage("reading the WAL")
+            let evidence = try WALEvidence(copy: copy, displayPath: store.path)
+            // For Core Data stores the checks below run SQLite's quick_check once.
+            let analysis = WALAnalyzer.analyze(evidence, options: .init(integrityCheck: !isCoreData))
+            section.wal = analysis
+            section.findings += analysis.findings.map { Self.finding($0, store: store.path) }
+        } catch {
+            section.problems.append("The WAL could not be analysed: \(Self.message(error))")
+        }
+        guard isCoreData else { return }
+        do {
+            stage("reading history")
+            let connection = try copy.open()
+            if let coreData = try CoreDataStore.read(connection), coreData.history.present {
+                let reader = try HistoryReader(connection: connection, store: coreData, model: nil, displayPath: store.path)
+                section.timeline = try reader.timeline()
+                section.entityWriters = try reader.summary()
+            }
+        } catch {
+            section.problems.append("History could not be read: \(Self.message(error))")
+        }
+        do {
+            stage("running checks")
+            let opened = try OpenedStore.open(copy, displayPath: store.path, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) })
+            let findings = try StoreChecker(opened: opened, notes: copy.notes).run()
+            section.findings += findings
+            stage("planning repairs")
+            let repair = try RepairPlanner(opened: opened).plan(for: findings)
+            for action in repair.actions {
+                let affected = action.affected.isEmpty ? "" : " (first: \(action.affected.joined(separator: ", ")))"
+                plan.steps.append(.init(store: store.path, title: "\(action.name)" + (action.entity.map { " on \($0)" } ?? ""),
+                                        detail: "\(action.summary) — \(action.count) row\(action.count == 1 ? "" : "s")\(affected); tables: \(action.tables.joined(separator: ", ")).",
+                                        resolves: [action.answers]))
+            }
+            if !repair.actions.isEmpty {
+                plan.note = "Nothing was changed. `storelens repair INPUT --store PATH --plan` prints the same plan; `--out FILE` applies it to a copy and checks the copy again."
+            }
+            if !repair.unrepaired.isEmpty {
+                planNotes.append("\(repair.unrepaired.count) finding\(repair.unrepaired.count == 1 ? "" : "s") in \(store.path) ha\(repair.unrepaired.count == 1 ? "s" : "ve") no automatic repair (\(Set(repair.unrepaired.map(\.id)).sorted().joined(separator: ", "))).")
+            }
+        } catch {
+            section.problems.append("The checks could not run: \(Self.message(error))")
+        }
+    }
+
+    /// A WAL warning or note as a finding, so the report lists one kind of thing.
+    static func finding(_ f: WALAnalysis.Finding, store: String) -> Finding {
+        Finding(id: f.code, severity: f.severity == .warning ? .warning : .info, store: store, entity: nil, message: f.message,
+                evidence: f.details.isEmpty ? [:] : ["details": .list(f.details.map(EvidenceValue.string))],
+                explanation: "Reported by the WAL analysis (docs/wal.md).", suggestion: nil)
+    }
+
+    /// The sentence `Diagnostics` would print for an error.
+    static func message(_ error: Error) -> String {
+        let capture = Output.capturingErrors()
+        _ = Diagnostics.report(error, to: capture)
+        var text = capture.capturedErrors.trimmingCharacters(in: .whitespacesAndNewlines)
+        if text.hasPrefix("Error: ") { text.removeFirst("Error: ".count) }
+        return text
+    }
+
+    static func commandLine() -> String {
+        (["storelens"] + CommandLine.arguments.dropFirst()).map { arg in
+            arg.isEmpty || arg.contains(where: { " \"'$\\`".contains($0) }) ? "'" + arg.replacingOccurrences(of: "'", with: "'\\''") + "'" : arg
+        }.joined(separator: " ")
+    }
+}
+
+/// Writes the report: never over an existing file unless forced, never over an input, and never
+/// half-written (a temporary file beside the target, then a link or rename).
+enum ReportFile {
+    static func checkWritable(_ path: String, force: Bool) throws {
+        var st = stat()
+        if lstat(path, &st) == 0 {
+            if (st.st_mode & S_IFMT) == S_IFDIR {
+                throw InputError(message: "\(path) is a folder; give --out the name of the HTML file to write.")
+            }
+            if !force {
+                throw InputError(message: "\(path) already exists; give a new file name, or add --force to replace it.")
+            }
+        }
+    }
+
+    static func write(_ text: String, to path: String, force: Bool, originals: [String]) throws {
+        try checkWritable(path, force: force)
+        let url = URL(fileURLWithPath: path)
+        let resolvedTarget = url.resolvingSymlinksInPath().path
+        if originals.contains(where: { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path == resolvedTarget }) {
+            throw InputError(message: "\(path) is one of the inputs; give --out another file, the evidence is never overwritten.")
+        }
+        let folder = url.deletingLastPathComponent().path
+        var template = Array((folder + "/." + url.lastPathComponent + ".storelens-XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard fd >= 0 else {
+            throw InputError(message: "cannot write in \(folder) (\(String(cString: strerror(errno)))); give --out a path in a writable folder.")
+        }
+        let temp = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        var linked = false
+        defer { if !linked { unlink(temp) } }
+        let mask = umask(0)
+        umask(mask)
+        fchmod(fd, 0o666 & ~mask)
+        let bytes = Array(text.utf8)
+        var written = 0
+        while written < bytes.count {
+            let n = bytes[written...].withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            written += n
+        }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == bytes.count, synced else {
+            throw InputError(message: "cannot write \(path) (\(String(cString: strerror(errno)))); check free space.")
+        }
+        if force {
+            guard rename(temp, path) == 0 else {
+                throw InputError(message: "cannot write \(path) (\(String(cString: strerror(errno)))).")
+            }
+            linked = true
+            return
+        }
+        // link() never replaces: if someone created the file meanwhile, this fails with EEXIST.
+        if link(temp, path) == 0 {
+            unlink(temp)
+            linked = true
+            return
+        }
+        let linkError = errno
+        if linkError == EEXIST {
+            throw InputError(message: "\(path) already exists; give a new file name, or add --force to replace it.")
+        }
+        // File systems without hard links: create the target exclusively, then rename over it.
+        let placeholder = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644)
+        guard placeholder >= 0 else {
+            throw InputError(message: errno == EEXIST ? "\(path) already exists; give a new file name, or add --force to replace it."
+                                                       : "cannot create \(path) (\(String(cString: strerror(errno)))).")
+        }
+        close(placeholder)
+        guard rename(temp, path) == 0 else {
+            unlink(path)
+            throw InputError(message: "cannot write \(path) (\(String(cString: strerror(errno)))).")
+        }
+        linked = true
+    }
+}
