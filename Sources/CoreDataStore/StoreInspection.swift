@@ -77,16 +77,21 @@ public struct StoreInspection: Sendable {
     public let history: HistorySummary?
     public let cloudKitTables: [String]
     public let notes: [String]
+    /// The WAL commit this inspection shows (`--as-of`), nil for the latest state.
+    public var asOfCommit: Int? = nil
 }
 
 /// Reads a working copy into a `StoreInspection`.
 public enum StoreInspector {
-    public static func inspect(_ copy: WorkingCopy, displayPath: String? = nil) throws -> StoreInspection {
+    /// - Parameter view: a view to read instead of the WAL-applied one (a point-in-time image for `--as-of`).
+    public static func inspect(_ copy: WorkingCopy, displayPath: String? = nil, view: Connection? = nil, asOfCommit: Int? = nil) throws -> StoreInspection {
         let path = displayPath ?? copy.displayPath
-        let connection = try copy.open()
+        let connection = try view ?? copy.open()
         let mainOnly = try copy.openMainFileOnly()
         do {
-            return try inspect(copy: copy, path: path, connection: connection, mainOnly: mainOnly)
+            var result = try inspect(copy: copy, path: path, connection: connection, mainOnly: mainOnly)
+            result.asOfCommit = asOfCommit
+            return result
         } catch let error as SQLiteError {
             throw error.isCorrupt || error.isNotADatabase
                 ? AcquisitionError.corrupt(path: path, detail: "SQLite: \(error.message)")

@@ -22,6 +22,7 @@ public enum InspectionReport {
             ("journalMode", .string(s.journalMode)),
             ("pageSize", .int(s.pageSize)),
             ("sizeBytes", .int(s.sizeBytes)),
+            ("asOfCommit", .optional(s.asOfCommit)),
         ]
         if let m = s.metadata {
             members.append(("metadata", .object([
@@ -87,7 +88,7 @@ public enum InspectionReport {
     }
 
     static func text(store s: StoreInspection) -> String {
-        var out = "\(TextTable.sanitized(s.path))\n"
+        var out = "\(TextTable.sanitized(s.path))\(s.asOfCommit.map { " (as of WAL commit \($0))" } ?? "")\n"
         let formatName = s.format == .coreData ? "Core Data store" : "SQLite database (not Core Data)"
         out += "  format      \(formatName), \(s.journalMode) journal, \(s.pageSize)-byte pages, \(s.sizeBytes) bytes\n"
         if s.format == .coreData {

@@ -130,4 +130,23 @@ struct InspectRealStoreTests {
         #expect(!store.wal.present)
         #expect(!store.history.present)
     }
+
+    @Test("--as-of shows the store at a WAL commit: 0 is the main file, 42 the latest")
+    func asOf() throws {
+        guard let real = ProjectPaths.realFixtures() else { print("skipped: \(ProjectPaths.realFixturesMissing)"); return }
+        let store = real.appendingPathComponent("swiftdata-resources/default.store").path
+        func items(_ extra: [String]) throws -> (Int, Int?) {
+            let r = try CLI.run(["inspect", store, "--format", "json"] + extra)
+            #expect(r.status == 0, "\(r.stderr)")
+            let out = try JSONDecoder().decode(Output.self, from: Data(r.stdout.utf8))
+            let item = try #require(out.stores.first?.entities.first { $0.name == "Item" })
+            return (item.rows, item.zMax)
+        }
+        #expect(try items(["--as-of", "0"]).0 == 4, "the main file alone")
+        #expect(try items(["--as-of", "42"]).0 == 7, "after the last commit")
+        #expect(try items(["--as-of", "3"]) == (4, 6), "Z_MAX is read from that moment too")
+        let bad = try CLI.run(["inspect", store, "--as-of", "43"])
+        #expect(bad.status == 2)
+        #expect(bad.stderr.contains("out of range"))
+    }
 }

@@ -2,6 +2,7 @@ import Acquisition
 import CoreDataStore
 import Foundation
 import Reports
+import WALForensics
 
 /// `storelens inspect PATH`: what is in a store, in both views (WAL applied, main file only).
 struct InspectCommand: Command {
@@ -14,7 +15,9 @@ struct InspectCommand: Command {
         never opened by SQLite.
         """,
         arguments: [ArgumentSpec(name: "input", help: "A store file, an app container or .xcappdata folder, a tar or zip archive of one, or a Finder/iTunes backup folder.", repeating: true, optional: false)],
-        options: [CommonOptions.formatWithMarkdown] + CommonOptions.input + BatchOptions.all,
+        options: [CommonOptions.formatWithMarkdown,
+                  .value("--as-of", valueName: "commit", help: "Show the store as it stood after WAL commit N (0: the main file alone).")]
+            + CommonOptions.input + BatchOptions.all,
         examples: ["storelens inspect ~/Pulled/AppData/Library/Application\\ Support/default.store",
                    "storelens inspect Model.sqlite --format json",
                    "storelens inspect tickets/*.tar.gz --jsonl inspect.jsonl --jobs 2"])
@@ -22,6 +25,7 @@ struct InspectCommand: Command {
     let paths: [String]
     let format: String
     let input: InputSettings
+    let asOf: Int?
     let batch: BatchSettings?
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
@@ -29,6 +33,12 @@ struct InspectCommand: Command {
         paths = parsed.positionals
         format = parsed.value("--format") ?? "text"
         input = try InputSettings(parsed)
+        if let text = parsed.value("--as-of") {
+            guard let n = Int(text), n >= 0 else { throw .invalid("The value '\(text)' is invalid for '--as-of'; give a commit number (0 for the main file alone).") }
+            asOf = n
+        } else {
+            asOf = nil
+        }
         batch = try BatchSettings.parse(parsed)
     }
 
@@ -57,8 +67,9 @@ struct InspectCommand: Command {
     }
 
     func inspect(_ paths: [String], session: EvidenceSession) throws -> [StoreInspection] {
-        try session.stores(from: paths, select: input.select, options: input.open, limits: input.limits).map {
-            try StoreInspector.inspect($0.copy, displayPath: $0.displayPath)
+        try session.stores(from: paths, select: input.select, options: input.open, limits: input.limits).map { store in
+            let view = try asOf.map { n in try store.copy.open(asOfCommit: n, displayPath: store.displayPath) }
+            return try StoreInspector.inspect(store.copy, displayPath: store.displayPath, view: view, asOfCommit: asOf)
         }
     }
 }
