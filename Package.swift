@@ -26,8 +26,10 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib",
                        providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
 
+        // SHA-256 with the CPU's SHA instructions, behind the portable Swift implementation.
+        .target(name: "CSHA"),
         // Pure-Swift readers of on-disk formats. No SQLite C API here.
-        .target(name: "StoreFormats"),
+        .target(name: "StoreFormats", dependencies: ["CSHA"]),
         // Raw DEFLATE (Z_MODELCACHE) through zlib.
         .target(name: "Deflate", dependencies: ["CZlib"]),
         // A small SQLite access layer: connections, statements, typed errors, identifier quoting.

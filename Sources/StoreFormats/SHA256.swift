@@ -1,3 +1,4 @@
+import CSHA
 import Foundation
 
 /// SHA-256 (FIPS 180-4), in Swift: Foundation on Linux has no CryptoKit and the package may
@@ -19,7 +20,13 @@ public struct SHA256: Sendable {
         0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
     ]
 
-    public init() {}
+    /// Whether this hasher may use the CPU's SHA instructions.
+    private let useHardware: Bool
+
+    /// - Parameter portable: use only the Swift implementation (tests cross-check the two).
+    public init(portable: Bool = false) {
+        useHardware = !portable && SHA256.hardware
+    }
 
     public mutating func update(_ data: some DataProtocol) {
         for region in data.regions {
@@ -35,41 +42,64 @@ public struct SHA256: Sendable {
             buffer.append(contentsOf: raw[0..<take])
             offset = take
             if buffer.count == 64 {
-                buffer.withUnsafeBytes { compress($0, at: 0) }
+                buffer.withUnsafeBytes { compressBlocks($0, at: 0, count: 1) }
                 buffer.removeAll(keepingCapacity: true)
             }
         }
-        while raw.count - offset >= 64 {
-            compress(raw, at: offset)
-            offset += 64
+        let blocks = (raw.count - offset) / 64
+        if blocks > 0 {
+            compressBlocks(raw, at: offset, count: blocks)
+            offset += blocks * 64
         }
         if offset < raw.count { buffer.append(contentsOf: raw[offset...]) }
     }
 
+    /// Whether the CPU's SHA instructions can be used (checked once).
+    static let hardware = storelens_sha256_hardware_available() == 1
+
+    /// Compresses `count` whole blocks, with the CPU's SHA instructions when it has them.
+    private mutating func compressBlocks(_ raw: UnsafeRawBufferPointer, at offset: Int, count: Int) {
+        guard useHardware, let base = raw.baseAddress else {
+            for n in 0..<count { compress(raw, at: offset + n * 64) }
+            return
+        }
+        var words: [UInt32] = [state.0, state.1, state.2, state.3, state.4, state.5, state.6, state.7]
+        words.withUnsafeMutableBufferPointer { w in
+            storelens_sha256_blocks(w.baseAddress!, base.assumingMemoryBound(to: UInt8.self) + offset, count)
+        }
+        state = (words[0], words[1], words[2], words[3], words[4], words[5], words[6], words[7])
+    }
+
     private mutating func compress(_ raw: UnsafeRawBufferPointer, at offset: Int) {
-        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
-            compress(raw, at: offset, schedule: w)
+        SHA256.k.withUnsafeBufferPointer { k in
+            withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
+                compress(raw, at: offset, k: k.baseAddress!, w: w.baseAddress!)
+            }
         }
     }
 
-    private mutating func compress(_ raw: UnsafeRawBufferPointer, at offset: Int, schedule w: UnsafeMutableBufferPointer<UInt32>) {
+    /// One 64-byte block. Unchecked pointer arithmetic: this loop is where hashing time goes.
+    @inline(__always)
+    private mutating func compress(_ raw: UnsafeRawBufferPointer, at offset: Int,
+                                   k: UnsafePointer<UInt32>, w: UnsafeMutablePointer<UInt32>) {
+        let base = raw.baseAddress! + offset
         for i in 0..<16 {
-            w[i] = UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: offset + i * 4, as: UInt32.self))
+            w[i] = UInt32(bigEndian: base.loadUnaligned(fromByteOffset: i &* 4, as: UInt32.self))
         }
         for i in 16..<64 {
-            let s0 = w[i - 15].rotr(7) ^ w[i - 15].rotr(18) ^ (w[i - 15] >> 3)
-            let s1 = w[i - 2].rotr(17) ^ w[i - 2].rotr(19) ^ (w[i - 2] >> 10)
-            w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
+            let a = w[i &- 15], b = w[i &- 2]
+            let s0 = a.rotr(7) ^ a.rotr(18) ^ (a >> 3)
+            let s1 = b.rotr(17) ^ b.rotr(19) ^ (b >> 10)
+            w[i] = w[i &- 16] &+ s0 &+ w[i &- 7] &+ s1
         }
         var (a, b, c, d, e, f, g, h) = state
         for i in 0..<64 {
             let s1 = e.rotr(6) ^ e.rotr(11) ^ e.rotr(25)
             let ch = (e & f) ^ (~e & g)
-            let t1 = h &+ s1 &+ ch &+ SHA256.k[i] &+ w[i]
+            let t1 = h &+ s1 &+ ch &+ k[i] &+ w[i]
             let s0 = a.rotr(2) ^ a.rotr(13) ^ a.rotr(22)
             let maj = (a & b) ^ (a & c) ^ (b & c)
-            let t2 = s0 &+ maj
-            h = g; g = f; f = e; e = d &+ t1; d = c; c = b; b = a; a = t1 &+ t2
+            h = g; g = f; f = e; e = d &+ t1; d = c; c = b; b = a; a = t1 &+ s0 &+ maj
         }
         state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d,
                  state.4 &+ e, state.5 &+ f, state.6 &+ g, state.7 &+ h)

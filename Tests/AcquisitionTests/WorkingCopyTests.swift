@@ -102,3 +102,28 @@ struct WorkingCopyTests {
         #expect(hex == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 }
+
+@Suite("SHA-256 implementations")
+struct SHA256ImplementationTests {
+    @Test("the CPU-instruction path and the portable Swift path agree on every length around block edges")
+    func pathsAgree() {
+        var state: UInt64 = 99
+        for length in [0, 1, 55, 56, 63, 64, 65, 119, 120, 127, 128, 129, 1000, 4096, 100_003] {
+            let bytes = (0..<length).map { _ -> UInt8 in
+                state = state &* 6364136223846793005 &+ 1442695040888963407
+                return UInt8(truncatingIfNeeded: state >> 33)
+            }
+            var fast = SHA256()
+            var slow = SHA256(portable: true)
+            // Feed in uneven pieces so buffered partial blocks are exercised too.
+            var i = 0
+            while i < bytes.count {
+                let n = min(bytes.count - i, 1 + (i * 7) % 97)
+                fast.update(bytes[i..<i + n])
+                slow.update(bytes[i..<i + n])
+                i += n
+            }
+            #expect(fast.finalize() == slow.finalize(), "length \(length)")
+        }
+    }
+}
