@@ -40,7 +40,10 @@ public final class EvidenceSession {
     /// Copies a found store (from a folder, archive or backup) into a fresh subfolder.
     public func workingCopy(of store: FoundStore, options: OpenOptions = OpenOptions()) throws -> WorkingCopy {
         let folder = try scratch.makeSubfolder(named: store.name)
-        return try WorkingCopy(family: store.family, name: store.name, displayPath: store.path, into: folder, options: options)
+        // Files extracted from an archive are already storelens's own copies in the scratch folder.
+        let extracted = store.family.main.standardizedFileURL.path.hasPrefix(scratch.url.standardizedFileURL.path + "/")
+        return try WorkingCopy(family: store.family, name: store.name, displayPath: store.path, into: folder, options: options,
+                               alreadyPrivate: extracted)
     }
 
     /// Checks every original against its recorded hash, then removes the scratch folder.

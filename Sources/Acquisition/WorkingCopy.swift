@@ -86,7 +86,12 @@ public final class WorkingCopy {
     /// Validates a store family and copies it (main, `-wal`, `-journal`; never `-shm`) into
     /// `folder`, the main file named `name`. `displayPath` names the store in errors (for a store
     /// inside an archive or backup, its path there rather than its place in the scratch folder).
-    public init(family: StoreFamily, name: String, displayPath: String, into folder: URL, options: OpenOptions = OpenOptions()) throws {
+    ///
+    /// - Parameter alreadyPrivate: the family is storelens's own copy (extracted from an archive into
+    ///   the scratch folder) with its sidecars beside it under their standard names: it is used where
+    ///   it is instead of being copied again.
+    public init(family: StoreFamily, name: String, displayPath: String, into folder: URL, options: OpenOptions = OpenOptions(),
+                alreadyPrivate: Bool = false) throws {
         let main = family.main
         let path = displayPath
         let fm = FileManager.default
@@ -171,6 +176,12 @@ public final class WorkingCopy {
         self.notes = notes
 
         self.folder = folder
+        let sidecarsBeside = [family.wal, family.journal].allSatisfy { $0 == nil } ||
+            (family.wal.map { $0.path == main.path + "-wal" } ?? true) && (family.journal.map { $0.path == main.path + "-journal" } ?? true)
+        if alreadyPrivate && sidecarsBeside && !mismatchedWAL && !hotJournal {
+            self.copiedMain = main
+            return
+        }
         self.copiedMain = folder.appendingPathComponent(name)
         try SafeCopy.copy(main, to: copiedMain)
         if let wal = family.wal, !mismatchedWAL { try SafeCopy.copy(wal, to: URL(fileURLWithPath: copiedMain.path + "-wal")) }
