@@ -378,7 +378,7 @@ public struct Auditor {
                     evidence: ["count": .int(duplicates.count),
                                "records": .list(duplicates.prefix(evidenceLimit).map { .record([("identity", .string($0.key)), ("pks", .list($0.value.map { .string($0.pk) }))]) })],
                     explanation: "An import that ran twice (or two stacks inserting the same record) leaves duplicates that users see twice.",
-                    suggestion: "Remove the extra copies, keeping the most recently updated one (`storelens repair` will do this from the manifest)."))
+                    suggestion: "Remove the extra copies, keeping the most recently updated one: `storelens repair --manifest` does this."))
             }
         }
         for side in sides where !(side.stack.name == writerSide.stack.name && side.storePath == writerSide.storePath) {
@@ -408,7 +408,7 @@ public struct Auditor {
                     explanation: sameKind
                         ? "Two copies of one store have drifted apart: each holds records the other lacks."
                         : "These records were never migrated: after the legacy side is removed, users lose them.",
-                    suggestion: sameKind ? "Decide which copy is authoritative and stop writing the other." : "Import the missing records (`storelens repair` can do this from the manifest)."))
+                    suggestion: sameKind ? "Decide which copy is authoritative and stop writing the other." : "Import the missing records: `storelens repair --manifest` does this."))
             }
             if !extra.isEmpty && sameKind {
                 findings.append(Finding(
