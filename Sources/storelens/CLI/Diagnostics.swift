@@ -43,38 +43,29 @@ enum Diagnostics {
 
     /// Runtime errors: one sentence on stderr, exit 2 for bad input, 3 for our own failures.
     static func report(_ error: Error, to output: Output) -> ExitCode {
-        switch error {
-        case let e as AcquisitionError:
-            output.error("Error: \(e.description)\n")
-            return e.isInternal ? .internalError : .usageOrInput
-        case let e as ArchiveError:
-            output.error("Error: \(e.description)\n")
-            return .usageOrInput
-        case let e as BackupError:
-            output.error("Error: \(e.description)\n")
-            return .usageOrInput
-        case let e as RepairError:
-            output.error("Error: \(e.description)\n")
-            if case .verificationFailed = e { return .internalError }
-            return .usageOrInput
-        case let e as ManifestError:
-            output.error("Error: \(e.description)\n")
-            return .usageOrInput
-        case let e as CoreDataStoreError:
-            output.error("Error: \(e.description)\n")
-            return .usageOrInput
-        case let e as ModelError:
-            output.error("Error: \(e.description)\n")
-            return .usageOrInput
-        case let e as InputError:
-            output.error("Error: \(e.message)\n")
-            return .usageOrInput
-        case let e as WALForensicsError:
-            output.error("Error: \(e.description)\n")
-            return e.isInputError ? .usageOrInput : .internalError
-        default:
+        guard let (message, isInternal) = describe(error) else {
             output.error("Error: internal error: \(error); please report this with the command you ran.\n")
             return .internalError
+        }
+        output.error("Error: \(message)\n")
+        return isInternal ? .internalError : .usageOrInput
+    }
+
+    /// The sentence for each error type the library throws, and whether it is storelens's own fault.
+    static func describe(_ error: Error) -> (String, Bool)? {
+        switch error {
+        case let e as AcquisitionError: return (e.description, e.isInternal)
+        case let e as RepairError:
+            if case .verificationFailed = e { return (e.description, true) }
+            return (e.description, false)
+        case let e as WALForensicsError: return (e.description, !e.isInputError)
+        case let e as InputError: return (e.message, false)
+        case let e as ArchiveError: return (e.description, false)
+        case let e as BackupError: return (e.description, false)
+        case let e as ManifestError: return (e.description, false)
+        case let e as CoreDataStoreError: return (e.description, false)
+        case let e as ModelError: return (e.description, false)
+        default: return nil
         }
     }
 }
