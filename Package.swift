@@ -69,7 +69,7 @@ let package = Package(
         .testTarget(name: "WALForensicsTests", dependencies: ["WALForensics", "StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
         .testTarget(name: "ChecksTests", dependencies: ["Checks", "Findings", "CoreDataStore", "Acquisition", "StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
         .testTarget(name: "RepairTests", dependencies: ["Repair", "Checks", "Findings", "CoreDataStore", "Acquisition", "StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
-        .testTarget(name: "CoexistenceTests", dependencies: ["Coexistence", "Findings", "StoreBuilder", "StoreTestSupport"]),
+        .testTarget(name: "CoexistenceTests", dependencies: ["Coexistence", "Findings", "Repair", "SQLiteAccess", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "CoreDataStore", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "storelensTests", dependencies: ["StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
     ],

@@ -71,13 +71,41 @@ extension Auditor {
 
             // 2. Legacy records never migrated: insert them with mapped names and new primary keys.
             var missing: [String: [String: RawValue]] = [:]
+            var missingSide: [String: SideSource] = [:]
             var order: [String] = []
+            let toOne = mapping.relationships.filter { $0.kind == .toOne }
             for side in sides where !(side.stack.name == writer.stack.name && side.storePath == writer.storePath) && side.stack.kind != writer.stack.kind {
-                _ = try read(side: side, rule: rule, isWriter: false, attributes: attributes, types: types) { key, raw in
+                // To-one relationships are read too, so their targets can be found in the new store.
+                _ = try read(side: side, rule: rule, isWriter: false, attributes: attributes + toOne.map(\.relationship.name), types: types) { key, raw in
                     guard ours.byKey[key] == nil, missing[key] == nil else { return }
                     missing[key] = raw
+                    missingSide[key] = side
                     order.append(key)
                 }
+            }
+            // For each to-one relationship whose destination the manifest identifies: legacy target
+            // (store, pk) → identity → the new store's row with that identity.
+            var targets: [String: (legacyKeyOf: [String: String], newPKOf: [String: (pk: Int, ent: Int)])] = [:]
+            for r in toOne {
+                guard let destIndex = manifest.entities.firstIndex(where: { $0.current == r.relationship.destination }),
+                      !manifest.entities[destIndex].identity.isEmpty else { continue }
+                let destRule = manifest.entities[destIndex]
+                let destSides = prepared.sidesByRule[destIndex]
+                guard let destWriter = destSides.first(where: { $0.stack.name == destRule.writer }), let destMapping = destWriter.mapping else { continue }
+                let destTypes = Dictionary(destMapping.attributes.map { ($0.attribute.name, $0.attribute.type) }, uniquingKeysWith: { a, _ in a })
+                var newPKOf: [String: (pk: Int, ent: Int)] = [:]
+                for (key, rows) in try read(side: destWriter, rule: destRule, isWriter: true, attributes: [], types: destTypes).byKey {
+                    guard let row = rows.first, let pk = Int(row.pk.split(separator: "#").last ?? ""),
+                          let ent = destWriter.opened?.map.entity(named: String(row.pk.split(separator: "#").first ?? ""))?.number else { continue }
+                    newPKOf[key] = (pk, ent)
+                }
+                var legacyKeyOf: [String: String] = [:]
+                for legacySide in destSides where legacySide.stack.name != destRule.writer && legacySide.json == nil {
+                    for (key, rows) in try read(side: legacySide, rule: destRule, isWriter: false, attributes: [], types: destTypes).byKey {
+                        for row in rows { legacyKeyOf[legacySide.storePath + "|" + row.pk] = key }
+                    }
+                }
+                targets[r.relationship.name] = (legacyKeyOf, newPKOf)
             }
             guard !order.isEmpty else { continue }
             let tableName = mapping.table
@@ -89,6 +117,7 @@ extension Auditor {
             let first = nextPK[tableName] ?? 1
             var statements: [RepairPlan.Statement] = []
             var notes = Set<String>()
+            var remapped = Set<String>()
             var pks: [Int] = []
             for (offset, key) in order.enumerated() {
                 let raw = missing[key] ?? [:]
@@ -102,6 +131,19 @@ extension Auditor {
                     columns.append(column)
                     values.append(value)
                 }
+                for r in toOne {
+                    guard let column = r.column, let map = targets[r.relationship.name], let side = missingSide[key],
+                          case .field(.object(let entity, let legacyPK))? = raw[r.relationship.name],
+                          let targetKey = map.legacyKeyOf[side.storePath + "|" + "\(entity)#\(legacyPK)"],
+                          let target = map.newPKOf[targetKey] else { continue }
+                    columns.append(column)
+                    values.append(.integer(Int64(target.pk)))
+                    if let entityKey = r.entityKeyColumn {
+                        columns.append(entityKey)
+                        values.append(.integer(Int64(target.ent)))
+                    }
+                    remapped.insert(r.relationship.name)
+                }
                 statements.append(.init(sql: "INSERT INTO \(table) (\(columns.map(Identifier.quoted).joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))",
                                         arguments: values))
                 pks.append(first + offset)
@@ -111,9 +153,10 @@ extension Auditor {
                 statements.append(.init(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = max(coalesce(Z_MAX, 0), (SELECT max(Z_PK) FROM \(table))) WHERE Z_ENT = ?",
                                         arguments: [.integer(Int64(root.number))]))
             }
-            let relationships = mapping.relationships.filter { $0.kind == .toOne }.map(\.relationship.name)
+            let unmapped = toOne.map(\.relationship.name).filter { !remapped.contains($0) }
             var summary = "Insert \(order.count) \(rule.current) record\(order.count == 1 ? "" : "s") from the legacy side with mapped attribute names, new primary keys \(first)–\(first + order.count - 1) and Z_OPT 1."
-            if !relationships.isEmpty { summary += " Relationships (\(relationships.joined(separator: ", "))) are left empty: the manifest maps attributes, not relationships." }
+            if !remapped.isEmpty { summary += " Relationships \(remapped.sorted().joined(separator: ", ")) point at the new store's rows with the same identity as the legacy targets." }
+            if !unmapped.isEmpty { summary += " Relationships \(unmapped.joined(separator: ", ")) are left empty: their legacy targets have no identity in the manifest or no counterpart in the new store." }
             if !notes.isEmpty { summary += " Required attributes without a legacy value get a zero value: \(notes.sorted().joined(separator: ", "))." }
             actionsByStore[writer.storePath, default: []].append(RepairPlan.Action(
                 name: "import-missing-records", answers: "not-migrated", entity: rule.current, tables: [tableName, "Z_PRIMARYKEY"],
