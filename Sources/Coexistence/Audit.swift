@@ -464,7 +464,14 @@ public struct Auditor {
         // The other side uses legacy attribute names unless it is the same kind of stack (a copy).
         func nameHere(_ current: String) -> String { isWriter ? current : rule.legacyAttribute(for: current) }
         if let url = side.json {
-            let text = try String(contentsOf: url, encoding: .utf8)
+            // Bounded before reading: the file comes from the device.
+            let size = ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.intValue ?? 0
+            guard size <= 64 << 20 else {
+                throw ManifestError(path: side.storePath, line: 0, column: 0, field: "", problem: "the legacy JSON file is \(size) bytes, above the 64 MiB storelens reads")
+            }
+            guard let text = String(data: try Data(contentsOf: url), encoding: .utf8) else {
+                throw ManifestError(path: side.storePath, line: 0, column: 0, field: "", problem: "the legacy JSON file is not UTF-8 text")
+            }
             let root: PositionedJSON
             do { root = try PositionedJSON.parse(text, maxBytes: 64 << 20) } catch let e as PositionedJSON.SyntaxError {
                 throw ManifestError(path: side.storePath, line: e.position.line, column: e.position.column, field: "", problem: "the legacy JSON file is not valid JSON: \(e.message)")
