@@ -73,6 +73,8 @@ mem_verdict=$([ "$((scan_kb / 1024))" -lt 64 ] && echo met || echo MISSED)
 
 extra=""
 if [ -x scripts/bench-wal.sh ]; then extra=$(scripts/bench-wal.sh || echo "(bench-wal.sh failed)"); fi
+report=""
+if [ -x scripts/bench-report.sh ]; then report=$(scripts/bench-report.sh || echo "(bench-report.sh failed)"); fi
 
 {
   echo "# Performance"
@@ -88,5 +90,6 @@ if [ -x scripts/bench-wal.sh ]; then extra=$(scripts/bench-wal.sh || echo "(benc
   echo
   echo "scan hashes the archive (SHA-256, before and after), streams it once through libarchive, sniffs every entry and extracts only the store family; bsdtar only lists names. inspect does more than its reference: it hashes every input file twice (SHA-256, before and after), copies the store, and counts rows in the main-file-only view too."
   if [ -n "$extra" ]; then echo; echo "$extra"; fi
+  if [ -n "$report" ]; then echo; echo "$report"; fi
 } > docs/performance.md
 cat docs/performance.md

@@ -17,6 +17,8 @@
 # git, also replayed by `swift test`). A crash leaves its input in .build/fuzz/crashes/<target>/;
 # fix the bug, then copy the input into Fuzz/regressions/<target>/.
 set -euo pipefail
+# The Swift runtime's backtracer and AddressSanitizer both want the crash; let ASan report it.
+export SWIFT_BACKTRACE=enable=no
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 SECONDS_EACH=${FUZZ_SECONDS:-30}
@@ -35,13 +37,32 @@ entry() {
     *) echo "fuzz.sh: unknown target '$1' (targets: $ALL_TARGETS)" >&2; exit 2 ;;
   esac
 }
+# The modules of Sources/ an entry point needs, dependencies first: the closure of its `import`
+# lines (so a module that gains a dependency needs no change here). Swift targets and C targets
+# (.c files with an include/ folder) are compiled; system libraries (a module.modulemap) are linked.
+kind() {
+  if [ -n "$(find "Sources/$1" -name '*.swift' -print -quit 2>/dev/null)" ]; then echo swift
+  elif [ -n "$(find "Sources/$1" -name '*.c' -print -quit 2>/dev/null)" ]; then echo c
+  fi
+}
+module_imports() {
+  grep -hoE '^(@[A-Za-z_]+ +)*import +[A-Za-z_]+' "$@" 2>/dev/null | awk '{print $NF}' | sort -u | while read -r m; do
+    [ -n "$(kind "$m")" ] && echo "$m"
+  done
+}
 modules() {
-  case $1 in
-    wal|shm|database|binary-plist) echo StoreFormats ;;
-    keyed-archive|model-cache) echo StoreFormats Deflate SQLiteAccess Acquisition CoreDataStore ;;
-    archive-path) echo StoreFormats SQLiteAccess Acquisition ;;
-    manifest) echo StoreFormats Deflate SQLiteAccess Acquisition CoreDataStore Findings Checks Coexistence ;;
-  esac
+  local visited=" " order=()
+  visit() {
+    local m=$1 d
+    case "$visited" in *" $m "*) return ;; esac
+    visited+="$m "
+    if [ "$(kind "$m")" = swift ]; then
+      for d in $(module_imports $(find "Sources/$m" -name '*.swift')); do visit "$d"; done
+    fi
+    order+=("$m")
+  }
+  for d in $(module_imports "Fuzz/$(entry "$1").swift"); do visit "$d"; done
+  echo "${order[@]}"
 }
 max_len() {
   case $1 in
@@ -52,7 +73,19 @@ max_len() {
 
 for t in $TARGETS; do entry "$t" >/dev/null; done
 mkdir -p "$OUT/modules" "$OUT/logs"
-INCLUDES=(-I "$OUT/modules" -I Sources/CSQLite -I Sources/CArchive -I Sources/CZlib)
+INCLUDES=(-I "$OUT/modules")
+for d in Sources/*/; do
+  m=$(basename "$d")
+  if [ -f "$d/module.modulemap" ]; then INCLUDES+=(-I "$d")
+  elif [ "$(kind "$m")" = c ] && [ -d "$d/include" ]; then
+    # A C target: the module map SwiftPM would generate (its include/ folder as an umbrella).
+    mkdir -p "$OUT/cmodules/$m"
+    printf 'module %s {\n    umbrella "%s"\n    export *\n}\n' "$m" "$ROOT/Sources/$m/include" > "$OUT/cmodules/$m/module.modulemap"
+    INCLUDES+=(-I "$OUT/cmodules/$m")
+  fi
+done
+CLANG=${CLANG:-$(dirname "$(command -v "$SWIFTC")")/clang}
+[ -x "$CLANG" ] || CLANG=clang
 FLAGS=(-swift-version 6 -parse-as-library -O -g -sanitize="$SANITIZERS")
 stamp="$OUT/modules/.sanitizers"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$SANITIZERS" ]; then rm -f "$OUT"/modules/*.o; echo "$SANITIZERS" > "$stamp"; fi
@@ -70,9 +103,14 @@ fi
 # A module: every Swift file of Sources/<Module>, one whole-module object, rebuilt when a source changes.
 build_module() {
   local name=$1 obj="$OUT/modules/$1.o"
+  if [ "$(kind "$name")" = c ]; then build_c_module "$name"; return; fi
   local sources
   mapfile -t sources < <(find "Sources/$name" -name '*.swift' | sort)
-  if [ -f "$obj" ] && [ -z "$(find "Sources/$name" -name '*.swift' -newer "$obj")" ]; then return 0; fi
+  local stale=""
+  [ -f "$obj" ] || stale=1
+  [ -n "$(find "Sources/$name" -name '*.swift' -newer "$obj" 2>/dev/null)" ] && stale=1
+  for d in $(module_imports "${sources[@]}"); do [ "$OUT/modules/$d.swiftmodule" -nt "$obj" ] && stale=1; done
+  [ -z "$stale" ] && return 0
   echo "  compiling $name (${#sources[@]} files)"
   if ! "$SWIFTC" "${FLAGS[@]}" "${INCLUDES[@]}" -module-name "$name" -wmo -num-threads 0 \
        -emit-module -emit-module-path "$OUT/modules/$name.swiftmodule" -c "${sources[@]}" -o "$obj" \
@@ -81,6 +119,22 @@ build_module() {
     echo "fuzz.sh: compiling $name failed (log: $OUT/logs/$name.log)" >&2
     exit 1
   fi
+}
+
+# A C target: every .c file into one relocatable object, instrumented the same way.
+build_c_module() {
+  local name=$1 obj="$OUT/modules/$1.o" sources objs=() f
+  mapfile -t sources < <(find "Sources/$name" -name '*.c' | sort)
+  if [ -f "$obj" ] && [ -z "$(find "Sources/$name" \( -name '*.c' -o -name '*.h' \) -newer "$obj")" ]; then return 0; fi
+  echo "  compiling $name (${#sources[@]} C files)"
+  local csan=${SANITIZERS/fuzzer/fuzzer-no-link}
+  for f in "${sources[@]}"; do
+    local o="$OUT/modules/$name-$(basename "$f" .c).c.o"
+    "$CLANG" -c -O2 -g -fsanitize="$csan" -I "Sources/$name/include" "$f" -o "$o" >"$OUT/logs/$name.log" 2>&1 \
+      || { cat "$OUT/logs/$name.log" >&2; echo "fuzz.sh: compiling $f failed" >&2; exit 1; }
+    objs+=("$o")
+  done
+  ld -r "${objs[@]}" -o "$obj"
 }
 
 build_target() {

@@ -12,6 +12,18 @@ for tool in sqlite3 bsdtar zip bc /usr/bin/time; do
   command -v "$tool" >/dev/null 2>&1 || missing_tools+=("$tool")
 done
 
+# The browser test of `storelens report` loads reports in headless chromium. It is installed when
+# it can be (root on Debian or Ubuntu); elsewhere the test prints why it is skipped.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then
+  if [ "$(uname -s)" = Linux ] && [ -r /etc/debian_version ] && [ "$(id -u)" = 0 ]; then
+    echo "Installing chromium for the report's browser test"
+    export DEBIAN_FRONTEND=noninteractive
+    { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } || echo "chromium could not be installed; the browser test will be skipped"
+  else
+    echo "note: chromium is not installed, so the report's browser test will be skipped (Debian: sudo apt-get install chromium; macOS: brew install --cask chromium)"
+  fi
+fi
+
 if [ ${#missing_pc[@]} -eq 0 ] && [ ${#missing_tools[@]} -eq 0 ]; then
   exit 0
 fi

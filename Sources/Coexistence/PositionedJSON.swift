@@ -158,8 +158,12 @@ indirect enum PositionedJSON {
                 while index < scalars.count, "+-0123456789.eE".unicodeScalars.contains(scalars[index]) {
                     text.unicodeScalars.append(scalars[index]); advance()
                 }
-                guard !text.isEmpty, let number = Double(text) else {
+                guard !text.isEmpty else {
                     throw SyntaxError(message: "unexpected character '\(scalars[index])'", position: start)
+                }
+                // Not scalars[index]: the text may run to the end of the file ("1e", "E").
+                guard let number = Double(text) else {
+                    throw SyntaxError(message: "'\(text)' is not a number", position: start)
                 }
                 return .number(number, start)
             }

@@ -1,6 +1,5 @@
 import Foundation
 import SQLiteAccess
-import StoreFormats
 
 /// Persistent history as a timeline: transactions per writer, counted in equal time buckets
 /// between the first and the last transaction. Computed by one grouped query, so a store with
@@ -67,11 +66,7 @@ extension HistoryReader {
             """
         var writers: [HistoryTimeline.Writer] = []
         var index: [String: Int] = [:]
-        var rows = 0
-        let progress = ProgressReporter.current
         for row in try connection.rows(sql, arguments) {
-            rows += 1
-            progress.report("history timeline", done: Int64(rows))
             let key = [row[0].string, row[1].string, row[2].string, row[3].string].map { $0 ?? "\u{0}" }.joined(separator: "\u{1}")
             let i: Int
             if let known = index[key] {

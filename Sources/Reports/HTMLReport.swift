@@ -181,7 +181,7 @@ public enum HTMLReport {
                 let counts = Finding.Severity.allCases.reversed().map { sev in "\(own.filter { $0.severity == sev }.count) \(sev.rawValue)" }
                 rows.append([
                     s.path,
-                    i.map { $0.format == .coreData ? "Core Data, \(stackName($0.stack.stack))" : "SQLite (not Core Data)" } ?? "not read",
+                    i.map { $0.format == .coreData ? "Core Data store by \(stackName($0.stack.stack))" : "SQLite (not Core Data)" } ?? "not read",
                     i.map { $0.format == .coreData ? HTML.number(userEntities.count) : HTML.number($0.tables.count) + " tables" } ?? "-",
                     i.map { $0.format == .coreData ? HTML.number(records) : HTML.number($0.tables.reduce(0) { $0 + $1.rows }) } ?? "-",
                     walLine(s),
@@ -319,7 +319,7 @@ public enum HTMLReport {
             let seen = writers[e.entity.number]?.writers.map { wr -> String in
                 let who = [wr.bundleID, wr.processName == wr.bundleID ? nil : wr.processName, wr.author.map { "author \($0)" },
                            wr.contextName.map { "context \($0)" }].compactMap { $0 }.joined(separator: " · ")
-                return "\(who.isEmpty ? "unknown writer" : who): \(wr.inserts) ins, \(wr.updates) upd, \(wr.deletes) del"
+                return "\(who.isEmpty ? "unknown writer" : who): \(HTML.number(wr.inserts)) ins, \(HTML.number(wr.updates)) upd, \(HTML.number(wr.deletes)) del"
             }.joined(separator: "\n") ?? ""
             rows.append([String(e.entity.number), e.entity.name, e.entity.parentName ?? "-",
                          e.entity.tableExists ? e.entity.table : "(missing)",
@@ -440,7 +440,7 @@ public enum HTMLReport {
             return line
         }
         if let w = s.inspection?.wal, w.present {
-            return "\(HTML.number(w.commits)) commits, \(HTML.number(w.validFrames)) of \(HTML.number(w.frames)) frames valid"
+            return "\(plural(w.commits, "commit")), \(HTML.number(w.validFrames)) of \(HTML.number(w.frames)) frames valid"
         }
         return "none"
     }
@@ -449,7 +449,7 @@ public enum HTMLReport {
         guard let h = s.inspection?.history, h.present else {
             return s.inspection?.format == .coreData ? "not tracked" : "-"
         }
-        var line = "\(HTML.number(h.transactions)) transactions, \(HTML.number(h.changes)) changes"
+        var line = "\(plural(h.transactions, "transaction")), \(plural(h.changes, "change"))"
         if let t = s.timeline, let first = t.firstSeconds, let last = t.lastSeconds {
             line += ", \(ValueDecoder.iso8601(referenceSeconds: first)) to \(ValueDecoder.iso8601(referenceSeconds: last))"
         }
@@ -460,7 +460,7 @@ public enum HTMLReport {
         switch stack {
         case .swiftData: return "SwiftData"
         case .coreData: return "Core Data (Xcode model)"
-        case .unknown: return "stack undetermined"
+        case .unknown: return "an undetermined stack"
         }
     }
 
@@ -487,9 +487,9 @@ public enum HTMLReport {
         table{border-collapse:collapse;width:100%;margin:6px 0 14px;font-size:13px}
         th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
         th{background:var(--head);font-weight:600;white-space:nowrap}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-        table.pre td{white-space:pre-line}.mono-3 td:nth-child(3),.mono-2 td:nth-child(2){font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
+        table.pre td{white-space:pre-line}table.pre td.n{white-space:nowrap}#summary td:first-child{min-width:14em}.mono-3 td:nth-child(3),.mono-2 td:nth-child(2){font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
         code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;white-space:pre-wrap;overflow-wrap:anywhere}
-        #finding-table td:nth-child(-n+2){white-space:nowrap}#finding-table td:nth-child(3){min-width:7em}#finding-table td:nth-child(4){max-width:16em}
+        #finding-table td:nth-child(-n+2),#finding-table td:nth-child(2) code{white-space:nowrap}#finding-table td:nth-child(3){min-width:7em}#finding-table td:nth-child(4){max-width:16em}
         .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;color:#fff;white-space:nowrap}
         .sev-error{background:var(--err)}.sev-warning{background:var(--warn)}.sev-info{background:var(--info)}
         .cap,.muted{color:var(--muted)}.cap{font-style:italic}.problem{color:var(--err);font-weight:600}
@@ -526,6 +526,7 @@ public enum HTMLReport {
         sev.addEventListener('change',function(){apply(true);});q.addEventListener('input',function(){apply(true);});
         window.addEventListener('hashchange',load);load();
         document.documentElement.setAttribute('data-resources',String(performance.getEntriesByType('resource').length));
+        document.documentElement.setAttribute('data-ready-ms',String(Math.round(performance.now())));
         })();
 
         """

@@ -336,7 +336,15 @@ public struct KeyedArchive: Sendable {
             rendered += 1
             guard rendered <= maxValues else { throw .tooLarge }
             guard let object = try archive.object(reference) else { return .string("$null") }
-            guard object.className != nil else { return try inline(object.raw, depth: depth) }
+            guard object.className != nil else {
+                // A bare `$objects` entry can itself be a UID, or an array of UIDs: it needs the same
+                // cycle and depth guards as an object, or a UID pointing at itself recurses forever.
+                guard !onPath.contains(reference) else { throw .cycle(reference) }
+                guard depth < depthLimit else { throw .tooDeep }
+                onPath.insert(reference)
+                defer { onPath.remove(reference) }
+                return try inline(object.raw, depth: depth + 1)
+            }
             guard !onPath.contains(reference) else { throw .cycle(reference) }
             guard depth < depthLimit else { throw .tooDeep }
             onPath.insert(reference)

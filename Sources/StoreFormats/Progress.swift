@@ -20,6 +20,8 @@ public final class ProgressReporter: @unchecked Sendable {
             case bytes
             /// Counted things, named in the plural: "transactions", "entries".
             case items(String)
+            /// A step of work whose name says it all: only the task is shown.
+            case step
         }
         public let task: String
         public let done: Int64
@@ -36,6 +38,8 @@ public final class ProgressReporter: @unchecked Sendable {
         /// "reading x.tar.gz: 45% (100.0 MB of 220.0 MB)", "history: 12,345 of 100,000 transactions (12%)".
         public var text: String {
             switch unit {
+            case .step:
+                return task
             case .bytes:
                 if let total, total > 0 {
                     return "\(task): \(Self.percent(done, total)) (\(Self.bytes(done)) of \(Self.bytes(total)))"

@@ -4,7 +4,9 @@ import StoreBuilder
 // Writes the sample stores in Fixtures/ and the benchmark corpus with the project's store builder.
 //
 //   storelens-fixtures <Fixtures folder>                 the demo container
-//   storelens-fixtures bench-store <file> <rows>         a large store with history and a WAL
+//   storelens-fixtures bench-store <file> <rows> [batch [wal-share]]
+//                                                        a large store with history and a WAL: rows/batch history
+//                                                        transactions (batch 100), the last wal-share of them (0.25) in the WAL
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("storelens-fixtures: \(message)\n".utf8))
@@ -15,10 +17,12 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 do {
     switch arguments.first {
     case "bench-store":
-        guard arguments.count == 3, let rows = Int(arguments[2]), rows > 0 else {
-            fail("usage: storelens-fixtures bench-store <file> <rows>")
+        guard (3...5).contains(arguments.count), let rows = Int(arguments[2]), rows > 0,
+              let batch = arguments.count >= 4 ? Int(arguments[3]) : 100, batch > 0,
+              let walShare = arguments.count == 5 ? Double(arguments[4]) : 0.25, (0...1).contains(walShare) else {
+            fail("usage: storelens-fixtures bench-store <file> <rows> [rows per transaction [share of transactions in the WAL]]")
         }
-        try BenchCorpus.write(to: URL(fileURLWithPath: arguments[1]), rows: rows)
+        try BenchCorpus.write(to: URL(fileURLWithPath: arguments[1]), rows: rows, batch: batch, walShare: walShare)
     case let out?:
         let container = URL(fileURLWithPath: out).appendingPathComponent("demo-container")
         try DemoContainer.write(into: container)

@@ -80,6 +80,8 @@ struct ProgressTests {
         #expect(ProgressReporter.Update(task: "decoding history", done: 12_345, total: nil, unit: .items("transactions")).text
                 == "decoding history: 12,345 transactions")
         #expect(ProgressReporter.Update(task: "batch", done: 3, total: 4, unit: .items("inputs")).text == "batch: 3 of 4 inputs (75%)")
+        #expect(ProgressReporter.Update(task: "report: store 1 of 2 (default.store): running checks", done: 0, total: nil, unit: .step).text
+                == "report: store 1 of 2 (default.store): running checks")
         #expect(ProgressReporter.Update.grouped(1_000_000) == "1,000,000")
         #expect(ProgressReporter.Update.grouped(-1234) == "-1,234")
         #expect(ProgressReporter.Update.grouped(999) == "999")

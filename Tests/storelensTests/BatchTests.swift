@@ -32,7 +32,7 @@ struct BatchTests {
 
         let first = try CLI.run(["scan", tickets.path, "--each", "--jsonl", results.path, "--jobs", "2"])
         #expect(first.status == 2, "one input failed: \(first.stderr)")
-        #expect(first.stderr.contains("scan batch: 4 inputs; ran 4 (3 ok, 0 with findings, 1 failed) with 2 jobs; skipped 0 already done"), first.stderr)
+        #expect(first.stderr.contains("scan batch: 4 inputs; ran 4 (3 ok, 0 with findings, 1 failed) with 2 jobs; skipped 0 already done"), "\(first.stderr)")
         #expect(first.stdout.isEmpty)
         let lines = try Self.lines(results)
         #expect(lines.count == 4)
@@ -52,14 +52,14 @@ struct BatchTests {
         let written = try Data(contentsOf: results)
         let second = try CLI.run(["scan", tickets.path, "--each", "--jsonl", results.path, "--jobs", "2", "--resume"])
         #expect(second.status == 2, "the batch's outcome is the same: one input failed")
-        #expect(second.stderr.contains("ran 0 (0 ok, 0 with findings, 0 failed)"), second.stderr)
-        #expect(second.stderr.contains("skipped 4 already done"), second.stderr)
+        #expect(second.stderr.contains("ran 0 (0 ok, 0 with findings, 0 failed)"), "\(second.stderr)")
+        #expect(second.stderr.contains("skipped 4 already done"), "\(second.stderr)")
         #expect(try Data(contentsOf: results) == written, "no work and no new lines on the second run")
 
         // A new input joins the batch: only it runs.
         try ReportSamples.write(to: tickets.appendingPathComponent("e.store"))
         let third = try CLI.run(["scan", tickets.path, "--each", "--jsonl", results.path, "--resume"])
-        #expect(third.stderr.contains("ran 1 (1 ok, 0 with findings, 0 failed) with 1 job; skipped 4 already done"), third.stderr)
+        #expect(third.stderr.contains("ran 1 (1 ok, 0 with findings, 0 failed) with 1 job; skipped 4 already done"), "\(third.stderr)")
         #expect(try Self.lines(results).count == 5)
         try FileManager.default.removeItem(at: tickets.appendingPathComponent("e.store"))
         try FileManager.default.removeItem(at: tickets.appendingPathComponent("e.store-wal"))
@@ -75,9 +75,13 @@ struct BatchTests {
         let results = folder.path("all.jsonl")
         let audit = try CLI.run(["audit", tickets.appendingPathComponent("a-container").path, tickets.appendingPathComponent("c-corrupt.tar.gz").path,
                                  "-m", folder.path("m.json").path, "--jsonl", results.path, "--jobs", "2"])
-        #expect(audit.status == 2, audit.stderr)
+        #expect(audit.status == 2, "\(audit.stderr)")
         let inspect = try CLI.run(["inspect", tickets.appendingPathComponent("d.store").path, "--jsonl", results.path])
-        #expect(inspect.status == 0, inspect.stderr)
+        // The results file inside the folder of inputs is not an input.
+        let inFolder = try CLI.run(["scan", tickets.path, "--each", "--jsonl", tickets.appendingPathComponent("results.jsonl").path])
+        #expect(inFolder.stderr.contains("scan batch: 4 inputs;"), "\(inFolder.stderr)")
+        try FileManager.default.removeItem(at: tickets.appendingPathComponent("results.jsonl"))
+        #expect(inspect.status == 0, "\(inspect.stderr)")
         let lines = try Self.lines(results)
         #expect(lines.map { $0["command"] as? String } .sorted { ($0 ?? "") < ($1 ?? "") } == ["audit", "audit", "inspect"])
         let container = try #require(lines.first { ($0["input"] as? String)?.hasSuffix("a-container") == true })
@@ -99,7 +103,7 @@ struct BatchTests {
         for extra in [["--jobs", "2"], ["--resume"], ["--each"]] {
             let r = try CLI.run(["scan", folder.path("s.store").path] + extra)
             #expect(r.status == 2)
-            #expect(r.stderr.contains("--jsonl"), r.stderr)
+            #expect(r.stderr.contains("--jsonl"), "\(r.stderr)")
         }
         let zero = try CLI.run(["scan", folder.path("s.store").path, "--jsonl", "-", "--jobs", "0"])
         #expect(zero.status == 2)

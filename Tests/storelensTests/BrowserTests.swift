@@ -63,14 +63,14 @@ struct BrowserTests {
         let report = folder.path("report.html")
         let made = try CLI.run(["report", folder.path("c").path, folder.path("hostile.store").path,
                                 "--manifest", folder.path("m.json").path, "--out", report.path])
-        #expect(made.status == 1, made.stderr)
+        #expect(made.status == 1, "\(made.stderr)")
         let file = try String(contentsOf: report, encoding: .utf8)
         #expect(!file.contains("http://") && !file.contains("https://"), "no URL in the file that a browser could fetch")
 
         // The filter: the script reads #severity=error on load and hides every other row.
         let filtered = try Self.headless(chromium, ["--virtual-time-budget=3000", "--dump-dom", report.absoluteString + "#severity=error"],
                                          profile: folder.path("profile-1"))
-        #expect(filtered.status == 0, filtered.stderr)
+        #expect(filtered.status == 0, "\(filtered.stderr)")
         let dom = filtered.stdout
         #expect(dom.contains("<section id=\"summary\">") && dom.contains("<h2>Summary</h2>"), "summary present")
         let rows = try Self.findingRows(dom)
@@ -96,7 +96,7 @@ struct BrowserTests {
         try? FileManager.default.removeItem(at: screenshot)
         let shot = try Self.headless(chromium, ["--screenshot=\(screenshot.path)", "--window-size=1280,2000", "--hide-scrollbars", report.absoluteString],
                                      profile: folder.path("profile-3"))
-        #expect(shot.status == 0, shot.stderr)
+        #expect(shot.status == 0, "\(shot.stderr)")
         let attributes = try FileManager.default.attributesOfItem(atPath: screenshot.path)
         #expect(((attributes[.size] as? NSNumber)?.intValue ?? 0) > 10_000, "a screenshot of the report in \(screenshot.path)")
     }

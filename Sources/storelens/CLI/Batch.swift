@@ -93,7 +93,10 @@ enum Batch {
                 throw InputError(message: "\(path): cannot list the folder for --each (\(error.localizedDescription)); check its permissions.")
             }
             let base = path.hasSuffix("/") ? String(path.dropLast()) : path
-            result += names.filter { !$0.hasPrefix(".") }.sorted().map { base + "/" + $0 }
+            let all = Set(names)
+            // A store's -wal, -shm and -journal go with it: they are not inputs of their own.
+            let sidecar = { (name: String) in ["-wal", "-shm", "-journal"].contains { name.hasSuffix($0) && all.contains(String(name.dropLast($0.count))) } }
+            result += names.filter { !$0.hasPrefix(".") && !sidecar($0) }.sorted().map { base + "/" + $0 }
         }
         return result
     }
@@ -101,7 +104,11 @@ enum Batch {
     /// Runs `job` for every input not already done, `settings.jobs` at a time, appending a line
     /// per input. Returns the worst exit code over every input of the batch, skipped ones included.
     static func run(command: String, inputs positionals: [String], settings: BatchSettings, output: Output, job: @escaping Job) throws -> ExitCode {
-        let inputs = try self.inputs(positionals, each: settings.each)
+        // The results file may sit in the folder of inputs: it is never an input itself.
+        let resultsPath = settings.file == "-" ? nil : URL(fileURLWithPath: settings.file).standardizedFileURL.path
+        let inputs = try self.inputs(positionals, each: settings.each).filter {
+            URL(fileURLWithPath: $0).standardizedFileURL.path != resultsPath
+        }
         let sink = try BatchSink(path: settings.file, output: output)
         defer { sink.close() }
         var done: [String: Int32] = [:]
@@ -165,10 +172,7 @@ enum Batch {
             line.error = outcome.error
             line.status = outcome.error != nil ? .error : outcome.exitCode == .success ? .ok : outcome.exitCode == .findings ? .findings : .error
         } catch {
-            let capture = Output.capturingErrors()
-            let code = Diagnostics.report(error, to: capture)
-            var message = capture.capturedErrors.trimmingCharacters(in: .whitespacesAndNewlines)
-            if message.hasPrefix("Error: ") { message.removeFirst("Error: ".count) }
+            let (message, code) = Diagnostics.outcome(error)
             line.exitCode = code.rawValue
             line.status = .error
             line.error = message
@@ -267,5 +271,16 @@ final class BatchSink: @unchecked Sendable {
 
     func close() {
         if fd >= 0 { _ = Foundation.close(fd) }
+    }
+}
+
+extension Diagnostics {
+    /// The sentence and exit code `report(_:to:)` gives an error, without printing them (a batch
+    /// line and a report section carry them instead).
+    static func outcome(_ error: Error) -> (message: String, code: ExitCode) {
+        guard let (message, isInternal) = describe(error) else {
+            return ("internal error: \(error); please report this with the command you ran.", .internalError)
+        }
+        return (message, isInternal ? .internalError : .usageOrInput)
     }
 }

@@ -21,37 +21,12 @@ protocol Command: Sendable {
 
 /// Where a command writes. stdout is for results, stderr for diagnostics. A progress line on
 /// stderr is cleared before anything else is written.
-final class Output: @unchecked Sendable {
-    private let lock = NSLock()
-    private var captured: String?
-
-    init() {}
-
-    /// An Output that keeps what would go to stderr (batch mode turns errors into JSON lines).
-    static func capturingErrors() -> Output {
-        let output = Output()
-        output.captured = ""
-        return output
-    }
-
-    /// What was written to stderr, when capturing.
-    var capturedErrors: String {
-        lock.lock(); defer { lock.unlock() }
-        return captured ?? ""
-    }
-
+final class Output: Sendable {
     func write(_ text: String) {
         ProgressReporter.current.clear()
         FileHandle.standardOutput.write(Data(text.utf8))
     }
     func error(_ text: String) {
-        lock.lock()
-        if captured != nil {
-            captured! += text
-            lock.unlock()
-            return
-        }
-        lock.unlock()
         ProgressReporter.current.clear()
         FileHandle.standardError.write(Data(text.utf8))
     }
@@ -62,7 +37,7 @@ enum CommonOptions {
     static let format = OptionSpec.value("--format", "-f", valueName: "format", help: "Output format.",
                                          allowed: ["text", "json"], default: "text")
     /// `--format` for commands that also have a Markdown view (sized for a support ticket).
-    static let formatWithMarkdown = OptionSpec.value("--format", "-f", valueName: "format", help: "Output format (markdown: sized for a support ticket).",
+    static let formatWithMarkdown = OptionSpec.value("--format", "-f", valueName: "format", help: "Output format.",
                                                      allowed: ["text", "json", "markdown"], default: "text")
     static let keepScratch = OptionSpec.flag("--keep-scratch",
                                              help: "Keep the private working folder with the copies storelens read, and print where it is.")

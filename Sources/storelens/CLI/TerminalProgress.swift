@@ -22,18 +22,22 @@ enum TerminalProgress {
     @Sendable static func draw(_ update: ProgressReporter.Update?) {
         var line = "\r\u{1B}[2K"
         if let update {
-            let width = max(20, columns() - 1)
             var text = TextTable.sanitized(update.text)
-            if text.count > width { text = String(text.prefix(width - 1)) + "…" }
+            // One line that fits: a wrapped line could not be redrawn in place.
+            if let columns = columns() {
+                let width = max(20, columns - 1)
+                if text.count > width { text = String(text.prefix(width - 1)) + "…" }
+            }
             line += text
         }
         let bytes = Array(line.utf8)
         _ = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
     }
 
-    static func columns() -> Int {
+    /// The terminal's width, when stderr is one (or COLUMNS says).
+    static func columns() -> Int? {
         var size = winsize()
         if ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
-        return Int(ProcessInfo.processInfo.environment["COLUMNS"] ?? "") ?? 80
+        return Int(ProcessInfo.processInfo.environment["COLUMNS"] ?? "")
     }
 }

@@ -82,14 +82,14 @@ struct ReportCommand: Command {
         var plan = ReportDocument.RepairPlan(steps: [])
         var planNotes: [String] = []
         for (i, store) in found.enumerated() {
-            let stage = { (what: String) in progress.report("report: store \(i + 1) of \(found.count): \(what)", done: Int64(i), total: Int64(found.count), unit: .items("stores")) }
+            let stage = { (what: String) in progress.report("report: store \(i + 1) of \(found.count) (\(store.name)): \(what)", done: Int64(i), unit: .step) }
             var section = ReportDocument.StoreSection(path: store.path, found: store)
             read(store, into: &section, plan: &plan, planNotes: &planNotes, session: session, stage: stage)
             document.stores.append(section)
         }
         var auditProblem: String?
         if let manifest {
-            progress.report("report: auditing against the manifest", done: Int64(found.count), total: Int64(found.count), unit: .items("stores"))
+            progress.report("report: auditing against the manifest", done: 0, unit: .step)
             var auditor = Auditor(manifest: manifest, session: session)
             auditor.openOptions = input.open
             auditor.limits = input.limits
@@ -106,7 +106,7 @@ struct ReportCommand: Command {
         document.repairPlanNote = planNotes.isEmpty ? nil : planNotes.joined(separator: " ")
         document.auditProblem = auditProblem
 
-        progress.report("report: writing", done: Int64(found.count), total: Int64(found.count), unit: .items("stores"))
+        progress.report("report: writing the HTML", done: 0, unit: .step)
         let html = HTMLReport.render(document)
         let findings = document.allFindings
         if out == "-" {
@@ -201,13 +201,7 @@ struct ReportCommand: Command {
     }
 
     /// The sentence `Diagnostics` would print for an error.
-    static func message(_ error: Error) -> String {
-        let capture = Output.capturingErrors()
-        _ = Diagnostics.report(error, to: capture)
-        var text = capture.capturedErrors.trimmingCharacters(in: .whitespacesAndNewlines)
-        if text.hasPrefix("Error: ") { text.removeFirst("Error: ".count) }
-        return text
-    }
+    static func message(_ error: Error) -> String { Diagnostics.outcome(error).message }
 
     static func commandLine() -> String {
         (["storelens"] + CommandLine.arguments.dropFirst()).map { arg in

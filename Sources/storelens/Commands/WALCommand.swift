@@ -17,7 +17,7 @@ struct WALCommand: Command {
         entity between the main file and the WAL view, or between commits --from N and --to M.
         """,
         arguments: [ArgumentSpec(name: "input", help: "A store file, an app container or .xcappdata folder, a tar or zip archive of one, or a Finder/iTunes backup folder.", repeating: true, optional: false)],
-        options: [CommonOptions.format,
+        options: [CommonOptions.formatWithMarkdown,
                   OptionSpec.value("--as-of", valueName: "commit", help: "With --out: the commit to write the database as of (0: the main file alone; default: the last commit)."),
                   OptionSpec.value("--out", valueName: "file", help: "Write the point-in-time database to this new file (never overwritten)."),
                   OptionSpec.flag("--diff", help: "List the rows the WAL inserted, updated and deleted, per entity."),
@@ -75,6 +75,9 @@ struct WALCommand: Command {
                 mode = .report
             }
         }
+        if format == "markdown" {
+            guard case .report = mode else { throw .invalid("--format markdown is for the WAL report; use text or json with --diff and --out.") }
+        }
     }
 
     func run(_ output: Output) throws -> ExitCode {
@@ -103,7 +106,11 @@ struct WALCommand: Command {
                 }
             }
             try session.finish()
-            output.write(format == "json" ? WALReport.json(analyses).rendered() + "\n" : WALReport.text(analyses))
+            switch format {
+            case "json": output.write(WALReport.json(analyses).rendered() + "\n")
+            case "markdown": output.write(WALReport.markdown(analyses))
+            default: output.write(WALReport.text(analyses))
+            }
 
         case .diff(let from, let to):
             var entries: [WALReport.DiffEntry] = []
