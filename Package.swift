@@ -43,7 +43,7 @@ let package = Package(
         // Findings: the one shape every check and audit reports in.
         .target(name: "Findings"),
         // Core Data's invariants that SQLite cannot see, as findings.
-        .target(name: "Checks", dependencies: ["Findings", "CoreDataStore", "Acquisition", "SQLiteAccess"]),
+        .target(name: "Checks", dependencies: ["Findings", "CoreDataStore", "Acquisition", "SQLiteAccess", "StoreFormats"]),
         // Repairs on a copy: a plan first, one transaction, verification after.
         .target(name: "Repair", dependencies: ["Checks", "Findings", "CoreDataStore", "Acquisition", "SQLiteAccess", "StoreFormats"]),
         // Two stacks side by side: the manifest's original-name table, one writer per entity,

@@ -3,6 +3,7 @@ import CoreDataStore
 import Findings
 import Foundation
 import SQLiteAccess
+import StoreFormats
 
 /// Core Data's own invariants, which `PRAGMA integrity_check` cannot see: Core Data declares no
 /// foreign keys, so a store whose Z_MAX lags or whose relationships dangle checks "ok".
@@ -50,20 +51,39 @@ public struct StoreChecker {
     public func run(only: Set<Check>? = nil) throws -> [Finding] {
         func wanted(_ c: Check) -> Bool { only?.contains(c) ?? true }
         var findings: [Finding] = []
+        let progress = ProgressReporter.current
+        var step: Int64 = 0
+        func next(_ name: String) { step += 1; progress.report("checking \(name)", done: step, total: 15, unit: .step) }
+        defer { progress.clear() }
+        next("integrity")
         if wanted(.sqliteIntegrity) { findings += try integrity() }
+        next("the WAL")
         if wanted(.walMissing) || wanted(.walPageSizeMismatch) { findings += walNotes() }
+        next("Z_MAX")
         if wanted(.zMax) { findings += try zMax() }
+        next("entity rows")
         if wanted(.unknownEntityRows) { findings += try unknownEntityRows() }
+        next("tables")
         if wanted(.missingEntityTable) || wanted(.tableWithoutEntity) { findings += try tablesAndEntries() }
+        next("to-one relationships")
         if wanted(.danglingToOne) || wanted(.entityKeyMismatch) { findings += try toOneRelationships() }
+        next("one-to-one pairs")
         if wanted(.oneToOneMismatch) { findings += try oneToOnePairs() }
+        next("join tables")
         if wanted(.orphanJoinRows) { findings += try joinTables() }
+        next("required values")
         if wanted(.requiredNull) { findings += try requiredValues() }
+        next("uniqueness")
         if wanted(.uniqueDuplicates) { findings += try uniqueness() }
+        next("Z_OPT")
         if wanted(.badZOpt) { findings += try zOpt() }
+        next("history")
         if wanted(.historyUnknownEntity) || wanted(.historyMissingTransaction) { findings += try history() }
+        next("metadata")
         if wanted(.metadataModelMismatch) { findings += Self.metadataModelMismatch(opened) }
+        next("external data")
         if wanted(.externalDataMissing) { findings += try externalData() }
+        next("CloudKit metadata")
         if wanted(.cloudKitOrphan) { findings += try cloudKit() }
         return findings.filter { f in only.map { $0.contains { $0.rawValue == f.id } } ?? true }.bySeverity
     }
