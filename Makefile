@@ -8,7 +8,7 @@ DEMO := Fixtures/demo-container
 DEMO_STORE := $(DEMO)/Library/Application Support/default.store
 DEMO_MANIFEST := Fixtures/demo-container.storelens.json
 
-.PHONY: all deps build release test demo fixtures bench clean help
+.PHONY: all deps build release test demo fixtures bench fuzz clean help
 
 all: build
 
@@ -16,6 +16,7 @@ help:
 	@echo "make demo     install dependencies, build, and inspect the bundled sample container"
 	@echo "make test     install dependencies, build, and run every test"
 	@echo "make bench    measure storelens against the reference tools (writes docs/performance.md)"
+	@echo "make fuzz     run every libFuzzer target FUZZ_SECONDS (default 30) with AddressSanitizer"
 	@echo "make fixtures regenerate Fixtures/ with the store builder"
 
 # Installs the system libraries (and the sqlite3/bsdtar tools the tests compare against) when missing.
@@ -52,6 +53,11 @@ demo: build
 bench: deps
 	$(SWIFT) build -c release
 	./scripts/bench.sh
+
+# libFuzzer targets for the readers of device bytes (scripts/fuzz.sh; Fuzz/). FUZZ_SECONDS per target.
+FUZZ_SECONDS ?= 30
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) ./scripts/fuzz.sh
 
 clean:
 	rm -rf .build

@@ -16,8 +16,10 @@ public func fuzz(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         precondition(!components.isEmpty)
         precondition(components.count <= ArchivePath.maxComponents)
         for c in components {
-            precondition(!c.isEmpty && c != "." && c != "..", "unsafe component \(c)")
-            precondition(!c.contains("/") && !c.unicodeScalars.contains("\0"), "separator or NUL in \(c)")
+            precondition(!c.isEmpty && !c.unicodeScalars.elementsEqual(".".unicodeScalars)
+                         && !c.unicodeScalars.elementsEqual("..".unicodeScalars), "unsafe component \(c)")
+            // Scalars, not Characters: the file system splits on the byte.
+            precondition(!c.unicodeScalars.contains("/") && !c.unicodeScalars.contains("\0"), "separator or NUL in \(c)")
             precondition(c.utf8.count <= 255)
         }
     }

@@ -264,7 +264,8 @@ final class ArchiveInventory {
 
     private func makeParents(for path: String, entry: String) throws -> URL {
         var url = output
-        let parts = path.split(separator: "/").map(String.init)
+        // Scalars, as ArchivePath splits them: a "/" before a combining mark is still a separator.
+        let parts = path.unicodeScalars.split(separator: "/").map { String(String.UnicodeScalarView($0)) }
         for part in parts.dropLast() {
             url.appendPathComponent(part)
             if mkdir(url.path, 0o700) != 0 && errno != EEXIST {

@@ -20,12 +20,15 @@ public enum ArchivePath {
         guard !raw.isEmpty else { return .rejected(reason: "empty name") }
         guard raw.utf8.count <= maxLength else { return .rejected(reason: "name longer than \(maxLength) bytes") }
         guard !raw.unicodeScalars.contains("\0") else { return .rejected(reason: "name contains a NUL byte") }
-        let wasAbsolute = raw.hasPrefix("/")
+        // Split on the "/" scalar, not on Characters: "/" followed by a combining mark is one
+        // Character, so "../\u{301}x" would stay one component that the file system reads as "..".
+        let wasAbsolute = raw.unicodeScalars.first == "/"
         var components: [String] = []
-        for part in raw.split(separator: "/", omittingEmptySubsequences: true) {
-            if part == "." { continue }
-            if part == ".." { return .rejected(reason: "path traversal (\"..\")") }
-            components.append(String(part))
+        for scalars in raw.unicodeScalars.split(separator: "/", omittingEmptySubsequences: true) {
+            let part = String(String.UnicodeScalarView(scalars))
+            if scalars.elementsEqual(".".unicodeScalars) { continue }
+            if scalars.elementsEqual("..".unicodeScalars) { return .rejected(reason: "path traversal (\"..\")") }
+            components.append(part)
         }
         guard !components.isEmpty else { return .rejected(reason: "no file name after cleaning") }
         guard components.count <= maxComponents else { return .rejected(reason: "nested more than \(maxComponents) levels") }

@@ -55,6 +55,14 @@ struct BackupInventory {
         } catch {
             throw BackupError.manifestUnreadable(path: root.path, detail: "\(error)")
         }
+        // A view named Files could run any query, one that never ends among them.
+        let filesIsTable: Bool
+        do {
+            filesIsTable = try connection.tableExists("Files")
+        } catch {
+            throw BackupError.manifestUnreadable(path: root.path, detail: "\(error)")
+        }
+        guard filesIsTable else { throw BackupError.manifestUnreadable(path: root.path, detail: "it has no Files table") }
         var result = Result()
         var domains = Set<String>()
         do {

@@ -27,9 +27,11 @@ public struct StoreFamily: Equatable, Sendable {
     public static func beside(_ main: URL) -> StoreFamily {
         let fm = FileManager.default
         func existingFile(_ suffix: String) -> URL? {
+            // Regular files only (a symlink counts by what it points to): a sidecar that is a
+            // FIFO or a device such as /dev/zero would block or never end when read and hashed.
             let url = URL(fileURLWithPath: main.path + suffix)
-            var isDir: ObjCBool = false
-            return fm.fileExists(atPath: url.path, isDirectory: &isDir) && !isDir.boolValue ? url : nil
+            var info = stat()
+            return stat(url.path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG ? url : nil
         }
         let support = main.deletingLastPathComponent()
             .appendingPathComponent(".\(main.deletingPathExtension().lastPathComponent)_SUPPORT")

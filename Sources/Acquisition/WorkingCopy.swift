@@ -238,7 +238,10 @@ public final class WorkingCopy {
     }
 
     static func translate(_ error: SQLiteError, path: String) -> AcquisitionError {
-        if error.isCorrupt || error.isNotADatabase {
+        // Opening our own copy and reading its schema fails on the input's account also with
+        // SQLITE_ERROR ("unsupported file format": an unknown schema format or text encoding)
+        // and SQLITE_CANTOPEN (a -wal whose header has an unknown format version).
+        if error.isCorrupt || error.isNotADatabase || error.primaryCode == 1 || error.primaryCode == 14 {
             return .corrupt(path: path, detail: "SQLite: \(error.message)")
         }
         return .sqlite(error.with(path: path))

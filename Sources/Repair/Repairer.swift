@@ -96,6 +96,7 @@ public struct Repairer {
         let before: [String: String]
         do {
             let db = try Connection.open(path: repaired.path, mode: .readWrite)
+            try db.disableTriggers()
             try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             before = try Self.tableHashes(db)
             // 2. Every action in one transaction: all or nothing.

@@ -104,6 +104,12 @@ public final class Connection {
         try config(SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
     }
 
+    /// Stops triggers from firing on this connection's writes. Triggers in a pulled store are code
+    /// from the device: a repair must change exactly the rows its plan names, nothing a trigger adds.
+    public func disableTriggers() throws(SQLiteError) {
+        try config(SQLITE_DBCONFIG_ENABLE_TRIGGER, 0)
+    }
+
     /// Refuses any write from this connection's own SQL.
     public func makeQueryOnly() throws(SQLiteError) {
         try execute("PRAGMA query_only = 1")

@@ -46,7 +46,7 @@ public final class ArchiveMaker {
         case .zstd: archive_write_add_filter_zstd(a)
         }
         guard archive_write_open_filename(a, url.path) == ARCHIVE_OK else {
-            throw MakerError(description: String(cString: archive_error_string(a)))
+            throw MakerError(description: (archive_error_string(a).map { String(cString: $0) } ?? "libarchive failed without a message"))
         }
         for item in entries {
             guard let e = archive_entry_new() else { continue }
@@ -83,7 +83,7 @@ public final class ArchiveMaker {
             }
             archive_entry_set_mtime(e, 1_700_000_000, 0)
             guard archive_write_header(a, e) >= ARCHIVE_WARN else {
-                throw MakerError(description: String(cString: archive_error_string(a)))
+                throw MakerError(description: (archive_error_string(a).map { String(cString: $0) } ?? "libarchive failed without a message"))
             }
             if !data.isEmpty {
                 let written = data.withUnsafeBytes { archive_write_data(a, $0.baseAddress, $0.count) }

@@ -45,6 +45,7 @@ struct FuzzRegressionTests {
     @Test("the Fuzz folder holds the regression inputs found so far")
     func regressionInputsArePresent() throws {
         #expect(try Self.inputs("keyed-archive").contains { $0.lastPathComponent == "self-referencing-uid" })
+        #expect(try Self.inputs("archive-path").contains { $0.lastPathComponent == "slash-before-combining-mark" })
     }
 
     // MARK: Found by fuzzing
@@ -135,8 +136,28 @@ struct FuzzRegressionTests {
         for name in [decoded, String(decoding: bytes, as: UTF8.self)] {
             guard case .safe(let components, _) = ArchivePath.sanitize(name) else { continue }
             for c in components {
-                #expect(!c.isEmpty && c != "." && c != ".." && !c.contains("/") && !c.unicodeScalars.contains("\0"))
+                // Scalars, not Characters: the file system splits on the byte.
+                let scalars = c.unicodeScalars
+                #expect(!c.isEmpty && !scalars.elementsEqual(".".unicodeScalars) && !scalars.elementsEqual("..".unicodeScalars))
+                #expect(!scalars.contains("/") && !scalars.contains("\0"), "\(Array(c.utf8))")
             }
         }
+    }
+
+    /// fuzz-archive-path, path traversal: "/" followed by a combining mark is one Character, so
+    /// splitting names on the Character "/" kept "../\u{301}x" as one "safe" component, which the
+    /// file system reads as ".." and "\u{301}x" — one level out of the extraction folder.
+    @Test("a slash before a combining mark is still a separator", arguments: [
+        "../\u{301}escaped.store", "a/../\u{301}b.store", "Library/..\u{301}/x.store", "/\u{301}../etc/passwd",
+    ])
+    func slashBeforeCombiningMark(_ name: String) {
+        switch ArchivePath.sanitize(name) {
+        case .rejected:
+            #expect(name.unicodeScalars.split(separator: "/").contains { $0.elementsEqual("..".unicodeScalars) })
+        case .safe(let components, _):
+            #expect(!components.contains { $0.unicodeScalars.contains("/") }, "\(components)")
+            #expect(!components.contains { $0.unicodeScalars.elementsEqual("..".unicodeScalars) })
+        }
+        #expect(ArchivePath.sanitize("../\u{301}escaped.store") == .rejected(reason: "path traversal (\"..\")"))
     }
 }

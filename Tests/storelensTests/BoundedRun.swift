@@ -41,13 +41,15 @@ enum BoundedRun {
         let start = Date()
         try process.run()
 
-        // Drain both pipes while the child runs so a large output cannot block it.
+        // Drain both pipes while the child runs so a large output cannot block it. (Not
+        // FileHandle.readDataToEndOfFile: it traps when read(2) is interrupted by a signal, which
+        // happens with many children exiting at once.)
         let collected = Collected()
         let readers = DispatchGroup()
-        for (handle, isOut) in [(out.fileHandleForReading, true), (err.fileHandleForReading, false)] {
+        for (fd, isOut) in [(out.fileHandleForReading.fileDescriptor, true), (err.fileHandleForReading.fileDescriptor, false)] {
             readers.enter()
             DispatchQueue.global().async {
-                let data = handle.readDataToEndOfFile()
+                let data = drain(fd)
                 collected.lock.lock()
                 if isOut { collected.stdout = data } else { collected.stderr = data }
                 collected.lock.unlock()
@@ -64,11 +66,28 @@ enum BoundedRun {
             }
         }
         _ = readers.wait(timeout: .now() + 10)
+        withExtendedLifetime((out, err)) {}
         collected.lock.lock()
         defer { collected.lock.unlock() }
         return Outcome(status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
                        timedOut: timedOut, stdout: String(decoding: collected.stdout, as: UTF8.self),
                        stderr: String(decoding: collected.stderr, as: UTF8.self), seconds: Date().timeIntervalSince(start))
+    }
+
+    /// Everything up to end of file, retrying reads a signal interrupted.
+    static func drain(_ fd: Int32) -> Data {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n > 0 {
+                data.append(contentsOf: buffer[0..<n])
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else {
+                return data
+            }
+        }
     }
 
     /// The commands the built binary has (`report` is newer than the others).

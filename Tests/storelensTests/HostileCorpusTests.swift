@@ -1,0 +1,103 @@
+import Foundation
+import SQLiteAccess
+import StoreTestSupport
+import Testing
+
+/// Every command on every item of the hostile corpus (HostileCorpus.swift). For each run:
+/// - exit 0 or 1 (a normal result: the input is merely odd) or 2 with a one-line error that names
+///   the input; never 3, never a crash (a signal, an exit code ≥ 128, "Fatal error");
+/// - no hang: each run is killed after 30 seconds and that fails the test;
+/// - nothing written outside the scratch folder: TMPDIR is a folder of its own that must be empty
+///   afterwards, nothing new appears beside the input, and the paths the corpus aims at stay absent;
+/// - the input is unchanged (every file's size, SHA-256 and mtime).
+@Suite("hostile corpus: every command on every item")
+struct HostileCorpusTests {
+    static let timeout: TimeInterval = 30
+
+    @Test("no crash, no hang, no stray file, input unchanged; exit 2 is one line naming the input", arguments: HostileCorpus.items)
+    func everyCommand(_ item: HostileCorpus.Item) throws {
+        let root = try TemporaryFolder("hostile")
+        let folder = root.path("input"), work = root.path("work"), outputs = root.path("outputs"), tmp = root.path("tmp")
+        for url in [folder, work, outputs, tmp] { try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true) }
+        let input = try item.make(folder, work).path
+        try? FileManager.default.removeItem(at: work)
+        let manifest = root.path("storelens.json")
+        try Data(BoundedRun.todoManifest.utf8).write(to: manifest)
+        for target in HostileCorpus.escapeTargets { try? FileManager.default.removeItem(atPath: target) }
+
+        let before = try FolderSnapshot(folder)
+        for (command, arguments) in BoundedRun.everyCommand(input: input, manifest: manifest, outputs: outputs) {
+            let run = try BoundedRun.run(arguments, environment: ["TMPDIR": tmp.path], timeout: Self.timeout)
+            let what = "\(item.name) — storelens \(command) (exit \(run.status), \(String(format: "%.1f", run.seconds)) s)\nstderr: \(run.stderr.prefix(2000))"
+            #expect(!run.timedOut, "hang: killed after \(Int(Self.timeout)) s: \(what)")
+            #expect(!run.crashed, "crash: \(what)")
+            #expect([0, 1, 2].contains(run.status), "exit \(run.status) is neither a result nor an input error: \(what)")
+            // scan and report list every store they find, a damaged one with its problem (exit 0),
+            // so only the commands that read one store must refuse an unreadable input.
+            if item.expectation == .rejected && command != "scan" && command != "report" {
+                #expect(run.status == 2, "an unreadable input must be refused: \(what)")
+            }
+            if run.status == 2 {
+                let lines = run.stderr.split(separator: "\n", omittingEmptySubsequences: true)
+                #expect(lines.count == 1, "one line: \(what)")
+                #expect(run.stderr.hasPrefix("Error: "), "\(what)")
+                #expect(Self.names(run.stderr, input), "the error must name the input: \(what)")
+            }
+            let leftInTMPDIR = try FileManager.default.contentsOfDirectory(atPath: tmp.path)
+            #expect(leftInTMPDIR.isEmpty, "left in TMPDIR: \(leftInTMPDIR): \(what)")
+            #expect(try FolderSnapshot(folder) == before, "the input folder changed: \(what)")
+            for target in HostileCorpus.escapeTargets {
+                #expect(!FileManager.default.fileExists(atPath: target), "\(target) was written: \(what)")
+            }
+            if command == "repair" { try Self.checkRepairOutput(outputs.appendingPathComponent("repaired.store"), item: item) }
+            // Outputs are the commands' own; clear them for the next run.
+            for name in try FileManager.default.contentsOfDirectory(atPath: outputs.path) {
+                try FileManager.default.removeItem(at: outputs.appendingPathComponent(name))
+            }
+        }
+    }
+
+    /// Whether an error message names the input (its path, or its file name).
+    static func names(_ message: String, _ input: String) -> Bool {
+        let name = URL(fileURLWithPath: input).lastPathComponent
+        return message.contains(input) || message.contains(name)
+    }
+
+    /// A hostile trigger must not get to run while repair writes its copy.
+    static func checkRepairOutput(_ url: URL, item: HostileCorpus.Item) throws {
+        guard FileManager.default.fileExists(atPath: url.path), item.name.contains("trigger") else { return }
+        let db = try Connection.open(path: url.path, mode: .readOnly)
+        let rewritten = try db.scalar("SELECT count(*) FROM ZTODOITEM WHERE ZTITLE = 'rewritten by a trigger'").int ?? -1
+        #expect(rewritten == 0, "\(item.name): a trigger in the input changed rows while repair wrote its copy")
+    }
+
+    @Test("the corpus covers what issue 9 lists")
+    func coverage() {
+        let names = HostileCorpus.items.map(\.name)
+        for prefix in ["header:", "truncated:", "wal: d1", "wal: d2", "wal: d3", "wal: d4", "wal: d5", "wal: d6", "wal: d7",
+                       "wal: e1", "wal: e2", "wal: e3", "wal: e4", "shm:", "metadata: cyclic", "metadata: 10,000 nested",
+                       "metadata: huge", "model cache: cyclic", "model cache: DEFLATE bomb", "names: quotes", "names: a NUL",
+                       "names: 10,000", "names: a view that calls load_extension", "names: triggers", "archive: traversal",
+                       "archive: symlinks", "archive: hardlinks", "archive: a bzip2 bomb", "archive: a zip bomb",
+                       "archive: duplicate names", "archive: names that are not UTF-8", "backup: rows with NULL"] {
+            #expect(names.contains { $0.hasPrefix(prefix) }, "no item for \(prefix)")
+        }
+        #expect(Set(names).count == names.count, "item names are unique")
+    }
+
+    /// STORELENS_HOSTILE_CORPUS_OUT=<folder> swift test --filter HostileCorpusTests writes the whole
+    /// corpus there (one folder per item) for running storelens on it by hand.
+    @Test("writes the corpus to STORELENS_HOSTILE_CORPUS_OUT when set")
+    func writeCorpusWhenAsked() throws {
+        guard let out = ProcessInfo.processInfo.environment["STORELENS_HOSTILE_CORPUS_OUT"], !out.isEmpty else { return }
+        let work = try TemporaryFolder("hostile-work")
+        for (i, item) in HostileCorpus.items.enumerated() {
+            let slug = String(format: "%03d-", i) + item.name.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" }.prefix(60)
+            let folder = URL(fileURLWithPath: out).appendingPathComponent(String(slug))
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let scratch = work.path(String(i))
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+            _ = try item.make(folder, scratch)
+        }
+    }
+}
