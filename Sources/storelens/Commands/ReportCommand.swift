@@ -130,6 +130,12 @@ struct ReportCommand: Command {
             output.error("Error: \(AcquisitionError.noStores(inputs: paths).description)\n")
             return .usageOrInput
         }
+        // A report in which no store could be read at all is written, but it is an input error.
+        if !document.stores.isEmpty, document.stores.allSatisfy({ $0.inspection == nil }),
+           let first = document.stores.first?.problems.first {
+            output.error("Error: \(paths.joined(separator: ", ")): no store could be read (\(first)); the report says why.\n")
+            return .usageOrInput
+        }
         return findings.any(atOrAbove: failOn) ? .findings : .success
     }
 
