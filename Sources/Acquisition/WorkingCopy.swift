@@ -61,9 +61,21 @@ public final class WorkingCopy {
     /// The copy of the main file (with the copied `-wal` and `-journal` beside it).
     public let copiedMain: URL
     public let header: DatabaseHeader
-    /// The `-wal` as read from the original, parsed; nil when there is none.
-    public let wal: WAL?
-    public let walData: Data?
+    /// The `-wal` as read from the original, parsed; nil when there is none. Read on first use:
+    /// opening a store only needs its 32-byte header, and a scan of many stores should not hold
+    /// every WAL in memory.
+    public var wal: WAL? { loadedWAL()?.wal }
+    public var walData: Data? { loadedWAL()?.data }
+    private var walCache: (wal: WAL, data: Data)?
+    private var walLoaded = false
+
+    private func loadedWAL() -> (wal: WAL, data: Data)? {
+        if !walLoaded {
+            walLoaded = true
+            if let url = family.wal, let data = try? Self.read(url) { walCache = (WAL(data: data), data) }
+        }
+        return walCache
+    }
     /// The `-shm` header, when a readable one came with the store (a hint only).
     public let sharedMemory: SharedMemoryIndex?
     public let notes: [StoreNote]
@@ -133,8 +145,9 @@ public final class WorkingCopy {
             guard walSize <= Self.maxWALBytes else {
                 throw AcquisitionError.unreadable(path: path + "-wal", reason: "the -wal is \(walSize) bytes, above the \(Self.maxWALBytes)-byte limit; set STORELENS_MAX_WAL_BYTES to raise it")
             }
-            let data = try Self.read(walURL)
-            let wal = WAL(data: data)
+            // The header alone says whether SQLite will use the WAL and whether it can belong here.
+            let head = try Self.readPrefix(walURL, count: WALHeader.length)
+            let wal = WAL(data: head)
             if let walPageSize = wal.header?.pageSize, walPageSize != header.pageSize {
                 guard options.ignoreMismatchedWAL else {
                     throw AcquisitionError.walPageSizeMismatch(wal: path + "-wal", walPageSize: walPageSize,
@@ -143,16 +156,12 @@ public final class WorkingCopy {
                 notes.append(.walPageSizeMismatch(walPageSize: walPageSize, databasePageSize: header.pageSize))
                 mismatchedWAL = true
             }
-            if let problem = wal.headerProblem, !data.isEmpty {
+            if let problem = wal.headerProblem, !head.isEmpty {
                 notes.append(.walIgnored(reason: problem.description))
             }
             if !header.isWALMode { notes.append(.walWithRollbackHeader) }
-            self.wal = wal
-            self.walData = data
         } else {
             if header.isWALMode { notes.append(.walModeWithoutWAL(shmPresent: family.shm != nil)) }
-            self.wal = nil
-            self.walData = nil
         }
         if let shmURL = family.shm, let data = try? Self.read(shmURL) {
             self.sharedMemory = try? SharedMemoryIndex(data: data)
