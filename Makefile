@@ -8,7 +8,7 @@ DEMO := Fixtures/demo-container
 DEMO_STORE := $(DEMO)/Library/Application Support/default.store
 DEMO_MANIFEST := Fixtures/demo-container.storelens.json
 
-.PHONY: all deps build release test demo fixtures bench fuzz clean help
+.PHONY: all deps test-deps build release test demo fixtures bench fuzz clean help
 
 all: build
 
@@ -23,13 +23,17 @@ help:
 deps:
 	@./scripts/install-deps.sh
 
+# The same, plus chromium for the report's browser test (only the tests need a browser).
+test-deps:
+	@./scripts/install-deps.sh --with-browser
+
 build: deps
 	$(SWIFT) build -c $(CONFIG)
 
 release:
 	$(MAKE) build CONFIG=release
 
-test: deps
+test: test-deps
 	$(SWIFT) build
 	$(SWIFT) test
 
