@@ -158,10 +158,7 @@ public struct ModelEntity: Sendable {
     }
 
     /// The legacy name, when the renaming identifier differs from the name (a real rename).
-    public var legacyName: String? {
-        guard let id = renamingIdentifier, !id.isEmpty, id != name else { return nil }
-        return id
-    }
+    public var legacyName: String? { legacy(renamingIdentifier, of: name) }
 }
 
 /// `NSAttributeType`, with the names Xcode shows.
@@ -312,10 +309,7 @@ public struct ModelAttribute: Sendable {
         self.elements = elements
     }
 
-    public var legacyName: String? {
-        guard let id = renamingIdentifier, !id.isEmpty, id != name else { return nil }
-        return id
-    }
+    public var legacyName: String? { legacy(renamingIdentifier, of: name) }
 
     /// Stored through a value transformer (type Transformable, or a transformer name set).
     public var isTransformable: Bool { type == .transformable || valueTransformerName != nil }
@@ -391,10 +385,7 @@ public struct ModelRelationship: Sendable {
         self.renamingIdentifier = renamingIdentifier
     }
 
-    public var legacyName: String? {
-        guard let id = renamingIdentifier, !id.isEmpty, id != name else { return nil }
-        return id
-    }
+    public var legacyName: String? { legacy(renamingIdentifier, of: name) }
 }
 
 /// An `NSFetchIndexDescription`.
@@ -417,4 +408,11 @@ public struct ModelFetchIndex: Sendable {
         self.name = name
         self.elements = elements
     }
+}
+
+/// The previous name a renaming identifier records, when it differs from the current name
+/// (Apple stores the current name there when nothing was renamed).
+func legacy(_ renamingIdentifier: String?, of name: String) -> String? {
+    guard let id = renamingIdentifier, !id.isEmpty, id != name else { return nil }
+    return id
 }

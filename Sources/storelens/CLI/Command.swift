@@ -62,6 +62,16 @@ enum CommonOptions {
 
 /// What every reading command takes from the input options.
 struct InputSettings {
+    /// The one store of `path` for commands that read a single store; an input holding several
+    /// needs --store, and the error says which stores it found.
+    func singleStore(_ path: String, in session: EvidenceSession) throws -> AcquiredStore {
+        let stores = try session.stores(from: [path], select: select, options: open, limits: limits)
+        guard stores.count == 1, let store = stores.first else {
+            throw InputError(message: "\(path) holds \(stores.count) stores (\(stores.prefix(10).map(\.displayPath).joined(separator: ", "))); choose one with --store.")
+        }
+        return store
+    }
+
     let select: String?
     let keepScratch: Bool
     let open: OpenOptions

@@ -60,7 +60,7 @@ struct HistoryCommand: Command {
     func run(_ output: Output) throws -> ExitCode {
         let session = try EvidenceSession(keepScratch: input.keepScratch)
         defer { session.scratch.remove() }
-        let acquired = try ModelOption.single(try session.stores(from: [path], select: input.select, options: input.open, limits: input.limits))
+        let acquired = try input.singleStore(path, in: session)
         let opened = try OpenedStore.open(acquired.copy, displayPath: acquired.displayPath,
                                           xcodeModel: modelPath.map { URL(fileURLWithPath: $0) })
         var filter = HistoryReader.Filter(author: author, bundleID: bundle, since: since)

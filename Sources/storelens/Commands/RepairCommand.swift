@@ -91,11 +91,7 @@ struct RepairCommand: Command {
             store = migration.store
             migrationPlan = migration.plan
         } else {
-            let stores = try session.stores(from: [path], select: input.select, options: input.open, limits: input.limits)
-            guard stores.count == 1, let only = stores.first else {
-                throw InputError(message: "\(path) holds \(stores.count) stores (\(stores.map(\.displayPath).joined(separator: ", "))); pick one with --store.")
-            }
-            store = only
+            store = try input.singleStore(path, in: session)
         }
         var repairer = Repairer(session: session, store: store)
         repairer.givenPlan = migrationPlan

@@ -63,7 +63,7 @@ struct RowsCommand: Command {
     func run(_ output: Output) throws -> ExitCode {
         let session = try EvidenceSession(keepScratch: input.keepScratch)
         defer { session.scratch.remove() }
-        let acquired = try ModelOption.single(try session.stores(from: [path], select: input.select, options: input.open, limits: input.limits))
+        let acquired = try input.singleStore(path, in: session)
         let copy = acquired.copy
         let xcodeModel = modelPath.map { URL(fileURLWithPath: $0) }
         let opened: OpenedStore

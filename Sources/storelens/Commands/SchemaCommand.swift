@@ -37,7 +37,7 @@ struct SchemaCommand: Command {
     func run(_ output: Output) throws -> ExitCode {
         let session = try EvidenceSession(keepScratch: input.keepScratch)
         defer { session.scratch.remove() }
-        let acquired = try ModelOption.single(try session.stores(from: [path], select: input.select, options: input.open, limits: input.limits))
+        let acquired = try input.singleStore(path, in: session)
         let opened = try OpenedStore.open(acquired.copy, displayPath: acquired.displayPath,
                                           xcodeModel: modelPath.map { URL(fileURLWithPath: $0) })
         let text = format == "json" ? SchemaReport.json(opened).rendered() + "\n" : SchemaReport.text(opened)
@@ -63,13 +63,5 @@ enum ModelOption {
                 ? AcquisitionError.corrupt(path: displayPath, detail: "SQLite: \(error.message)")
                 : AcquisitionError.sqlite(error.with(path: displayPath))
         }
-    }
-
-    /// These commands read one store; an input holding several needs --store.
-    static func single(_ stores: [AcquiredStore]) throws -> AcquiredStore {
-        guard stores.count == 1, let store = stores.first else {
-            throw InputError(message: "the input holds \(stores.count) stores (\(stores.map(\.displayPath).joined(separator: ", "))); choose one with --store.")
-        }
-        return store
     }
 }
