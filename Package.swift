@@ -25,6 +25,8 @@ let package = Package(
                        providers: [.apt(["libarchive-dev"]), .brew(["libarchive"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib",
                        providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
+        // ISA-L's igzip, on Linux only: the gzip layer of .tar.gz archives (libarchive reads the rest).
+        .systemLibrary(name: "CISAL", pkgConfig: "libisal", providers: [.apt(["libisal-dev"])]),
 
         // SHA-256 with the CPU's SHA instructions, behind the portable Swift implementation.
         .target(name: "CSHA"),
@@ -35,7 +37,8 @@ let package = Package(
         // A small SQLite access layer: connections, statements, typed errors, identifier quoting.
         .target(name: "SQLiteAccess", dependencies: ["CSQLite"]),
         // Getting evidence in without changing it: store families, hashing, scratch copies, safe opening.
-        .target(name: "Acquisition", dependencies: ["StoreFormats", "SQLiteAccess", "CArchive"]),
+        .target(name: "Acquisition", dependencies: ["StoreFormats", "SQLiteAccess", "CArchive",
+                                                  .target(name: "CISAL", condition: .when(platforms: [.linux]))]),
         // The Core Data / SwiftData store model: metadata, entities, history.
         .target(name: "CoreDataStore", dependencies: ["StoreFormats", "SQLiteAccess", "Acquisition", "Deflate"]),
         // What a -wal and -shm hold: transactions and the tables they wrote, point-in-time images, diffs.

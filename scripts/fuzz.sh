@@ -25,7 +25,7 @@ SECONDS_EACH=${FUZZ_SECONDS:-30}
 SANITIZERS=${FUZZ_SANITIZERS:-fuzzer,address}
 OUT=${FUZZ_BUILD:-.build/fuzz}
 SWIFTC=${SWIFTC:-swiftc}
-ALL_TARGETS="wal shm database binary-plist keyed-archive model-cache archive-path manifest"
+ALL_TARGETS="wal shm database binary-plist keyed-archive model-cache archive-path manifest gzip-archive"
 TARGETS=${*:-${FUZZ_TARGETS:-$ALL_TARGETS}}
 
 # target -> entry point, modules (in dependency order), -max_len
@@ -34,6 +34,7 @@ entry() {
     wal) echo WALFuzz ;; shm) echo SHMFuzz ;; database) echo DatabaseFuzz ;;
     binary-plist) echo BinaryPlistFuzz ;; keyed-archive) echo KeyedArchiveFuzz ;;
     model-cache) echo ModelCacheFuzz ;; archive-path) echo ArchivePathFuzz ;; manifest) echo ManifestFuzz ;;
+    gzip-archive) echo GzipArchiveFuzz ;;
     *) echo "fuzz.sh: unknown target '$1' (targets: $ALL_TARGETS)" >&2; exit 2 ;;
   esac
 }
@@ -67,7 +68,7 @@ modules() {
 max_len() {
   case $1 in
     wal|database) echo 20000 ;; shm) echo 8192 ;; keyed-archive|binary-plist) echo 32768 ;;
-    model-cache) echo 16384 ;; *) echo 8192 ;;
+    model-cache) echo 16384 ;; gzip-archive) echo 65536 ;; *) echo 8192 ;;
   esac
 }
 
@@ -147,7 +148,7 @@ build_target() {
   [ -x "$bin" ] && [ -z "$newer" ] && return 0
   echo "  linking fuzz-$t"
   if ! "$SWIFTC" "${FLAGS[@]}" "${INCLUDES[@]}" -module-name "$e" "Fuzz/$e.swift" "${objs[@]}" \
-       -lsqlite3 -larchive -lz -o "$bin" >"$OUT/logs/fuzz-$t.log" 2>&1; then
+       -lsqlite3 -larchive -lz $(pkg-config --libs libisal 2>/dev/null) -o "$bin" >"$OUT/logs/fuzz-$t.log" 2>&1; then
     grep -v 'Cannot export local symbol' "$OUT/logs/fuzz-$t.log" | head -30 >&2
     echo "fuzz.sh: linking fuzz-$t failed (log: $OUT/logs/fuzz-$t.log)" >&2
     exit 1
@@ -159,7 +160,7 @@ build_target() {
 # manifest. Nothing here is committed; SQLite only ever opens copies.
 generate_seeds() {
   local seeds="$OUT/seeds" work
-  [ -f "$seeds/.done" ] && return 0
+  [ -f "$seeds/.done" ] && [ -n "$(ls -A "$seeds/gzip-archive" 2>/dev/null)" ] && return 0
   command -v sqlite3 >/dev/null || { echo "  (sqlite3 missing: only the committed seeds are used)"; return 0; }
   echo "  generating seeds"
   rm -rf "$seeds"; mkdir -p "$seeds"
@@ -186,6 +187,14 @@ SQL
   if [ ! -x "$gen" ]; then swift build --product storelens-fixtures >/dev/null; fi
   "$gen" "$work/fixtures" >/dev/null
   cp "$work/fixtures/demo-container.storelens.json" "$seeds/manifest/demo.json"
+  # A small container as .tar.gz: the Core Data store alone, and with its sidecars as two members.
+  local abs_seeds
+  abs_seeds=$(cd "$seeds" && pwd)
+  (cd "$work/fixtures/demo-container" && tar -czf "$abs_seeds/gzip-archive/model.tar.gz" "Library/Application Support/Model.sqlite") || true
+  (cd "$work/fixtures/demo-container" && tar -cf "$work/sidecars.tar" --exclude '*.store' --exclude '*.sqlite' "Library/Application Support") \
+    && gzip -c "$work/sidecars.tar" > "$abs_seeds/gzip-archive/sidecars.tar.gz" \
+    && head -c 4000 "$work/sidecars.tar" | gzip -c > "$abs_seeds/gzip-archive/two-members.tar.gz" \
+    && tail -c +4001 "$work/sidecars.tar" | gzip -c >> "$abs_seeds/gzip-archive/two-members.tar.gz" || true
   local n=0
   while IFS= read -r store; do
     n=$((n + 1))

@@ -7,6 +7,10 @@ missing_pc=()
 for pc in sqlite3 libarchive zlib; do
   pkg-config --exists "$pc" 2>/dev/null || missing_pc+=("$pc")
 done
+# ISA-L decodes the gzip layer of .tar.gz archives on Linux (Sources/Acquisition/GzipSource.swift).
+if [ "$(uname -s)" = Linux ]; then
+  pkg-config --exists libisal 2>/dev/null || missing_pc+=(libisal)
+fi
 missing_tools=()
 for tool in sqlite3 bsdtar zip bc /usr/bin/time; do
   command -v "$tool" >/dev/null 2>&1 || missing_tools+=("$tool")
@@ -40,10 +44,10 @@ case "$(uname -s)" in
       echo "Installing missing dependencies: ${missing_pc[*]} ${missing_tools[*]}"
       export DEBIAN_FRONTEND=noninteractive
       apt-get update -qq
-      apt-get install -y -qq pkg-config libsqlite3-dev libarchive-dev zlib1g-dev sqlite3 libarchive-tools zip bc time >/dev/null
+      apt-get install -y -qq pkg-config libsqlite3-dev libarchive-dev zlib1g-dev libisal-dev sqlite3 libarchive-tools zip bc time >/dev/null
     else
       echo "storelens needs: ${missing_pc[*]} ${missing_tools[*]}"
-      echo "On Debian or Ubuntu: sudo apt-get install pkg-config libsqlite3-dev libarchive-dev zlib1g-dev sqlite3 libarchive-tools zip bc time"
+      echo "On Debian or Ubuntu: sudo apt-get install pkg-config libsqlite3-dev libarchive-dev zlib1g-dev libisal-dev sqlite3 libarchive-tools zip bc time"
       exit 1
     fi
     ;;

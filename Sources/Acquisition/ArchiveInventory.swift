@@ -50,6 +50,7 @@ final class ArchiveInventory {
     let output: URL
     let limits: ArchiveLimits
     let wanted: [PathPattern]
+    let gzipDecoder: GzipDecoder
 
     struct Result {
         var files: [SeenFile] = []
@@ -62,7 +63,9 @@ final class ArchiveInventory {
         var entries = 0
     }
 
-    init(url: URL, displayName: String, output: URL, limits: ArchiveLimits, wanted: [PathPattern] = []) {
+    init(url: URL, displayName: String, output: URL, limits: ArchiveLimits, wanted: [PathPattern] = [],
+         gzipDecoder: GzipDecoder = .preferred) {
+        self.gzipDecoder = gzipDecoder
         self.url = url
         self.displayName = displayName
         self.output = output
@@ -71,27 +74,39 @@ final class ArchiveInventory {
     }
 
     func read() throws -> Result {
+        // A .tar.gz's gzip layer is decoded by ISA-L where it is built in (see GzipSource); it
+        // must outlive the archive handle, which holds a pointer to it.
+        let gzip = gzipDecoder == .isal && GzipSource.looksLikeGzip(url) ? GzipSource(url: url) : nil
+        defer { withExtendedLifetime(gzip) {} }
         guard let a = archive_read_new() else { throw ArchiveError.unsupported(path: displayName, detail: "libarchive could not start") }
         defer { archive_read_free(a) }
         archive_read_support_filter_all(a)
         archive_read_support_format_all(a)
-        guard archive_read_open_filename(a, url.path, 1 << 16) == ARCHIVE_OK else {
+        let opened = gzip.map { $0.attach(to: a) } ?? archive_read_open_filename(a, url.path, 1 << 16)
+        let compressedBytes = { gzip?.compressedBytes ?? archive_filter_bytes(a, -1) }
+        guard opened == ARCHIVE_OK else {
             throw ArchiveError.unsupported(path: displayName, detail: Self.message(a))
         }
         var result = Result()
         var extractedBytes: Int64 = 0
         var usedNames = Set<String>()
         var entry: OpaquePointer?
-        let bufferSize = 1 << 16
+
+        // Hashing and writing run on a second thread; results are collected once the stream ends.
+        let writer = ExtractionWriter()
+        defer { writer.close() }
+        var pending: [(slot: Int, file: SeenFile)] = []
+        var pendingNames: [String] = []
+        var identities: [(root: String, fileName: String, url: URL)] = []
 
         var lastName = ""
         let progress = ProgressReporter.current
         let archiveBytes = progress.isSilent ? nil : (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value
         while true {
             let status = archive_read_next_header(a, &entry)
-            progress.report("reading \(displayName)", done: archive_filter_bytes(a, -1), total: archiveBytes, unit: .bytes)
+            progress.report("reading \(displayName)", done: compressedBytes(), total: archiveBytes, unit: .bytes)
             // Skipping an entry's data decompresses it: check the stream after every skip.
-            if !lastName.isEmpty { try checkStreamRatio(a, entry: lastName) }
+            if !lastName.isEmpty { try checkStreamRatio(a, compressed: compressedBytes(), entry: lastName) }
             if status == ARCHIVE_EOF { break }
             if status == ARCHIVE_FATAL {
                 if result.entries == 0 {
@@ -173,36 +188,25 @@ final class ArchiveInventory {
             while usedNames.contains(target) { n += 1; target = path + "~\(n)" }
             usedNames.insert(target)
             let destination = try makeParents(for: target, entry: path)
+            if let failed = writer.firstFailure() {
+                throw ArchiveError.extractionFailed(path: displayName, entry: pendingNames[failed.slot], reason: failed.reason)
+            }
             let fd = open(destination.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
             guard fd >= 0 else {
                 result.skipped.append(SkippedEntry(path: path, reason: "cannot be extracted: \(String(cString: strerror(errno)))"))
                 continue
             }
-            var hasher = SHA256()
-            var written: Int64 = 0
+            let slot = writer.begin(fd: fd)
+            pendingNames.append(path)
             var size: Int64 = 0
-            let startCompressed = archive_filter_bytes(a, -1)
+            let startCompressed = compressedBytes()
             var dataStatus = first
             var damaged: String?
-            defer { close(fd) }
             while dataStatus == ARCHIVE_OK || dataStatus == ARCHIVE_WARN {
                 if let block, blockSize > 0 {
-                    // Sparse entries: write at the block's offset; holes read back as zeros.
-                    if offset != written {
-                        let zeros = [UInt8](repeating: 0, count: Int(min(Int64(bufferSize), max(0, offset - written))))
-                        while written < offset {
-                            let chunk = Int(min(Int64(zeros.count), offset - written))
-                            zeros.withUnsafeBytes { hasher.update($0.prefix(chunk)) }
-                            written += Int64(chunk)
-                        }
-                    }
-                    let n = pwrite(fd, block, blockSize, off_t(offset))
-                    guard n == blockSize else {
-                        throw ArchiveError.extractionFailed(path: displayName, entry: path, reason: String(cString: strerror(errno)))
-                    }
-                    hasher.update(UnsafeRawBufferPointer(start: block, count: blockSize))
-                    written = offset + Int64(blockSize)
-                    size = max(size, written)
+                    // Sparse entries: the writer puts each block at its offset; holes read back as zeros.
+                    writer.write(block, count: blockSize, at: offset)
+                    size = max(size, offset + Int64(blockSize))
                     extractedBytes += Int64(blockSize)
                     if size > limits.maxEntryBytes {
                         throw ArchiveError.bomb(path: displayName, entry: path, detail: "it decompresses to more than the per-entry limit of \(limits.maxEntryBytes) bytes (--max-entry-bytes)")
@@ -210,7 +214,7 @@ final class ArchiveInventory {
                     if extractedBytes > limits.maxExtractedBytes {
                         throw ArchiveError.bomb(path: displayName, entry: path, detail: "more than \(limits.maxExtractedBytes) bytes would be extracted in total (--max-extract-bytes)")
                     }
-                    let compressed = max(1, archive_filter_bytes(a, -1) - startCompressed)
+                    let compressed = max(1, compressedBytes() - startCompressed)
                     if size > 64 << 20, Double(size) / Double(compressed) > limits.maxCompressionRatio {
                         throw ArchiveError.bomb(path: displayName, entry: path, detail: "it expands more than \(Int(limits.maxCompressionRatio)) times (a decompression bomb; --max-ratio)")
                     }
@@ -220,27 +224,44 @@ final class ArchiveInventory {
             if dataStatus == ARCHIVE_FATAL || dataStatus == ARCHIVE_FAILED {
                 damaged = Self.message(a)
             }
+            var declared: Int64?
             if archive_entry_size_is_set(entry) != 0, archive_entry_size(entry) > size {
-                ftruncate(fd, off_t(archive_entry_size(entry)))
+                declared = archive_entry_size(entry)
                 size = archive_entry_size(entry)
             }
-            let digest = hasher.finalize().map { String(format: "%02x", $0) }.joined()
-            result.extracted.append((path: target, sha256: digest))
-            result.files.append(SeenFile(path: target, url: destination, size: Int(size), isSQLite: isSQLite))
-            if isIdentity {
-                let root = components.dropLast().joined(separator: "/")
-                if fileName == "AppDataInfo.plist" {
-                    result.containers.append(ContainerIdentity.fromAppDataInfo(destination, root: root.isEmpty ? "AppData" : root + "/AppData"))
-                } else if let identity = ContainerIdentity.fromMetadataPlist(destination, root: root) {
-                    result.containers.append(identity)
-                }
-            }
+            writer.end(slot: slot, extendingTo: declared)
+            pending.append((slot: slot, file: SeenFile(path: target, url: destination, size: Int(size), isSQLite: isSQLite)))
+            if isIdentity { identities.append((root: components.dropLast().joined(separator: "/"), fileName: fileName, url: destination)) }
             if let damaged {
                 result.damage = "the archive is damaged inside \(path) (\(damaged)); what came before was read"
                 break
             }
         }
         if result.entries == 0 && result.damage == nil { throw ArchiveError.empty(path: displayName) }
+        if let gzip, result.damage == nil {
+            switch gzip.finish() {
+            case .verified: break
+            case .damaged(let problem):
+                result.damage = "the archive's gzip stream fails its check after the last entry (\(problem)); every entry was read, but any of them may hold corrupt bytes"
+            case .unverified(let decoded):
+                result.warnings.append("the gzip stream goes on for more than \(decoded) bytes after the archive's end; that part was not read, so its checksum was not verified")
+            }
+        }
+        let written = writer.drain()
+        for (slot, file) in pending {
+            if let failure = written[slot].failure {
+                throw ArchiveError.extractionFailed(path: displayName, entry: pendingNames[slot], reason: failure)
+            }
+            result.extracted.append((path: file.path, sha256: written[slot].sha256))
+            result.files.append(file)
+        }
+        for identity in identities {
+            if identity.fileName == "AppDataInfo.plist" {
+                result.containers.append(ContainerIdentity.fromAppDataInfo(identity.url, root: identity.root.isEmpty ? "AppData" : identity.root + "/AppData"))
+            } else if let container = ContainerIdentity.fromMetadataPlist(identity.url, root: identity.root) {
+                result.containers.append(container)
+            }
+        }
         // Provisional sidecars and plists whose store never came are removed from disk; the
         // sidecars are still reported as orphans by the grouping.
         let mains = Set(result.files.filter(\.isSQLite).map(\.path))
@@ -253,9 +274,9 @@ final class ArchiveInventory {
     }
 
     /// The stream as a whole (a .tar.gz of zeros is a bomb even when no entry is extracted).
-    private func checkStreamRatio(_ a: OpaquePointer, entry: String) throws {
+    private func checkStreamRatio(_ a: OpaquePointer, compressed: Int64, entry: String) throws {
         let uncompressed = archive_filter_bytes(a, 0)
-        let compressed = max(1, archive_filter_bytes(a, -1))
+        let compressed = max(1, compressed)
         if uncompressed > 256 << 20, Double(uncompressed) / Double(compressed) > limits.maxCompressionRatio {
             throw ArchiveError.bomb(path: displayName, entry: entry,
                                     detail: "the archive expands more than \(Int(limits.maxCompressionRatio)) times (a decompression bomb; --max-ratio)")

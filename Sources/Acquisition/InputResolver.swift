@@ -10,10 +10,13 @@ public struct InputResolver {
     public let hashArchives: Bool
     /// Files other than stores to find (and extract from archives), such as a legacy JSON file.
     public let wanted: [PathPattern]
+    /// Who decodes a .tar.gz's gzip layer (tests run both).
+    public let gzipDecoder: GzipDecoder
 
     public init(session: EvidenceSession, limits: ArchiveLimits = ArchiveLimits(), hashArchives: Bool = false,
-                wanted: [PathPattern] = []) {
+                wanted: [PathPattern] = [], gzipDecoder: GzipDecoder = .preferred) {
         self.session = session
+        self.gzipDecoder = gzipDecoder
         self.limits = limits
         self.hashArchives = hashArchives
         self.wanted = wanted
@@ -91,7 +94,8 @@ public struct InputResolver {
     func archive(_ url: URL, input: String) throws -> Inventory {
         try session.record([url], hash: hashArchives)
         let output = try session.scratch.makeSubfolder(named: "extracted")
-        let result = try ArchiveInventory(url: url, displayName: input, output: output, limits: limits, wanted: wanted).read()
+        let result = try ArchiveInventory(url: url, displayName: input, output: output, limits: limits, wanted: wanted,
+                                          gzipDecoder: gzipDecoder).read()
         let (found, orphans) = FamilyGrouping.group(result.files, containers: result.containers)
         let hashes = Dictionary(result.extracted.map { ($0.path, $0.sha256) }, uniquingKeysWith: { a, _ in a })
         let stores = found.map { s -> FoundStore in

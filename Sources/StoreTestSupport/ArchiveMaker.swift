@@ -93,6 +93,37 @@ public final class ArchiveMaker {
         archive_write_close(a)
     }
 
+    /// `data` as one gzip member (libarchive's raw format through its gzip filter), for tests that
+    /// build multi-member streams or damage a member's trailer.
+    public static func gzip(_ data: Data) throws -> Data {
+        guard let a = archive_write_new() else { throw MakerError(description: "archive_write_new failed") }
+        defer { archive_write_free(a) }
+        archive_write_set_format_raw(a)
+        archive_write_add_filter_gzip(a)
+        archive_write_set_bytes_in_last_block(a, 1)
+        // libarchive keeps the buffer's address across calls: it must not be a Swift array.
+        let capacity = data.count + data.count / 10 + 4096
+        let output = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+        defer { output.deallocate() }
+        let used = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+        defer { used.deallocate() }
+        used.pointee = 0
+        guard archive_write_open_memory(a, output, capacity, used) == ARCHIVE_OK,
+              let e = archive_entry_new() else {
+            throw MakerError(description: archive_error_string(a).map { String(cString: $0) } ?? "libarchive failed without a message")
+        }
+        defer { archive_entry_free(e) }
+        archive_entry_set_pathname_utf8(e, "data")
+        archive_entry_set_filetype(e, UInt32(storelens_AE_IFREG))
+        archive_entry_set_size(e, Int64(data.count))
+        guard archive_write_header(a, e) == ARCHIVE_OK,
+              data.withUnsafeBytes({ archive_write_data(a, $0.baseAddress, $0.count) }) == data.count,
+              archive_write_close(a) == ARCHIVE_OK else {
+            throw MakerError(description: archive_error_string(a).map { String(cString: $0) } ?? "libarchive failed without a message")
+        }
+        return Data(bytes: output, count: used.pointee)
+    }
+
     /// Every regular file under `folder`, as entries named relative to `prefix`.
     public static func entries(of folder: URL, prefix: String = "") throws -> [Entry] {
         var result: [Entry] = []
