@@ -16,6 +16,30 @@ public final class EvidenceSession {
         try ledger.record(files, hash: hash)
     }
 
+    /// Copies made while hashing (original path → the copy in the scratch folder), waiting for the
+    /// working copy of that store, which takes them instead of reading the originals again.
+    private var staged: [String: URL] = [:]
+
+    /// Hashes a store family and, on the same two threads, copies its main file, -wal and
+    /// -journal into the scratch folder for the working copy that follows.
+    func recordCopying(_ family: StoreFamily) throws {
+        let originals = [family.main, family.wal, family.journal].compactMap { $0 }.filter { staged[$0.path] == nil }
+        guard !originals.isEmpty else { return try ledger.record(family.files) }
+        let folder = try scratch.makeSubfolder(named: "staged-" + family.main.lastPathComponent)
+        let pairs = originals.enumerated().map { (from: $1, to: folder.appendingPathComponent("\($0)-\($1.lastPathComponent)")) }
+        try ledger.record(family.files, copying: pairs)
+        for pair in pairs { staged[pair.from.path] = pair.to }
+    }
+
+    /// The staged copies of `family`'s files, handed over once.
+    private func takeStaged(_ family: StoreFamily) -> [String: URL] {
+        var taken: [String: URL] = [:]
+        for url in [family.main, family.wal, family.journal].compactMap({ $0 }) {
+            if let copy = staged.removeValue(forKey: url.path) { taken[url.path] = copy }
+        }
+        return taken
+    }
+
     /// The recorded SHA-256 of each file of `family`, named by the store's path `naming`
     /// (sidecars get their suffix; support files are left out).
     func hashes(for family: StoreFamily, naming: String) -> [String: String] {
@@ -30,11 +54,13 @@ public final class EvidenceSession {
     /// Hashes the family of `main`, then copies it into a fresh subfolder of the scratch folder.
     public func workingCopy(of main: URL, options: OpenOptions = OpenOptions()) throws -> WorkingCopy {
         var isDir: ObjCBool = false
+        let family = StoreFamily.beside(main)
         if FileManager.default.fileExists(atPath: main.path, isDirectory: &isDir), !isDir.boolValue {
-            try ledger.record(StoreFamily.beside(main).files)
+            try recordCopying(family)
         }
         let folder = try scratch.makeSubfolder(named: main.lastPathComponent)
-        return try WorkingCopy(of: main, into: folder, options: options)
+        return try WorkingCopy(family: family, name: main.lastPathComponent, displayPath: main.path, into: folder, options: options,
+                               staged: takeStaged(family))
     }
 
     /// Copies a found store (from a folder, archive or backup) into a fresh subfolder.
@@ -43,12 +69,54 @@ public final class EvidenceSession {
         // Files extracted from an archive are already storelens's own copies in the scratch folder.
         let extracted = store.family.main.standardizedFileURL.path.hasPrefix(scratch.url.standardizedFileURL.path + "/")
         return try WorkingCopy(family: store.family, name: store.name, displayPath: store.path, into: folder, options: options,
-                               alreadyPrivate: extracted)
+                               alreadyPrivate: extracted, staged: takeStaged(store.family))
     }
+
+    /// Starts hashing the originals again on a background thread. Call it once the command has
+    /// finished reading them (for `check`: every store copied and opened), so the hashing runs
+    /// beside the command's own work instead of after it. `finish()` waits for it and then compares
+    /// every file's identity, so a write made after the hash is still caught (it changes ctime).
+    public func verifyInBackground() {
+        guard verification == nil else { return }
+        verification = BackgroundVerification(ledger)
+    }
+
+    private var verification: BackgroundVerification?
 
     /// Checks every original against its recorded hash, then removes the scratch folder.
     public func finish() throws {
         defer { scratch.remove() }
-        try ledger.verifyUnchanged()
+        if let verification {
+            try verification.wait()
+            try ledger.verifyUnchanged { !verification.covers($0) }
+            try ledger.verifyIdentities()
+        } else {
+            try ledger.verifyUnchanged()
+        }
     }
+}
+
+/// The after-hash of a ledger, run on a thread of its own.
+private final class BackgroundVerification: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private var outcome: Result<Void, Error> = .success(())
+    /// Files recorded after the hashing started are hashed by `wait` itself.
+    private let covered: Set<String>
+
+    init(_ ledger: EvidenceLedger) {
+        covered = Set(ledger.entries.map(\.path))
+        let thread = Thread { [self] in
+            outcome = Result { try ledger.verifyUnchanged() }
+            done.signal()
+        }
+        thread.name = "storelens.verify"
+        thread.start()
+    }
+
+    func wait() throws {
+        done.wait()
+        try outcome.get()
+    }
+
+    func covers(_ path: String) -> Bool { covered.contains(path) }
 }

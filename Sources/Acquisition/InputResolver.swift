@@ -50,7 +50,8 @@ public struct InputResolver {
 
     func storeFile(_ url: URL, input: String) throws -> Inventory {
         let family = StoreFamily.beside(url)
-        try session.record(family.files)
+        // A single store is read next: copy it for its working copy while hashing it.
+        try session.recordCopying(family)
         let name = url.lastPathComponent
         let store = FoundStore(path: input, family: family, name: name,
                                sidecars: .init(wal: family.wal.map { _ in input + "-wal" }, shm: family.shm.map { _ in input + "-shm" },

@@ -102,8 +102,10 @@ public final class WorkingCopy {
     /// - Parameter alreadyPrivate: the family is storelens's own copy (extracted from an archive into
     ///   the scratch folder) with its sidecars beside it under their standard names: it is used where
     ///   it is instead of being copied again.
+    /// - Parameter staged: copies of the family's files already made in the scratch folder (by
+    ///   `EvidenceSession` while it hashed them), by original path: moved into place, not copied.
     public init(family: StoreFamily, name: String, displayPath: String, into folder: URL, options: OpenOptions = OpenOptions(),
-                alreadyPrivate: Bool = false) throws {
+                alreadyPrivate: Bool = false, staged: [String: URL] = [:]) throws {
         let main = family.main
         let path = displayPath
         let fm = FileManager.default
@@ -191,11 +193,19 @@ public final class WorkingCopy {
             self.copiedMain = main
             return
         }
-        self.copiedMain = folder.appendingPathComponent(name)
-        try SafeCopy.copy(main, to: copiedMain)
-        if let wal = family.wal, !mismatchedWAL { try SafeCopy.copy(wal, to: URL(fileURLWithPath: copiedMain.path + "-wal")) }
-        if hotJournal, let journal = family.journal {
-            try SafeCopy.copy(journal, to: URL(fileURLWithPath: copiedMain.path + "-journal"))
+        let copiedMain = folder.appendingPathComponent(name)
+        self.copiedMain = copiedMain
+        var copies = [(main, copiedMain)]
+        if let wal = family.wal, !mismatchedWAL { copies.append((wal, URL(fileURLWithPath: copiedMain.path + "-wal"))) }
+        if hotJournal, let journal = family.journal { copies.append((journal, URL(fileURLWithPath: copiedMain.path + "-journal"))) }
+        let targets = Dictionary(uniqueKeysWithValues: copies.map { ($0.0, $0.1) })
+        _ = try FileWork.map(copies.map(\.0)) { source in
+            // A staged copy is moved with link + unlink, which cannot replace an existing file.
+            if let copy = staged[source.path], link(copy.path, targets[source]!.path) == 0 {
+                unlink(copy.path)
+                return
+            }
+            try SafeCopy.copy(source, to: targets[source]!)
         }
     }
 

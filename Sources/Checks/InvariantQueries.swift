@@ -3,6 +3,14 @@ import SQLiteAccess
 
 /// The SQL that selects the rows breaking each invariant. `check` counts and lists them;
 /// `repair` updates or deletes exactly the same rows, so the two can never disagree.
+///
+/// Shaped for SQLite's planner on large stores (measured on the 1,000,000-row bench store):
+/// - The scanned entity table is `NOT INDEXED`. Its `Z_ENT` index looks attractive for
+///   `Z_ENT IN (…)`, but nearly every row matches, and an index walk plus a table lookup per row
+///   costs about five times a plain scan (233 ms against 45 ms for 1,000,000 notes).
+/// - Lookups are joins, not correlated `NOT EXISTS` subqueries: a LEFT JOIN on the target's
+///   INTEGER PRIMARY KEY finds the same rows (the key is unique and never NULL in a match) at a
+///   third of the cost. `CROSS JOIN` keeps the scanned table outermost.
 public enum InvariantQueries {
     static func q(_ name: String) -> String { Identifier.quoted(name) }
     static func list(_ numbers: [Int]) -> String { numbers.isEmpty ? "NULL" : numbers.map(String.init).joined(separator: ", ") }
@@ -12,18 +20,49 @@ public enum InvariantQueries {
         "SELECT Z_PK FROM \(q(table)) WHERE Z_PK > ? ORDER BY Z_PK"
     }
 
+    /// A condition on single rows of one table, and the query listing the rows that meet it.
+    /// `check` counts several of them in one scan of the table (`StoreChecker`'s row screen) and
+    /// lists rows only for those that matched; both use this text, so they cannot disagree.
+    public struct RowCondition: Hashable, Sendable {
+        public let table: String
+        public let condition: String
+
+        /// The matching rows' primary keys, in order.
+        public var rows: String { "SELECT Z_PK FROM \(q(table)) NOT INDEXED WHERE \(condition) ORDER BY Z_PK" }
+    }
+
+    /// Rows of a root entity's table whose Z_ENT is NULL or outside the entity's tree.
+    public static func unknownEntity(table: String, allowed: [Int]) -> RowCondition {
+        RowCondition(table: table, condition: "Z_ENT IS NULL OR Z_ENT NOT IN (\(list(allowed)))")
+    }
+
+    /// Rows of `entity` (and its subentities) whose `column` is NULL.
+    public static func nullColumn(entity: EntityMapping, column: String) -> RowCondition {
+        RowCondition(table: entity.table, condition: "Z_ENT IN (\(list(entity.entityNumbers))) AND \(q(column)) IS NULL")
+    }
+
+    /// Rows with a NULL or non-positive Z_OPT.
+    public static func badZOpt(table: String) -> RowCondition {
+        RowCondition(table: table, condition: "Z_OPT IS NULL OR Z_OPT <= 0")
+    }
+
+    /// History changes naming no entity of Z_PRIMARYKEY.
+    public static let historyUnknownEntity =
+        RowCondition(table: "ACHANGE", condition: "ZENTITY IS NULL OR ZENTITY NOT IN (SELECT Z_ENT FROM Z_PRIMARYKEY)")
+
     /// Rows of `source` whose to-one key points at no row of `dest`.
     public static func danglingToOne(source: EntityMapping, column: String, dest: EntityMapping) -> String {
         """
-        SELECT s.Z_PK FROM \(q(source.table)) s WHERE s.Z_ENT IN (\(list(source.entityNumbers))) AND s.\(q(column)) IS NOT NULL
-        AND NOT EXISTS (SELECT 1 FROM \(q(dest.table)) t WHERE t.Z_PK = s.\(q(column)) AND t.Z_ENT IN (\(list(dest.entityNumbers)))) ORDER BY s.Z_PK
+        SELECT s.Z_PK FROM \(q(source.table)) s NOT INDEXED
+        LEFT JOIN \(q(dest.table)) t ON t.Z_PK = s.\(q(column)) AND t.Z_ENT IN (\(list(dest.entityNumbers)))
+        WHERE s.Z_ENT IN (\(list(source.entityNumbers))) AND s.\(q(column)) IS NOT NULL AND t.Z_PK IS NULL ORDER BY s.Z_PK
         """
     }
 
     /// Rows of `source` whose entity key disagrees with the target row's Z_ENT.
     public static func entityKeyMismatch(source: EntityMapping, column: String, entityKey: String, dest: EntityMapping) -> String {
         """
-        SELECT s.Z_PK FROM \(q(source.table)) s JOIN \(q(dest.table)) t ON t.Z_PK = s.\(q(column))
+        SELECT s.Z_PK FROM \(q(source.table)) s NOT INDEXED CROSS JOIN \(q(dest.table)) t ON t.Z_PK = s.\(q(column))
         WHERE s.Z_ENT IN (\(list(source.entityNumbers))) AND (s.\(q(entityKey)) IS NULL OR s.\(q(entityKey)) != t.Z_ENT) ORDER BY s.Z_PK
         """
     }
@@ -31,21 +70,29 @@ public enum InvariantQueries {
     /// Rows of `source` pointing at a `dest` row whose inverse key does not point back.
     public static func oneToOneMismatch(source: EntityMapping, column: String, dest: EntityMapping, inverseColumn: String) -> String {
         """
-        SELECT s.Z_PK FROM \(q(source.table)) s JOIN \(q(dest.table)) t ON t.Z_PK = s.\(q(column))
+        SELECT s.Z_PK FROM \(q(source.table)) s NOT INDEXED CROSS JOIN \(q(dest.table)) t ON t.Z_PK = s.\(q(column))
         WHERE s.Z_ENT IN (\(list(source.entityNumbers))) AND (t.\(q(inverseColumn)) IS NULL OR t.\(q(inverseColumn)) != s.Z_PK)
         ORDER BY s.Z_PK
         """
     }
 
-    /// Join-table rows (by rowid) whose either side is missing.
+    /// Join-table rows (by rowid) whose either side is missing. DISTINCT: a hand-made table whose
+    /// Z_PK is not unique must not list a join row twice.
     public static func orphanJoinRows(join: String, sourceColumn: String, source: EntityMapping, destColumn: String, dest: EntityMapping) -> String {
         """
-        SELECT j.rowid FROM \(q(join)) j
-        WHERE NOT EXISTS (SELECT 1 FROM \(q(source.table)) s WHERE s.Z_PK = j.\(q(sourceColumn)) AND s.Z_ENT IN (\(list(source.entityNumbers))))
-           OR NOT EXISTS (SELECT 1 FROM \(q(dest.table)) t WHERE t.Z_PK = j.\(q(destColumn)) AND t.Z_ENT IN (\(list(dest.entityNumbers))))
+        SELECT DISTINCT j.rowid FROM \(q(join)) j NOT INDEXED
+        LEFT JOIN \(q(source.table)) s ON s.Z_PK = j.\(q(sourceColumn)) AND s.Z_ENT IN (\(list(source.entityNumbers)))
+        LEFT JOIN \(q(dest.table)) t ON t.Z_PK = j.\(q(destColumn)) AND t.Z_ENT IN (\(list(dest.entityNumbers)))
+        WHERE s.Z_PK IS NULL OR t.Z_PK IS NULL
         ORDER BY j.rowid
         """
     }
+
+    /// History changes whose transaction does not exist.
+    public static let historyMissingTransaction = """
+        SELECT c.Z_PK FROM ACHANGE c NOT INDEXED LEFT JOIN ATRANSACTION t ON t.Z_PK = c.ZTRANSACTIONID
+        WHERE t.Z_PK IS NULL ORDER BY c.Z_PK
+        """
 
     /// Groups of rows sharing the values of a uniqueness constraint (NULLs never collide).
     public static func duplicateGroups(entity: EntityMapping, columns: [String]) -> String {
@@ -66,10 +113,6 @@ public enum InvariantQueries {
         """
     }
 
-    /// Rows with a NULL or non-positive Z_OPT.
-    public static func badZOpt(table: String) -> String {
-        "SELECT Z_PK FROM \(q(table)) WHERE Z_OPT IS NULL OR Z_OPT <= 0 ORDER BY Z_PK"
-    }
 }
 
 extension InvariantQueries {

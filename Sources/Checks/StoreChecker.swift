@@ -10,7 +10,7 @@ import StoreFormats
 ///
 /// Every check is set-based SQL over the working copy (no row-by-row loops in Swift over large
 /// tables) and every finding lists the affected primary keys: the first `limit`, and the count.
-public struct StoreChecker {
+public struct StoreChecker: @unchecked Sendable {
     /// The named checks, with the finding id each produces.
     public enum Check: String, CaseIterable, Sendable {
         case sqliteIntegrity = "sqlite-integrity"
@@ -38,54 +38,105 @@ public struct StoreChecker {
     public let notes: [StoreNote]
     public var full = false
     public var limit = 20
+    /// Opens another connection to the same store, so checks can run on two threads; nil runs
+    /// them one after another (a point-in-time image in memory has no second connection).
+    public var secondConnection: (() throws -> Connection)?
+    /// Counts the single-row conditions of several checks in one scan per table (set by `run`).
+    var screen: RowScreen?
 
     public init(opened: OpenedStore, notes: [StoreNote] = []) {
         self.opened = opened
         self.notes = notes
     }
 
+    /// Checks the store `opened` was read from, a working copy: a second connection to the copy
+    /// lets the checks run on two threads.
+    public init(opened: OpenedStore, copy: WorkingCopy) {
+        self.init(opened: opened, notes: copy.notes)
+        secondConnection = { try copy.open() }
+    }
+
     var connection: Connection { opened.connection }
     var path: String { opened.displayPath }
 
+    /// One unit of checking: the checks it answers and how to run them on a checker.
+    struct Task: Sendable {
+        let name: String
+        let checks: [Check]
+        /// Rough cost on a large store (measured on the bench store), so the slow ones start first.
+        let cost: Int
+        /// Runs only on the first connection (it reads external files through the value decoder).
+        var firstConnectionOnly = false
+        let body: @Sendable (StoreChecker) throws -> [Finding]
+    }
+
+    /// Every check, in the order findings are reported.
+    static let tasks: [Task] = [
+        Task(name: "integrity", checks: [.sqliteIntegrity], cost: 100) { try $0.integrity() },
+        Task(name: "the WAL", checks: [.walMissing, .walPageSizeMismatch], cost: 0) { $0.walNotes() },
+        Task(name: "Z_MAX", checks: [.zMax], cost: 5) { try $0.zMax() },
+        Task(name: "entity rows", checks: [.unknownEntityRows], cost: 80) { try $0.unknownEntityRows() },
+        Task(name: "tables", checks: [.missingEntityTable, .tableWithoutEntity], cost: 2) { try $0.tablesAndEntries() },
+        Task(name: "to-one relationships", checks: [.danglingToOne, .entityKeyMismatch], cost: 90) { try $0.toOneRelationships() },
+        Task(name: "one-to-one pairs", checks: [.oneToOneMismatch], cost: 10) { try $0.oneToOnePairs() },
+        Task(name: "join tables", checks: [.orphanJoinRows], cost: 95) { try $0.joinTables() },
+        Task(name: "required values", checks: [.requiredNull], cost: 3) { try $0.requiredValues() },
+        Task(name: "uniqueness", checks: [.uniqueDuplicates], cost: 10) { try $0.uniqueness() },
+        Task(name: "Z_OPT", checks: [.badZOpt], cost: 3) { try $0.zOpt() },
+        Task(name: "history", checks: [.historyUnknownEntity, .historyMissingTransaction], cost: 40) { try $0.history() },
+        Task(name: "metadata", checks: [.metadataModelMismatch], cost: 0) { StoreChecker.metadataModelMismatch($0.opened) },
+        Task(name: "external data", checks: [.externalDataMissing], cost: 5, firstConnectionOnly: true) { try $0.externalData() },
+        Task(name: "CloudKit metadata", checks: [.cloudKitOrphan], cost: 5) { try $0.cloudKit() },
+    ]
+
     /// Runs every check (or the `only` ones) and returns the findings, errors first.
+    ///
+    /// With a second connection the checks run on two threads, the slowest first, each thread
+    /// taking the next check when it is done; findings come back in the same order either way.
     public func run(only: Set<Check>? = nil) throws -> [Finding] {
         func wanted(_ c: Check) -> Bool { only?.contains(c) ?? true }
+        let tasks = Self.tasks.filter { $0.checks.contains(where: wanted) }
+        var screened: [InvariantQueries.RowCondition] = []
+        if wanted(.unknownEntityRows) { screened += try unknownEntityConditions().map(\.1) }
+        if wanted(.requiredNull) { screened += requiredConditions().map(\.condition) }
+        if wanted(.badZOpt) { screened += try zOptConditions().map(\.1) }
+        if wanted(.historyUnknownEntity) { screened += try historyConditions() }
+        var checker = self
+        checker.screen = RowScreen(screened)
+        return try checker.runTasks(tasks, only: only)
+    }
+
+    private func runTasks(_ tasks: [Task], only: Set<Check>?) throws -> [Finding] {
+        let queue = CheckQueue(tasks: tasks, progress: ProgressReporter.current)
+        defer { queue.progress.clear() }
+        let parallel = tasks.filter { !$0.firstConnectionOnly && $0.cost > 0 }.count >= 2
+        if parallel, let second = try? secondConnection?() {
+            // The second connection is released by the worker before it signals: nothing of it
+            // outlives this call.
+            let worker = Worker(checker: sibling(on: second), queue: queue)
+            queue.drain(with: self, firstConnection: true)
+            worker.join()
+        } else {
+            queue.drain(with: self, firstConnection: true)
+        }
+        if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
+            for t in queue.timings {
+                FileHandle.standardError.write(Data("timing check-task=\"\(t.task)\" connection=\(t.connection) seconds=\(t.duration.seconds)\n".utf8))
+            }
+        }
         var findings: [Finding] = []
-        let progress = ProgressReporter.current
-        var step: Int64 = 0
-        func next(_ name: String) { step += 1; progress.report("checking \(name)", done: step, total: 15, unit: .step) }
-        defer { progress.clear() }
-        next("integrity")
-        if wanted(.sqliteIntegrity) { findings += try integrity() }
-        next("the WAL")
-        if wanted(.walMissing) || wanted(.walPageSizeMismatch) { findings += walNotes() }
-        next("Z_MAX")
-        if wanted(.zMax) { findings += try zMax() }
-        next("entity rows")
-        if wanted(.unknownEntityRows) { findings += try unknownEntityRows() }
-        next("tables")
-        if wanted(.missingEntityTable) || wanted(.tableWithoutEntity) { findings += try tablesAndEntries() }
-        next("to-one relationships")
-        if wanted(.danglingToOne) || wanted(.entityKeyMismatch) { findings += try toOneRelationships() }
-        next("one-to-one pairs")
-        if wanted(.oneToOneMismatch) { findings += try oneToOnePairs() }
-        next("join tables")
-        if wanted(.orphanJoinRows) { findings += try joinTables() }
-        next("required values")
-        if wanted(.requiredNull) { findings += try requiredValues() }
-        next("uniqueness")
-        if wanted(.uniqueDuplicates) { findings += try uniqueness() }
-        next("Z_OPT")
-        if wanted(.badZOpt) { findings += try zOpt() }
-        next("history")
-        if wanted(.historyUnknownEntity) || wanted(.historyMissingTransaction) { findings += try history() }
-        next("metadata")
-        if wanted(.metadataModelMismatch) { findings += Self.metadataModelMismatch(opened) }
-        next("external data")
-        if wanted(.externalDataMissing) { findings += try externalData() }
-        next("CloudKit metadata")
-        if wanted(.cloudKitOrphan) { findings += try cloudKit() }
+        for result in try queue.results() { findings += result }
         return findings.filter { f in only.map { $0.contains { $0.rawValue == f.id } } ?? true }.bySeverity
+    }
+
+    /// This checker on another connection to the same store.
+    private func sibling(on connection: Connection) -> StoreChecker {
+        var other = StoreChecker(opened: OpenedStore(displayPath: opened.displayPath, connection: connection, store: opened.store,
+                                                     map: opened.map, decoder: opened.decoder), notes: notes)
+        other.full = full
+        other.limit = limit
+        other.screen = screen
+        return other
     }
 
     // MARK: - Helpers
@@ -96,6 +147,13 @@ public struct StoreChecker {
         guard count > 0 else { return ([], 0) }
         let keys = try connection.rows("SELECT * FROM (\(sql)) LIMIT \(limit)", arguments).compactMap { $0[0].int }
         return (keys, count)
+    }
+
+    /// The rows meeting `condition`: counted by the row screen when it has the condition (one scan
+    /// of the table for all its conditions), listed only when there are any.
+    func keys(_ condition: InvariantQueries.RowCondition) throws -> (keys: [Int], count: Int) {
+        if let screen, let count = try screen.count(condition, on: connection), count == 0 { return ([], 0) }
+        return try keys(condition.rows)
     }
 
     func inList(_ numbers: [Int]) -> String { numbers.isEmpty ? "NULL" : numbers.map(String.init).joined(separator: ", ") }
@@ -159,11 +217,18 @@ public struct StoreChecker {
         return result
     }
 
+    /// Each root entity's table with a Z_ENT column, and the condition its stray rows meet.
+    func unknownEntityConditions() throws -> [(StoreEntity, InvariantQueries.RowCondition)] {
+        try opened.store.entities.filter { $0.superNumber == 0 && $0.tableExists }.compactMap { e in
+            try connection.columns(of: e.table).contains(where: { $0.name == "Z_ENT" })
+                ? (e, InvariantQueries.unknownEntity(table: e.table, allowed: e.subtreeNumbers)) : nil
+        }
+    }
+
     func unknownEntityRows() throws -> [Finding] {
         var result: [Finding] = []
-        for e in opened.store.entities where e.superNumber == 0 && e.tableExists {
-            guard try connection.columns(of: e.table).contains(where: { $0.name == "Z_ENT" }) else { continue }
-            let (keys, count) = try self.keys("SELECT Z_PK FROM \(q(e.table)) WHERE Z_ENT IS NULL OR Z_ENT NOT IN (\(inList(e.subtreeNumbers))) ORDER BY Z_PK")
+        for (e, condition) in try unknownEntityConditions() {
+            let (keys, count) = try self.keys(condition)
             guard count > 0 else { continue }
             let values = try connection.rows("SELECT DISTINCT Z_ENT FROM \(q(e.table)) WHERE Z_ENT IS NULL OR Z_ENT NOT IN (\(inList(e.subtreeNumbers))) LIMIT 10")
                 .map { $0[0].int.map(String.init) ?? "NULL" }
@@ -271,24 +336,36 @@ public struct StoreChecker {
         return result
     }
 
-    func requiredValues() throws -> [Finding] {
-        var result: [Finding] = []
+    /// Required attributes and to-one relationships (at the entity that declares them), each with
+    /// the condition its rows without a value meet.
+    func requiredConditions() -> [(entity: EntityMapping, attribute: AttributeMapping?, relationship: RelationshipMapping?, condition: InvariantQueries.RowCondition)] {
+        var result: [(EntityMapping, AttributeMapping?, RelationshipMapping?, InvariantQueries.RowCondition)] = []
         for e in opened.map.entities where e.tableExists {
             guard let owner = mapping(e.entity.name) else { continue }
             for a in e.attributes where a.declaredBy == e.entity.name && !a.attribute.isOptional && !a.attribute.isTransient {
                 guard let column = a.column else { continue }
-                let (keys, count) = try self.keys("SELECT Z_PK FROM \(q(e.table)) WHERE Z_ENT IN (\(inList(owner.entityNumbers))) AND \(q(column)) IS NULL ORDER BY Z_PK")
-                guard count > 0 else { continue }
+                result.append((e, a, nil, InvariantQueries.nullColumn(entity: owner, column: column)))
+            }
+            for r in e.relationships where r.declaredBy == e.entity.name && r.kind == .toOne && (!r.relationship.isOptional || r.relationship.minCount > 0) {
+                guard let column = r.column else { continue }
+                result.append((e, nil, r, InvariantQueries.nullColumn(entity: owner, column: column)))
+            }
+        }
+        return result
+    }
+
+    func requiredValues() throws -> [Finding] {
+        var result: [Finding] = []
+        for (e, attribute, relationship, condition) in requiredConditions() {
+            let (keys, count) = try self.keys(condition)
+            guard count > 0 else { continue }
+            if let a = attribute {
                 result.append(finding(.requiredNull, .warning, entity: e.entity.name,
                                       "\(plural(count, "row")) of \(e.entity.name) have no value for the required attribute \(a.attribute.name).",
                                       evidence: ["attribute": .string(a.attribute.name), "pks": .keys(keys), "count": .int(count)],
                                       explanation: "Core Data validates required attributes on save: the next save that touches these rows fails.",
                                       suggestion: "Give them a value in the app, or make the attribute optional in the model."))
-            }
-            for r in e.relationships where r.declaredBy == e.entity.name && r.kind == .toOne && (!r.relationship.isOptional || r.relationship.minCount > 0) {
-                guard let column = r.column else { continue }
-                let (keys, count) = try self.keys("SELECT Z_PK FROM \(q(e.table)) WHERE Z_ENT IN (\(inList(owner.entityNumbers))) AND \(q(column)) IS NULL ORDER BY Z_PK")
-                guard count > 0 else { continue }
+            } else if let r = relationship {
                 result.append(finding(.requiredNull, .warning, entity: e.entity.name,
                                       "\(plural(count, "row")) of \(e.entity.name) have no \(r.relationship.name), which the model requires.",
                                       evidence: ["relationship": .string(r.relationship.name), "pks": .keys(keys), "count": .int(count)],
@@ -317,11 +394,17 @@ public struct StoreChecker {
         return result
     }
 
+    /// Each user root entity's table with a Z_OPT column, and the condition its bad rows meet.
+    func zOptConditions() throws -> [(StoreEntity, InvariantQueries.RowCondition)] {
+        try userEntities.filter { $0.superNumber == 0 && $0.tableExists }.compactMap { e in
+            try connection.columns(of: e.table).contains(where: { $0.name == "Z_OPT" }) ? (e, InvariantQueries.badZOpt(table: e.table)) : nil
+        }
+    }
+
     func zOpt() throws -> [Finding] {
         var result: [Finding] = []
-        for e in userEntities where e.superNumber == 0 && e.tableExists {
-            guard try connection.columns(of: e.table).contains(where: { $0.name == "Z_OPT" }) else { continue }
-            let (keys, count) = try self.keys(InvariantQueries.badZOpt(table: e.table))
+        for (e, condition) in try zOptConditions() {
+            let (keys, count) = try self.keys(condition)
             guard count > 0 else { continue }
             result.append(finding(.badZOpt, .warning, entity: e.name, "\(plural(count, "row")) of \(e.table) have a NULL or non-positive Z_OPT.",
                                   evidence: ["pks": .keys(keys), "count": .int(count)],
@@ -331,12 +414,18 @@ public struct StoreChecker {
         return result
     }
 
+    /// The history condition a row screen can count, when ACHANGE has the column it needs.
+    func historyConditions() throws -> [InvariantQueries.RowCondition] {
+        guard try connection.tableExists("ACHANGE"), try connection.columns(of: "ACHANGE").contains(where: { $0.name == "ZENTITY" }) else { return [] }
+        return [InvariantQueries.historyUnknownEntity]
+    }
+
     func history() throws -> [Finding] {
         guard try connection.tableExists("ACHANGE") else { return [] }
         var result: [Finding] = []
         let changeColumns = Set(try connection.columns(of: "ACHANGE").map(\.name))
         if changeColumns.contains("ZENTITY") {
-            let (keys, count) = try self.keys("SELECT Z_PK FROM ACHANGE WHERE ZENTITY IS NULL OR ZENTITY NOT IN (SELECT Z_ENT FROM Z_PRIMARYKEY) ORDER BY Z_PK")
+            let (keys, count) = try self.keys(InvariantQueries.historyUnknownEntity)
             if count > 0 {
                 result.append(finding(.historyUnknownEntity, .warning, entity: nil, "\(plural(count, "history change")) name an entity that Z_PRIMARYKEY does not have.",
                                       evidence: ["changes": .keys(keys), "count": .int(count)],
@@ -345,7 +434,7 @@ public struct StoreChecker {
             }
         }
         if changeColumns.contains("ZTRANSACTIONID"), try connection.tableExists("ATRANSACTION") {
-            let (keys, count) = try self.keys("SELECT c.Z_PK FROM ACHANGE c WHERE NOT EXISTS (SELECT 1 FROM ATRANSACTION t WHERE t.Z_PK = c.ZTRANSACTIONID) ORDER BY c.Z_PK")
+            let (keys, count) = try self.keys(InvariantQueries.historyMissingTransaction)
             if count > 0 {
                 result.append(finding(.historyMissingTransaction, .warning, entity: nil, "\(plural(count, "history change")) belong to transactions that do not exist.",
                                       evidence: ["changes": .keys(keys), "count": .int(count)],
@@ -414,4 +503,138 @@ public struct StoreChecker {
                         explanation: "Orphaned mirroring metadata breaks later migrations (UNIQUE constraint failed: ANSCKRECORDMETADATA.ZENTITYID, ZENTITYPK).",
                         suggestion: nil)]
     }
+}
+
+/// The checks still to run and the results so far, shared by the two threads.
+final class CheckQueue: @unchecked Sendable {
+    private let lock = NSLock()
+    private let tasks: [StoreChecker.Task]
+    /// Indices into `tasks`, slowest first.
+    private var pending: [Int]
+    private var outcomes: [Result<[Finding], Error>?]
+    private var started: Int64 = 0
+    /// How long each task took and on which connection, for `STORELENS_TIMINGS` (make bench).
+    private(set) var timings: [(task: String, connection: Int, duration: Duration)] = []
+    let progress: ProgressReporter
+
+    init(tasks: [StoreChecker.Task], progress: ProgressReporter) {
+        self.tasks = tasks
+        self.progress = progress
+        pending = tasks.indices.sorted { tasks[$0].cost > tasks[$1].cost }
+        outcomes = Array(repeating: nil, count: tasks.count)
+    }
+
+    /// Runs tasks on `checker` until none is left that this connection may run.
+    func drain(with checker: StoreChecker, firstConnection: Bool) {
+        let clock = ContinuousClock()
+        while let index = take(firstConnection: firstConnection) {
+            var outcome: Result<[Finding], Error>!
+            let took = clock.measure { outcome = Result { try tasks[index].body(checker) } }
+            lock.lock()
+            outcomes[index] = outcome
+            timings.append((tasks[index].name, firstConnection ? 1 : 2, took))
+            lock.unlock()
+        }
+    }
+
+    private func take(firstConnection: Bool) -> Int? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let at = pending.firstIndex(where: { firstConnection || !tasks[$0].firstConnectionOnly }) else { return nil }
+        let index = pending.remove(at: at)
+        started += 1
+        progress.report("checking \(tasks[index].name)", done: started, total: Int64(tasks.count), unit: .step)
+        return index
+    }
+
+    /// Every task's findings in task order; the first error (in task order) is thrown.
+    func results() throws -> [[Finding]] {
+        lock.lock()
+        defer { lock.unlock() }
+        return try outcomes.map { outcome in
+            guard let outcome else { return [] }
+            return try outcome.get()
+        }
+    }
+}
+
+/// The second thread: drains the queue on its own connection, then lets go of it.
+private final class Worker: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private var checker: StoreChecker?
+
+    init(checker: StoreChecker, queue: CheckQueue) {
+        self.checker = checker
+        let thread = Thread { [self] in
+            if let checker = self.checker { queue.drain(with: checker, firstConnection: false) }
+            self.checker = nil
+            done.signal()
+        }
+        thread.name = "storelens.check"
+        thread.start()
+    }
+
+    func join() { done.wait() }
+}
+
+/// Counts rows meeting single-row conditions, scanning each table once for all of its conditions:
+/// stray Z_ENT values, NULL required values, bad Z_OPT and history changes naming unknown entities
+/// are all questions about each row of the same large tables. The first check to ask about a
+/// table counts every condition registered for it; a check on the other thread asking meanwhile
+/// waits for that scan instead of making its own.
+final class RowScreen: @unchecked Sendable {
+    private let state = NSCondition()
+    private var byTable: [String: [InvariantQueries.RowCondition]] = [:]
+    private var counts: [InvariantQueries.RowCondition: Int] = [:]
+    private var scanning: Set<String> = []
+    /// SQLite allows 2,000 result columns by default; a hostile table can have more conditions.
+    private static let conditionsPerScan = 200
+
+    init(_ conditions: [InvariantQueries.RowCondition]) {
+        for condition in conditions where !(byTable[condition.table]?.contains(condition) ?? false) {
+            byTable[condition.table, default: []].append(condition)
+        }
+    }
+
+    /// How many rows meet `condition`, or nil when it was not registered.
+    func count(_ condition: InvariantQueries.RowCondition, on connection: Connection) throws -> Int? {
+        state.lock()
+        defer { state.unlock() }
+        guard let all = byTable[condition.table], all.contains(condition) else { return nil }
+        while counts[condition] == nil {
+            if scanning.contains(condition.table) {
+                state.wait()
+                continue
+            }
+            scanning.insert(condition.table)
+            state.unlock()
+            let result = Result { try Self.scan(condition.table, all, on: connection) }
+            state.lock()
+            scanning.remove(condition.table)
+            state.broadcast()
+            // A failed scan leaves no counts: the caller lists the rows itself and meets the error there.
+            guard case .success(let found) = result else { return nil }
+            for (c, n) in found { counts[c] = n }
+        }
+        return counts[condition]
+    }
+
+    private static func scan(_ table: String, _ conditions: [InvariantQueries.RowCondition],
+                             on connection: Connection) throws -> [InvariantQueries.RowCondition: Int] {
+        var found: [InvariantQueries.RowCondition: Int] = [:]
+        var start = 0
+        while start < conditions.count {
+            let group = Array(conditions[start..<min(start + conditionsPerScan, conditions.count)])
+            let columns = group.map { "count(*) FILTER (WHERE \($0.condition))" }.joined(separator: ", ")
+            let row = try connection.rows("SELECT \(columns) FROM \(Identifier.quoted(table)) NOT INDEXED").first
+            for (i, c) in group.enumerated() { found[c] = row?[i].int ?? 0 }
+            start += group.count
+        }
+        return found
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, for timing lines.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

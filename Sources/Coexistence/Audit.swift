@@ -147,7 +147,8 @@ public struct Auditor {
             let stacksHere = manifest.stacks.filter { storeOf[$0.name]?.path == path }
             findings += try auditWriters(store: path, opened: o, stacks: stacksHere, sidesByRule: sidesByRule, audits: &audits)
             // The integrity checks run on every bound store: audit is the one command for a migration.
-            findings += try StoreChecker(opened: o, notes: copies[path]?.notes ?? []).run()
+            let checker = copies[path].map { StoreChecker(opened: o, copy: $0) } ?? StoreChecker(opened: o)
+            findings += try checker.run()
         }
 
         // 5. Records across sides.

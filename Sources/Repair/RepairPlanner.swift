@@ -143,7 +143,7 @@ public struct RepairPlanner {
     func setZOpt() throws -> [RepairPlan.Action] {
         var result: [RepairPlan.Action] = []
         for e in opened.store.entities where e.kind == .user && e.superNumber == 0 && e.tableExists {
-            let select = InvariantQueries.badZOpt(table: e.table)
+            let select = InvariantQueries.badZOpt(table: e.table).rows
             guard try connection.columns(of: e.table).contains(where: { $0.name == "Z_OPT" }) else { continue }
             let found = try keys(select)
             guard found.count > 0 else { continue }

@@ -63,7 +63,7 @@ public struct Repairer {
     /// Checks the store and plans the repair.
     public func plan() throws -> (RepairPlan, [Finding]) {
         let opened = try OpenedStore.open(store.copy, displayPath: store.displayPath, xcodeModel: xcodeModel)
-        let findings = try StoreChecker(opened: opened, notes: store.copy.notes).run()
+        let findings = try StoreChecker(opened: opened, copy: store.copy).run()
         if let givenPlan { return (givenPlan, findings) }
         var planner = RepairPlanner(opened: opened)
         planner.keep = keep
@@ -135,7 +135,7 @@ public struct Repairer {
             defer { verify.scratch.remove() }
             let copy = try verify.workingCopy(of: temporary)
             let opened = try OpenedStore.open(copy, displayPath: output.path, xcodeModel: xcodeModel)
-            remaining = try StoreChecker(opened: opened, notes: copy.notes).run()
+            remaining = try StoreChecker(opened: opened, copy: copy).run()
             after = try Self.tableHashes(opened.connection)
             for action in plan.actions {
                 for p in action.postconditions {

@@ -127,7 +127,8 @@ public struct SHA256: Sendable {
         return hasher.finalize().map { String(format: "%02x", $0) }.joined()
     }
 
-    /// The hex digest of the file at `url`, read in 1 MiB chunks so memory stays flat.
+    /// The hex digest of the file at `url`, read in 1 MiB chunks into one reused buffer, so memory
+    /// stays flat and no chunk is allocated (this runs over every input twice per command).
     public static func hexOfFile(at url: URL) throws -> String {
         let handle = try FileHandle(forReadingFrom: url)
         defer { try? handle.close() }
@@ -135,9 +136,19 @@ public struct SHA256: Sendable {
         let progress = ProgressReporter.current
         let total = progress.isSilent ? nil : (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value
         var done: Int64 = 0
-        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-            hasher.update(chunk)
-            done += Int64(chunk.count)
+        let size = 1 << 20
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64)
+        defer { buffer.deallocate() }
+        while true {
+            let n = read(handle.fileDescriptor, buffer, size)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw CocoaError(.fileReadUnknown, userInfo: [NSFilePathErrorKey: url.path,
+                                                             NSLocalizedDescriptionKey: "cannot read \(url.path): \(String(cString: strerror(errno)))"])
+            }
+            if n == 0 { break }
+            hasher.update(UnsafeRawBufferPointer(start: buffer, count: n))
+            done += Int64(n)
             progress.report("hashing \(url.lastPathComponent)", done: done, total: total, unit: .bytes)
         }
         return hasher.finalize().map { String(format: "%02x", $0) }.joined()

@@ -82,6 +82,9 @@ struct RepairCommandTests {
         let process = Process()
         process.executableURL = ProjectPaths.executable()
         process.arguments = ["repair", url.path, "--out", target.path]
+        // A killed process cannot remove its working folder: give it one that this test removes.
+        let scratch = try TemporaryFolder("repair-kill-scratch")
+        process.environment = ProcessInfo.processInfo.environment.merging(["TMPDIR": scratch.url.path]) { $1 }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()

@@ -61,9 +61,12 @@ struct CheckCommand: Command {
         open.ignoreMismatchedWAL = true
         var findings: [Finding] = []
         var stores: [String] = []
-        for store in try session.stores(from: paths, select: input.select, options: open, limits: input.limits) {
+        let acquired = try session.stores(from: paths, select: input.select, options: open, limits: input.limits)
+        // Every original has been read into its working copy: hash them again beside the checks.
+        session.verifyInBackground()
+        for store in acquired {
             let opened = try OpenedStore.open(store.copy, displayPath: store.displayPath, xcodeModel: model.map { URL(fileURLWithPath: $0) })
-            var checker = StoreChecker(opened: opened, notes: store.copy.notes)
+            var checker = StoreChecker(opened: opened, copy: store.copy)
             checker.full = full
             findings += try checker.run(only: only)
             stores.append(store.displayPath)

@@ -178,7 +178,7 @@ struct ReportCommand: Command {
         do {
             stage("running checks")
             let opened = try OpenedStore.open(copy, displayPath: store.path, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) })
-            let findings = try StoreChecker(opened: opened, notes: copy.notes).run()
+            let findings = try StoreChecker(opened: opened, copy: copy).run()
             section.findings += findings
             stage("planning repairs")
             let repair = try RepairPlanner(opened: opened).plan(for: findings)
