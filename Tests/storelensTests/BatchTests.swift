@@ -96,6 +96,35 @@ struct BatchTests {
         #expect(stores.first?["historyTransactions"] as? Int == 4)
     }
 
+    @Test("check: a clean store, one with a planted problem and a cut archive give ok, findings and error lines")
+    func checkBatch() throws {
+        let folder = try TemporaryFolder("batch-check")
+        let tickets = try Self.tickets(in: folder)
+        let cleanFolder = tickets.appendingPathComponent("clean")
+        let brokenFolder = tickets.appendingPathComponent("broken")
+        for f in [cleanFolder, brokenFolder] { try FileManager.default.createDirectory(at: f, withIntermediateDirectories: true) }
+        let clean = try InvariantFixture.make(in: cleanFolder)
+        let broken = try InvariantFixture.make(in: brokenFolder) { try $0.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Note'") }
+        let corrupt = tickets.appendingPathComponent("c-corrupt.tar.gz")
+        let before = try FolderSnapshot(tickets)
+        let results = folder.path("check.jsonl")
+
+        let run = try CLI.run(["check", clean.path, broken.path, corrupt.path, "--jsonl", results.path, "--jobs", "2"])
+        #expect(run.status == 2, "the cut archive fails: \(run.stderr)")
+        #expect(run.stderr.contains("check batch: 3 inputs; ran 3 (1 ok, 1 with findings, 1 failed)"), "\(run.stderr)")
+        let byInput = Dictionary(uniqueKeysWithValues: try Self.lines(results).map { (($0["input"] as? String) ?? "", $0) })
+        let ok = try #require(byInput[clean.path])
+        #expect(ok["status"] as? String == "ok")
+        #expect((ok["summary"] as? [String: Any])?["error"] as? Int == 0)
+        let found = try #require(byInput[broken.path])
+        #expect(found["status"] as? String == "findings")
+        #expect(found["exitCode"] as? Int == 1)
+        #expect((found["summary"] as? [String: Any])?["error"] as? Int == 1)
+        #expect((found["findings"] as? [[String: Any]])?.map { $0["id"] as? String } == ["zmax-below-max-pk"])
+        #expect(byInput[corrupt.path]?["status"] as? String == "error")
+        #expect(try FolderSnapshot(tickets) == before, "a batch leaves every input byte-identical")
+    }
+
     @Test("batch options without --jsonl are usage errors; --jsonl - writes lines to stdout")
     func usage() throws {
         let folder = try TemporaryFolder("batch-usage")

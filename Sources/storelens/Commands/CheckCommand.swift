@@ -21,8 +21,9 @@ struct CheckCommand: Command {
                   .value("--only", valueName: "ids", help: "Run only these checks (comma-separated finding ids)."),
                   .value("--fail-on", valueName: "severity", help: "Exit with 1 when a finding is at least this severe.", allowed: ["error", "warning", "info"], default: "error"),
                   .value("--model", valueName: "path", help: "An Xcode model (.xcdatamodeld or .xcdatamodel) for stores without a cached model.")]
-            + CommonOptions.input,
-        examples: ["storelens check default.store", "storelens check Todo.xcappdata --format json --fail-on warning"])
+            + CommonOptions.input + BatchOptions.all,
+        examples: ["storelens check default.store", "storelens check Todo.xcappdata --format json --fail-on warning",
+                   "storelens check tickets/ --each --jsonl check.jsonl --jobs 2 --resume"])
 
     let paths: [String]
     let format: String
@@ -31,6 +32,7 @@ struct CheckCommand: Command {
     let failOn: Finding.Severity
     let model: String?
     let input: InputSettings
+    let batch: BatchSettings?
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
         guard !parsed.positionals.isEmpty else { throw .missingArgument("input") }
@@ -40,6 +42,7 @@ struct CheckCommand: Command {
         failOn = Finding.Severity(rawValue: parsed.value("--fail-on") ?? "error") ?? .error
         model = parsed.value("--model")
         input = try InputSettings(parsed)
+        batch = try BatchSettings.parse(parsed)
         if let list = parsed.value("--only") {
             var checks = Set<StoreChecker.Check>()
             for id in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
@@ -55,24 +58,25 @@ struct CheckCommand: Command {
     }
 
     func run(_ output: Output) throws -> ExitCode {
+        if let batch {
+            return try Batch.run(command: "check", inputs: paths, settings: batch, output: output) { path, context in
+                let session = try EvidenceSession(keepScratch: input.keepScratch)
+                defer { session.scratch.remove() }
+                context.hashInput(path, in: session)
+                let (findings, stores) = try check([path], session: session, output: output)
+                try session.finish()
+                let summary = JSONValue.object(Finding.Severity.allCases.reversed().map { severity in
+                    (severity.rawValue, JSONValue.int(findings.filter { $0.severity == severity }.count))
+                } + [("stores", .array(stores.map(JSONValue.string)))])
+                return BatchOutcome(exitCode: findings.any(atOrAbove: failOn) ? .findings : .success, summary: summary,
+                                    findings: findings.bySeverity)
+            }
+        }
         let session = try EvidenceSession(keepScratch: input.keepScratch)
         defer { session.scratch.remove() }
-        var open = input.open
-        open.ignoreMismatchedWAL = true
-        var findings: [Finding] = []
-        var stores: [String] = []
-        let acquired = try session.stores(from: paths, select: input.select, options: open, limits: input.limits)
-        // Every original has been read into its working copy: hash them again beside the checks.
-        session.verifyInBackground()
-        for store in acquired {
-            let opened = try OpenedStore.open(store.copy, displayPath: store.displayPath, xcodeModel: model.map { URL(fileURLWithPath: $0) })
-            var checker = StoreChecker(opened: opened, copy: store.copy)
-            checker.full = full
-            findings += try checker.run(only: only)
-            stores.append(store.displayPath)
-        }
+        let (unsorted, stores) = try check(paths, session: session, output: output)
         try session.finish()
-        findings = findings.bySeverity
+        let findings = unsorted.bySeverity
         switch format {
         case "json":
             output.write(JSONValue.object([
@@ -88,5 +92,31 @@ struct CheckCommand: Command {
             output.write(FindingsReport.text(findings))
         }
         return findings.any(atOrAbove: failOn) ? .findings : .success
+    }
+
+    /// Every check on every store of `paths`: the findings and the stores' display paths.
+    func check(_ paths: [String], session: EvidenceSession, output: Output) throws -> ([Finding], [String]) {
+        var open = input.open
+        open.ignoreMismatchedWAL = true
+        var findings: [Finding] = []
+        var stores: [String] = []
+        let acquired = try session.stores(from: paths, select: input.select, options: open, limits: input.limits)
+        // Every original has been read into its working copy: hash them again beside the checks.
+        session.verifyInBackground()
+        for store in acquired {
+            let opened = try OpenedStore.open(store.copy, displayPath: store.displayPath, xcodeModel: model.map { URL(fileURLWithPath: $0) })
+            var checker = StoreChecker(opened: opened, copy: store.copy)
+            checker.full = full
+            let clock = ContinuousClock()
+            var found: [Finding] = []
+            let took = try clock.measure { found = try checker.run(only: only) }
+            findings += found
+            if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
+                // For `make bench`: the checks alone, without acquisition and hashing.
+                output.error("timing checks-seconds=\(Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18)\n")
+            }
+            stores.append(store.displayPath)
+        }
+        return (findings, stores)
     }
 }
