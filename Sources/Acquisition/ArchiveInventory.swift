@@ -240,7 +240,10 @@ final class ArchiveInventory {
         if result.entries == 0 && result.damage == nil { throw ArchiveError.empty(path: displayName) }
         if let gzip, result.damage == nil {
             switch gzip.finish() {
-            case .verified: break
+            case .verified:
+                if gzip.trailingBytes > 0 {
+                    result.warnings.append("\(gzip.trailingBytes) bytes after the end of the gzip stream are not gzip data; they were ignored")
+                }
             case .damaged(let problem):
                 result.damage = "the archive's gzip stream fails its check after the last entry (\(problem)); every entry was read, but any of them may hold corrupt bytes"
             case .unverified(let decoded):

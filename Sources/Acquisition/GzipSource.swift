@@ -51,13 +51,16 @@ final class GzipSource {
 
     /// Compressed bytes consumed so far (for progress and the compression-ratio limit).
     private(set) var compressedBytes: Int64 = 0
+    /// Bytes after the last gzip member, ignored as `gzip -d` ignores them (reported as a warning).
+    private(set) var trailingBytes: Int64 = 0
 
     #if canImport(CISAL)
-    private static let inputSize = 1 << 18
     private static let outputSize = 1 << 18
+    /// Bytes read from the file at a time (tests make it tiny, so members end at every position).
+    private let inputSize: Int
     private let fd: Int32
     private let path: String
-    private let input = UnsafeMutablePointer<UInt8>.allocate(capacity: GzipSource.inputSize)
+    private let input: UnsafeMutablePointer<UInt8>
     private let output = UnsafeMutablePointer<UInt8>.allocate(capacity: GzipSource.outputSize)
     private let state = UnsafeMutablePointer<inflate_state>.allocate(capacity: 1)
     private var inputEnded = false
@@ -66,10 +69,13 @@ final class GzipSource {
     private var pendingError: String?
 
     /// Opens `url` for reading; nil when it cannot be opened (libarchive then reports why).
-    init?(url: URL) {
+    init?(url: URL, inputSize: Int = 1 << 18) {
         let fd = open(url.path, O_RDONLY | O_NOFOLLOW)
         guard fd >= 0 else { return nil }
         self.fd = fd
+        // At least 2: a refill keeps up to one unread byte and must still have room to read.
+        self.inputSize = max(2, inputSize)
+        self.input = UnsafeMutablePointer<UInt8>.allocate(capacity: self.inputSize)
         self.path = url.path
         isal_inflate_init(state)
         state.pointee.crc_flag = UInt32(ISAL_GZIP)
@@ -131,6 +137,20 @@ final class GzipSource {
 
     struct Failure: Error { let message: String }
 
+    /// Every decoded byte, or the stream's error with what was decoded before it (for tests).
+    func decodeAll() -> (data: Data, error: String?) {
+        var data = Data()
+        while true {
+            switch fill() {
+            case .success(let count):
+                if count == 0 { return (data, nil) }
+                data.append(output, count: count)
+            case .failure(let failure):
+                return (data, failure.message)
+            }
+        }
+    }
+
     /// Fills the output buffer: its byte count, 0 at the end of the stream.
     private func fill() -> Result<Int, Failure> {
         if let pendingError { return .failure(Failure(message: pendingError)) }
@@ -167,6 +187,7 @@ final class GzipSource {
                     continue
                 }
                 finished = true
+                trailingBytes = Int64(state.pointee.avail_in) + max(0, fileSize() - compressedBytes)
                 break
             }
             if before == state.pointee.avail_in && beforeOut == state.pointee.avail_out {
@@ -190,13 +211,18 @@ final class GzipSource {
     private func refill(keeping count: Int) -> Bool {
         if count > 0, let next = state.pointee.next_in { memmove(input, next, count) }
         var n: Int
-        repeat { n = read(fd, input + count, Self.inputSize - count) } while n < 0 && errno == EINTR
+        repeat { n = read(fd, input + count, inputSize - count) } while n < 0 && errno == EINTR
         guard n >= 0 else { return false }
         if n == 0 { inputEnded = true }
         compressedBytes += Int64(n)
         state.pointee.next_in = input
         state.pointee.avail_in = UInt32(count + n)
         return true
+    }
+
+    private func fileSize() -> Int64 {
+        var st = stat()
+        return fstat(fd, &st) == 0 ? Int64(st.st_size) : 0
     }
 
     private func readFailure() -> Failure {
@@ -217,7 +243,7 @@ final class GzipSource {
         }
     }
     #else
-    init?(url: URL) { nil }
+    init?(url: URL, inputSize: Int = 1 << 18) { nil }
     func attach(to a: OpaquePointer) -> Int32 { ARCHIVE_FATAL }
     func finish(bound: Int64 = 64 << 20) -> Ending { .verified }
     #endif

@@ -1,4 +1,4 @@
-import Acquisition
+@testable import Acquisition
 import Foundation
 import StoreFormats
 import StoreTestSupport
@@ -72,6 +72,9 @@ struct GzipLayerTests {
         let (withTrailing, s2) = try Self.inventory(trailing, decoder)
         defer { s2.scratch.remove() }
         Self.expectSameStores(withTrailing, loose: loose, "trailing bytes, \(decoder)")
+        if decoder == .isal {
+            #expect(withTrailing.warnings.contains { $0.contains("3000 bytes after the end of the gzip stream") }, "\(withTrailing.warnings)")
+        }
     }
 
     @Test("a last member whose CRC-32 does not match its data is reported as damage, after the stores it held",
@@ -132,5 +135,80 @@ struct GzipLayerTests {
         let error = try #require(throws: ArchiveError.self, "\(decoder)") { _ = try Self.inventory(bomb, decoder, limits: limits) }
         guard case .bomb(_, let entry, _) = error else { Issue.record("not a bomb error: \(error)"); return }
         #expect(entry == "bomb.sqlite")
+    }
+
+    /// Pieces of varied sizes and kinds (empty, compressible, incompressible), each its own member.
+    static func members() throws -> (stream: Data, plain: Data) {
+        var state: UInt64 = 77
+        func random(_ n: Int) -> Data {
+            Data((0..<n).map { _ -> UInt8 in
+                state = state &* 6364136223846793005 &+ 1442695040888963407
+                return UInt8(truncatingIfNeeded: state >> 33)
+            })
+        }
+        var stream = Data(), plain = Data()
+        for i in 0..<40 {
+            let piece = i % 3 == 0 ? random(i * 37) : Data(repeating: UInt8(i), count: i * 101)
+            stream += try ArchiveMaker.gzip(piece)
+            plain += piece
+        }
+        return (stream, plain)
+    }
+
+    @Test("gzip members ending at every position of a read chunk decode to the original bytes",
+          .enabled(if: GzipDecoder.available.contains(.isal), "ISA-L is not built in"),
+          arguments: [2, 3, 7, 64, 4099, 1 << 18])
+    func chunkBoundaries(inputSize: Int) throws {
+        let folder = try TemporaryFolder("gz-chunks")
+        let (stream, plain) = try Self.members()
+        let url = folder.path("members.gz")
+        try stream.write(to: url)
+        let source = try #require(GzipSource(url: url, inputSize: inputSize))
+        let (decoded, error) = source.decodeAll()
+        #expect(error == nil, "\(error ?? "")")
+        #expect(decoded == plain)
+        #expect(source.compressedBytes == Int64(stream.count))
+    }
+
+    @Test("a gzip stream cut anywhere ends in an error, after a prefix of the original, never a hang",
+          .enabled(if: GzipDecoder.available.contains(.isal), "ISA-L is not built in"))
+    func cutAnywhere() throws {
+        let folder = try TemporaryFolder("gz-cut")
+        let (stream, plain) = try Self.members()
+        let url = folder.path("cut.gz")
+        // Every cut inside the first members (headers, blocks, trailers), then coarser.
+        let cuts = Array(1..<300) + Array(stride(from: 300, to: stream.count, by: 97))
+        for cut in cuts {
+            try stream.prefix(cut).write(to: url)
+            let source = try #require(GzipSource(url: url, inputSize: 5))
+            let (decoded, error) = source.decodeAll()
+            #expect(plain.starts(with: decoded), "cut at \(cut): not a prefix")
+            // A cut exactly between two members is a complete, shorter stream; one byte further, the
+            // lone first byte of a header cannot be told from trailing bytes, and is counted as such.
+            if error == nil {
+                let boundaries = try Self.memberBoundaries()
+                #expect(boundaries.contains(cut) && source.trailingBytes == 0
+                        || boundaries.contains(cut - 1) && source.trailingBytes == 1, "cut at \(cut) decoded without error")
+            }
+        }
+    }
+
+    /// The offsets in `members().stream` at which a member ends.
+    static func memberBoundaries() throws -> Set<Int> {
+        var state: UInt64 = 77
+        func random(_ n: Int) -> Data {
+            Data((0..<n).map { _ -> UInt8 in
+                state = state &* 6364136223846793005 &+ 1442695040888963407
+                return UInt8(truncatingIfNeeded: state >> 33)
+            })
+        }
+        var offset = 0
+        var result: Set<Int> = []
+        for i in 0..<40 {
+            let piece = i % 3 == 0 ? random(i * 37) : Data(repeating: UInt8(i), count: i * 101)
+            offset += try ArchiveMaker.gzip(piece).count
+            result.insert(offset)
+        }
+        return result
     }
 }
