@@ -54,6 +54,14 @@ final class GzipSource {
     /// Bytes after the last gzip member, ignored as `gzip -d` ignores them (reported as a warning).
     private(set) var trailingBytes: Int64 = 0
 
+    /// How the rest of the stream ended, once libarchive has read the archive's end.
+    enum Ending: Equatable {
+        case verified
+        case damaged(String)
+        /// More than the bound was left after the archive's end: not decoded, so not verified.
+        case unverified(bytesDecoded: Int64)
+    }
+
     #if canImport(CISAL)
     private static let outputSize = 1 << 18
     /// Bytes read from the file at a time (tests make it tiny, so members end at every position).
@@ -108,14 +116,6 @@ final class GzipSource {
             storelens_archive_set_error(a, failure.message)
             return -1
         }
-    }
-
-    /// How the rest of the stream ended, once libarchive has read the archive's end.
-    enum Ending: Equatable {
-        case verified
-        case damaged(String)
-        /// More than the bound was left after the archive's end: not decoded, so not verified.
-        case unverified(bytesDecoded: Int64)
     }
 
     /// Decodes whatever libarchive did not ask for (a tar's end padding, the last trailer), so the
@@ -246,5 +246,6 @@ final class GzipSource {
     init?(url: URL, inputSize: Int = 1 << 18) { nil }
     func attach(to a: OpaquePointer) -> Int32 { ARCHIVE_FATAL }
     func finish(bound: Int64 = 64 << 20) -> Ending { .verified }
+    func decodeAll() -> (data: Data, error: String?) { (Data(), "ISA-L is not built in") }
     #endif
 }
