@@ -37,63 +37,18 @@ public enum DatabaseImage {
         mainFile: Data, wal: WAL? = nil, walData: Data? = nil, upToCommit: Int? = nil,
         maxBytes: Int = defaultMaxBytes
     ) throws(DatabaseImageError) -> Data {
-        // No WAL, or one SQLite silently ignores (bad magic, size or checksum).
-        guard let wal, wal.headerProblem?.sqliteIgnoresWAL != true else {
-            return try mainFileOnly(mainFile, upToCommit: upToCommit, maxBytes: maxBytes)
-        }
-        if let problem = wal.headerProblem { throw .walRejected(problem) }
-        guard let walPageSize = wal.pageSize else { throw .walRejected(.invalidPageSize(wal.header?.rawPageSize ?? 0)) }
-
-        // An empty main file is legitimate: the WAL may hold every page.
-        var mainHeader: DatabaseHeader?
-        if !mainFile.isEmpty {
-            do { mainHeader = try DatabaseHeader(data: mainFile) } catch { throw .mainFile(error) }
-        }
-        if let mainHeader, mainHeader.pageSize != walPageSize {
-            throw .pageSizeMismatch(mainFile: mainHeader.pageSize, wal: walPageSize)
-        }
-
-        let available = wal.transactions.count
-        let transaction: WALTransaction
-        if let upToCommit {
-            guard upToCommit >= 1, upToCommit <= available else {
-                throw .commitOutOfRange(requested: upToCommit, available: available)
-            }
-            transaction = wal.transactions[upToCommit - 1]
-        } else if let last = wal.transactions.last {
-            transaction = last
-        } else {
-            // Nothing committed: readers see the main file alone.
-            return try mainFileOnly(mainFile, upToCommit: nil, maxBytes: maxBytes)
-        }
-
-        guard let walData else { throw .walDataMissing }
-        guard walData.count == wal.fileSize, WALHeader(walData) == wal.header else {
-            throw .walDataMismatch(parsedLength: wal.fileSize, givenLength: walData.count)
-        }
-
-        let pages = transaction.databaseSizeInPages
-        let (size, overflow) = pages.multipliedReportingOverflow(by: walPageSize)
-        guard !overflow, size <= maxBytes else {
-            throw .imageTooLarge(bytes: overflow ? Int.max : size, limit: maxBytes)
-        }
+        let layout = try Layout.of(mainFile: mainFile, wal: wal, walData: walData, upToCommit: upToCommit, maxBytes: maxBytes)
+        guard let walData, layout.applied != nil else { return try mainFileOnly(mainFile, upToCommit: upToCommit, maxBytes: maxBytes) }
+        let (size, pageSize, pages) = (layout.size, layout.pageSize, layout.pages)
 
         var image = Data(mainFile.prefix(size))
         if image.count < size { image.append(Data(count: size - image.count)) }
 
-        let latest = wal.latestFrames(upToCommit: transaction.number)
         image.withUnsafeMutableBytes { (destination: UnsafeMutableRawBufferPointer) in
             walData.withUnsafeBytes { (source: UnsafeRawBufferPointer) in
-                for (pageNumber, frame) in latest {
-                    // Pages past the committed size were truncated away by that commit.
-                    let pageIndex = Int(pageNumber) - 1
-                    guard pageIndex >= 0, pageIndex < pages else { continue }
-                    let target = pageIndex * walPageSize
-                    guard frame.pageOffset >= 0, frame.pageOffset <= source.count - walPageSize,
-                          target <= destination.count - walPageSize else { continue }
-                    let from = UnsafeRawBufferPointer(rebasing: source[frame.pageOffset ..< frame.pageOffset + walPageSize])
-                    UnsafeMutableRawBufferPointer(rebasing: destination[target ..< target + walPageSize])
-                        .copyMemory(from: from)
+                for (target, from) in layout.copies(walBytes: source.count) {
+                    UnsafeMutableRawBufferPointer(rebasing: destination[target ..< target + pageSize])
+                        .copyMemory(from: UnsafeRawBufferPointer(rebasing: source[from ..< from + pageSize]))
                 }
             }
         }
@@ -102,6 +57,151 @@ public enum DatabaseImage {
         patchToRollbackMode(&image)
         setInHeaderPageCount(&image, UInt32(truncatingIfNeeded: pages))
         return image
+    }
+
+    /// Writes the same image as `make` to a new file at `path` (created with
+    /// `O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600), a page at a time: a large store's image then
+    /// needs disk in the caller's working folder, not memory. A file left half-written is removed.
+    public static func write(
+        toNewFile path: String, mainFile: Data, wal: WAL? = nil, walData: Data? = nil, upToCommit: Int? = nil,
+        maxBytes: Int = defaultMaxBytes
+    ) throws(DatabaseImageError) {
+        let layout = try Layout.of(mainFile: mainFile, wal: wal, walData: walData, upToCommit: upToCommit, maxBytes: maxBytes)
+        // Read-write: the header is read back to be checked and patched once every page is in place.
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .writeFailed(path: path, reason: String(cString: strerror(errno))) }
+        var failed = true
+        defer {
+            close(fd)
+            if failed { unlink(path) }
+        }
+        func put(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(DatabaseImageError) {
+            var done = 0
+            while done < bytes.count {
+                let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw .writeFailed(path: path, reason: String(cString: strerror(errno))) }
+                done += n
+            }
+        }
+        // The main file's pages up to the image's size, then zeros (a hole) for the rest.
+        let fromMain = min(layout.size, mainFile.count)
+        var result: Result<Void, DatabaseImageError> = .success(())
+        mainFile.withUnsafeBytes { (main: UnsafeRawBufferPointer) in
+            var offset = 0
+            while offset < fromMain {
+                let count = min(1 << 20, fromMain - offset)
+                do throws(DatabaseImageError) { try put(UnsafeRawBufferPointer(rebasing: main[offset ..< offset + count]), at: offset) } catch {
+                    result = .failure(error)
+                    return
+                }
+                offset += count
+            }
+        }
+        try result.get()
+        if ftruncate(fd, off_t(layout.size)) != 0 { throw .writeFailed(path: path, reason: String(cString: strerror(errno))) }
+        if let walData, layout.applied != nil {
+            walData.withUnsafeBytes { (source: UnsafeRawBufferPointer) in
+                for (target, from) in layout.copies(walBytes: source.count) {
+                    do throws(DatabaseImageError) { try put(UnsafeRawBufferPointer(rebasing: source[from ..< from + layout.pageSize]), at: target) } catch {
+                        result = .failure(error)
+                        return
+                    }
+                }
+            }
+            try result.get()
+        }
+        // The header as `make` leaves it: checked, switched to rollback mode, its page count set.
+        var header = Data(count: DatabaseHeader.length)
+        let read = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, DatabaseHeader.length, 0) }
+        if layout.applied != nil {
+            do { _ = try DatabaseHeader(data: header.prefix(max(0, read))) } catch { throw .imageHeaderInvalid(error) }
+        }
+        guard read == DatabaseHeader.length else { throw .writeFailed(path: path, reason: "the header could not be read back") }
+        patchToRollbackMode(&header)
+        if layout.applied != nil { setInHeaderPageCount(&header, UInt32(truncatingIfNeeded: layout.pages)) }
+        let written = header.withUnsafeBytes { pwrite(fd, $0.baseAddress!, DatabaseHeader.length, 0) }
+        guard written == DatabaseHeader.length else { throw .writeFailed(path: path, reason: String(cString: strerror(errno))) }
+        failed = false
+    }
+
+    /// What an image is made of: its size, and which WAL frame supplies which page.
+    private struct Layout {
+        var size: Int
+        var pageSize: Int
+        var pages: Int
+        /// The commit applied, or nil for the main file alone.
+        var applied: Int?
+        var latest: [UInt32: WALFrame] = [:]
+
+        /// Validates as `make` always has; `applied` is nil when the main file alone is the image.
+        static func of(mainFile: Data, wal: WAL?, walData: Data?, upToCommit: Int?, maxBytes: Int) throws(DatabaseImageError) -> Layout {
+            // No WAL, or one SQLite silently ignores (bad magic, size or checksum).
+            guard let wal, wal.headerProblem?.sqliteIgnoresWAL != true else {
+                return try mainOnly(mainFile, upToCommit: upToCommit, maxBytes: maxBytes)
+            }
+            if let problem = wal.headerProblem { throw .walRejected(problem) }
+            guard let walPageSize = wal.pageSize else { throw .walRejected(.invalidPageSize(wal.header?.rawPageSize ?? 0)) }
+
+            // An empty main file is legitimate: the WAL may hold every page.
+            var mainHeader: DatabaseHeader?
+            if !mainFile.isEmpty {
+                do { mainHeader = try DatabaseHeader(data: mainFile) } catch { throw .mainFile(error) }
+            }
+            if let mainHeader, mainHeader.pageSize != walPageSize {
+                throw .pageSizeMismatch(mainFile: mainHeader.pageSize, wal: walPageSize)
+            }
+
+            let available = wal.transactions.count
+            let transaction: WALTransaction
+            if let upToCommit {
+                guard upToCommit >= 1, upToCommit <= available else {
+                    throw .commitOutOfRange(requested: upToCommit, available: available)
+                }
+                transaction = wal.transactions[upToCommit - 1]
+            } else if let last = wal.transactions.last {
+                transaction = last
+            } else {
+                // Nothing committed: readers see the main file alone.
+                return try mainOnly(mainFile, upToCommit: nil, maxBytes: maxBytes)
+            }
+
+            guard let walData else { throw .walDataMissing }
+            guard walData.count == wal.fileSize, WALHeader(walData) == wal.header else {
+                throw .walDataMismatch(parsedLength: wal.fileSize, givenLength: walData.count)
+            }
+
+            let pages = transaction.databaseSizeInPages
+            let (size, overflow) = pages.multipliedReportingOverflow(by: walPageSize)
+            guard !overflow, size <= maxBytes else {
+                throw .imageTooLarge(bytes: overflow ? Int.max : size, limit: maxBytes)
+            }
+            return Layout(size: size, pageSize: walPageSize, pages: pages, applied: transaction.number,
+                          latest: wal.latestFrames(upToCommit: transaction.number))
+        }
+
+        private static func mainOnly(_ mainFile: Data, upToCommit: Int?, maxBytes: Int) throws(DatabaseImageError) -> Layout {
+            if let upToCommit { throw .commitOutOfRange(requested: upToCommit, available: 0) }
+            let header: DatabaseHeader
+            do { header = try DatabaseHeader(data: mainFile) } catch { throw .mainFile(error) }
+            guard mainFile.count <= maxBytes else {
+                throw .imageTooLarge(bytes: mainFile.count, limit: maxBytes)
+            }
+            return Layout(size: mainFile.count, pageSize: header.pageSize, pages: mainFile.count / max(1, header.pageSize), applied: nil)
+        }
+
+        /// (offset in the image, offset in the WAL) of every page a frame supplies.
+        func copies(walBytes: Int) -> [(Int, Int)] {
+            latest.compactMap { pageNumber, frame in
+                // Pages past the committed size were truncated away by that commit.
+                let pageIndex = Int(pageNumber) - 1
+                guard pageIndex >= 0, pageIndex < pages else { return nil }
+                let target = pageIndex * pageSize
+                guard frame.pageOffset >= 0, frame.pageOffset <= walBytes - pageSize,
+                      target <= size - pageSize else { return nil }
+                return (target, frame.pageOffset)
+            }
+        }
     }
 
     /// The main file as SQLite sees it without a WAL, patched to rollback mode.
@@ -158,6 +258,8 @@ public enum DatabaseImageError: Error, Equatable, Sendable, CustomStringConverti
     /// After applying the WAL, page 1 is not a valid SQLite header (e.g. an
     /// empty main file and a WAL that never wrote page 1).
     case imageHeaderInvalid(DatabaseHeaderError)
+    /// The image could not be written to a file.
+    case writeFailed(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -177,6 +279,8 @@ public enum DatabaseImageError: Error, Equatable, Sendable, CustomStringConverti
             "The database image would be \(bytes) bytes, more than the limit of \(limit) bytes."
         case .imageHeaderInvalid(let error):
             "The database image built from the main file and WAL has no valid header: \(error)"
+        case .writeFailed(let path, let reason):
+            "The database image could not be written to \(path) (\(reason)); check free space in TMPDIR."
         }
     }
 }

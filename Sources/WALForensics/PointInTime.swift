@@ -20,21 +20,59 @@ public enum PointInTime {
             if commit == 0 || available == 0 {
                 return try DatabaseImage.make(mainFile: evidence.mainFile)
             }
-            // Every page of a real image comes from the main file or a WAL frame, so a commit size
-            // beyond both is damage (or hostile) and must not make storelens allocate it.
-            let limit = min(DatabaseImage.defaultMaxBytes,
-                            evidence.mainFile.count + (evidence.walData?.count ?? 0) + 65536)
             return try DatabaseImage.make(mainFile: evidence.mainFile, wal: evidence.wal, walData: evidence.walData,
-                                          upToCommit: commit, maxBytes: limit)
+                                          upToCommit: commit, maxBytes: imageLimit(evidence))
         } catch {
             throw .image(path: evidence.displayPath, error)
         }
     }
 
     /// A read-only connection to the image after `commit` (see `image`).
+    ///
+    /// Evidence from a working copy has a folder for images: the image is written there a page at
+    /// a time and opened from the file, so a large store's views cost disk in the private working
+    /// folder, not memory (an in-memory image is held twice while SQLite takes it over). Each
+    /// commit's image is written once per command.
     public static func open(_ evidence: WALEvidence, commit: Int?, option: String = "--as-of") throws(WALForensicsError) -> Connection {
-        let image = try image(evidence, commit: commit, option: option)
-        return try open(image: image, name: evidence.displayPath, commit: commit)
+        guard let folder = evidence.imageFolder else {
+            let image = try image(evidence, commit: commit, option: option)
+            return try open(image: image, name: evidence.displayPath, commit: commit)
+        }
+        let available = evidence.commitCount
+        if let commit, commit < 0 || commit > available {
+            throw .commitOutOfRange(path: evidence.displayPath, option: option, requested: commit, available: available)
+        }
+        let resolved = min(commit ?? available, available)
+        let path = folder.appendingPathComponent("commit-\(resolved).sqlite").path
+        if !FileManager.default.fileExists(atPath: path) {
+            if mkdir(folder.path, 0o700) != 0 && errno != EEXIST {
+                throw .image(path: evidence.displayPath, .writeFailed(path: folder.path, reason: String(cString: strerror(errno))))
+            }
+            do {
+                if resolved == 0 {
+                    try DatabaseImage.write(toNewFile: path, mainFile: evidence.mainFile)
+                } else {
+                    try DatabaseImage.write(toNewFile: path, mainFile: evidence.mainFile, wal: evidence.wal, walData: evidence.walData,
+                                            upToCommit: resolved, maxBytes: imageLimit(evidence))
+                }
+            } catch {
+                throw .image(path: evidence.displayPath, error)
+            }
+        }
+        do {
+            let connection = try Connection.open(path: path, mode: .readOnly)
+            try connection.makeQueryOnly()
+            _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
+            return connection
+        } catch {
+            throw .sqlite(path: evidence.displayPath, error)
+        }
+    }
+
+    /// Every page of a real image comes from the main file or a WAL frame, so a commit size
+    /// beyond both is damage (or hostile) and must not make storelens allocate or write it.
+    static func imageLimit(_ evidence: WALEvidence) -> Int {
+        min(DatabaseImage.defaultMaxBytes, evidence.mainFile.count + (evidence.walData?.count ?? 0) + 65536)
     }
 
     /// Opens a built image read-only and checks that SQLite can read its schema.

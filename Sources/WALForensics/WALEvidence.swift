@@ -22,6 +22,9 @@ public struct WALEvidence: @unchecked Sendable {
     public let sharedMemoryPresent: Bool
     /// The `-shm` wal-index header, when one came with the store and is long enough.
     public let sharedMemory: SharedMemoryIndex?
+    /// Where point-in-time images are written (inside a working copy's private folder); nil keeps
+    /// them in memory (evidence built from bytes).
+    public var imageFolder: URL?
 
     public init(displayPath: String, mainFile: Data, wal: WAL?, walData: Data?,
                 sharedMemoryPresent: Bool = false, sharedMemory: SharedMemoryIndex? = nil) {
@@ -52,6 +55,7 @@ public struct WALEvidence: @unchecked Sendable {
         }
         self.init(displayPath: displayPath ?? copy.family.main.path, mainFile: data, wal: copy.wal, walData: copy.walData,
                   sharedMemoryPresent: copy.family.shm != nil, sharedMemory: copy.sharedMemory)
+        imageFolder = copy.folder.appendingPathComponent("point-in-time", isDirectory: true)
     }
 
     /// Number of committed transactions SQLite would apply (0 without a usable WAL).

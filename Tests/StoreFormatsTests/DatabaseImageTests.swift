@@ -149,6 +149,51 @@ struct DatabaseImageTests {
         }
     }
 
+    @Test("an image written to a file a page at a time is byte for byte the one built in memory")
+    func writtenMatchesMade() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("image-write-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let walData = Self.sampleWAL().data()
+        let wal = WAL(data: walData)
+        var shrinking = Builder()
+        shrinking.frames = [.init(page: 5, commit: 0), .init(page: 1, commit: 2, contents: Self.headerPage(pages: 2, marker: 0xC1))]
+        let shrinkData = shrinking.data()
+        var uncommitted = Builder()
+        uncommitted.frames = [.init(page: 2, commit: 0)]
+        let cases: [(String, Data, WAL?, Data?, Int?)] = [
+            ("main file alone", Self.mainFile(pages: 3), nil, nil, nil),
+            ("commit 1", Self.mainFile(pages: 3), wal, walData, 1),
+            ("commit 2, grown past the main file", Self.mainFile(pages: 3), wal, walData, 2),
+            ("last commit", Self.mainFile(pages: 3), wal, walData, nil),
+            ("empty main file", Data(), wal, walData, nil),
+            ("a commit that shrinks the database", Self.mainFile(pages: 6), WAL(data: shrinkData), shrinkData, nil),
+            ("a WAL with no commit", Self.mainFile(pages: 3), WAL(data: uncommitted.data()), nil, nil),
+        ]
+        for (n, (name, main, wal, data, commit)) in cases.enumerated() {
+            let made = try DatabaseImage.make(mainFile: main, wal: wal, walData: data, upToCommit: commit)
+            let path = folder.appendingPathComponent("\(n).sqlite").path
+            try DatabaseImage.write(toNewFile: path, mainFile: main, wal: wal, walData: data, upToCommit: commit)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == made, "\(name)")
+            // Never over an existing file.
+            #expect(throws: DatabaseImageError.self, "\(name)") {
+                try DatabaseImage.write(toNewFile: path, mainFile: main, wal: wal, walData: data, upToCommit: commit)
+            }
+        }
+        // The same errors as in memory, and no file left behind.
+        let missing = folder.appendingPathComponent("bad.sqlite").path
+        #expect(throws: DatabaseImageError.commitOutOfRange(requested: 9, available: 3)) {
+            try DatabaseImage.write(toNewFile: missing, mainFile: Self.mainFile(pages: 3), wal: wal, walData: walData, upToCommit: 9)
+        }
+        var noFirstPage = Builder()
+        noFirstPage.frames = [.init(page: 2, commit: 2)]
+        let other = noFirstPage.data()
+        #expect(throws: DatabaseImageError.imageHeaderInvalid(.notSQLite)) {
+            try DatabaseImage.write(toNewFile: missing, mainFile: Data(), wal: WAL(data: other), walData: other)
+        }
+        #expect(!FileManager.default.fileExists(atPath: missing))
+    }
+
     @Test("typed errors for mismatched or unusable input")
     func errors() throws {
         let walData = Self.sampleWAL().data()
