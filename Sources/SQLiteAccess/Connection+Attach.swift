@@ -22,4 +22,10 @@ extension Connection {
                                      sqlite3_int64(size), sqlite3_int64(size), flags)
         guard rc == SQLITE_OK else { throw error(code: rc, sql: nil) }
     }
+
+    /// Attaches the database file at `path` as schema `schema`. It opens with this connection's
+    /// flags, so a read-only connection attaches it read-only.
+    public func attachFile(_ path: String, as schema: String) throws(SQLiteError) {
+        try run("ATTACH DATABASE ? AS \(Identifier.quoted(schema))", [.text(path)])
+    }
 }

@@ -42,6 +42,21 @@ public enum PointInTime {
         if let commit, commit < 0 || commit > available {
             throw .commitOutOfRange(path: evidence.displayPath, option: option, requested: commit, available: available)
         }
+        let path = try imageFile(evidence, commit: commit, folder: folder)
+        do {
+            let connection = try Connection.open(path: path, mode: .readOnly)
+            try connection.makeQueryOnly()
+            _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
+            return connection
+        } catch {
+            throw .sqlite(path: evidence.displayPath, error)
+        }
+    }
+
+    /// The file holding the image after `commit` in `folder`, written on first use (the commit
+    /// must be in range).
+    static func imageFile(_ evidence: WALEvidence, commit: Int?, folder: URL) throws(WALForensicsError) -> String {
+        let available = evidence.commitCount
         let resolved = min(commit ?? available, available)
         let path = folder.appendingPathComponent("commit-\(resolved).sqlite").path
         if !FileManager.default.fileExists(atPath: path) {
@@ -59,14 +74,7 @@ public enum PointInTime {
                 throw .image(path: evidence.displayPath, error)
             }
         }
-        do {
-            let connection = try Connection.open(path: path, mode: .readOnly)
-            try connection.makeQueryOnly()
-            _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
-            return connection
-        } catch {
-            throw .sqlite(path: evidence.displayPath, error)
-        }
+        return path
     }
 
     /// Every page of a real image comes from the main file or a WAL frame, so a commit size

@@ -72,12 +72,21 @@ public struct WALDiff: Sendable {
         for (option, value) in [("--from", fromCommit), ("--to", toCommit)] where value < 0 || value > available {
             throw .commitOutOfRange(path: evidence.displayPath, option: option, requested: value, available: available)
         }
-        let earlier = try PointInTime.image(evidence, commit: fromCommit, option: "--from")
-        let later = try PointInTime.image(evidence, commit: toCommit, option: "--to")
         do {
-            let connection = try PointInTime.open(image: earlier, name: evidence.displayPath, commit: fromCommit)
-            try connection.execute("PRAGMA query_only = 0")
-            try connection.attachImage(later, as: Schema.later)
+            let connection: Connection
+            if let folder = evidence.imageFolder {
+                // Both states as files in the working folder (see PointInTime.open).
+                connection = try PointInTime.open(evidence, commit: fromCommit, option: "--from")
+                let later = try PointInTime.imageFile(evidence, commit: toCommit, folder: folder)
+                try connection.execute("PRAGMA query_only = 0")
+                try connection.attachFile(later, as: Schema.later)
+            } else {
+                let earlier = try PointInTime.image(evidence, commit: fromCommit, option: "--from")
+                let later = try PointInTime.image(evidence, commit: toCommit, option: "--to")
+                connection = try PointInTime.open(image: earlier, name: evidence.displayPath, commit: fromCommit)
+                try connection.execute("PRAGMA query_only = 0")
+                try connection.attachImage(later, as: Schema.later)
+            }
             try connection.makeQueryOnly()
             _ = try connection.scalar("SELECT count(*) FROM \(Schema.later).sqlite_master")
             var differ = Differ(connection: connection, attributeNames: attributeNames)
