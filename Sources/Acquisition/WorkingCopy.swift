@@ -89,12 +89,6 @@ public final class WorkingCopy {
         ProcessInfo.processInfo.environment["STORELENS_MAX_WAL_BYTES"].flatMap(Int.init) ?? 4 << 30
     }
 
-    /// Validates the family of `main` (its sidecars found beside it) and copies it into `folder`.
-    public convenience init(of main: URL, into folder: URL, options: OpenOptions = OpenOptions()) throws {
-        try self.init(family: StoreFamily.beside(main), name: main.lastPathComponent, displayPath: main.path,
-                      into: folder, options: options)
-    }
-
     /// Validates a store family and copies it (main, `-wal`, `-journal`; never `-shm`) into
     /// `folder`, the main file named `name`. `displayPath` names the store in errors (for a store
     /// inside an archive or backup, its path there rather than its place in the scratch folder).

@@ -152,8 +152,11 @@ public struct StoreChecker: @unchecked Sendable {
     /// The rows meeting `condition`: counted by the row screen when it has the condition (one scan
     /// of the table for all its conditions), listed only when there are any.
     func keys(_ condition: InvariantQueries.RowCondition) throws -> (keys: [Int], count: Int) {
-        if let screen, let count = try screen.count(condition, on: connection), count == 0 { return ([], 0) }
-        return try keys(condition.rows)
+        guard let screen, let count = try screen.count(condition, on: connection) else { return try keys(condition.rows) }
+        // The screen counted with the same condition text: only the first keys are left to list.
+        guard count > 0 else { return ([], 0) }
+        let keys = try connection.rows("SELECT * FROM (\(condition.rows)) LIMIT \(limit)").compactMap { $0[0].int }
+        return (keys, count)
     }
 
     func inList(_ numbers: [Int]) -> String { numbers.isEmpty ? "NULL" : numbers.map(String.init).joined(separator: ", ") }
@@ -230,7 +233,7 @@ public struct StoreChecker: @unchecked Sendable {
         for (e, condition) in try unknownEntityConditions() {
             let (keys, count) = try self.keys(condition)
             guard count > 0 else { continue }
-            let values = try connection.rows("SELECT DISTINCT Z_ENT FROM \(q(e.table)) WHERE Z_ENT IS NULL OR Z_ENT NOT IN (\(inList(e.subtreeNumbers))) LIMIT 10")
+            let values = try connection.rows("SELECT DISTINCT Z_ENT FROM \(q(condition.table)) NOT INDEXED WHERE \(condition.condition) LIMIT 10")
                 .map { $0[0].int.map(String.init) ?? "NULL" }
             result.append(finding(.unknownEntityRows, .error, entity: e.name,
                                   "\(plural(count, "row")) of \(e.table) carry a Z_ENT outside \(e.name)'s entity tree (\(values.joined(separator: ", "))).",
