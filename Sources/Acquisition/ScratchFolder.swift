@@ -14,15 +14,9 @@ public final class ScratchFolder: @unchecked Sendable {
     /// Creates a fresh folder `storelens-XXXXXX` under `parent` (default: `$TMPDIR` or /tmp).
     public init(parent: URL? = nil, keep: Bool = false) throws {
         let base = parent?.path ?? ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-        var template = Array((base + "/storelens-XXXXXX").utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { buffer -> Bool in
-            guard let base = buffer.baseAddress else { return false }
-            return mkdtemp(base) != nil
-        }
-        guard made else {
+        guard let path = ScratchRegistry.shared.makeFolder(in: base) else {
             throw AcquisitionError.scratchFailed(path: base, reason: String(cString: strerror(errno)))
         }
-        let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         // mkdtemp already creates the folder 0700; say so explicitly in case of an odd umask.
         chmod(path, 0o700)
         self.url = URL(fileURLWithPath: path, isDirectory: true)
@@ -50,7 +44,16 @@ public final class ScratchFolder: @unchecked Sendable {
         defer { lock.unlock() }
         guard !removed, !keep else { return }
         removed = true
-        try? FileManager.default.removeItem(at: url)
+        // On an interrupt, copying and hashing threads may still be creating files in here while
+        // the tree is walked, and one created after its folder was listed makes the removal stop
+        // short. Once the folder itself is gone nothing can be created in it again, so try until
+        // it is.
+        var st = stat()
+        for _ in 0..<100 {
+            try? FileManager.default.removeItem(at: url)
+            guard lstat(url.path, &st) == 0 else { break }
+            usleep(1_000)
+        }
         ScratchRegistry.shared.forget(self)
     }
 
@@ -63,8 +66,36 @@ public final class ScratchRegistry: @unchecked Sendable {
     private let lock = NSLock()
     private var folders: [ObjectIdentifier: ScratchFolder] = [:]
 
+    /// Folders made but not yet registered, so an interrupt in between still removes them.
+    private var unregistered: Set<String> = []
+    /// Set by `removeAll`: no new folder is made after it (the process is on its way out).
+    private var closing = false
+
+    /// Makes `base/storelens-XXXXXX` (mode 0700) under the lock `removeAll` takes, so a folder is
+    /// either known to it or never made. Nil, with errno set, when it cannot be made.
+    func makeFolder(in base: String) -> String? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !closing else {
+            errno = ECANCELED
+            return nil
+        }
+        var template = Array((base + "/storelens-XXXXXX").utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { buffer -> Bool in
+            guard let base = buffer.baseAddress else { return false }
+            return mkdtemp(base) != nil
+        }
+        guard made else { return nil }
+        let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        unregistered.insert(path)
+        return path
+    }
+
     func add(_ folder: ScratchFolder) {
-        lock.lock(); folders[ObjectIdentifier(folder)] = folder; lock.unlock()
+        lock.lock()
+        folders[ObjectIdentifier(folder)] = folder
+        unregistered.remove(folder.url.path)
+        lock.unlock()
     }
     func forget(_ folder: ScratchFolder) {
         lock.lock(); folders[ObjectIdentifier(folder)] = nil; lock.unlock()
@@ -73,9 +104,12 @@ public final class ScratchRegistry: @unchecked Sendable {
     /// Removes every registered folder (those marked `keep` stay). Called on exit and on signals.
     public func removeAll() {
         lock.lock()
+        closing = true
         let all = Array(folders.values)
+        let orphans = unregistered
         lock.unlock()
         for folder in all { folder.remove() }
+        for path in orphans { try? FileManager.default.removeItem(atPath: path) }
     }
 
     /// The folders still present (used by tests and by `--keep-scratch` to print where they are).
