@@ -17,14 +17,23 @@ public enum ProjectPaths {
     /// `../shared/fixtures/real` beside the project, or nil when this machine does not have it.
     public static func realFixtures(from file: String = #filePath) -> URL? {
         if let env = ProcessInfo.processInfo.environment["STORELENS_REAL_FIXTURES"], !env.isEmpty {
-            return URL(fileURLWithPath: env)
+            return FileManager.default.fileExists(atPath: env) ? URL(fileURLWithPath: env) : nil
         }
         let url = root(from: file).deletingLastPathComponent().appendingPathComponent("shared/fixtures/real")
         return FileManager.default.fileExists(atPath: url.path) ? url : nil
     }
 
-    /// Why real-fixture tests are skipped here (printed by the tests).
+    /// Why real-fixture tests are skipped here (the reason Swift Testing shows for each skip).
     public static let realFixturesMissing = "../shared/fixtures/real is not present on this machine; tests on genuine Apple stores are skipped"
+
+    /// Whether the real fixtures are here: the condition of every real-store test's `.enabled(if:)`.
+    public static var hasRealFixtures: Bool { realFixtures() != nil }
+
+    /// CI sets STORELENS_REQUIRE_REAL_FIXTURES=1 (and STORELENS_REQUIRE_BROWSER=1): there a missing
+    /// fixture folder or browser fails the run (RequiredEnvironmentTests) instead of skipping quietly.
+    public static func isRequired(_ variable: String) -> Bool {
+        ProcessInfo.processInfo.environment[variable] == "1"
+    }
 
     /// The built `storelens` executable beside the test bundle.
     public static func executable(from file: String = #filePath) -> URL {

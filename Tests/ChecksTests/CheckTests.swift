@@ -158,9 +158,9 @@ struct CheckTests {
         #expect(try CheckFixture.check(url).map(\.id) == ["wal-page-size-mismatch"])
     }
 
-    @Test("the genuine stores check clean")
+    @Test("the genuine stores check clean", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func realStores() throws {
-        guard let real = ProjectPaths.realFixtures() else { print("skipped: \(ProjectPaths.realFixturesMissing)"); return }
+        let real = try #require(ProjectPaths.realFixtures())
         #expect(try CheckFixture.check(real.appendingPathComponent("swiftdata-resources/default.store")).isEmpty)
         #expect(try CheckFixture.check(real.appendingPathComponent("coredata-2014/Model.sqlite")).isEmpty)
     }

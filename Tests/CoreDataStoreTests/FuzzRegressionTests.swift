@@ -27,7 +27,10 @@ struct FuzzRegressionTests {
 
     @Test("every regression input and seed goes through its reader without a crash", arguments: targets)
     func replay(_ target: String) throws {
-        for url in try Self.inputs(target) {
+        let urls = try Self.inputs(target)
+        // A target with nothing to replay would pass without reading a byte.
+        #expect(!urls.isEmpty, "Fuzz/corpus/\(target) and Fuzz/regressions/\(target) are empty: commit a seed")
+        for url in urls {
             let data = try Data(contentsOf: url)
             switch target {
             case "wal": Self.wal(data)
@@ -46,6 +49,114 @@ struct FuzzRegressionTests {
     func regressionInputsArePresent() throws {
         #expect(try Self.inputs("keyed-archive").contains { $0.lastPathComponent == "self-referencing-uid" })
         #expect(try Self.inputs("archive-path").contains { $0.lastPathComponent == "slash-before-combining-mark" })
+    }
+
+    /// What each regression input must give now that its bug is fixed: not only "no crash".
+    /// A regression file without an entry here fails, so a new one must say what it proves.
+    static let regressionOutcomes: [String: @Sendable (Data) throws -> Void] = [
+        "keyed-archive/self-referencing-uid": { data in
+            let archive = try KeyedArchive(data: data)
+            let failures = archive.topReferences.values.compactMap { reference -> KeyedArchiveError? in
+                do { _ = try archive.json(reference); return nil } catch let error as KeyedArchiveError { return error } catch { return nil }
+            }
+            #expect(failures.contains { if case .cycle = $0 { true } else { false } }, "\(failures)")
+        },
+        "archive-path/dotdot-slash-combining-acute": { data in
+            let name = ArchivePath.decode(rawBytes: [UInt8](data))
+            #expect(ArchivePath.sanitize(name) == .rejected(reason: "path traversal (\"..\")"))
+        },
+        "archive-path/slash-before-combining-mark": { data in
+            // The name has no ".." component: it must stay, split on every "/" byte.
+            let bytes = [UInt8](data)
+            guard case .safe(let components, _) = ArchivePath.sanitize(ArchivePath.decode(rawBytes: bytes)) else {
+                Issue.record("a name without \"..\" was rejected"); return
+            }
+            let slashes = bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true).count
+            #expect(components.count == slashes, "\(components)")
+        },
+    ]
+
+    @Test("every regression input gives the outcome its fix promises")
+    func regressionOutcomesHold() throws {
+        let root = ProjectPaths.root().appendingPathComponent("Fuzz/regressions")
+        var seen = 0
+        for target in Self.targets {
+            let dir = root.appendingPathComponent(target)
+            for name in ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).sorted() where !name.hasPrefix(".") {
+                let key = "\(target)/\(name)"
+                guard let outcome = Self.regressionOutcomes[key] else {
+                    Issue.record("Fuzz/regressions/\(key) has no expected outcome in FuzzRegressionTests.regressionOutcomes")
+                    continue
+                }
+                try outcome(try Data(contentsOf: dir.appendingPathComponent(name)))
+                seen += 1
+            }
+        }
+        #expect(seen == Self.regressionOutcomes.count, "an expected outcome names a file that is gone")
+    }
+
+    // MARK: The seeds read as what they are
+
+    static func seed(_ path: String) throws -> Data {
+        try Data(contentsOf: ProjectPaths.root().appendingPathComponent("Fuzz/corpus").appendingPathComponent(path))
+    }
+
+    static func bigEndian32(_ data: Data, _ offset: Int) -> UInt32 {
+        data.dropFirst(offset).prefix(4).reduce(0) { $0 << 8 | UInt32($1) }
+    }
+
+    /// Facts read from the seed bytes by hand (frame headers, header fields), not by the readers.
+    @Test("the WAL seeds: every frame of the intact one is valid; a flipped byte ends the valid prefix at its frame")
+    func walSeeds() throws {
+        let intact = try Self.seed("wal/three-commits-512")
+        let pageSize = Int(Self.bigEndian32(intact, 8))
+        let frameSize = 24 + pageSize
+        let frames = (intact.count - 32) / frameSize
+        let commits = (0..<frames).filter { Self.bigEndian32(intact, 32 + $0 * frameSize + 4) != 0 }.count
+        let wal = WAL(data: intact)
+        #expect(wal.frames.count == frames)
+        #expect(wal.transactions.count == commits)
+        #expect(commits > 1)
+
+        let damaged = try Self.seed("wal/bad-checksum-frame-2")
+        let firstDifference = try #require(zip(intact, damaged).enumerated().first { $0.element.0 != $0.element.1 }?.offset)
+        #expect(WAL(data: damaged).frames.count == (firstDifference - 32) / frameSize)
+        #expect(WAL(data: try Self.seed("wal/header-only")).frames.isEmpty)
+    }
+
+    @Test("the -shm seed indexes the WAL seed's frames; a header alone still parses")
+    func shmSeeds() throws {
+        let wal = WAL(data: try Self.seed("wal/three-commits-512"))
+        let index = try SharedMemoryIndex(data: try Self.seed("shm/matching-three-commits"))
+        #expect(Int(index.mxFrame) == wal.frames.count)
+        #expect(index.agrees(with: wal))
+        let headerOnly = try SharedMemoryIndex(data: try Self.seed("shm/header-only"))
+        #expect(headerOnly.mxFrame == index.mxFrame)
+    }
+
+    @Test("the database seeds: page size and count from the header bytes; a cut header is refused")
+    func databaseSeeds() throws {
+        let data = try Self.seed("database/two-pages-512")
+        let header = try DatabaseHeader(data: data)
+        let rawPageSize = Int(data[16]) << 8 | Int(data[17])
+        #expect(header.pageSize == rawPageSize)
+        #expect(Int(header.pageCount) == data.count / rawPageSize)
+        #expect(throws: DatabaseHeaderError.tooShort(length: 99)) { try DatabaseHeader(data: try Self.seed("database/header-page-cut").prefix(99)) }
+    }
+
+    @Test("the plist and model-cache seeds decode; the model cache names the demo store's entities")
+    func plistAndModelSeeds() throws {
+        for name in ["binary-plist/store-metadata", "binary-plist/demo-z-metadata"] {
+            guard case .dictionary = try BinaryPlist.decode(try Self.seed(name)) else {
+                Issue.record("\(name) is not a dictionary"); continue
+            }
+        }
+        let model = try ModelCacheReader.decode(try Self.seed("model-cache/demo-todo-model"), path: "seed")
+        // The seed was taken from the bundled demo store; its Z_PRIMARYKEY, read with SQLite, is the oracle.
+        let store = ProjectPaths.root().appendingPathComponent("Fixtures/demo-container/Library/Application Support/default.store")
+        let names = try Self.sqlite3Column(store, "SELECT Z_NAME FROM Z_PRIMARYKEY WHERE Z_ENT < 16000 ORDER BY Z_NAME")
+        #expect(model.entities.map(\.name).sorted() == names)
+        _ = try KeyedArchive(data: try Self.seed("keyed-archive/demo-todo-model"))
     }
 
     // MARK: Found by fuzzing
@@ -77,6 +188,25 @@ struct FuzzRegressionTests {
     static func archivePlist(_ objects: [PlistValue]) -> PlistValue {
         .dictionary(["$archiver": .string("NSKeyedArchiver"), "$version": .integer(100_000),
                      "$top": .dictionary(["root": .uid(1)]), "$objects": .array(objects)])
+    }
+
+    /// One column from the sqlite3 shell, run on a copy of `file` (SQLite never opens the original).
+    static func sqlite3Column(_ file: URL, _ sql: String) throws -> [String] {
+        let folder = try TemporaryFolder("seed-oracle")
+        let copy = folder.path("copy.sqlite")
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: file.path + suffix) {
+            try FileManager.default.copyItem(atPath: file.path + suffix, toPath: copy.path + suffix)
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["sqlite3", "-batch", "-noheader", copy.path, sql]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
     }
 
     // MARK: The fuzz entry points' calls (Fuzz/<Name>Fuzz.swift)

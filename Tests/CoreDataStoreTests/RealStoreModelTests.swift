@@ -9,10 +9,7 @@ import Testing
 @Suite("model, map, rows and history on genuine Apple stores")
 struct RealStoreModelTests {
     static func withReal<T>(_ relative: String, xcodeModel: String? = nil, _ body: (OpenedStore) throws -> T) throws -> T? {
-        guard let real = ProjectPaths.realFixtures() else {
-            print("skipped: \(ProjectPaths.realFixturesMissing)")
-            return nil
-        }
+        let real = try #require(ProjectPaths.realFixtures())
         let url = real.appendingPathComponent(relative)
         let before = try FolderSnapshot(url.deletingLastPathComponent())
         let session = try EvidenceSession()
@@ -25,7 +22,7 @@ struct RealStoreModelTests {
         return result
     }
 
-    @Test("swiftdata-resources: the cached model as the app declared it")
+    @Test("swiftdata-resources: the cached model as the app declared it", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func resourcesModel() throws {
         _ = try Self.withReal("swiftdata-resources/default.store") { (opened: OpenedStore) throws in
             let model = opened.model
@@ -47,7 +44,7 @@ struct RealStoreModelTests {
         }
     }
 
-    @Test("swiftdata-resources: rows and every update mask decode")
+    @Test("swiftdata-resources: rows and every update mask decode", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func resourcesRowsAndHistory() throws {
         _ = try Self.withReal("swiftdata-resources/default.store") { (opened: OpenedStore) throws in
             let items = try LibraryFixture.rows(opened, "Item")
@@ -76,7 +73,7 @@ struct RealStoreModelTests {
         }
     }
 
-    @Test("coredata-2014: the Xcode model and the inferred model map the same columns and relationship")
+    @Test("coredata-2014: the Xcode model and the inferred model map the same columns and relationship", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func coreData2014() throws {
         let fromXML = try Self.withReal("coredata-2014/Model.sqlite", xcodeModel: "Model.xcdatamodeld") { (opened: OpenedStore) throws -> [String] in
             #expect(opened.model.source == .xcdatamodel)

@@ -1,4 +1,5 @@
 import Foundation
+import StoreTestSupport
 import Testing
 @testable import StoreFormats
 
@@ -426,7 +427,7 @@ struct WALFuzzTests {
         }
     }
 
-    @Test("random single-byte changes in a valid WAL")
+    @Test("random single-byte changes in a valid WAL", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func mutations() {
         let builder = SyntheticWALTests.sample()
         let original = builder.bytes()
@@ -457,7 +458,7 @@ enum WALTestSupport {
         static var isAvailable: Bool { directory != nil }
 
         static let skipReason: Comment =
-            "Real fixtures not found: ../shared/fixtures/real is absent next to the package root (or set STORELENS_SHARED)."
+            Comment(rawValue: ProjectPaths.realFixturesMissing)
 
         static func url(_ relativePath: String) throws -> URL {
             let directory = try #require(directory)
@@ -469,23 +470,8 @@ enum WALTestSupport {
             try Data(contentsOf: url(relativePath))
         }
 
-        private static func locate(file: String = #filePath) -> URL? {
-            let fileManager = FileManager.default
-            if let shared = ProcessInfo.processInfo.environment["STORELENS_SHARED"] {
-                let real = URL(fileURLWithPath: shared).appendingPathComponent("fixtures/real")
-                if fileManager.fileExists(atPath: real.path) { return real }
-            }
-            var directory = URL(fileURLWithPath: file).resolvingSymlinksInPath().deletingLastPathComponent()
-            while directory.path != "/" {
-                if fileManager.fileExists(atPath: directory.appendingPathComponent("Package.swift").path) {
-                    let real = directory.deletingLastPathComponent()
-                        .appendingPathComponent("shared/fixtures/real")
-                    if fileManager.fileExists(atPath: real.path) { return real }
-                }
-                directory = directory.deletingLastPathComponent()
-            }
-            return nil
-        }
+        // One locator for the whole suite (StoreTestSupport), so every test reads the same folder.
+        private static func locate() -> URL? { ProjectPaths.realFixtures() }
     }
 
     /// A deterministic random source (SplitMix64), so fuzz failures reproduce.

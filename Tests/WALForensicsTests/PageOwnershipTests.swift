@@ -68,12 +68,9 @@ struct PageOwnershipTests {
         return evidence.commitCount + 1 - firstCommit
     }
 
-    @Test("the genuine SwiftData store: all 43 states (main file and 42 commits)")
+    @Test("the genuine SwiftData store: all 43 states (main file and 42 commits)", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func realStore() throws {
-        guard let real = ProjectPaths.realFixtures() else {
-            print("skipped: \(ProjectPaths.realFixturesMissing)")
-            return
-        }
+        let real = try #require(ProjectPaths.realFixtures())
         let session = try EvidenceSession()
         defer { try? session.finish() }
         let copy = try session.workingCopy(of: real.appendingPathComponent("swiftdata-resources/default.store"))

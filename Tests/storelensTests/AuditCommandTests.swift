@@ -20,9 +20,9 @@ struct AuditCommandTests {
         """
     }
 
-    @Test("the real SwiftData store: clean when the app writes all three entities, violations when Item belongs to another bundle")
+    @Test("the real SwiftData store: clean when the app writes all three entities, violations when Item belongs to another bundle", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func realStore() throws {
-        guard let real = ProjectPaths.realFixtures() else { print("skipped: \(ProjectPaths.realFixturesMissing)"); return }
+        let real = try #require(ProjectPaths.realFixtures())
         let folder = try TemporaryFolder("audit-real")
         let source = real.appendingPathComponent("swiftdata-resources")
         let before = try FolderSnapshot(source)

@@ -87,9 +87,9 @@ struct HostileCorpusTests {
 
     /// STORELENS_HOSTILE_CORPUS_OUT=<folder> swift test --filter HostileCorpusTests writes the whole
     /// corpus there (one folder per item) for running storelens on it by hand.
-    @Test("writes the corpus to STORELENS_HOSTILE_CORPUS_OUT when set")
+    @Test("writes the corpus to STORELENS_HOSTILE_CORPUS_OUT when set", .enabled(if: !(ProcessInfo.processInfo.environment["STORELENS_HOSTILE_CORPUS_OUT"] ?? "").isEmpty, "writes the corpus only when STORELENS_HOSTILE_CORPUS_OUT names a folder"))
     func writeCorpusWhenAsked() throws {
-        guard let out = ProcessInfo.processInfo.environment["STORELENS_HOSTILE_CORPUS_OUT"], !out.isEmpty else { return }
+        let out = try #require(ProcessInfo.processInfo.environment["STORELENS_HOSTILE_CORPUS_OUT"])
         let work = try TemporaryFolder("hostile-work")
         for (i, item) in HostileCorpus.items.enumerated() {
             let slug = String(format: "%03d-", i) + item.name.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" }.prefix(60)

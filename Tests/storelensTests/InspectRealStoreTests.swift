@@ -50,10 +50,7 @@ struct InspectRealStoreTests {
     struct Output: Decodable { let schemaVersion: Int; let stores: [Store] }
 
     static func inspect(_ relative: String) throws -> (Output, FolderSnapshot, FolderSnapshot)? {
-        guard let real = ProjectPaths.realFixtures() else {
-            print("skipped: \(ProjectPaths.realFixturesMissing)")
-            return nil
-        }
+        let real = try #require(ProjectPaths.realFixtures())
         let store = real.appendingPathComponent(relative)
         let folder = store.deletingLastPathComponent()
         let before = try FolderSnapshot(folder)
@@ -63,7 +60,7 @@ struct InspectRealStoreTests {
         return (try JSONDecoder().decode(Output.self, from: Data(result.stdout.utf8)), before, after)
     }
 
-    @Test("swiftdata-resources: entities, rows with and without the WAL, Z_MAX, WAL frames, history")
+    @Test("swiftdata-resources: entities, rows with and without the WAL, Z_MAX, WAL frames, history", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func swiftDataResources() throws {
         guard let (output, before, after) = try Self.inspect("swiftdata-resources/default.store") else { return }
         #expect(before == after, "the originals must stay byte-identical")
@@ -114,7 +111,7 @@ struct InspectRealStoreTests {
         #expect(store.history.changes == 55)
     }
 
-    @Test("coredata-2014: a rollback-journal Core Data store without a model cache")
+    @Test("coredata-2014: a rollback-journal Core Data store without a model cache", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func coreData2014() throws {
         guard let (output, before, after) = try Self.inspect("coredata-2014/Model.sqlite") else { return }
         #expect(before == after)
@@ -131,9 +128,9 @@ struct InspectRealStoreTests {
         #expect(!store.history.present)
     }
 
-    @Test("--as-of shows the store at a WAL commit: 0 is the main file, 42 the latest")
+    @Test("--as-of shows the store at a WAL commit: 0 is the main file, 42 the latest", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func asOf() throws {
-        guard let real = ProjectPaths.realFixtures() else { print("skipped: \(ProjectPaths.realFixturesMissing)"); return }
+        let real = try #require(ProjectPaths.realFixtures())
         let store = real.appendingPathComponent("swiftdata-resources/default.store").path
         func items(_ extra: [String]) throws -> (Int, Int?) {
             let r = try CLI.run(["inspect", store, "--format", "json"] + extra)

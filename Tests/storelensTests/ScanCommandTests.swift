@@ -23,9 +23,9 @@ struct ScanCommandTests {
         }.joined(separator: "\n")
     }
 
-    @Test("the real SwiftData store inside tar.gz, zip and an .xcappdata folder gives the numbers of the loose files")
+    @Test("the real SwiftData store inside tar.gz, zip and an .xcappdata folder gives the numbers of the loose files", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func realStoreInArchives() throws {
-        guard let real = ProjectPaths.realFixtures() else { print("skipped: \(ProjectPaths.realFixturesMissing)"); return }
+        let real = try #require(ProjectPaths.realFixtures())
         let folder = try TemporaryFolder("scan-real")
         let source = real.appendingPathComponent("swiftdata-resources")
         let loose = try CLI.run(["inspect", source.appendingPathComponent("default.store").path, "--format", "json"])
