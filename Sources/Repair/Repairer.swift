@@ -119,12 +119,21 @@ public struct Repairer {
         // 3. Write beside the destination under a temporary name.
         let temporary = output.deletingLastPathComponent()
             .appendingPathComponent(".\(output.lastPathComponent).storelens-\(UUID().uuidString.prefix(8)).tmp")
+        // Registered before it exists, so Ctrl-C at any later point removes it; unregistered only
+        // once it is linked into place (or removed) below.
+        guard ScratchRegistry.shared.track(file: temporary.path) else {
+            throw RepairError.failed(path: store.displayPath, detail: "interrupted")
+        }
+        defer {
+            unlink(temporary.path)
+            ScratchRegistry.shared.untrack(file: temporary.path)
+        }
         do {
             try Self.copyDurably(repaired, to: temporary)
         } catch {
-            try? FileManager.default.removeItem(at: temporary)
             throw RepairError.failed(path: store.displayPath, detail: "cannot write \(temporary.path): \(error)")
         }
+        TestPause.reach("repair-verify")
 
         // 4. Prove it: every check again, on a fresh working copy of the written file.
         let after: [String: String]
@@ -144,7 +153,6 @@ public struct Repairer {
                 }
             }
         } catch {
-            try? FileManager.default.removeItem(at: temporary)
             throw RepairError.verificationFailed(path: output.path, detail: "\(error)")
         }
         // A plan from a check must make that check pass; a given plan must not add new findings.
@@ -154,21 +162,22 @@ public struct Repairer {
         let remainingAfterCopy = remaining.filter { $0.id != StoreChecker.Check.externalDataMissing.rawValue || store.found.family.supportFolder == nil }
         let changedUntouched = before.keys.filter { !plan.touchedTables.contains($0) && before[$0] != after[$0] }.sorted()
         guard stillFailing.isEmpty, changedUntouched.isEmpty, failedPostconditions.isEmpty else {
-            try? FileManager.default.removeItem(at: temporary)
             var detail: [String] = failedPostconditions
             if !stillFailing.isEmpty { detail.append("still failing: \(Set(stillFailing.map(\.id)).sorted().joined(separator: ", "))") }
             if !changedUntouched.isEmpty { detail.append("tables changed that the plan did not touch: \(changedUntouched.joined(separator: ", "))") }
             throw RepairError.verificationFailed(path: output.path, detail: detail.joined(separator: "; "))
         }
 
-        // 5. Into place, never over an existing file: link fails if the name was taken meanwhile.
+        // 5. The evidence must still be what was read: a result made from evidence that changed
+        // meanwhile is no result, so this comes before the output gets its final name.
+        try session.ledger.verifyUnchanged()
+
+        // 6. Into place, never over an existing file: link fails if the name was taken meanwhile.
         guard link(temporary.path, output.path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            try? FileManager.default.removeItem(at: temporary)
-            if errno == EEXIST { throw RepairError.outputExists(path: output.path) }
-            throw RepairError.failed(path: store.displayPath, detail: "cannot create \(output.path): \(reason)")
+            let code = errno
+            if code == EEXIST { throw RepairError.outputExists(path: output.path) }
+            throw RepairError.failed(path: store.displayPath, detail: "cannot create \(output.path): \(String(cString: strerror(code)))")
         }
-        unlink(temporary.path)
         // External binary data lives beside the store; the output gets its own copy.
         if copySupportFolder, let support = store.found.family.supportFolder {
             do {
