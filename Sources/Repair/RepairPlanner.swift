@@ -18,6 +18,24 @@ public struct RepairPlanner {
     var connection: Connection { opened.connection }
     func q(_ s: String) -> String { Identifier.quoted(s) }
 
+    /// Bumps Z_OPT (so other contexts see the change) without SQLite's overflow into a REAL: a
+    /// version already at the largest integer, or not an integer at all, starts again at 1, which
+    /// still differs from what any context holds.
+    public static let bumpZOpt = "Z_OPT = CASE WHEN typeof(Z_OPT) = 'integer' AND Z_OPT < 9223372036854775807 THEN Z_OPT + 1 ELSE 1 END"
+
+    /// `first + count - 1`, the last of `count` new keys from `first`, or nil when it does not fit.
+    public static func lastKey(from first: Int64, count: Int) -> Int64? {
+        guard count > 0, let n = Int64(exactly: count) else { return count == 0 ? first : nil }
+        let (last, overflow) = first.addingReportingOverflow(n - 1)
+        return overflow ? nil : last
+    }
+
+    /// The first free key above `highest`, or nil when `highest` is already SQLite's largest integer.
+    public static func nextKey(after highest: Int64) -> Int64? {
+        let (next, overflow) = highest.addingReportingOverflow(1)
+        return overflow ? nil : next
+    }
+
     /// The plan for `findings`, restricted to `only` (finding ids) when given.
     public func plan(for findings: [Finding], only: Set<String>? = nil) throws -> RepairPlan {
         let wanted = findings.filter { only?.contains($0.id) ?? true }
@@ -78,7 +96,7 @@ public struct RepairPlanner {
             let sets = cleared.map { "\(q($0)) = NULL" }.joined(separator: ", ")
             result.append(action("nullify-dangling-to-one", answers: .danglingToOne, entity: source.entity.name, tables: [source.table],
                                  "Set \(source.entity.name).\(r.relationship.name) to nil where its target row is missing (\(cleared.joined(separator: ", "))).",
-                                 keys: found, [.init(sql: "UPDATE \(q(source.table)) SET \(sets), Z_OPT = coalesce(Z_OPT, 0) + 1 WHERE Z_PK IN (\(select))", arguments: [])]))
+                                 keys: found, [.init(sql: "UPDATE \(q(source.table)) SET \(sets), \(Self.bumpZOpt) WHERE Z_PK IN (\(select))", arguments: [])]))
         }
         return result
     }
@@ -95,7 +113,7 @@ public struct RepairPlanner {
                                  "Copy the target row's Z_ENT into \(source.entity.name).\(fek).",
                                  keys: found, [.init(sql: """
                                     UPDATE \(t) SET \(q(fek)) = (SELECT d.Z_ENT FROM \(q(dest.table)) d WHERE d.Z_PK = \(t).\(q(column))),
-                                    Z_OPT = coalesce(Z_OPT, 0) + 1 WHERE Z_PK IN (\(select))
+                                    \(Self.bumpZOpt) WHERE Z_PK IN (\(select))
                                     """, arguments: [])]))
         }
         return result
@@ -117,7 +135,7 @@ public struct RepairPlanner {
                                  "Make \(dest.entity.name).\(inverseName) point back at the \(source.entity.name) row whose \(r.relationship.name) points at it.",
                                  keys: found, [.init(sql: """
                                     UPDATE \(d) SET \(q(inverseColumn)) = (SELECT max(s.Z_PK) FROM \(s) s WHERE s.Z_PK IN (\(select)) AND s.\(q(column)) = \(d).Z_PK),
-                                    Z_OPT = coalesce(Z_OPT, 0) + 1
+                                    \(Self.bumpZOpt)
                                     WHERE Z_PK IN (SELECT s.\(q(column)) FROM \(s) s WHERE s.Z_PK IN (\(select)))
                                     """, arguments: [])]))
         }
@@ -203,7 +221,7 @@ public struct RepairPlanner {
             guard let column = r.column, source.tableExists, let dest = map.entity(named: r.relationship.destination), dest.table == e.table else { continue }
             let s = q(source.table), c = q(column)
             statements.append(.init(sql: """
-                UPDATE \(s) SET \(c) = (SELECT winner FROM storelens_dup WHERE loser = \(s).\(c)), Z_OPT = coalesce(Z_OPT, 0) + 1
+                UPDATE \(s) SET \(c) = (SELECT winner FROM storelens_dup WHERE loser = \(s).\(c)), \(Self.bumpZOpt)
                 WHERE \(c) IN (SELECT loser FROM storelens_dup) AND Z_PK NOT IN (SELECT loser FROM storelens_dup)
                 """, arguments: []))
             tables.append(source.table)
@@ -221,7 +239,7 @@ public struct RepairPlanner {
                 tables.append(join)
             }
         }
-        statements.append(.init(sql: "UPDATE \(q(e.table)) SET Z_OPT = coalesce(Z_OPT, 0) + 1 WHERE Z_PK IN (SELECT winner FROM storelens_dup)", arguments: []))
+        statements.append(.init(sql: "UPDATE \(q(e.table)) SET \(Self.bumpZOpt) WHERE Z_PK IN (SELECT winner FROM storelens_dup)", arguments: []))
         statements.append(.init(sql: "DELETE FROM \(q(e.table)) WHERE Z_PK IN (SELECT loser FROM storelens_dup)", arguments: []))
         return (statements, Array(Set(tables)).sorted())
     }

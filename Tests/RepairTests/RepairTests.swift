@@ -133,4 +133,31 @@ struct RepairTests {
         }
         #expect(try String(contentsOf: folder.path("taken.store"), encoding: .utf8) == "keep me")
     }
+
+    @Test("key arithmetic on stored values is checked: the last key that fits, and none past 2^63−1")
+    func keyArithmetic() {
+        #expect(RepairPlanner.nextKey(after: 41) == 42)
+        #expect(RepairPlanner.nextKey(after: Int64.max) == nil)
+        #expect(RepairPlanner.nextKey(after: Int64.max - 1) == Int64.max)
+        #expect(RepairPlanner.lastKey(from: Int64.max - 2, count: 3) == Int64.max)
+        #expect(RepairPlanner.lastKey(from: Int64.max - 2, count: 4) == nil)
+        #expect(RepairPlanner.lastKey(from: 1, count: Int.max) == Int64.max)
+        #expect(RepairPlanner.lastKey(from: 2, count: Int.max) == nil)
+        #expect(RepairPlanner.lastKey(from: Int64.min, count: 1) == Int64.min)
+    }
+
+    @Test("a row whose Z_OPT is already 2^63−1 is bumped to 1, an integer, not to SQLite's overflowed REAL")
+    func zOptAtTheTop() throws {
+        let folder = try TemporaryFolder("repair-zopt-top")
+        let url = try InvariantFixture.make(in: folder.url) { w in
+            try w.executeRaw("UPDATE ZATTACHMENT SET \(w.layout.column(entity: "Attachment", property: "note")!) = 999, Z_OPT = 9223372036854775807 WHERE Z_PK = 1")
+        }
+        let out = try TemporaryFolder("repair-zopt-top-out")
+        let session = try EvidenceSession()
+        defer { session.scratch.remove() }
+        let outcome = try Repairer(session: session, store: try Self.acquire(url, session: session)).run(output: out.path("fixed.store"))
+        #expect(outcome.written)
+        let db = try Connection.open(path: out.path("fixed.store").path, mode: .readOnly)
+        #expect(try db.scalar("SELECT typeof(Z_OPT) || ':' || Z_OPT FROM ZATTACHMENT WHERE Z_PK = 1").string == "integer:1")
+    }
 }
