@@ -76,15 +76,24 @@ public enum InvariantQueries {
         """
     }
 
-    /// Join-table rows (by rowid) whose either side is missing. DISTINCT: a hand-made table whose
-    /// Z_PK is not unique must not list a join row twice.
-    public static func orphanJoinRows(join: String, sourceColumn: String, source: EntityMapping, destColumn: String, dest: EntityMapping) -> String {
-        """
-        SELECT DISTINCT j.rowid FROM \(q(join)) j NOT INDEXED
+    /// `key` (from `Connection.rowKey`) as one SQL value: `rowid`, a column, or a row value `(a, b)`.
+    public static func keyExpression(_ key: [String], alias: String? = nil) -> String {
+        let prefix = alias.map { "\($0)." } ?? ""
+        let columns = key.map { $0 == "rowid" ? prefix + "rowid" : prefix + q($0) }
+        return columns.count == 1 ? columns[0] : "(\(columns.joined(separator: ", ")))"
+    }
+
+    /// Join-table rows (by `key`: rowid, or the primary key of a WITHOUT ROWID table) whose either
+    /// side is missing. DISTINCT: a hand-made table whose Z_PK is not unique must not list a join row twice.
+    public static func orphanJoinRows(join: String, key: [String] = ["rowid"], sourceColumn: String, source: EntityMapping,
+                                      destColumn: String, dest: EntityMapping) -> String {
+        let selected = key.map { $0 == "rowid" ? "j.rowid" : "j.\(q($0))" }.joined(separator: ", ")
+        return """
+        SELECT DISTINCT \(selected) FROM \(q(join)) j NOT INDEXED
         LEFT JOIN \(q(source.table)) s ON s.Z_PK = j.\(q(sourceColumn)) AND s.Z_ENT IN (\(list(source.entityNumbers)))
         LEFT JOIN \(q(dest.table)) t ON t.Z_PK = j.\(q(destColumn)) AND t.Z_ENT IN (\(list(dest.entityNumbers)))
         WHERE s.Z_PK IS NULL OR t.Z_PK IS NULL
-        ORDER BY j.rowid
+        ORDER BY \(selected)
         """
     }
 

@@ -148,12 +148,13 @@ public struct RepairPlanner {
         for (source, r) in InvariantQueries.declaredRelationships(opened.map) where r.kind == .manyToMany {
             guard let join = r.joinTable, let sc = r.joinSourceColumn, let dc = r.joinDestinationColumn, seen.insert(join).inserted,
                   let dest = mapping(r.relationship.destination), try connection.tableExists(join) else { continue }
-            let select = InvariantQueries.orphanJoinRows(join: join, sourceColumn: sc, source: source, destColumn: dc, dest: dest)
+            let key = try connection.rowKey(of: join)
+            let select = InvariantQueries.orphanJoinRows(join: join, key: key, sourceColumn: sc, source: source, destColumn: dc, dest: dest)
             let found = try keys(select)
             guard found.count > 0 else { continue }
             result.append(action("delete-orphan-join-rows", answers: .orphanJoinRows, entity: source.entity.name, tables: [join],
                                  "Delete the rows of \(join) (\(source.entity.name).\(r.relationship.name)) whose other side is missing.",
-                                 keys: found, [.init(sql: "DELETE FROM \(q(join)) WHERE rowid IN (\(select))", arguments: [])]))
+                                 keys: found, [.init(sql: "DELETE FROM \(q(join)) WHERE \(InvariantQueries.keyExpression(key)) IN (\(select))", arguments: [])]))
         }
         return result
     }

@@ -209,12 +209,14 @@ public struct Repairer {
         }
     }
 
-    /// SHA-256 of each table's rows in rowid order, to prove which tables a repair changed.
+    /// SHA-256 of each table's rows in rowid order (primary key order for a WITHOUT ROWID table),
+    /// to prove which tables a repair changed.
     public static func tableHashes(_ db: Connection) throws -> [String: String] {
         var result: [String: String] = [:]
         for table in try db.tableNames() where !table.hasPrefix("sqlite_") {
             var hasher = SHA256()
-            let statement = try db.prepare("SELECT * FROM \(Identifier.quoted(table)) ORDER BY rowid")
+            let order = try db.rowKey(of: table).map { $0 == "rowid" ? "rowid" : Identifier.quoted($0) }.joined(separator: ", ")
+            let statement = try db.prepare("SELECT * FROM \(Identifier.quoted(table)) ORDER BY \(order)")
             try statement.forEach { row in
                 for value in row.values {
                     switch value {

@@ -160,4 +160,51 @@ struct RepairTests {
         let db = try Connection.open(path: out.path("fixed.store").path, mode: .readOnly)
         #expect(try db.scalar("SELECT typeof(Z_OPT) || ':' || Z_OPT FROM ZATTACHMENT WHERE Z_PK = 1").string == "integer:1")
     }
+
+    /// Rebuilds `table` as a WITHOUT ROWID table with the same columns, rows and primary key.
+    static func withoutRowid(_ w: StoreWriter, _ table: String, key: String, columns: String) throws {
+        try w.executeRaw("CREATE TABLE storelens_wr (\(columns), PRIMARY KEY (\(key))) WITHOUT ROWID")
+        try w.executeRaw("INSERT INTO storelens_wr SELECT * FROM \(table)")
+        try w.executeRaw("DROP TABLE \(table)")
+        try w.executeRaw("ALTER TABLE storelens_wr RENAME TO \(table)")
+    }
+
+    @Test("WITHOUT ROWID entity and join tables are checked and repaired by their primary key")
+    func withoutRowidTables() throws {
+        let folder = try TemporaryFolder("repair-without-rowid")
+        let layout = try StoreLayout(model: InvariantFixture.model)
+        let j = layout.joinTables[0]
+        let url = try InvariantFixture.make(in: folder.url) { w in
+            let tagColumns = try Connection.open(path: folder.path("default.store").path, mode: .readOnly)
+                .columns(of: "ZTAG").map { "\($0.name) \($0.declaredType)" }.joined(separator: ", ")
+            try Self.withoutRowid(w, "ZTAG", key: "Z_PK", columns: tagColumns)
+            try Self.withoutRowid(w, j.name, key: "\(j.firstColumn), \(j.secondColumn)", columns: "\(j.firstColumn) INTEGER, \(j.secondColumn) INTEGER")
+            try w.executeRaw("INSERT INTO \(j.name) (\(j.firstColumn), \(j.secondColumn)) VALUES (999, 1)")
+            try w.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Tag'")
+        }
+        // The tables really are WITHOUT ROWID (SQLite says so), so a rowid query would fail.
+        do {
+            let db = try Connection.open(path: url.path, mode: .readOnly)
+            #expect(throws: (any Error).self) { _ = try db.rows("SELECT rowid FROM ZTAG") }
+            #expect(throws: (any Error).self) { _ = try db.rows("SELECT rowid FROM \(j.name)") }
+        }
+        #expect(Set(try Self.checkIDs(url)) == ["zmax-below-max-pk", "orphan-join-rows"])
+        let joinRowsBefore: Int
+        do {
+            let db = try Connection.open(path: url.path, mode: .readOnly)
+            joinRowsBefore = try db.scalar("SELECT count(*) FROM \(j.name)").int ?? -1
+        }
+        let out = try TemporaryFolder("repair-without-rowid-out")
+        let session = try EvidenceSession()
+        defer { session.scratch.remove() }
+        let outcome = try Repairer(session: session, store: try Self.acquire(url, session: session)).run(output: out.path("fixed.store"))
+        #expect(outcome.written)
+        #expect(Set(outcome.plan.actions.map(\.name)) == ["delete-orphan-join-rows", "raise-z-max"])
+        #expect(try Self.checkIDs(out.path("fixed.store")).isEmpty)
+        let db = try Connection.open(path: out.path("fixed.store").path, mode: .readOnly)
+        let firstIsNote = j.firstEntity == "Note" || j.firstEntity == "ChecklistNote"
+        let noteColumn = firstIsNote ? j.firstColumn : j.secondColumn
+        #expect(try db.scalar("SELECT count(*) FROM \(j.name)").int == joinRowsBefore - 1, "only the orphan row is gone")
+        #expect(try db.scalar("SELECT count(*) FROM \(j.name) WHERE \(noteColumn) = 999 OR \(firstIsNote ? j.secondColumn : j.firstColumn) = 999").int == 0)
+    }
 }
