@@ -19,6 +19,7 @@ public struct StoreChecker: @unchecked Sendable {
         case missingEntityTable = "missing-entity-table"
         case tableWithoutEntity = "table-without-entity"
         case danglingToOne = "dangling-to-one"
+        case wrongEntityTarget = "target-wrong-entity"
         case entityKeyMismatch = "fek-mismatch"
         case oneToOneMismatch = "one-to-one-mismatch"
         case orphanJoinRows = "orphan-join-rows"
@@ -77,7 +78,7 @@ public struct StoreChecker: @unchecked Sendable {
         Task(name: "Z_MAX", checks: [.zMax], cost: 5) { try $0.zMax() },
         Task(name: "entity rows", checks: [.unknownEntityRows], cost: 80) { try $0.unknownEntityRows() },
         Task(name: "tables", checks: [.missingEntityTable, .tableWithoutEntity], cost: 2) { try $0.tablesAndEntries() },
-        Task(name: "to-one relationships", checks: [.danglingToOne, .entityKeyMismatch], cost: 90) { try $0.toOneRelationships() },
+        Task(name: "to-one relationships", checks: [.danglingToOne, .wrongEntityTarget, .entityKeyMismatch], cost: 90) { try $0.toOneRelationships() },
         Task(name: "one-to-one pairs", checks: [.oneToOneMismatch], cost: 10) { try $0.oneToOnePairs() },
         Task(name: "join tables", checks: [.orphanJoinRows], cost: 95) { try $0.joinTables() },
         Task(name: "required values", checks: [.requiredNull], cost: 3) { try $0.requiredValues() },
@@ -284,6 +285,21 @@ public struct StoreChecker: @unchecked Sendable {
                                       evidence: ["relationship": .string(r.relationship.name), "column": .string(column), "pks": .keys(keys), "count": .int(count)],
                                       explanation: "Core Data declares no foreign keys, so SQLite accepts them; the app faults on the missing object (\"CoreData could not fulfill a fault\").",
                                       suggestion: "`storelens repair --only dangling-to-one` sets these relationships to nil."))
+            }
+            let wrong = InvariantQueries.wrongEntityTarget(source: source, column: column, dest: dest)
+            let (wrongKeys, wrongCount) = try self.keys(wrong)
+            if wrongCount > 0 {
+                let targetsSQL = "SELECT s.\(q(column)) FROM \(q(source.table)) s WHERE s.Z_PK IN (\(wrong))"
+                let values = try connection.rows("SELECT DISTINCT t.Z_ENT FROM \(q(dest.table)) t WHERE t.Z_PK IN (\(targetsSQL)) LIMIT 10")
+                    .map { $0[0].int.map(String.init) ?? "NULL" }
+                let targets = try connection.scalar("SELECT count(DISTINCT s.\(q(column))) FROM \(q(source.table)) s WHERE s.Z_PK IN (\(wrong))").int ?? 0
+                result.append(finding(.wrongEntityTarget, .error, entity: source.entity.name,
+                                      "\(plural(wrongCount, "row")) of \(source.entity.name) point through \(r.relationship.name) at \(plural(targets, "row")) of \(dest.table) that exist but carry Z_ENT \(values.joined(separator: ", ")), not \(dest.entity.name)'s (\(dest.entityNumbers.map(String.init).joined(separator: ", "))).",
+                                      evidence: ["relationship": .string(r.relationship.name), "column": .string(column), "pks": .keys(wrongKeys), "count": .int(wrongCount),
+                                                 "targets": .int(targets), "targetZEnt": .list(values.map(EvidenceValue.string)),
+                                                 "expected": .list(dest.entityNumbers.map(EvidenceValue.int))],
+                                      explanation: "The target rows are there, but Core Data reads them as another entity (or none) and the relationship faults; the references themselves are valid, so setting them to nil would lose data.",
+                                      suggestion: "`storelens repair --only target-wrong-entity` corrects the targets' Z_ENT when the relationships pointing at them agree on it; otherwise inspect them with `storelens rows`."))
             }
             if let fek = r.entityKeyColumn {
                 let (keys, count) = try self.keys(InvariantQueries.entityKeyMismatch(source: source, column: column, entityKey: fek, dest: dest))

@@ -65,7 +65,8 @@ extension Auditor {
                     summary: "Keep one \(rule.current) per \(rule.identity.joined(separator: ", ")) (the most saved, then the newest); point references to it and delete the \(losers.count) other\(losers.count == 1 ? "" : "s").",
                     affected: losers.prefix(20).map { "\(rule.current)#\($0)" }, count: losers.count, statements: statements,
                     postconditions: [.init("removed \(rule.current) copies are gone",
-                                           sql: "SELECT count(*) FROM \(table) WHERE Z_PK IN (\(losers.map(String.init).joined(separator: ", ")))", expected: 0)]))
+                                           sql: "SELECT count(*) FROM \(table) WHERE Z_PK IN (\(losers.map(String.init).joined(separator: ", ")))", expected: 0)],
+                    columns: RepairPlanner.repointedColumns(entity: mapping, map: opened.map), deletesFrom: tables))
                 removedByStore[writer.storePath, default: []].append((number, losers.map(Int64.init)))
             }
 

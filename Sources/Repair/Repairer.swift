@@ -139,6 +139,7 @@ public struct Repairer {
         let after: [String: String]
         let remaining: [Finding]
         var failedPostconditions: [String] = []
+        var losses: [String] = []
         do {
             let verify = try EvidenceSession()
             defer { verify.scratch.remove() }
@@ -146,6 +147,7 @@ public struct Repairer {
             let opened = try OpenedStore.open(copy, displayPath: output.path, xcodeModel: xcodeModel)
             remaining = try StoreChecker(opened: opened, copy: copy).run()
             after = try Self.tableHashes(opened.connection)
+            losses = try RepairProof.problems(plan: plan, map: opened.map, db: opened.connection, before: store.copy.copiedMain.path)
             for action in plan.actions {
                 for p in action.postconditions {
                     let got = try opened.connection.scalar(p.sql, p.arguments.map(Self.value)).int ?? -1
@@ -161,8 +163,8 @@ public struct Repairer {
             : remaining.filter { f in !findings.contains { $0.id == f.id && $0.entity == f.entity } }
         let remainingAfterCopy = remaining.filter { $0.id != StoreChecker.Check.externalDataMissing.rawValue || store.found.family.supportFolder == nil }
         let changedUntouched = before.keys.filter { !plan.touchedTables.contains($0) && before[$0] != after[$0] }.sorted()
-        guard stillFailing.isEmpty, changedUntouched.isEmpty, failedPostconditions.isEmpty else {
-            var detail: [String] = failedPostconditions
+        guard stillFailing.isEmpty, changedUntouched.isEmpty, failedPostconditions.isEmpty, losses.isEmpty else {
+            var detail: [String] = losses + failedPostconditions
             if !stillFailing.isEmpty { detail.append("still failing: \(Set(stillFailing.map(\.id)).sorted().joined(separator: ", "))") }
             if !changedUntouched.isEmpty { detail.append("tables changed that the plan did not touch: \(changedUntouched.joined(separator: ", "))") }
             throw RepairError.verificationFailed(path: output.path, detail: detail.joined(separator: "; "))
