@@ -116,10 +116,9 @@ extension Auditor {
                 lastPK[tableName] = max(Int64(zMax), maxPK)
             }
             // Keys come from the store: a device can hold Z_MAX or Z_PK at SQLite's largest integer.
-            let highest = lastPK[tableName] ?? 0
-            guard let first = RepairPlanner.nextKey(after: highest), let last = RepairPlanner.lastKey(from: first, count: order.count) else {
-                throw RepairError.noRoomForKeys(store: writer.storePath, entity: rule.current, value: highest, needed: order.count)
-            }
+            let keys = try RepairPlanner.allocateKeys(zMax: 0, maxPK: lastPK[tableName] ?? 0, count: order.count,
+                                                      store: writer.storePath, entity: rule.current)
+            let first = keys.lowerBound, last = keys.upperBound
             var statements: [RepairPlan.Statement] = []
             var notes = Set<String>()
             var remapped = Set<String>()
@@ -188,12 +187,11 @@ extension Auditor {
             let imported = importedByStore[path] ?? [], removed = removedByStore[path] ?? []
             // The history rows get keys above the highest in use: refuse when there is no room.
             let changes = imported.reduce(0) { $0 + $1.pks.count } + removed.reduce(0) { $0 + $1.pks.count }
-            for (entity, table, needed) in [("TransactionString", "ATRANSACTIONSTRING", 1), ("Transaction", "ATRANSACTION", 1), ("Change", "ACHANGE", changes)] {
-                let highest = max(try o.connection.scalar("SELECT max(Z_MAX) FROM Z_PRIMARYKEY WHERE Z_NAME = ?", [.text(entity.uppercased())]).int64 ?? 0,
-                                  try o.connection.scalar("SELECT max(Z_PK) FROM \(Identifier.quoted(table))").int64 ?? 0)
-                guard let first = RepairPlanner.nextKey(after: highest), RepairPlanner.lastKey(from: first, count: needed) != nil else {
-                    throw RepairError.noRoomForKeys(store: path, entity: "history \(entity)", value: highest, needed: needed)
-                }
+            for (entity, table, needed) in [("TransactionString", "ATRANSACTIONSTRING", 1), ("Transaction", "ATRANSACTION", 1), ("Change", "ACHANGE", changes)] where needed > 0 {
+                _ = try RepairPlanner.allocateKeys(
+                    zMax: try o.connection.scalar("SELECT max(Z_MAX) FROM Z_PRIMARYKEY WHERE Z_NAME = ?", [.text(entity.uppercased())]).int64 ?? 0,
+                    maxPK: try o.connection.scalar("SELECT max(Z_PK) FROM \(Identifier.quoted(table))").int64 ?? 0,
+                    count: needed, store: path, entity: "history \(entity)")
             }
             actions.append(historyAction(imported: imported, removed: removed))
         }

@@ -57,6 +57,12 @@ public struct RepairPlan: Sendable {
             self.arguments = arguments
         }
 
+        /// Whether the statement writes the store's own rows (not the repair's temporary tables),
+        /// so its changes count as the action's.
+        var writesStoreRows: Bool {
+            !(sql.hasPrefix("CREATE TEMP") || sql.hasPrefix("DELETE FROM storelens_") || sql.hasPrefix("INSERT INTO storelens_"))
+        }
+
         init(sql: String, integers: [Int64]) {
             self.sql = sql
             self.arguments = integers.map { .integer($0) }

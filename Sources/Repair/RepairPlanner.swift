@@ -30,6 +30,16 @@ public struct RepairPlanner {
         return overflow ? nil : last
     }
 
+    /// `count` new primary keys above both the stored Z_MAX and the largest Z_PK in use (either can
+    /// be anything a device wrote), or `noRoomForKeys` when they would pass SQLite's largest integer.
+    public static func allocateKeys(zMax: Int64, maxPK: Int64, count: Int, store: String, entity: String) throws(RepairError) -> ClosedRange<Int64> {
+        let highest = max(zMax, maxPK, 0)
+        guard count > 0, let first = nextKey(after: highest), let last = lastKey(from: first, count: count) else {
+            throw RepairError.noRoomForKeys(store: store, entity: entity, value: highest, needed: count)
+        }
+        return first...last
+    }
+
     /// The first free key above `highest`, or nil when `highest` is already SQLite's largest integer.
     public static func nextKey(after highest: Int64) -> Int64? {
         let (next, overflow) = highest.addingReportingOverflow(1)

@@ -105,7 +105,7 @@ public struct Repairer {
                     var changed = 0
                     for statement in action.statements {
                         try db.run(statement.sql, statement.arguments.map(Self.value))
-                        changed += Int(db.changes)
+                        if statement.writesStoreRows { changed += Int(db.changes) }
                     }
                     changes.append(changed)
                 }
