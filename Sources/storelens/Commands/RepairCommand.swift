@@ -95,6 +95,12 @@ struct RepairCommand: Command {
                 throw InputError(message: "the folder for \(path) does not exist; create it or choose another \(option).")
             }
         }
+        if inPlace, let backup {
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: backup, isDirectory: &isDir), isDir.boolValue else {
+                throw RepairError.backupFailed(path: backup, detail: "no such folder")
+            }
+        }
         if named.count == 2, URL(fileURLWithPath: named[0].path).standardizedFileURL == URL(fileURLWithPath: named[1].path).standardizedFileURL {
             throw InputError(message: "--out and --log name the same file; give each its own.")
         }
