@@ -28,11 +28,12 @@ public func fuzz(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         precondition(keys.lowerBound > max(zMax, maxPK, 0), "a new key at or below a stored one")
         let (span, overflow) = keys.upperBound.subtractingReportingOverflow(keys.lowerBound)
         precondition(!overflow && span == Int64(rows) - 1, "wrong number of keys")
+        precondition(keys.upperBound < Int64.max, "no key left for the next insert")
     } catch let RepairError.noRoomForKeys(_, _, value, needed) {
-        // Refused: only when the keys really would pass Int64.max (or nothing was asked for).
+        // Refused: only when the keys (and one more for the next insert) would not fit, or none were asked for.
         let highest = max(zMax, maxPK, 0)
         precondition(value == highest && needed == rows, "the refusal names other numbers")
-        precondition(rows == 0 || Int64.max - highest < Int64(rows), "refused though the keys fit")
+        precondition(rows == 0 || Int64.max - highest <= Int64(rows), "refused though the keys fit")
     } catch {
         preconditionFailure("allocateKeys threw \(error)")
     }

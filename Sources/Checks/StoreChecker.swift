@@ -15,6 +15,7 @@ public struct StoreChecker: @unchecked Sendable {
     public enum Check: String, CaseIterable, Sendable {
         case sqliteIntegrity = "sqlite-integrity"
         case zMax = "zmax-below-max-pk"
+        case zMaxExhausted = "zmax-exhausted"
         case unknownEntityRows = "unknown-entity-rows"
         case missingEntityTable = "missing-entity-table"
         case tableWithoutEntity = "table-without-entity"
@@ -75,7 +76,7 @@ public struct StoreChecker: @unchecked Sendable {
     static let tasks: [Task] = [
         Task(name: "integrity", checks: [.sqliteIntegrity], cost: 100) { try $0.integrity() },
         Task(name: "the WAL", checks: [.walMissing, .walPageSizeMismatch], cost: 0) { $0.walNotes() },
-        Task(name: "Z_MAX", checks: [.zMax], cost: 5) { try $0.zMax() },
+        Task(name: "Z_MAX", checks: [.zMax, .zMaxExhausted], cost: 5) { try $0.zMax() },
         Task(name: "entity rows", checks: [.unknownEntityRows], cost: 80) { try $0.unknownEntityRows() },
         Task(name: "tables", checks: [.missingEntityTable, .tableWithoutEntity], cost: 2) { try $0.tablesAndEntries() },
         Task(name: "to-one relationships", checks: [.danglingToOne, .wrongEntityTarget, .entityKeyMismatch], cost: 90) { try $0.toOneRelationships() },
@@ -209,6 +210,15 @@ public struct StoreChecker: @unchecked Sendable {
         var result: [Finding] = []
         for e in opened.store.entities where e.superNumber == 0 && e.tableExists {
             let zMax = e.zMax ?? 0
+            // A device can store any value; at the top of the range no key is left to allocate.
+            let highest = max(Int64(zMax), try connection.scalar("SELECT max(Z_PK) FROM \(q(e.table))").int64 ?? 0)
+            if highest == Int64.max {
+                result.append(finding(.zMaxExhausted, .error, entity: e.name,
+                                      "Z_MAX or a Z_PK of \(e.name) is \(highest), SQLite's largest integer: no primary key is left for the next \(e.name) insert.",
+                                      evidence: ["zMax": .int(zMax), "highest": .int(Int(highest)), "table": .string(e.table)],
+                                      explanation: "Core Data allocates new primary keys above Z_MAX; above the largest integer there are none, so inserting into this entity cannot succeed.",
+                                      suggestion: "No automatic repair: renumbering primary keys would break every reference to them. Look at the row with `storelens rows`."))
+            }
             let (keys, count) = try self.keys(InvariantQueries.aboveZMax(table: e.table), [.integer(Int64(zMax))])
             guard count > 0 else { continue }
             let maxPK = try connection.scalar("SELECT max(Z_PK) FROM \(q(e.table))").int ?? 0

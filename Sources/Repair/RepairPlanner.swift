@@ -31,10 +31,12 @@ public struct RepairPlanner {
     }
 
     /// `count` new primary keys above both the stored Z_MAX and the largest Z_PK in use (either can
-    /// be anything a device wrote), or `noRoomForKeys` when they would pass SQLite's largest integer.
+    /// be anything a device wrote), or `noRoomForKeys` when they would reach SQLite's largest
+    /// integer: the last one must stay below it, so the app's next insert still gets a key
+    /// (a repaired store whose key space is used up would be `zmax-exhausted`).
     public static func allocateKeys(zMax: Int64, maxPK: Int64, count: Int, store: String, entity: String) throws(RepairError) -> ClosedRange<Int64> {
         let highest = max(zMax, maxPK, 0)
-        guard count > 0, let first = nextKey(after: highest), let last = lastKey(from: first, count: count) else {
+        guard count > 0, let first = nextKey(after: highest), let last = lastKey(from: first, count: count), last < Int64.max else {
             throw RepairError.noRoomForKeys(store: store, entity: entity, value: highest, needed: count)
         }
         return first...last

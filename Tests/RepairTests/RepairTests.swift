@@ -144,6 +144,12 @@ struct RepairTests {
         #expect(RepairPlanner.lastKey(from: 1, count: Int.max) == Int64.max)
         #expect(RepairPlanner.lastKey(from: 2, count: Int.max) == nil)
         #expect(RepairPlanner.lastKey(from: Int64.min, count: 1) == Int64.min)
+        // Allocation keeps one key free for the app's next insert.
+        #expect(try RepairPlanner.allocateKeys(zMax: Int64.max - 4, maxPK: 5, count: 3, store: "s", entity: "E") == (Int64.max - 3)...(Int64.max - 1))
+        #expect(throws: RepairError.noRoomForKeys(store: "s", entity: "E", value: Int64.max - 3, needed: 3)) {
+            try RepairPlanner.allocateKeys(zMax: 5, maxPK: Int64.max - 3, count: 3, store: "s", entity: "E")
+        }
+        #expect(try RepairPlanner.allocateKeys(zMax: -9, maxPK: -3, count: 2, store: "s", entity: "E") == 1...2)
     }
 
     @Test("a row whose Z_OPT is already 2^63−1 is bumped to 1, an integer, not to SQLite's overflowed REAL")

@@ -38,13 +38,14 @@ struct StoredKeyOverflowTests {
         #expect(!r.stderr.contains("Backtrace") && !r.stderr.contains("Fatal error"), "\(what): \(r.stderr.prefix(400))")
     }
 
-    @Test("Z_MAX or a Z_PK at or near 2^63−1: repair -m refuses in one sentence when the imports do not fit, plans when they do",
+    @Test("Z_MAX or a Z_PK at or near 2^63−1: repair -m refuses in one sentence when the imports (and the next insert) do not fit, repairs when they do",
           arguments: ["zmax", "pk"])
     func manifestRepair(_ where_: String) throws {
         let n = try Self.importedCount()
         #expect(n > 1)
-        // `room` free keys above the highest: the imports fit exactly when room == n.
-        for room in [0, 1, n - 1, n] {
+        // `room` free keys above the highest: the imports fit when one more key stays free for the
+        // app's next insert (room == n + 1); room == n would use the key space up.
+        for room in [0, 1, n, n + 1] {
             let value = Self.top - Int64(room)
             let folder = try TemporaryFolder("overflow-\(where_)-\(room)")
             let scratch = try TemporaryFolder("overflow-scratch")
@@ -59,7 +60,7 @@ struct StoredKeyOverflowTests {
             let out = folder.path("fixed.store")
             let run = try CLI.run(["repair", c.container.path, "-m", c.manifest.path, "--out", out.path], environment: env)
             Self.expectNoCrash(run, "repair -m with \(where_) \(value)")
-            if room < n {
+            if room <= n {
                 for r in [plan, run] {
                     #expect(r.status == 2, "refused: \(r.stderr)")
                     let lines = r.stderr.split(separator: "\n")
@@ -71,9 +72,9 @@ struct StoredKeyOverflowTests {
             } else {
                 #expect(plan.status == 0, "\(plan.stderr)")
                 #expect(run.status == 0, "\(run.stderr)")
-                // SQLite itself, on the output: the imported rows end exactly at the largest integer.
+                // SQLite itself, on the output: the imported rows end one below the largest integer.
                 let db = try Connection.open(path: out.path, mode: .readOnly)
-                #expect(try db.scalar("SELECT max(Z_PK) FROM ZTODOITEM").int64 == Self.top)
+                #expect(try db.scalar("SELECT max(Z_PK) FROM ZTODOITEM").int64 == Self.top - 1)
                 #expect(try db.scalar("SELECT count(*) FROM ZTODOITEM WHERE Z_PK > ?", [.integer(value)]).int == n)
                 #expect(try db.scalar("SELECT typeof(Z_MAX) FROM Z_PRIMARYKEY WHERE Z_NAME = 'TodoItem'").string == "integer")
             }
@@ -113,7 +114,12 @@ struct StoredKeyOverflowTests {
             Self.expectNoCrash(r, args[0])
             #expect(r.status <= 1, "\(args[0]): \(r.stderr)")
         }
-        // check reports the lagging Z_MAX; the repair raises it to the largest key without overflowing.
+        // check names the exhausted key space (a finding, not a trap).
+        let check = try CLI.run(["check", c.store.path, "--format", "json"], environment: env)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(check.stdout.utf8)) as? [String: Any])
+        let exhausted = ((json["findings"] as? [[String: Any]]) ?? []).filter { $0["id"] as? String == "zmax-exhausted" }.compactMap { $0["entity"] as? String }
+        #expect(Set(exhausted) == ["TodoItem", "TodoList"], "\(exhausted)")
+        // The repair raises TodoItem's lagging Z_MAX to the largest key without overflowing.
         let out = folder.path("fixed.store")
         let r = try CLI.run(["repair", c.store.path, "--out", out.path], environment: env)
         #expect(r.status == 0, "\(r.stderr)")
