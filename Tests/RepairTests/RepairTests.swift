@@ -135,7 +135,7 @@ struct RepairTests {
     }
 
     @Test("key arithmetic on stored values is checked: the last key that fits, and none past 2^63−1")
-    func keyArithmetic() {
+    func keyArithmetic() throws {
         #expect(RepairPlanner.nextKey(after: 41) == 42)
         #expect(RepairPlanner.nextKey(after: Int64.max) == nil)
         #expect(RepairPlanner.nextKey(after: Int64.max - 1) == Int64.max)
