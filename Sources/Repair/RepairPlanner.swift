@@ -63,7 +63,7 @@ public struct RepairPlanner {
         if ids.contains(StoreChecker.Check.orphanJoinRows.rawValue) { actions += try deleteOrphanJoinRows() }
         if ids.contains(StoreChecker.Check.badZOpt.rawValue) { actions += try setZOpt() }
         // Raising Z_MAX comes last: the other actions never insert, but it must see the final rows.
-        if ids.contains(StoreChecker.Check.zMax.rawValue) { actions += try raiseZMax() }
+        if ids.contains(StoreChecker.Check.zMax.rawValue) { actions += try raiseZMax(notes: &notes) }
         let answered = Set(actions.map(\.answers))
         return RepairPlan(actions: actions, unrepaired: wanted.filter { !answered.contains($0.id) }, notes: notes)
     }
@@ -87,12 +87,19 @@ public struct RepairPlanner {
 
     // MARK: - Actions
 
-    func raiseZMax() throws -> [RepairPlan.Action] {
+    func raiseZMax(notes: inout [String]) throws -> [RepairPlan.Action] {
         var result: [RepairPlan.Action] = []
         for e in opened.store.entities where e.superNumber == 0 && e.tableExists {
             let zMax = e.zMax ?? 0
             let found = try keys(InvariantQueries.aboveZMax(table: e.table), [.integer(Int64(zMax))])
             guard found.count > 0 else { continue }
+            // Keys stored as text (a table rebuilt by hand) sort above every integer: no Z_MAX covers
+            // them, and a plan that claimed to would only fail its own verification.
+            let textKeys = try connection.scalar("SELECT count(*) FROM \(q(e.table)) WHERE Z_PK IS NOT NULL AND typeof(Z_PK) != 'integer'").int ?? 0
+            guard textKeys == 0 else {
+                notes.append("zmax-below-max-pk: \(textKeys) Z_PK values of \(e.table) are not stored as integers, so no Z_MAX can be above them; Z_MAX of \(e.name) is left as it is.")
+                continue
+            }
             let maxPK = try connection.scalar("SELECT max(Z_PK) FROM \(q(e.table))").int ?? zMax
             result.append(action("raise-z-max", answers: .zMax, entity: e.name, tables: ["Z_PRIMARYKEY"],
                                  "Set Z_MAX of \(e.name) from \(zMax) to \(maxPK), so the next insert gets a free primary key.",

@@ -213,4 +213,24 @@ struct RepairTests {
         #expect(try db.scalar("SELECT count(*) FROM \(j.name)").int == joinRowsBefore - 1, "only the orphan row is gone")
         #expect(try db.scalar("SELECT count(*) FROM \(j.name) WHERE \(noteColumn) = 999 OR \(firstIsNote ? j.secondColumn : j.firstColumn) = 999").int == 0)
     }
+
+    @Test("Z_PK stored as text: raise-z-max is left out with a note instead of a plan that fails its own verification")
+    func textKeys() throws {
+        let folder = try TemporaryFolder("repair-text-keys")
+        let url = try InvariantFixture.make(in: folder.url) { w in
+            // The table rebuilt by a CSV import, as in the real coredata-2017-text-keys store: untyped columns, text keys.
+            try w.executeRaw("CREATE TABLE storelens_text (Z_PK, Z_ENT, Z_OPT, ZNAME)")
+            try w.executeRaw("INSERT INTO storelens_text SELECT CAST(Z_PK AS TEXT), Z_ENT, Z_OPT, ZNAME FROM ZTAG")
+            try w.executeRaw("DROP TABLE ZTAG")
+            try w.executeRaw("ALTER TABLE storelens_text RENAME TO ZTAG")
+        }
+        #expect(try Self.checkIDs(url).contains("zmax-below-max-pk"), "text sorts above every integer Z_MAX")
+        let out = try TemporaryFolder("repair-text-keys-out")
+        let session = try EvidenceSession()
+        defer { session.scratch.remove() }
+        let outcome = try Repairer(session: session, store: try Self.acquire(url, session: session)).run(output: out.path("fixed.store"))
+        #expect(!outcome.plan.actions.contains { $0.name == "raise-z-max" })
+        #expect(outcome.plan.unrepaired.contains { $0.id == "zmax-below-max-pk" })
+        #expect(outcome.plan.notes.contains { $0.contains("ZTAG") && $0.contains("not stored as integers") }, "\(outcome.plan.notes)")
+    }
 }
