@@ -25,7 +25,7 @@ SECONDS_EACH=${FUZZ_SECONDS:-30}
 SANITIZERS=${FUZZ_SANITIZERS:-fuzzer,address}
 OUT=${FUZZ_BUILD:-.build/fuzz}
 SWIFTC=${SWIFTC:-swiftc}
-ALL_TARGETS="wal shm database binary-plist keyed-archive model-cache archive-path manifest gzip-archive"
+ALL_TARGETS="wal shm database binary-plist keyed-archive model-cache archive-path manifest gzip-archive store-keys"
 TARGETS=${*:-${FUZZ_TARGETS:-$ALL_TARGETS}}
 
 # target -> entry point, modules (in dependency order), -max_len
@@ -34,7 +34,7 @@ entry() {
     wal) echo WALFuzz ;; shm) echo SHMFuzz ;; database) echo DatabaseFuzz ;;
     binary-plist) echo BinaryPlistFuzz ;; keyed-archive) echo KeyedArchiveFuzz ;;
     model-cache) echo ModelCacheFuzz ;; archive-path) echo ArchivePathFuzz ;; manifest) echo ManifestFuzz ;;
-    gzip-archive) echo GzipArchiveFuzz ;;
+    gzip-archive) echo GzipArchiveFuzz ;; store-keys) echo StoreKeysFuzz ;;
     *) echo "fuzz.sh: unknown target '$1' (targets: $ALL_TARGETS)" >&2; exit 2 ;;
   esac
 }
@@ -68,7 +68,7 @@ modules() {
 max_len() {
   case $1 in
     wal|database) echo 20000 ;; shm) echo 8192 ;; keyed-archive|binary-plist) echo 32768 ;;
-    model-cache) echo 16384 ;; gzip-archive) echo 65536 ;; *) echo 8192 ;;
+    model-cache) echo 16384 ;; gzip-archive) echo 65536 ;; store-keys) echo 28 ;; *) echo 8192 ;;
   esac
 }
 

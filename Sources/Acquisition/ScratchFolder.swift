@@ -68,6 +68,9 @@ public final class ScratchRegistry: @unchecked Sendable {
 
     /// Folders made but not yet registered, so an interrupt in between still removes them.
     private var unregistered: Set<String> = []
+    /// Files of ours outside the scratch folders (a repair's hidden temporary output beside its
+    /// destination) that an interrupt must remove too.
+    private var files: Set<String> = []
     /// Set by `removeAll`: no new folder is made after it (the process is on its way out).
     private var closing = false
 
@@ -101,13 +104,30 @@ public final class ScratchRegistry: @unchecked Sendable {
         lock.lock(); folders[ObjectIdentifier(folder)] = nil; lock.unlock()
     }
 
+    /// Registers a file of ours that an interrupt must remove. Returns false when the process is
+    /// already on its way out (the caller must not create the file then).
+    @discardableResult
+    public func track(file path: String) -> Bool {
+        lock.lock(); defer { lock.unlock() }
+        guard !closing else { return false }
+        files.insert(path)
+        return true
+    }
+
+    /// The file was renamed into place or removed: an interrupt leaves it alone from now on.
+    public func untrack(file path: String) {
+        lock.lock(); files.remove(path); lock.unlock()
+    }
+
     /// Removes every registered folder (those marked `keep` stay). Called on exit and on signals.
     public func removeAll() {
         lock.lock()
         closing = true
         let all = Array(folders.values)
         let orphans = unregistered
+        let ours = files
         lock.unlock()
+        for path in ours { unlink(path) }
         for folder in all { folder.remove() }
         for path in orphans { try? FileManager.default.removeItem(atPath: path) }
     }

@@ -50,20 +50,33 @@ public enum InvariantQueries {
     public static let historyUnknownEntity =
         RowCondition(table: "ACHANGE", condition: "ZENTITY IS NULL OR ZENTITY NOT IN (SELECT Z_ENT FROM Z_PRIMARYKEY)")
 
-    /// Rows of `source` whose to-one key points at no row of `dest`.
+    /// Rows of `source` whose to-one key points at no row of `dest`'s table at all. A row that is
+    /// there under another Z_ENT is not missing (see `wrongEntityTarget`): a repair that treated it
+    /// as missing would drop a reference to a row that exists.
     public static func danglingToOne(source: EntityMapping, column: String, dest: EntityMapping) -> String {
         """
         SELECT s.Z_PK FROM \(q(source.table)) s NOT INDEXED
-        LEFT JOIN \(q(dest.table)) t ON t.Z_PK = s.\(q(column)) AND t.Z_ENT IN (\(list(dest.entityNumbers)))
+        LEFT JOIN \(q(dest.table)) t ON t.Z_PK = s.\(q(column))
         WHERE s.Z_ENT IN (\(list(source.entityNumbers))) AND s.\(q(column)) IS NOT NULL AND t.Z_PK IS NULL ORDER BY s.Z_PK
         """
     }
 
-    /// Rows of `source` whose entity key disagrees with the target row's Z_ENT.
+    /// Rows of `source` whose to-one key points at a row of `dest`'s table that exists but whose
+    /// Z_ENT is not `dest` or one of its subentities (a stray value, or another entity's number).
+    public static func wrongEntityTarget(source: EntityMapping, column: String, dest: EntityMapping) -> String {
+        """
+        SELECT s.Z_PK FROM \(q(source.table)) s NOT INDEXED CROSS JOIN \(q(dest.table)) t ON t.Z_PK = s.\(q(column))
+        WHERE s.Z_ENT IN (\(list(source.entityNumbers))) AND (t.Z_ENT IS NULL OR t.Z_ENT NOT IN (\(list(dest.entityNumbers)))) ORDER BY s.Z_PK
+        """
+    }
+
+    /// Rows of `source` whose entity key disagrees with the target row's Z_ENT (targets whose own
+    /// Z_ENT is wrong are `wrongEntityTarget`'s: copying their value would spread the damage).
     public static func entityKeyMismatch(source: EntityMapping, column: String, entityKey: String, dest: EntityMapping) -> String {
         """
         SELECT s.Z_PK FROM \(q(source.table)) s NOT INDEXED CROSS JOIN \(q(dest.table)) t ON t.Z_PK = s.\(q(column))
-        WHERE s.Z_ENT IN (\(list(source.entityNumbers))) AND (s.\(q(entityKey)) IS NULL OR s.\(q(entityKey)) != t.Z_ENT) ORDER BY s.Z_PK
+        WHERE s.Z_ENT IN (\(list(source.entityNumbers))) AND t.Z_ENT IN (\(list(dest.entityNumbers)))
+        AND (s.\(q(entityKey)) IS NULL OR s.\(q(entityKey)) != t.Z_ENT) ORDER BY s.Z_PK
         """
     }
 
@@ -76,15 +89,24 @@ public enum InvariantQueries {
         """
     }
 
-    /// Join-table rows (by rowid) whose either side is missing. DISTINCT: a hand-made table whose
-    /// Z_PK is not unique must not list a join row twice.
-    public static func orphanJoinRows(join: String, sourceColumn: String, source: EntityMapping, destColumn: String, dest: EntityMapping) -> String {
-        """
-        SELECT DISTINCT j.rowid FROM \(q(join)) j NOT INDEXED
-        LEFT JOIN \(q(source.table)) s ON s.Z_PK = j.\(q(sourceColumn)) AND s.Z_ENT IN (\(list(source.entityNumbers)))
-        LEFT JOIN \(q(dest.table)) t ON t.Z_PK = j.\(q(destColumn)) AND t.Z_ENT IN (\(list(dest.entityNumbers)))
+    /// `key` (from `Connection.rowKey`) as one SQL value: `rowid`, a column, or a row value `(a, b)`.
+    public static func keyExpression(_ key: [String], alias: String? = nil) -> String {
+        let prefix = alias.map { "\($0)." } ?? ""
+        let columns = key.map { $0 == "rowid" ? prefix + "rowid" : prefix + q($0) }
+        return columns.count == 1 ? columns[0] : "(\(columns.joined(separator: ", ")))"
+    }
+
+    /// Join-table rows (by `key`: rowid, or the primary key of a WITHOUT ROWID table) whose either
+    /// side is missing from its table (by Z_PK: a row there under a wrong Z_ENT still exists). DISTINCT: a hand-made table whose Z_PK is not unique must not list a join row twice.
+    public static func orphanJoinRows(join: String, key: [String] = ["rowid"], sourceColumn: String, source: EntityMapping,
+                                      destColumn: String, dest: EntityMapping) -> String {
+        let selected = key.map { $0 == "rowid" ? "j.rowid" : "j.\(q($0))" }.joined(separator: ", ")
+        return """
+        SELECT DISTINCT \(selected) FROM \(q(join)) j NOT INDEXED
+        LEFT JOIN \(q(source.table)) s ON s.Z_PK = j.\(q(sourceColumn))
+        LEFT JOIN \(q(dest.table)) t ON t.Z_PK = j.\(q(destColumn))
         WHERE s.Z_PK IS NULL OR t.Z_PK IS NULL
-        ORDER BY j.rowid
+        ORDER BY \(selected)
         """
     }
 

@@ -15,10 +15,12 @@ public struct StoreChecker: @unchecked Sendable {
     public enum Check: String, CaseIterable, Sendable {
         case sqliteIntegrity = "sqlite-integrity"
         case zMax = "zmax-below-max-pk"
+        case zMaxExhausted = "zmax-exhausted"
         case unknownEntityRows = "unknown-entity-rows"
         case missingEntityTable = "missing-entity-table"
         case tableWithoutEntity = "table-without-entity"
         case danglingToOne = "dangling-to-one"
+        case wrongEntityTarget = "target-wrong-entity"
         case entityKeyMismatch = "fek-mismatch"
         case oneToOneMismatch = "one-to-one-mismatch"
         case orphanJoinRows = "orphan-join-rows"
@@ -74,10 +76,10 @@ public struct StoreChecker: @unchecked Sendable {
     static let tasks: [Task] = [
         Task(name: "integrity", checks: [.sqliteIntegrity], cost: 100) { try $0.integrity() },
         Task(name: "the WAL", checks: [.walMissing, .walPageSizeMismatch], cost: 0) { $0.walNotes() },
-        Task(name: "Z_MAX", checks: [.zMax], cost: 5) { try $0.zMax() },
+        Task(name: "Z_MAX", checks: [.zMax, .zMaxExhausted], cost: 5) { try $0.zMax() },
         Task(name: "entity rows", checks: [.unknownEntityRows], cost: 80) { try $0.unknownEntityRows() },
         Task(name: "tables", checks: [.missingEntityTable, .tableWithoutEntity], cost: 2) { try $0.tablesAndEntries() },
-        Task(name: "to-one relationships", checks: [.danglingToOne, .entityKeyMismatch], cost: 90) { try $0.toOneRelationships() },
+        Task(name: "to-one relationships", checks: [.danglingToOne, .wrongEntityTarget, .entityKeyMismatch], cost: 90) { try $0.toOneRelationships() },
         Task(name: "one-to-one pairs", checks: [.oneToOneMismatch], cost: 10) { try $0.oneToOnePairs() },
         Task(name: "join tables", checks: [.orphanJoinRows], cost: 95) { try $0.joinTables() },
         Task(name: "required values", checks: [.requiredNull], cost: 3) { try $0.requiredValues() },
@@ -208,6 +210,15 @@ public struct StoreChecker: @unchecked Sendable {
         var result: [Finding] = []
         for e in opened.store.entities where e.superNumber == 0 && e.tableExists {
             let zMax = e.zMax ?? 0
+            // A device can store any value; at the top of the range no key is left to allocate.
+            let highest = max(Int64(zMax), try connection.scalar("SELECT max(Z_PK) FROM \(q(e.table))").int64 ?? 0)
+            if highest == Int64.max {
+                result.append(finding(.zMaxExhausted, .error, entity: e.name,
+                                      "Z_MAX or a Z_PK of \(e.name) is \(highest), SQLite's largest integer: no primary key is left for the next \(e.name) insert.",
+                                      evidence: ["zMax": .int(zMax), "highest": .int(Int(highest)), "table": .string(e.table)],
+                                      explanation: "Core Data allocates new primary keys above Z_MAX; above the largest integer there are none, so inserting into this entity cannot succeed.",
+                                      suggestion: "No automatic repair: renumbering primary keys would break every reference to them. Look at the row with `storelens rows`."))
+            }
             let (keys, count) = try self.keys(InvariantQueries.aboveZMax(table: e.table), [.integer(Int64(zMax))])
             guard count > 0 else { continue }
             let maxPK = try connection.scalar("SELECT max(Z_PK) FROM \(q(e.table))").int ?? 0
@@ -285,6 +296,21 @@ public struct StoreChecker: @unchecked Sendable {
                                       explanation: "Core Data declares no foreign keys, so SQLite accepts them; the app faults on the missing object (\"CoreData could not fulfill a fault\").",
                                       suggestion: "`storelens repair --only dangling-to-one` sets these relationships to nil."))
             }
+            let wrong = InvariantQueries.wrongEntityTarget(source: source, column: column, dest: dest)
+            let (wrongKeys, wrongCount) = try self.keys(wrong)
+            if wrongCount > 0 {
+                let targetsSQL = "SELECT s.\(q(column)) FROM \(q(source.table)) s WHERE s.Z_PK IN (\(wrong))"
+                let values = try connection.rows("SELECT DISTINCT t.Z_ENT FROM \(q(dest.table)) t WHERE t.Z_PK IN (\(targetsSQL)) LIMIT 10")
+                    .map { $0[0].int.map(String.init) ?? "NULL" }
+                let targets = try connection.scalar("SELECT count(DISTINCT s.\(q(column))) FROM \(q(source.table)) s WHERE s.Z_PK IN (\(wrong))").int ?? 0
+                result.append(finding(.wrongEntityTarget, .error, entity: source.entity.name,
+                                      "\(plural(wrongCount, "row")) of \(source.entity.name) point through \(r.relationship.name) at \(plural(targets, "row")) of \(dest.table) that exist but carry Z_ENT \(values.joined(separator: ", ")), not \(dest.entity.name)'s (\(dest.entityNumbers.map(String.init).joined(separator: ", "))).",
+                                      evidence: ["relationship": .string(r.relationship.name), "column": .string(column), "pks": .keys(wrongKeys), "count": .int(wrongCount),
+                                                 "targets": .int(targets), "targetZEnt": .list(values.map(EvidenceValue.string)),
+                                                 "expected": .list(dest.entityNumbers.map(EvidenceValue.int))],
+                                      explanation: "The target rows are there, but Core Data reads them as another entity (or none) and the relationship faults; the references themselves are valid, so setting them to nil would lose data.",
+                                      suggestion: "`storelens repair --only target-wrong-entity` corrects the targets' Z_ENT when the relationships pointing at them agree on it; otherwise inspect them with `storelens rows`."))
+            }
             if let fek = r.entityKeyColumn {
                 let (keys, count) = try self.keys(InvariantQueries.entityKeyMismatch(source: source, column: column, entityKey: fek, dest: dest))
                 if count > 0 {
@@ -325,10 +351,11 @@ public struct StoreChecker: @unchecked Sendable {
             guard let join = r.joinTable, let sc = r.joinSourceColumn, let dc = r.joinDestinationColumn,
                   seen.insert(join).inserted, let dest = mapping(r.relationship.destination),
                   try connection.tableExists(join) else { continue }
-            let sql = InvariantQueries.orphanJoinRows(join: join, sourceColumn: sc, source: source, destColumn: dc, dest: dest)
+            let key = try connection.rowKey(of: join)
+            let sql = InvariantQueries.orphanJoinRows(join: join, key: key, sourceColumn: sc, source: source, destColumn: dc, dest: dest)
             let (_, count) = try keys(sql)
             guard count > 0 else { continue }
-            let pairs = try connection.rows("SELECT \(q(sc)), \(q(dc)) FROM \(q(join)) WHERE rowid IN (\(sql)) LIMIT \(limit)")
+            let pairs = try connection.rows("SELECT \(q(sc)), \(q(dc)) FROM \(q(join)) WHERE \(InvariantQueries.keyExpression(key)) IN (\(sql)) LIMIT \(limit)")
                 .map { EvidenceValue.string("\($0[0].int.map(String.init) ?? "NULL")→\($0[1].int.map(String.init) ?? "NULL")") }
             result.append(finding(.orphanJoinRows, .error, entity: source.entity.name,
                                   "\(plural(count, "row")) of join table \(join) (\(source.entity.name).\(r.relationship.name)) point at rows that do not exist.",

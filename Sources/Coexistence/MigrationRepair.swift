@@ -25,9 +25,9 @@ extension Auditor {
     public func migrationRepair(inputs: [String], select: String? = nil, recordHistory: Bool = false) throws -> MigrationRepair {
         let prepared = try prepare(inputs: inputs)
         var actionsByStore: [String: [RepairPlan.Action]] = [:]
-        var importedByStore: [String: [(entity: Int, pks: [Int])]] = [:]
-        var removedByStore: [String: [(entity: Int, pks: [Int])]] = [:]
-        var nextPK: [String: Int] = [:]   // table → next free Z_PK
+        var importedByStore: [String: [(entity: Int, pks: [Int64])]] = [:]
+        var removedByStore: [String: [(entity: Int, pks: [Int64])]] = [:]
+        var lastPK: [String: Int64] = [:]   // table → the highest Z_PK in use or planned
 
         for (i, rule) in manifest.entities.enumerated() where !rule.identity.isEmpty {
             let sides = prepared.sidesByRule[i]
@@ -65,8 +65,9 @@ extension Auditor {
                     summary: "Keep one \(rule.current) per \(rule.identity.joined(separator: ", ")) (the most saved, then the newest); point references to it and delete the \(losers.count) other\(losers.count == 1 ? "" : "s").",
                     affected: losers.prefix(20).map { "\(rule.current)#\($0)" }, count: losers.count, statements: statements,
                     postconditions: [.init("removed \(rule.current) copies are gone",
-                                           sql: "SELECT count(*) FROM \(table) WHERE Z_PK IN (\(losers.map(String.init).joined(separator: ", ")))", expected: 0)]))
-                removedByStore[writer.storePath, default: []].append((number, losers))
+                                           sql: "SELECT count(*) FROM \(table) WHERE Z_PK IN (\(losers.map(String.init).joined(separator: ", ")))", expected: 0)],
+                    columns: RepairPlanner.repointedColumns(entity: mapping, map: opened.map), deletesFrom: tables))
+                removedByStore[writer.storePath, default: []].append((number, losers.map(Int64.init)))
             }
 
             // 2. Legacy records never migrated: insert them with mapped names and new primary keys.
@@ -109,20 +110,24 @@ extension Auditor {
             }
             guard !order.isEmpty else { continue }
             let tableName = mapping.table
-            if nextPK[tableName] == nil {
+            if lastPK[tableName] == nil {
                 let zMax = opened.store.entities.first { $0.table == tableName && $0.superNumber == 0 }?.zMax ?? 0
-                let maxPK = try opened.connection.scalar("SELECT max(Z_PK) FROM \(table)").int ?? 0
-                nextPK[tableName] = max(zMax, maxPK) + 1
+                let maxPK = try opened.connection.scalar("SELECT max(Z_PK) FROM \(table)").int64 ?? 0
+                lastPK[tableName] = max(Int64(zMax), maxPK)
             }
-            let first = nextPK[tableName] ?? 1
+            // Keys come from the store: a device can hold Z_MAX or Z_PK at SQLite's largest integer.
+            let keys = try RepairPlanner.allocateKeys(zMax: 0, maxPK: lastPK[tableName] ?? 0, count: order.count,
+                                                      store: writer.storePath, entity: rule.current)
+            let first = keys.lowerBound, last = keys.upperBound
             var statements: [RepairPlan.Statement] = []
             var notes = Set<String>()
             var remapped = Set<String>()
-            var pks: [Int] = []
+            var pks: [Int64] = []
             for (offset, key) in order.enumerated() {
+                let pk = first + Int64(offset)   // ≤ last, checked above
                 let raw = missing[key] ?? [:]
                 var columns = ["Z_PK", "Z_ENT", "Z_OPT"]
-                var values: [RepairPlan.Statement.Value] = [.integer(Int64(first + offset)), .integer(Int64(number)), .integer(1)]
+                var values: [RepairPlan.Statement.Value] = [.integer(pk), .integer(Int64(number)), .integer(1)]
                 for a in mapping.attributes where a.declaredBy == mapping.entity.name || mapping.lineage.contains(a.declaredBy) {
                     guard let column = a.column else { continue }
                     let value = raw[a.attribute.name].flatMap { ImportValue.convert($0, to: a.attribute.type) }
@@ -146,15 +151,15 @@ extension Auditor {
                 }
                 statements.append(.init(sql: "INSERT INTO \(table) (\(columns.map(Identifier.quoted).joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))",
                                         arguments: values))
-                pks.append(first + offset)
+                pks.append(pk)
             }
-            nextPK[tableName] = first + order.count
+            lastPK[tableName] = last
             if let root = opened.store.entities.first(where: { $0.table == tableName && $0.superNumber == 0 }) {
                 statements.append(.init(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = max(coalesce(Z_MAX, 0), (SELECT max(Z_PK) FROM \(table))) WHERE Z_ENT = ?",
                                         arguments: [.integer(Int64(root.number))]))
             }
             let unmapped = toOne.map(\.relationship.name).filter { !remapped.contains($0) }
-            var summary = "Insert \(order.count) \(rule.current) record\(order.count == 1 ? "" : "s") from the legacy side with mapped attribute names, new primary keys \(first)–\(first + order.count - 1) and Z_OPT 1."
+            var summary = "Insert \(order.count) \(rule.current) record\(order.count == 1 ? "" : "s") from the legacy side with mapped attribute names, new primary keys \(first)–\(last) and Z_OPT 1."
             if !remapped.isEmpty { summary += " Relationships \(remapped.sorted().joined(separator: ", ")) point at the new store's rows with the same identity as the legacy targets." }
             if !unmapped.isEmpty { summary += " Relationships \(unmapped.joined(separator: ", ")) are left empty: their legacy targets have no identity in the manifest or no counterpart in the new store." }
             if !notes.isEmpty { summary += " Required attributes without a legacy value get a zero value: \(notes.sorted().joined(separator: ", "))." }
@@ -163,7 +168,7 @@ extension Auditor {
                 summary: summary, affected: order.prefix(20).map { $0 }, count: order.count, statements: statements,
                 postconditions: [.init("imported \(rule.current) records are present",
                                        sql: "SELECT count(*) FROM \(table) WHERE Z_PK BETWEEN ? AND ? AND Z_ENT = ?",
-                                       arguments: [.integer(Int64(first)), .integer(Int64(first + order.count - 1)), .integer(Int64(number))],
+                                       arguments: [.integer(first), .integer(last), .integer(Int64(number))],
                                        expected: order.count)]))
             importedByStore[writer.storePath, default: []].append((number, pks))
         }
@@ -179,14 +184,23 @@ extension Auditor {
         }
         var actions = actionsByStore[path] ?? []
         if recordHistory, !actions.isEmpty, let o = prepared.opened[path], o.store.history.present {
-            actions.append(historyAction(imported: importedByStore[path] ?? [], removed: removedByStore[path] ?? []))
+            let imported = importedByStore[path] ?? [], removed = removedByStore[path] ?? []
+            // The history rows get keys above the highest in use: refuse when there is no room.
+            let changes = imported.reduce(0) { $0 + $1.pks.count } + removed.reduce(0) { $0 + $1.pks.count }
+            for (entity, table, needed) in [("TransactionString", "ATRANSACTIONSTRING", 1), ("Transaction", "ATRANSACTION", 1), ("Change", "ACHANGE", changes)] where needed > 0 {
+                _ = try RepairPlanner.allocateKeys(
+                    zMax: try o.connection.scalar("SELECT max(Z_MAX) FROM Z_PRIMARYKEY WHERE Z_NAME = ?", [.text(entity.uppercased())]).int64 ?? 0,
+                    maxPK: try o.connection.scalar("SELECT max(Z_PK) FROM \(Identifier.quoted(table))").int64 ?? 0,
+                    count: needed, store: path, entity: "history \(entity)")
+            }
+            actions.append(historyAction(imported: imported, removed: removed))
         }
         return MigrationRepair(store: AcquiredStore(displayPath: found.path, found: found, copy: copy),
                                plan: RepairPlan(actions: actions, unrepaired: []))
     }
 
     /// One history transaction by `storelens-repair` recording the inserts and deletes.
-    func historyAction(imported: [(entity: Int, pks: [Int])], removed: [(entity: Int, pks: [Int])]) -> RepairPlan.Action {
+    func historyAction(imported: [(entity: Int, pks: [Int64])], removed: [(entity: Int, pks: [Int64])]) -> RepairPlan.Action {
         var statements: [RepairPlan.Statement] = [
             .init(sql: "INSERT OR IGNORE INTO ATRANSACTIONSTRING (Z_PK, Z_ENT, Z_OPT, ZNAME) SELECT coalesce((SELECT max(Z_MAX) FROM Z_PRIMARYKEY WHERE Z_ENT = 16003), 0) + 1, 16003, NULL, 'storelens-repair'", arguments: []),
             .init(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT max(Z_PK) FROM ATRANSACTIONSTRING) WHERE Z_ENT = 16003", arguments: []),
@@ -203,7 +217,7 @@ extension Auditor {
                     statements.append(.init(sql: """
                         INSERT INTO ACHANGE (Z_PK, Z_ENT, Z_OPT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID)
                         VALUES (coalesce((SELECT max(Z_PK) FROM ACHANGE), 0) + 1, 16001, NULL, ?, ?, ?, (SELECT max(Z_PK) FROM ATRANSACTION))
-                        """, arguments: [.integer(Int64(type)), .integer(Int64(group.entity)), .integer(Int64(pk))]))
+                        """, arguments: [.integer(Int64(type)), .integer(Int64(group.entity)), .integer(pk)]))
                 }
             }
         }

@@ -6,6 +6,9 @@ public enum RepairError: Error, Equatable, CustomStringConvertible, Sendable {
     case verificationFailed(path: String, detail: String)
     case failed(path: String, detail: String)
     case backupFailed(path: String, detail: String)
+    /// A stored key leaves no room for the rows a repair must add (a device can hold any value,
+    /// up to SQLite's largest integer).
+    case noRoomForKeys(store: String, entity: String, value: Int64, needed: Int)
 
     public var description: String {
         switch self {
@@ -17,6 +20,8 @@ public enum RepairError: Error, Equatable, CustomStringConvertible, Sendable {
             return "the repaired copy failed verification (\(detail)); nothing was written to \(path) — please report this."
         case .failed(let path, let detail):
             return "the repair of \(path) failed (\(detail)); the input is unchanged and no output was written."
+        case .noRoomForKeys(let store, let entity, let value, let needed):
+            return "cannot add \(needed) \(entity) row\(needed == 1 ? "" : "s") to \(store): its highest key (Z_MAX or Z_PK) is \(value), which leaves no room for them and the app's next insert below SQLite's largest integer (\(Int64.max)); nothing was written — check the key with `storelens rows`."
         case .backupFailed(let path, let detail):
             return "cannot back up the store into \(path) (\(detail)); nothing was changed."
         }

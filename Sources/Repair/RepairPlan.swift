@@ -19,9 +19,17 @@ public struct RepairPlan: Sendable {
         let statements: [Statement]
         /// Counts the output must show afterwards (for repairs no check re-finds, such as imports).
         public let postconditions: [Postcondition]
+        /// Relationship columns (`TABLE.COLUMN`) whose values the action may change. Verification
+        /// proves every other relationship column kept its values.
+        public let columns: [String]
+        /// Tables the action may delete rows from. Verification proves no other table lost a row.
+        public let deletesFrom: [String]
 
         public init(name: String, answers: String, entity: String?, tables: [String], summary: String,
-                    affected: [String], count: Int, statements: [Statement], postconditions: [Postcondition] = []) {
+                    affected: [String], count: Int, statements: [Statement], postconditions: [Postcondition] = [],
+                    columns: [String] = [], deletesFrom: [String] = []) {
+            self.columns = columns
+            self.deletesFrom = deletesFrom
             self.name = name
             self.answers = answers
             self.entity = entity
@@ -49,6 +57,12 @@ public struct RepairPlan: Sendable {
             self.arguments = arguments
         }
 
+        /// Whether the statement writes the store's own rows (not the repair's temporary tables),
+        /// so its changes count as the action's.
+        var writesStoreRows: Bool {
+            !(sql.hasPrefix("CREATE TEMP") || sql.hasPrefix("DELETE FROM storelens_") || sql.hasPrefix("INSERT INTO storelens_"))
+        }
+
         init(sql: String, integers: [Int64]) {
             self.sql = sql
             self.arguments = integers.map { .integer($0) }
@@ -70,14 +84,17 @@ public struct RepairPlan: Sendable {
         }
     }
 
-    public init(actions: [Action], unrepaired: [Finding]) {
+    public init(actions: [Action], unrepaired: [Finding], notes: [String] = []) {
         self.actions = actions
         self.unrepaired = unrepaired
+        self.notes = notes
     }
 
     public var actions: [Action]
     /// Findings no action answers (no automatic repair is safe for them).
     public var unrepaired: [Finding]
+    /// Why the planner left something out that a check found (one sentence each).
+    public var notes: [String]
 
     public var isEmpty: Bool { actions.isEmpty }
     /// Finding ids the plan claims to fix.

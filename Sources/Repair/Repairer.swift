@@ -105,7 +105,7 @@ public struct Repairer {
                     var changed = 0
                     for statement in action.statements {
                         try db.run(statement.sql, statement.arguments.map(Self.value))
-                        changed += Int(db.changes)
+                        if statement.writesStoreRows { changed += Int(db.changes) }
                     }
                     changes.append(changed)
                 }
@@ -119,17 +119,27 @@ public struct Repairer {
         // 3. Write beside the destination under a temporary name.
         let temporary = output.deletingLastPathComponent()
             .appendingPathComponent(".\(output.lastPathComponent).storelens-\(UUID().uuidString.prefix(8)).tmp")
+        // Registered before it exists, so Ctrl-C at any later point removes it; unregistered only
+        // once it is linked into place (or removed) below.
+        guard ScratchRegistry.shared.track(file: temporary.path) else {
+            throw RepairError.failed(path: store.displayPath, detail: "interrupted")
+        }
+        defer {
+            unlink(temporary.path)
+            ScratchRegistry.shared.untrack(file: temporary.path)
+        }
         do {
             try Self.copyDurably(repaired, to: temporary)
         } catch {
-            try? FileManager.default.removeItem(at: temporary)
             throw RepairError.failed(path: store.displayPath, detail: "cannot write \(temporary.path): \(error)")
         }
+        TestPause.reach("repair-verify")
 
         // 4. Prove it: every check again, on a fresh working copy of the written file.
         let after: [String: String]
         let remaining: [Finding]
         var failedPostconditions: [String] = []
+        var losses: [String] = []
         do {
             let verify = try EvidenceSession()
             defer { verify.scratch.remove() }
@@ -137,6 +147,7 @@ public struct Repairer {
             let opened = try OpenedStore.open(copy, displayPath: output.path, xcodeModel: xcodeModel)
             remaining = try StoreChecker(opened: opened, copy: copy).run()
             after = try Self.tableHashes(opened.connection)
+            losses = try RepairProof.problems(plan: plan, map: opened.map, db: opened.connection, before: store.copy.copiedMain.path)
             for action in plan.actions {
                 for p in action.postconditions {
                     let got = try opened.connection.scalar(p.sql, p.arguments.map(Self.value)).int ?? -1
@@ -144,7 +155,6 @@ public struct Repairer {
                 }
             }
         } catch {
-            try? FileManager.default.removeItem(at: temporary)
             throw RepairError.verificationFailed(path: output.path, detail: "\(error)")
         }
         // A plan from a check must make that check pass; a given plan must not add new findings.
@@ -153,22 +163,23 @@ public struct Repairer {
             : remaining.filter { f in !findings.contains { $0.id == f.id && $0.entity == f.entity } }
         let remainingAfterCopy = remaining.filter { $0.id != StoreChecker.Check.externalDataMissing.rawValue || store.found.family.supportFolder == nil }
         let changedUntouched = before.keys.filter { !plan.touchedTables.contains($0) && before[$0] != after[$0] }.sorted()
-        guard stillFailing.isEmpty, changedUntouched.isEmpty, failedPostconditions.isEmpty else {
-            try? FileManager.default.removeItem(at: temporary)
-            var detail: [String] = failedPostconditions
+        guard stillFailing.isEmpty, changedUntouched.isEmpty, failedPostconditions.isEmpty, losses.isEmpty else {
+            var detail: [String] = losses + failedPostconditions
             if !stillFailing.isEmpty { detail.append("still failing: \(Set(stillFailing.map(\.id)).sorted().joined(separator: ", "))") }
             if !changedUntouched.isEmpty { detail.append("tables changed that the plan did not touch: \(changedUntouched.joined(separator: ", "))") }
             throw RepairError.verificationFailed(path: output.path, detail: detail.joined(separator: "; "))
         }
 
-        // 5. Into place, never over an existing file: link fails if the name was taken meanwhile.
+        // 5. The evidence must still be what was read: a result made from evidence that changed
+        // meanwhile is no result, so this comes before the output gets its final name.
+        try session.ledger.verifyUnchanged()
+
+        // 6. Into place, never over an existing file: link fails if the name was taken meanwhile.
         guard link(temporary.path, output.path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            try? FileManager.default.removeItem(at: temporary)
-            if errno == EEXIST { throw RepairError.outputExists(path: output.path) }
-            throw RepairError.failed(path: store.displayPath, detail: "cannot create \(output.path): \(reason)")
+            let code = errno
+            if code == EEXIST { throw RepairError.outputExists(path: output.path) }
+            throw RepairError.failed(path: store.displayPath, detail: "cannot create \(output.path): \(String(cString: strerror(code)))")
         }
-        unlink(temporary.path)
         // External binary data lives beside the store; the output gets its own copy.
         if copySupportFolder, let support = store.found.family.supportFolder {
             do {
@@ -200,12 +211,14 @@ public struct Repairer {
         }
     }
 
-    /// SHA-256 of each table's rows in rowid order, to prove which tables a repair changed.
+    /// SHA-256 of each table's rows in rowid order (primary key order for a WITHOUT ROWID table),
+    /// to prove which tables a repair changed.
     public static func tableHashes(_ db: Connection) throws -> [String: String] {
         var result: [String: String] = [:]
         for table in try db.tableNames() where !table.hasPrefix("sqlite_") {
             var hasher = SHA256()
-            let statement = try db.prepare("SELECT * FROM \(Identifier.quoted(table)) ORDER BY rowid")
+            let order = try db.rowKey(of: table).map { $0 == "rowid" ? "rowid" : Identifier.quoted($0) }.joined(separator: ", ")
+            let statement = try db.prepare("SELECT * FROM \(Identifier.quoted(table)) ORDER BY \(order)")
             try statement.forEach { row in
                 for value in row.values {
                     switch value {

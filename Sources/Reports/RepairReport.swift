@@ -31,6 +31,7 @@ public enum RepairReport {
                          ("rowsChanged", .optional(changes.flatMap { i < $0.count ? $0[i] : nil }))])
             })),
             ("notRepaired", .array(p.unrepaired.map { .object([("id", .string($0.id)), ("entity", .optional($0.entity)), ("message", .string($0.message))]) })),
+            ("notes", .array(p.notes.map(JSONValue.string))),
         ])
     }
 
@@ -49,11 +50,12 @@ public enum RepairReport {
         for f in o.plan.unrepaired {
             out += "  not repaired: \(f.id)\(f.entity.map { " [\(TextTable.sanitized($0))]" } ?? ""): \(TextTable.sanitized(f.message))\n"
         }
+        for note in o.plan.notes { out += "  note: \(TextTable.sanitized(note))\n" }
         if planOnly {
             out += "  (--plan: nothing was written)\n"
         } else if o.written, let output = o.output {
             let untouched = o.tablesBefore.keys.filter { !o.plan.touchedTables.contains($0) }.count
-            out += "  verified: every check ran again on the output; the \(o.plan.answered.count) repaired check\(o.plan.answered.count == 1 ? "" : "s") pass, and \(untouched) untouched table\(untouched == 1 ? "" : "s") hash the same as before\n"
+            out += "  verified: every check ran again on the output; the \(o.plan.answered.count) repaired check\(o.plan.answered.count == 1 ? "" : "s") pass, \(untouched) untouched table\(untouched == 1 ? "" : "s") hash the same as before, no table lost a row no action deletes, and no reference to a row that exists was removed\n"
             out += "  wrote \(TextTable.sanitized(output)) (SHA-256 \(o.outputSHA256 ?? "?"))\n"
         }
         return out

@@ -39,6 +39,16 @@ extension Connection {
         }
     }
 
+    /// What identifies a row of `table`, for ordering and for picking rows out: `["rowid"]`, or for
+    /// a `WITHOUT ROWID` table (which has no rowid; a hand-made store can have one) its primary key
+    /// columns, in key order.
+    public func rowKey(of table: String) throws(SQLiteError) -> [String] {
+        let q = Identifier.quoted(table)
+        if (try? prepare("SELECT rowid FROM \(q) LIMIT 0")) != nil { return ["rowid"] }
+        let key = try rows("SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk", [.text(table)]).compactMap { $0[0].string }
+        return key.isEmpty ? ["rowid"] : key
+    }
+
     /// `PRAGMA journal_mode` as SQLite reports it ("wal", "delete", "memory" …).
     public func journalMode() throws(SQLiteError) -> String {
         try scalar("PRAGMA journal_mode").string ?? "unknown"

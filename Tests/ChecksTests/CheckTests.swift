@@ -44,6 +44,7 @@ struct CheckTests {
 
     static let plants: [Plant] = [
         Plant(id: "zmax-below-max-pk", pks: [2, 3]) { w, _ in try w.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Note'") },
+        Plant(id: "zmax-exhausted", pks: []) { w, _ in try w.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 9223372036854775807 WHERE Z_NAME = 'Tag'") },
         Plant(id: "unknown-entity-rows", pks: [2]) { w, _ in try w.executeRaw("UPDATE ZNOTE SET Z_ENT = 99 WHERE Z_PK = 2") },
         Plant(id: "dangling-to-one", pks: [1]) { w, l in try w.executeRaw("UPDATE ZATTACHMENT SET \(column(l, "Attachment", "note")) = 999 WHERE Z_PK = 1") },
         Plant(id: "fek-mismatch", pks: [2]) { w, l in

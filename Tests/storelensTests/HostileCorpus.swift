@@ -49,7 +49,7 @@ enum HostileCorpus {
     ]
 
     static var items: [Item] {
-        headers + truncations + wals + sharedMemory + metadata + modelCaches + names + schemaCode
+        headers + truncations + wals + sharedMemory + metadata + modelCaches + names + keys + schemaCode
             + archives + backups + containers
     }
 
@@ -516,6 +516,41 @@ enum HostileCorpus {
             try w.executeRaw("WITH RECURSIVE n(x) AS (SELECT 100 UNION ALL SELECT x + 1 FROM n WHERE x < 2099) INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) SELECT x, 'Ghost' || x, 0, 0 FROM n")
         },
         namesItem("no Z_PRIMARYKEY table", last: true) { w in try w.executeRaw("DROP TABLE Z_PRIMARYKEY") },
+    ]
+
+    // MARK: - Keys and entity numbers a device stored (issue 14)
+
+    /// A second list with a correct Z_ENT, then list 1 (which every item points at) gets `zEnt`.
+    static func wrongEntityList(_ w: StoreWriter, zEnt: String) throws {
+        try w.transaction(app, at: epoch) { w in _ = try w.insert("TodoList", ["name": .string("Work")]) }
+        try w.executeRaw("UPDATE ZTODOLIST SET Z_ENT = \(zEnt) WHERE Z_PK = 1")
+    }
+
+    static func keysItem(_ name: String, last: Bool = false, _ body: @escaping @Sendable (StoreWriter) throws -> Void) -> Item {
+        Item("keys: " + name) { folder, work in try moved(try store(in: work, walCommits: last ? 0 : 3, body), into: folder) }
+    }
+
+    static let keys: [Item] = [
+        keysItem("Z_MAX and a Z_PK at 2^63-1") { w in
+            try w.executeRaw("UPDATE ZTODOITEM SET Z_PK = 9223372036854775807, Z_OPT = 9223372036854775807 WHERE Z_PK = 20")
+            try w.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 9223372036854775807 WHERE Z_NAME = 'TodoList'")
+        },
+        keysItem("Z_MAX one below 2^63-1, history keys at 2^63-1") { w in
+            try w.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 9223372036854775806 WHERE Z_NAME = 'TodoItem'")
+            try w.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 9223372036854775807 WHERE Z_ENT >= 16000")
+        },
+        keysItem("to-one targets with a wrong Z_ENT (a stray value)") { w in try wrongEntityList(w, zEnt: "77") },
+        keysItem("to-one targets with a wrong Z_ENT (another entity's number)") { w in
+            try wrongEntityList(w, zEnt: "(SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = 'TodoItem')")
+        },
+        keysItem("the only target row has a stray Z_ENT") { w in try w.executeRaw("UPDATE ZTODOLIST SET Z_ENT = 77") },
+        keysItem("a WITHOUT ROWID entity table", last: true) { w in
+            try w.executeRaw("CREATE TABLE storelens_wr (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZNAME VARCHAR) WITHOUT ROWID")
+            try w.executeRaw("INSERT INTO storelens_wr (Z_PK, Z_ENT, Z_OPT, ZNAME) SELECT Z_PK, Z_ENT, Z_OPT, ZNAME FROM ZTODOLIST")
+            try w.executeRaw("DROP TABLE ZTODOLIST")
+            try w.executeRaw("ALTER TABLE storelens_wr RENAME TO ZTODOLIST")
+            try w.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 0 WHERE Z_NAME = 'TodoList'") // a finding repair would fix
+        },
     ]
 
     // MARK: - Views and triggers that call functions (trusted_schema=OFF must stop them)

@@ -49,7 +49,7 @@ struct HostileCorpusTests {
             for target in HostileCorpus.escapeTargets {
                 #expect(!FileManager.default.fileExists(atPath: target), "\(target) was written: \(what)")
             }
-            if command == "repair" { try Self.checkRepairOutput(outputs.appendingPathComponent("repaired.store"), item: item) }
+            if command == "repair" { try Self.checkRepairOutput(outputs.appendingPathComponent("repaired.store"), item: item, input: input, work: root.path("facts")) }
             // Outputs are the commands' own; clear them for the next run.
             for name in try FileManager.default.contentsOfDirectory(atPath: outputs.path) {
                 try FileManager.default.removeItem(at: outputs.appendingPathComponent(name))
@@ -63,9 +63,24 @@ struct HostileCorpusTests {
         return message.contains(input) || message.contains(name)
     }
 
-    /// A hostile trigger must not get to run while repair writes its copy.
-    static func checkRepairOutput(_ url: URL, item: HostileCorpus.Item) throws {
-        guard FileManager.default.fileExists(atPath: url.path), item.name.contains("trigger") else { return }
+    /// A hostile trigger must not get to run while repair writes its copy; a repaired store keeps
+    /// every row and every reference to a row that exists (counted by SQLite on a copy of the input).
+    static func checkRepairOutput(_ url: URL, item: HostileCorpus.Item, input: String, work: URL) throws {
+        guard FileManager.default.fileExists(atPath: url.path) else { return }
+        if item.name.hasPrefix("keys:") {
+            try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+            let copy = work.appendingPathComponent("input.store")
+            for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: input + suffix) {
+                try FileManager.default.copyItem(atPath: input + suffix, toPath: copy.path + suffix)
+            }
+            let before = try Connection.open(path: copy.path, mode: .readOnly), after = try Connection.open(path: url.path, mode: .readOnly)
+            for sql in ["SELECT count(*) FROM ZTODOITEM", "SELECT count(*) FROM ZTODOLIST",
+                        "SELECT count(*) FROM ZTODOITEM i JOIN ZTODOLIST l ON l.Z_PK = i.ZLIST"] {
+                #expect(try before.scalar(sql).int == after.scalar(sql).int, "\(item.name): \(sql)")
+            }
+            try? FileManager.default.removeItem(at: work)
+        }
+        guard item.name.contains("trigger") else { return }
         let db = try Connection.open(path: url.path, mode: .readOnly)
         let rewritten = try db.scalar("SELECT count(*) FROM ZTODOITEM WHERE ZTITLE = 'rewritten by a trigger'").int ?? -1
         #expect(rewritten == 0, "\(item.name): a trigger in the input changed rows while repair wrote its copy")
@@ -79,7 +94,8 @@ struct HostileCorpusTests {
                        "metadata: huge", "model cache: cyclic", "model cache: DEFLATE bomb", "names: quotes", "names: a NUL",
                        "names: 10,000", "names: a view that calls load_extension", "names: triggers", "archive: traversal",
                        "archive: symlinks", "archive: hardlinks", "archive: a bzip2 bomb", "archive: a zip bomb",
-                       "archive: duplicate names", "archive: names that are not UTF-8", "backup: rows with NULL"] {
+                       "archive: duplicate names", "archive: names that are not UTF-8", "backup: rows with NULL",
+                       "keys: Z_MAX and a Z_PK at 2^63-1", "keys: to-one targets with a wrong Z_ENT", "keys: a WITHOUT ROWID"] {
             #expect(names.contains { $0.hasPrefix(prefix) }, "no item for \(prefix)")
         }
         #expect(Set(names).count == names.count, "item names are unique")

@@ -77,7 +77,37 @@ struct RepairCommand: Command {
         if !planOnly && !inPlace && out == nil { throw .invalid("Missing '--out <file>': repair writes a new file (or use --plan to see the plan).") }
     }
 
+    /// Every file this run will write is checked before any work starts, so a run that would fail
+    /// to write its log fails before it makes anything (and never after the store was written).
+    func validateOutputs() throws {
+        var named: [(option: String, path: String)] = []
+        if !planOnly, !inPlace, let out { named.append(("--out", out)) }
+        if let log { named.append(("--log", log)) }
+        for (option, path) in named {
+            let url = URL(fileURLWithPath: path)
+            var st = stat()
+            if lstat(url.path, &st) == 0 {
+                if option == "--out" { throw RepairError.outputExists(path: url.path) }
+                throw InputError(message: "\(path) already exists; give \(option) a new file name (repair never overwrites).")
+            }
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: url.deletingLastPathComponent().path, isDirectory: &isDir), isDir.boolValue else {
+                throw InputError(message: "the folder for \(path) does not exist; create it or choose another \(option).")
+            }
+        }
+        if inPlace, let backup {
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: backup, isDirectory: &isDir), isDir.boolValue else {
+                throw RepairError.backupFailed(path: backup, detail: "no such folder")
+            }
+        }
+        if named.count == 2, URL(fileURLWithPath: named[0].path).standardizedFileURL == URL(fileURLWithPath: named[1].path).standardizedFileURL {
+            throw InputError(message: "--out and --log name the same file; give each its own.")
+        }
+    }
+
     func run(_ output: Output) throws -> ExitCode {
+        try validateOutputs()
         let session = try EvidenceSession(keepScratch: input.keepScratch)
         defer { session.scratch.remove() }
         let store: AcquiredStore
@@ -150,8 +180,12 @@ enum InPlace {
         let outcome = try repairer.run(output: staged)
         guard outcome.written else { return outcome }
         try session.ledger.verifyUnchanged()
+        // The window (docs/repair.md): from hiding the -wal until the rename below, a reader of
+        // the store sees the old main file without the -wal's commits. Two files cannot be swapped
+        // in one step; the verified backup is the recovery path if the process dies here.
         if let wal = family.wal { _ = rename(wal.path, wal.path + ".storelens-old") }
         if let shm = family.shm { unlink(shm.path) }
+        TestPause.reach("in-place-swap")
         guard rename(staged.path, family.main.path) == 0 else {
             throw RepairError.failed(path: family.main.path, detail: String(cString: strerror(errno)))
         }

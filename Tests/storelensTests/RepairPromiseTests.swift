@@ -1,0 +1,164 @@
+import Foundation
+import SQLiteAccess
+import StoreBuilder
+import StoreFormats
+import StoreTestSupport
+import Testing
+
+/// A failed repair leaves no result: the evidence check comes before the output gets its name,
+/// every output is validated before work starts, Ctrl-C removes the hidden temporary file, and
+/// the in-place swap's one window is covered by the backup.
+@Suite("repair leaves no result when it fails")
+struct RepairPromiseTests {
+    /// A store whose Z_MAX lags (so there is something to repair) and whose last notes live only in its -wal.
+    static func storeWithWAL(in folder: URL) throws -> URL {
+        let url = folder.appendingPathComponent("default.store")
+        let w = try StoreWriter(url: url, model: InvariantFixture.model)
+        try w.transaction(nil) { w in for n in 1...3 { try w.insert("Note", ["title": .string("note \(n)")]) } }
+        try w.checkpoint()
+        try w.transaction(nil) { w in for n in 4...6 { try w.insert("Note", ["title": .string("wal note \(n)")]) } }
+        try w.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Note'")
+        try w.close(leavingWAL: true)
+        return url
+    }
+
+    /// Titles of the notes in the store family at `url`, read by SQLite from a copy of the family.
+    static func titles(_ url: URL) throws -> [String] {
+        let copy = try TemporaryFolder("repair-promise-copy")
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: url.path + suffix) {
+            try FileManager.default.copyItem(atPath: url.path + suffix, toPath: copy.path("s.store").path + suffix)
+        }
+        let db = try Connection.open(path: copy.path("s.store").path, mode: .readOnly)
+        return try db.rows("SELECT ZTITLE FROM ZNOTE ORDER BY Z_PK").compactMap { $0[0].string }
+    }
+
+    /// Starts storelens paused at `point` (the `TestPause` hook) and waits until it is there.
+    static func startPaused(_ arguments: [String], at point: String, scratch: URL, gate: URL) throws -> Process {
+        let process = Process()
+        process.executableURL = ProjectPaths.executable()
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging([
+            "TMPDIR": scratch.path, "STORELENS_TEST_PAUSE_AT": point, "STORELENS_TEST_PAUSE_FILE": gate.path,
+        ]) { $1 }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        while process.isRunning, !FileManager.default.fileExists(atPath: gate.path + ".reached") { usleep(5_000) }
+        return process
+    }
+
+    static func hiddenTemporaries(in folder: URL) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix(".") && $0.hasSuffix(".tmp") }
+    }
+
+    @Test("evidence changed while the repair verified: exit 3, nothing under the output's name, no temporary file")
+    func evidenceChangedMidRun() throws {
+        let folder = try TemporaryFolder("repair-changed")
+        let url = try Self.storeWithWAL(in: folder.url)
+        let out = try TemporaryFolder("repair-changed-out")
+        let scratch = try TemporaryFolder("repair-changed-scratch")
+        let gate = scratch.url.deletingLastPathComponent().appendingPathComponent("gate-\(UUID().uuidString)")
+        defer { unlink(gate.path); unlink(gate.path + ".reached") }
+        let process = try Self.startPaused(["repair", url.path, "--out", out.path("fixed.store").path, "--log", out.path("log.json").path],
+                                           at: "repair-verify", scratch: scratch.url, gate: gate)
+        #expect(process.isRunning, "storelens must be paused in verification when the evidence changes")
+        #expect(try Self.hiddenTemporaries(in: out.url).count == 1, "the verified copy waits under a hidden name")
+        // Someone (the device's app, a sync tool) appends to the evidence while we verify.
+        let handle = try FileHandle(forWritingTo: url)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data([0]))
+        try handle.close()
+        _ = FileManager.default.createFile(atPath: gate.path, contents: nil)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 3)
+        #expect(!FileManager.default.fileExists(atPath: out.path("fixed.store").path), "a run that failed leaves no result")
+        #expect(!FileManager.default.fileExists(atPath: out.path("log.json").path))
+        #expect(try Self.hiddenTemporaries(in: out.url).isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).isEmpty, "no scratch left")
+    }
+
+    @Test("Ctrl-C during verification removes the hidden temporary file beside the output")
+    func interruptDuringVerification() throws {
+        let folder = try TemporaryFolder("repair-sigint")
+        let url = try Self.storeWithWAL(in: folder.url)
+        let before = try FolderSnapshot(folder.url)
+        let out = try TemporaryFolder("repair-sigint-out")
+        let scratch = try TemporaryFolder("repair-sigint-scratch")
+        let gate = scratch.url.deletingLastPathComponent().appendingPathComponent("gate-\(UUID().uuidString)")
+        defer { unlink(gate.path); unlink(gate.path + ".reached") }
+        let process = try Self.startPaused(["repair", url.path, "--out", out.path("fixed.store").path],
+                                           at: "repair-verify", scratch: scratch.url, gate: gate)
+        #expect(process.isRunning, "storelens must still be running when it is interrupted")
+        #expect(try Self.hiddenTemporaries(in: out.url).count == 1)
+        process.interrupt()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 130)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.url.path).isEmpty, "no temporary file, no output")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).isEmpty)
+        #expect(try FolderSnapshot(folder.url) == before)
+    }
+
+    @Test("--log and --out are validated before any work: a taken --log fails first and writes nothing")
+    func outputsValidatedFirst() throws {
+        let folder = try TemporaryFolder("repair-log-first")
+        let url = try Self.storeWithWAL(in: folder.url)
+        let out = try TemporaryFolder("repair-log-first-out")
+        try Data("keep".utf8).write(to: out.path("log.json"))
+        let r = try CLI.run(["repair", url.path, "--out", out.path("fixed.store").path, "--log", out.path("log.json").path])
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("log.json already exists"), "\(r.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.url.path) == ["log.json"], "the store was not written before the log failed")
+        #expect(try String(contentsOf: out.path("log.json"), encoding: .utf8) == "keep")
+        let missing = try CLI.run(["repair", url.path, "--out", out.path("fixed.store").path, "--log", out.path("no/such/log.json").path])
+        #expect(missing.status == 2)
+        #expect(!FileManager.default.fileExists(atPath: out.path("fixed.store").path))
+        let same = try CLI.run(["repair", url.path, "--out", out.path("x.store").path, "--log", out.path("x.store").path])
+        #expect(same.status == 2)
+        #expect(!FileManager.default.fileExists(atPath: out.path("x.store").path))
+    }
+
+    @Test("in place: killed inside the swap window, the backup restores every committed row, WAL included")
+    func inPlaceWindowRecoveredFromBackup() throws {
+        let folder = try TemporaryFolder("repair-window")
+        let url = try Self.storeWithWAL(in: folder.url)
+        let expected = try Self.titles(url)
+        #expect(expected.count == 6 && FileManager.default.fileExists(atPath: url.path + "-wal"), "three notes live only in the -wal")
+        let originals = try FolderSnapshot(folder.url)
+        let backup = try TemporaryFolder("repair-window-backup")
+        let scratch = try TemporaryFolder("repair-window-scratch")
+        let gate = scratch.url.deletingLastPathComponent().appendingPathComponent("gate-\(UUID().uuidString)")
+        defer { unlink(gate.path); unlink(gate.path + ".reached") }
+        let process = try Self.startPaused(["repair", url.path, "--in-place", "--backup", backup.url.path],
+                                           at: "in-place-swap", scratch: scratch.url, gate: gate)
+        #expect(process.isRunning, "storelens must be inside the swap window when it is killed")
+        // The documented window: the -wal is set aside, the main file not yet replaced.
+        #expect(FileManager.default.fileExists(atPath: url.path + "-wal.storelens-old"))
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        // Recovery as docs/repair.md says: copy the backup's family back over the store's files.
+        for name in try FileManager.default.contentsOfDirectory(atPath: backup.url.path) {
+            let target = folder.path(name)
+            try? FileManager.default.removeItem(at: target)
+            try FileManager.default.copyItem(at: backup.path(name), to: target)
+        }
+        try FileManager.default.removeItem(atPath: url.path + "-wal.storelens-old")
+        let staged = try FileManager.default.contentsOfDirectory(atPath: folder.url.path).filter { $0.contains("storelens-repaired") }
+        for name in staged { try FileManager.default.removeItem(at: folder.path(name)) }
+        #expect(try Self.titles(url) == expected, "every committed row is back, the -wal's included")
+        let restored = try FolderSnapshot(folder.url)
+        #expect(Set(restored.entries.keys) == Set(originals.entries.keys))
+        for (path, entry) in originals.entries { #expect(restored.entries[path]?.sha256 == entry.sha256, "\(path) byte-identical") }
+    }
+
+    @Test("in place, not interrupted: the WAL's rows are all in the repaired store")
+    func inPlaceKeepsWALRows() throws {
+        let folder = try TemporaryFolder("repair-inplace-wal")
+        let url = try Self.storeWithWAL(in: folder.url)
+        let expected = try Self.titles(url)
+        let backup = try TemporaryFolder("repair-inplace-wal-backup")
+        let r = try CLI.run(["repair", url.path, "--in-place", "--backup", backup.url.path])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try Self.titles(url) == expected)
+        #expect(!FileManager.default.fileExists(atPath: url.path + "-wal.storelens-old"))
+    }
+}
