@@ -60,6 +60,7 @@ enum Diagnostics {
             return (e.description, false)
         case let e as WALForensicsError: return (e.description, !e.isInputError)
         case let e as InputError: return (e.message, false)
+        case let e as OutputPathError: return (e.description, false)
         case let e as ArchiveError: return (e.description, false)
         case let e as BackupError: return (e.description, false)
         case let e as ManifestError: return (e.description, false)
