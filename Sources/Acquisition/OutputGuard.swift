@@ -191,6 +191,8 @@ public enum OutputPathError: Error, Equatable, CustomStringConvertible, Sendable
 
     public var description: String {
         switch self {
+        case .isEvidence(let option, let path, let evidence) where evidence == "the input \(path)":
+            return "\(option) \(path) is one of the inputs, and storelens never writes to evidence; give \(option) another path."
         case .isEvidence(let option, let path, let evidence):
             return "\(option) \(path) is \(evidence) (the same file), and storelens never writes to evidence; give \(option) a path outside the input's folder."
         case .insideEvidence(let option, let path, let folder):

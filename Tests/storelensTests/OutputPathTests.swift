@@ -49,7 +49,7 @@ struct OutputPathTests {
         Alias(name: "the -wal itself", make: { $0.store.path + "-wal" }, says: "is the -wal of"),
         Alias(name: "the -shm itself", make: { $0.store.path + "-shm" }, says: "is the -shm of"),
         Alias(name: "the -journal itself", make: { $0.store.path + "-journal" }, says: "is the -journal of"),
-        Alias(name: "the main file", make: { $0.store.path }, says: "is the input"),
+        Alias(name: "the main file", make: { $0.store.path }, says: "is one of the inputs"),
         Alias(name: "a symlink to the -wal", make: { e in
             let link = e.folder.path("out/link-to-wal").path
             try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: e.store.path + "-wal")
