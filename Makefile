@@ -33,9 +33,10 @@ build: deps
 release:
 	$(MAKE) build CONFIG=release
 
+# swift test with a TMPDIR of its own; fails when a storelens-* scratch folder is left in it.
 test: test-deps
 	$(SWIFT) build
-	$(SWIFT) test
+	SWIFT=$(SWIFT) ./scripts/test.sh
 
 fixtures: build
 	rm -rf Fixtures/demo-container Fixtures/demo-container.storelens.json

@@ -61,10 +61,18 @@ public final class ScratchFolder: @unchecked Sendable {
 }
 
 /// All live scratch folders of this process, so an interrupt can remove them.
+///
+/// Folders are held weakly: the registry must not keep a folder alive, or a library caller
+/// that drops its session after an error (the usual Swift pattern) would leave the copies of
+/// the evidence on disk until the process ends, and forever in a long-lived process. A folder
+/// whose owner lets go is removed by its `deinit`.
 public final class ScratchRegistry: @unchecked Sendable {
     public static let shared = ScratchRegistry()
     private let lock = NSLock()
-    private var folders: [ObjectIdentifier: ScratchFolder] = [:]
+    private struct Entry {
+        weak var folder: ScratchFolder?
+    }
+    private var folders: [ObjectIdentifier: Entry] = [:]
 
     /// Folders made but not yet registered, so an interrupt in between still removes them.
     private var unregistered: Set<String> = []
@@ -93,7 +101,7 @@ public final class ScratchRegistry: @unchecked Sendable {
 
     func add(_ folder: ScratchFolder) {
         lock.lock()
-        folders[ObjectIdentifier(folder)] = folder
+        folders[ObjectIdentifier(folder)] = Entry(folder: folder)
         unregistered.remove(folder.url.path)
         lock.unlock()
     }
@@ -105,7 +113,7 @@ public final class ScratchRegistry: @unchecked Sendable {
     public func removeAll() {
         lock.lock()
         closing = true
-        let all = Array(folders.values)
+        let all = folders.values.compactMap(\.folder)
         let orphans = unregistered
         lock.unlock()
         for folder in all { folder.remove() }
@@ -115,6 +123,6 @@ public final class ScratchRegistry: @unchecked Sendable {
     /// The folders still present (used by tests and by `--keep-scratch` to print where they are).
     public var live: [URL] {
         lock.lock(); defer { lock.unlock() }
-        return folders.values.map(\.url)
+        return folders.values.compactMap(\.folder?.url)
     }
 }
