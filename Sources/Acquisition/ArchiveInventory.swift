@@ -189,10 +189,13 @@ final class ArchiveInventory {
             usedNames.insert(target)
             let destination = try makeParents(for: target, entry: path)
             if let failed = writer.firstFailure() {
-                throw ArchiveError.extractionFailed(path: displayName, entry: pendingNames[failed.slot], reason: failed.reason)
+                throw WorkingFolderFailure(code: failed.code)
             }
             let fd = open(destination.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
             guard fd >= 0 else {
+                // A full or unwritable working folder is ours; only a name the file system
+                // refuses is the entry's.
+                if [ENOSPC, EDQUOT, EACCES, EPERM, EROFS, EIO, EMFILE, ENFILE].contains(errno) { throw WorkingFolderFailure(code: errno) }
                 result.skipped.append(SkippedEntry(path: path, reason: "cannot be extracted: \(String(cString: strerror(errno)))"))
                 continue
             }
@@ -253,7 +256,7 @@ final class ArchiveInventory {
         let written = writer.drain()
         for (slot, file) in pending {
             if let failure = written[slot].failure {
-                throw ArchiveError.extractionFailed(path: displayName, entry: pendingNames[slot], reason: failure)
+                throw WorkingFolderFailure(code: failure)
             }
             result.extracted.append((path: file.path, sha256: written[slot].sha256))
             result.files.append(file)
@@ -293,6 +296,7 @@ final class ArchiveInventory {
         for part in parts.dropLast() {
             url.appendPathComponent(part)
             if mkdir(url.path, 0o700) != 0 && errno != EEXIST {
+                if [ENOSPC, EDQUOT, EACCES, EPERM, EROFS, EIO].contains(errno) { throw WorkingFolderFailure(code: errno) }
                 throw ArchiveError.extractionFailed(path: displayName, entry: entry, reason: String(cString: strerror(errno)))
             }
             // Never write through anything but a real folder we made.

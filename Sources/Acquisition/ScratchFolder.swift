@@ -13,15 +13,20 @@ public final class ScratchFolder: @unchecked Sendable {
 
     /// Creates a fresh folder `storelens-XXXXXX` under `parent` (default: `$TMPDIR` or /tmp).
     public init(parent: URL? = nil, keep: Bool = false) throws {
-        let base = parent?.path ?? ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        let base = parent?.path ?? Self.defaultParent
         guard let path = ScratchRegistry.shared.makeFolder(in: base) else {
-            throw AcquisitionError.scratchFailed(path: base, reason: String(cString: strerror(errno)))
+            throw WorkingFolderFailure(folder: base, code: errno)
         }
         // mkdtemp already creates the folder 0700; say so explicitly in case of an odd umask.
         chmod(path, 0o700)
         self.url = URL(fileURLWithPath: path, isDirectory: true)
         self.keep = keep
         ScratchRegistry.shared.add(self)
+    }
+
+    /// Where scratch folders go by default: `$TMPDIR`, or /tmp.
+    public static var defaultParent: String {
+        ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
     }
 
     /// A new, empty subfolder with a unique name, for one store's working copy.
@@ -33,7 +38,7 @@ public final class ScratchFolder: @unchecked Sendable {
         let safe = String(hint.unicodeScalars.map { CharacterSet.alphanumerics.contains($0) || $0 == "." || $0 == "-" ? Character($0) : "_" }.prefix(40))
         let sub = url.appendingPathComponent(String(format: "%03d-", n) + (safe.isEmpty ? "store" : safe), isDirectory: true)
         guard mkdir(sub.path, 0o700) == 0 else {
-            throw AcquisitionError.scratchFailed(path: sub.path, reason: String(cString: strerror(errno)))
+            throw WorkingFolderFailure(folder: url.deletingLastPathComponent().path, code: errno)
         }
         return sub
     }

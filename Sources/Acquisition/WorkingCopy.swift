@@ -231,7 +231,7 @@ public final class WorkingCopy {
         let mainOnly = folder.appendingPathComponent("main-file-only", isDirectory: true)
         if !FileManager.default.fileExists(atPath: mainOnly.path) {
             guard mkdir(mainOnly.path, 0o700) == 0 else {
-                throw AcquisitionError.scratchFailed(path: mainOnly.path, reason: String(cString: strerror(errno)))
+                throw WorkingFolderFailure(code: errno)
             }
             let copy = mainOnly.appendingPathComponent(copiedMain.lastPathComponent)
             try SafeCopy.copy(family.main, to: copy)

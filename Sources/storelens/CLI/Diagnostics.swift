@@ -53,6 +53,8 @@ enum Diagnostics {
 
     /// The sentence for each error type the library throws, and whether it is storelens's own fault.
     static func describe(_ error: Error) -> (String, Bool)? {
+        // Our own I/O failure, whatever layer it surfaced in, is never described as the evidence's.
+        if let ours = WorkingFolderFailure.from(error) { return (ours.description, true) }
         switch error {
         case let e as AcquisitionError: return (e.description, e.isInternal)
         case let e as RepairError:
