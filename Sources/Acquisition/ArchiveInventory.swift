@@ -101,7 +101,8 @@ final class ArchiveInventory {
 
         var lastName = ""
         let progress = ProgressReporter.current
-        let archiveBytes = progress.isSilent ? nil : (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value
+        let archiveFileBytes = FileWork.size(url)
+        let archiveBytes = progress.isSilent ? nil : archiveFileBytes
         while true {
             let status = archive_read_next_header(a, &entry)
             progress.report("reading \(displayName)", done: compressedBytes(), total: archiveBytes, unit: .bytes)
@@ -199,6 +200,17 @@ final class ArchiveInventory {
                 result.skipped.append(SkippedEntry(path: path, reason: "cannot be extracted: \(String(cString: strerror(errno)))"))
                 continue
             }
+            // A sparse entry (or one whose header just claims a size) costs its logical size in
+            // hashing and reading even when its data is a few blocks: that size counts against
+            // --max-ratio, measured against the whole archive file, before any work on it.
+            if archive_entry_size_is_set(entry) != 0 {
+                let logical = archive_entry_size(entry)
+                if logical > 64 << 20, Double(logical) / Double(max(1, archiveFileBytes)) > limits.maxCompressionRatio {
+                    close(fd)
+                    unlink(destination.path)
+                    throw ArchiveError.bomb(path: displayName, entry: path, detail: "it declares \(logical) bytes (sparse or not) in an archive of \(archiveFileBytes) bytes: it expands more than \(Int(limits.maxCompressionRatio)) times (a decompression bomb; --max-ratio)")
+                }
+            }
             let slot = writer.begin(fd: fd)
             pendingNames.append(path)
             var size: Int64 = 0
@@ -231,6 +243,14 @@ final class ArchiveInventory {
             if archive_entry_size_is_set(entry) != 0, archive_entry_size(entry) > size {
                 declared = archive_entry_size(entry)
                 size = archive_entry_size(entry)
+                // The trailing hole is hashed as zeros: its size counts like data.
+                if size > limits.maxEntryBytes {
+                    throw ArchiveError.bomb(path: displayName, entry: path, detail: "it decompresses to more than the per-entry limit of \(limits.maxEntryBytes) bytes (--max-entry-bytes)")
+                }
+                let compressed = max(1, compressedBytes() - startCompressed)
+                if size > 64 << 20, Double(size) / Double(compressed) > limits.maxCompressionRatio {
+                    throw ArchiveError.bomb(path: displayName, entry: path, detail: "it expands more than \(Int(limits.maxCompressionRatio)) times (a decompression bomb; --max-ratio)")
+                }
             }
             writer.end(slot: slot, extendingTo: declared)
             pending.append((slot: slot, file: SeenFile(path: target, url: destination, size: Int(size), isSQLite: isSQLite)))
