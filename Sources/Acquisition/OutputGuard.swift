@@ -93,6 +93,10 @@ public enum OutputGuard {
         }
 
         func check(_ output: Output) throws(OutputPathError) {
+            // Every name on the way counts as well as what it resolves to: a `-wal` beside the store
+            // that is a folder, a FIFO or a link to /dev/zero is still the family's name, also when
+            // the output is a link to it.
+            for hop in Self.hops(output.path) { try checkName(output, path: hop) }
             let target = Self.resolved(output.path)
             // An existing file: is it evidence under any name?
             var st = stat()
@@ -115,6 +119,12 @@ public enum OutputGuard {
                     throw .isEvidence(option: output.option, path: output.path, evidence: "a file inside \(tree)")
                 }
             }
+            try checkName(output, path: target)
+        }
+
+        /// The rules for a name, existing or not: not inside an evidence tree, and not a family or
+        /// sidecar-like name beside an input file.
+        func checkName(_ output: Output, path target: String) throws(OutputPathError) {
             let parent = URL(fileURLWithPath: target).deletingLastPathComponent().path
             let name = URL(fileURLWithPath: target).lastPathComponent
             if let tree = tree(containing: parent, includingSelf: true) {
@@ -153,6 +163,30 @@ public enum OutputGuard {
                 }
             }
             return nil
+        }
+
+        /// Each name a symlink chain from `path` passes through, folders resolved.
+        static func hops(_ path: String) -> [String] {
+            var current = path.isEmpty ? "." : path
+            var result = [resolvedParent(current)]
+            for _ in 0..<40 {
+                var st = stat()
+                guard lstat(current, &st) == 0, st.st_mode & S_IFMT == S_IFLNK,
+                      let target = try? FileManager.default.destinationOfSymbolicLink(atPath: current) else { break }
+                current = target.hasPrefix("/") ? target
+                    : URL(fileURLWithPath: current).deletingLastPathComponent().appendingPathComponent(target).path
+                result.append(resolvedParent(current))
+            }
+            return result
+        }
+
+        /// `path` with the symlinks of its folder followed, the last component as given.
+        static func resolvedParent(_ path: String) -> String {
+            let url = URL(fileURLWithPath: path.isEmpty ? "." : path)
+            guard let real = realpath(url.deletingLastPathComponent().path, nil) else { return url.standardizedFileURL.path }
+            defer { free(real) }
+            let folder = String(cString: real)
+            return (folder == "/" ? "" : folder) + "/" + url.lastPathComponent
         }
 
         /// `path` with every symlink on the way followed, also a dangling last one (a new file
