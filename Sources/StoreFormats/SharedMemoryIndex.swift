@@ -24,7 +24,7 @@ public struct SharedMemoryIndex: Sendable, Equatable {
         let firstBlockFrames = 4062, blockFrames = 4096, blockBytes = 32768
         let frames = max(0, walFrames)
         guard frames > firstBlockFrames else { return blockBytes }
-        let more = (frames - firstBlockFrames + blockFrames - 1) / blockFrames
+        let more = (frames - firstBlockFrames - 1) / blockFrames + 1
         // A WAL's frame count is bounded by its size; this cannot overflow for any real file.
         return blockBytes * (1 + min(more, Int.max / blockBytes - 1))
     }
