@@ -1,5 +1,6 @@
 import Acquisition
 import Foundation
+import StoreTestSupport
 import Testing
 
 /// Manifest path patterns: the matcher is checked against an independent reader of the same
@@ -38,6 +39,24 @@ struct PathPatternTests {
             let got = PathPattern(pattern).matches(path)
             #expect(got == Self.reference(pattern, path), "\(pattern) on \(path): \(got)")
         }
+    }
+
+    @Test("the path-pattern fuzz seeds and regressions (first line pattern, rest path) agree with the reference where it can run")
+    func fuzzInputs() throws {
+        let fuzz = ProjectPaths.root().appendingPathComponent("Fuzz")
+        var count = 0
+        for folder in ["regressions/path-pattern", "corpus/path-pattern"] {
+            let dir = fuzz.appendingPathComponent(folder)
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? [] where !name.hasPrefix(".") {
+                let text = String(decoding: try Data(contentsOf: dir.appendingPathComponent(name)), as: UTF8.self)
+                let lines = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
+                let pattern = String(lines.first ?? ""), path = lines.count > 1 ? String(lines[1]) : ""
+                let got = PathPattern(pattern).matches(path)
+                if pattern.components(separatedBy: "**").count <= 5 { #expect(got == Self.reference(pattern, path), "\(name)") }
+                count += 1
+            }
+        }
+        #expect(count >= 4)
     }
 
     @Test("a 300-fold **/ pattern is answered, both ways, on a deep path")
