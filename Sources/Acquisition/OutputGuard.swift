@@ -43,7 +43,7 @@ public enum OutputGuard {
         let device: UInt64
         let inode: UInt64
         init(_ st: stat) {
-            device = UInt64(st.st_dev)
+            device = UInt64(bitPattern: Int64(st.st_dev))
             inode = UInt64(st.st_ino)
         }
         /// The identity of what `path` names after following symlinks, or nil when nothing is there.
