@@ -54,10 +54,11 @@ public struct PathPattern: Sendable, Equatable, CustomStringConvertible {
         var pi = p.startIndex, si = s.startIndex
         var star: Int?, mark = s.startIndex
         while si < s.endIndex {
-            if pi < p.endIndex, p[pi] == "?" || p[pi] == s[si] {
-                pi += 1; si += 1
-            } else if pi < p.endIndex, p[pi] == "*" {
+            // `*` first: a `*` in the pattern is a wildcard even where the name has a `*` too.
+            if pi < p.endIndex, p[pi] == "*" {
                 star = pi; mark = si; pi += 1
+            } else if pi < p.endIndex, p[pi] == "?" || p[pi] == s[si] {
+                pi += 1; si += 1
             } else if let st = star {
                 pi = st + 1; mark += 1; si = mark
             } else {

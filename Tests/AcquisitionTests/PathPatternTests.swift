@@ -59,6 +59,15 @@ struct PathPatternTests {
         #expect(count >= 4)
     }
 
+    /// fuzz-path-pattern, wrong answer: a `*` in the pattern met a `*` in the name and was taken
+    /// as a literal, so `*x*` did not match `*abx`.
+    @Test("a * in the pattern is a wildcard even against a * in the name")
+    func starAgainstStar() {
+        #expect(PathPattern("*x*").matches("*abx"))
+        #expect(PathPattern("a/*x*").matches("a/**x"))
+        #expect(!PathPattern("*x").matches("*ab"))
+    }
+
     @Test("a 300-fold **/ pattern is answered, both ways, on a deep path")
     func manyDoubleStars() {
         let hostile = PathPattern(String(repeating: "**/", count: 300) + "a*b*c*d*e*f*.sqlite")
