@@ -93,31 +93,33 @@ public enum OutputGuard {
         }
 
         func check(_ output: Output) throws(OutputPathError) {
+            let target = Self.resolved(output.path)
+            var st = stat()
+            let exists = stat(target, &st) == 0
+            let isFolder = exists && st.st_mode & S_IFMT == S_IFDIR
+            // An existing file: is it evidence under any name?
+            if exists {
+                if let what = files[Identity(st)] {
+                    throw .isEvidence(option: output.option, path: output.path, evidence: what)
+                }
+                // A hard link made elsewhere to a file inside an input folder has no path in
+                // common with it: only its inode tells.
+                if !isFolder, st.st_nlink > 1, let tree = treeHolding(Identity(st)) {
+                    throw .isEvidence(option: output.option, path: output.path, evidence: "a file inside \(tree)")
+                }
+            }
             // Every name on the way counts as well as what it resolves to: a `-wal` beside the store
             // that is a folder, a FIFO or a link to /dev/zero is still the family's name, also when
             // the output is a link to it.
             for hop in Self.hops(output.path) { try checkName(output, path: hop) }
-            let target = Self.resolved(output.path)
-            // An existing file: is it evidence under any name?
-            var st = stat()
-            if stat(target, &st) == 0 {
-                if let what = files[Identity(st)] {
-                    throw .isEvidence(option: output.option, path: output.path, evidence: what)
+            if isFolder {
+                if let tree = tree(containing: target, includingSelf: true) {
+                    throw .insideEvidence(option: output.option, path: output.path, folder: tree)
                 }
-                if st.st_mode & S_IFMT == S_IFDIR {
-                    if let tree = tree(containing: target, includingSelf: true) {
-                        throw .insideEvidence(option: output.option, path: output.path, folder: tree)
-                    }
-                    if output.kind == .folder, let id = Identity(path: target), let names = besides[id] {
-                        throw .folderOfEvidence(option: output.option, path: output.path, input: names[0])
-                    }
-                    return
+                if output.kind == .folder, let id = Identity(path: target), let names = besides[id] {
+                    throw .folderOfEvidence(option: output.option, path: output.path, input: names[0])
                 }
-                // A hard link made elsewhere to a file inside an input folder has no path in
-                // common with it: only its inode tells.
-                if st.st_nlink > 1, let tree = treeHolding(Identity(st)) {
-                    throw .isEvidence(option: output.option, path: output.path, evidence: "a file inside \(tree)")
-                }
+                return
             }
             try checkName(output, path: target)
         }
