@@ -8,7 +8,7 @@ DEMO := Fixtures/demo-container
 DEMO_STORE := $(DEMO)/Library/Application Support/default.store
 DEMO_MANIFEST := Fixtures/demo-container.storelens.json
 
-.PHONY: all deps test-deps build release test demo fixtures bench fuzz clean help
+.PHONY: all deps test-deps build release test demo fixtures bench fuzz fuzz-long clean help
 
 all: build
 
@@ -17,6 +17,7 @@ help:
 	@echo "make test     install dependencies, build, and run every test"
 	@echo "make bench    measure storelens against the reference tools (writes docs/performance.md)"
 	@echo "make fuzz     run every libFuzzer target FUZZ_SECONDS (default 30) with AddressSanitizer"
+	@echo "make fuzz-long  every libFuzzer target for 10 minutes (FUZZ_SECONDS=600; record the results in docs/safety.md)"
 	@echo "make fixtures regenerate Fixtures/ with the store builder"
 
 # Installs the system libraries (and the sqlite3/bsdtar tools the tests compare against) when missing.
@@ -33,9 +34,10 @@ build: deps
 release:
 	$(MAKE) build CONFIG=release
 
+# swift test with a TMPDIR of its own; fails when a storelens-* scratch folder is left in it.
 test: test-deps
 	$(SWIFT) build
-	$(SWIFT) test
+	SWIFT=$(SWIFT) ./scripts/test.sh
 
 fixtures: build
 	rm -rf Fixtures/demo-container Fixtures/demo-container.storelens.json
@@ -62,6 +64,10 @@ bench: deps
 FUZZ_SECONDS ?= 30
 fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) ./scripts/fuzz.sh
+
+# The long run issue 14 asks for: every target at least 10 minutes (about 1 h 40 min in all).
+fuzz-long: deps
+	FUZZ_SECONDS=600 ./scripts/fuzz.sh
 
 clean:
 	rm -rf .build

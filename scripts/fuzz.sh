@@ -8,7 +8,7 @@
 #
 #   scripts/fuzz.sh                      every target, FUZZ_SECONDS (default 30) each
 #   scripts/fuzz.sh wal manifest         only these targets
-#   FUZZ_SECONDS=600 scripts/fuzz.sh wal a longer run
+#   FUZZ_SECONDS=600 scripts/fuzz.sh wal a longer run (make fuzz-long: every target, 600 s each)
 #   FUZZ_SANITIZERS=fuzzer scripts/fuzz.sh   without AddressSanitizer (faster, fewer bugs found)
 #
 # Corpora: Fuzz/corpus/<target>/ (small hand-made seeds, in git), seeds generated from builder-made
@@ -25,7 +25,7 @@ SECONDS_EACH=${FUZZ_SECONDS:-30}
 SANITIZERS=${FUZZ_SANITIZERS:-fuzzer,address}
 OUT=${FUZZ_BUILD:-.build/fuzz}
 SWIFTC=${SWIFTC:-swiftc}
-ALL_TARGETS="wal shm database binary-plist keyed-archive model-cache archive-path manifest gzip-archive store-keys"
+ALL_TARGETS="wal shm database binary-plist keyed-archive model-cache archive-path manifest path-pattern gzip-archive store-keys"
 TARGETS=${*:-${FUZZ_TARGETS:-$ALL_TARGETS}}
 
 # target -> entry point, modules (in dependency order), -max_len
@@ -34,6 +34,7 @@ entry() {
     wal) echo WALFuzz ;; shm) echo SHMFuzz ;; database) echo DatabaseFuzz ;;
     binary-plist) echo BinaryPlistFuzz ;; keyed-archive) echo KeyedArchiveFuzz ;;
     model-cache) echo ModelCacheFuzz ;; archive-path) echo ArchivePathFuzz ;; manifest) echo ManifestFuzz ;;
+    path-pattern) echo PathPatternFuzz ;;
     gzip-archive) echo GzipArchiveFuzz ;; store-keys) echo StoreKeysFuzz ;;
     *) echo "fuzz.sh: unknown target '$1' (targets: $ALL_TARGETS)" >&2; exit 2 ;;
   esac

@@ -12,7 +12,6 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
     case walPageSizeMismatch(wal: String, walPageSize: Int, databasePageSize: Int)
     case hotJournal(path: String, journal: String)
     case corrupt(path: String, detail: String)
-    case scratchFailed(path: String, reason: String)
     case evidenceChanged(path: String, before: String, after: String)
     case sqlite(SQLiteError)
     /// `--store` matched no store, or more than one.
@@ -38,8 +37,6 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
             return "\(path) has a hot rollback journal (\(journal)): a transaction was interrupted; rerun with --roll-back-journal to read the store as SQLite would after rolling it back (on a copy)."
         case .corrupt(let path, let detail):
             return "\(path) is damaged (\(detail)); run `storelens check` on it, or copy it off the device again."
-        case .scratchFailed(let path, let reason):
-            return "cannot prepare the private working folder \(path) (\(reason)); set TMPDIR to a writable local folder."
         case .evidenceChanged(let path, let before, let after):
             return "internal error: \(path) changed while storelens read it (SHA-256 \(before.prefix(12))… became \(after.prefix(12))…); please report this."
         case .sqlite(let error):

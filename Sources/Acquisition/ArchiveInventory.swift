@@ -101,7 +101,8 @@ final class ArchiveInventory {
 
         var lastName = ""
         let progress = ProgressReporter.current
-        let archiveBytes = progress.isSilent ? nil : (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value
+        let archiveFileBytes = FileWork.size(url)
+        let archiveBytes = progress.isSilent ? nil : archiveFileBytes
         while true {
             let status = archive_read_next_header(a, &entry)
             progress.report("reading \(displayName)", done: compressedBytes(), total: archiveBytes, unit: .bytes)
@@ -189,12 +190,26 @@ final class ArchiveInventory {
             usedNames.insert(target)
             let destination = try makeParents(for: target, entry: path)
             if let failed = writer.firstFailure() {
-                throw ArchiveError.extractionFailed(path: displayName, entry: pendingNames[failed.slot], reason: failed.reason)
+                throw WorkingFolderFailure(code: failed.code)
             }
             let fd = open(destination.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
             guard fd >= 0 else {
+                // A full or unwritable working folder is ours; only a name the file system
+                // refuses is the entry's.
+                if [ENOSPC, EDQUOT, EACCES, EPERM, EROFS, EIO, EMFILE, ENFILE].contains(errno) { throw WorkingFolderFailure(code: errno) }
                 result.skipped.append(SkippedEntry(path: path, reason: "cannot be extracted: \(String(cString: strerror(errno)))"))
                 continue
+            }
+            // A sparse entry (or one whose header just claims a size) costs its logical size in
+            // hashing and reading even when its data is a few blocks: that size counts against
+            // --max-ratio, measured against the whole archive file, before any work on it.
+            if archive_entry_size_is_set(entry) != 0 {
+                let logical = archive_entry_size(entry)
+                if logical > 64 << 20, Double(logical) / Double(max(1, archiveFileBytes)) > limits.maxCompressionRatio {
+                    close(fd)
+                    unlink(destination.path)
+                    throw ArchiveError.bomb(path: displayName, entry: path, detail: "it declares \(logical) bytes (sparse or not) in an archive of \(archiveFileBytes) bytes: it expands more than \(Int(limits.maxCompressionRatio)) times (a decompression bomb; --max-ratio)")
+                }
             }
             let slot = writer.begin(fd: fd)
             pendingNames.append(path)
@@ -228,6 +243,14 @@ final class ArchiveInventory {
             if archive_entry_size_is_set(entry) != 0, archive_entry_size(entry) > size {
                 declared = archive_entry_size(entry)
                 size = archive_entry_size(entry)
+                // The trailing hole is hashed as zeros: its size counts like data.
+                if size > limits.maxEntryBytes {
+                    throw ArchiveError.bomb(path: displayName, entry: path, detail: "it decompresses to more than the per-entry limit of \(limits.maxEntryBytes) bytes (--max-entry-bytes)")
+                }
+                let compressed = max(1, compressedBytes() - startCompressed)
+                if size > 64 << 20, Double(size) / Double(compressed) > limits.maxCompressionRatio {
+                    throw ArchiveError.bomb(path: displayName, entry: path, detail: "it expands more than \(Int(limits.maxCompressionRatio)) times (a decompression bomb; --max-ratio)")
+                }
             }
             writer.end(slot: slot, extendingTo: declared)
             pending.append((slot: slot, file: SeenFile(path: target, url: destination, size: Int(size), isSQLite: isSQLite)))
@@ -253,7 +276,7 @@ final class ArchiveInventory {
         let written = writer.drain()
         for (slot, file) in pending {
             if let failure = written[slot].failure {
-                throw ArchiveError.extractionFailed(path: displayName, entry: pendingNames[slot], reason: failure)
+                throw WorkingFolderFailure(code: failure)
             }
             result.extracted.append((path: file.path, sha256: written[slot].sha256))
             result.files.append(file)
@@ -293,6 +316,7 @@ final class ArchiveInventory {
         for part in parts.dropLast() {
             url.appendPathComponent(part)
             if mkdir(url.path, 0o700) != 0 && errno != EEXIST {
+                if [ENOSPC, EDQUOT, EACCES, EPERM, EROFS, EIO].contains(errno) { throw WorkingFolderFailure(code: errno) }
                 throw ArchiveError.extractionFailed(path: displayName, entry: entry, reason: String(cString: strerror(errno)))
             }
             // Never write through anything but a real folder we made.

@@ -13,8 +13,9 @@ final class ExtractionWriter: @unchecked Sendable {
     /// An entry's outcome, known once the writer has finished it.
     struct Written {
         var sha256: String
-        /// Set when a write failed: the entry's file is incomplete.
-        var failure: String?
+        /// The errno of a write that failed (the entry's file is incomplete): always our own
+        /// failure in the working folder, never the archive's.
+        var failure: Int32?
     }
 
     private enum Job {
@@ -113,7 +114,7 @@ final class ExtractionWriter: @unchecked Sendable {
 
     /// The first write that failed so far, by slot (checked between entries so a full disk stops
     /// the extraction early).
-    func firstFailure() -> (slot: Int, reason: String)? {
+    func firstFailure() -> (slot: Int, code: Int32)? {
         condition.lock()
         defer { condition.unlock() }
         for (slot, result) in results.enumerated() {
@@ -154,7 +155,7 @@ final class ExtractionWriter: @unchecked Sendable {
         var fd: Int32 = -1
         var hasher = SHA256()
         var written: Int64 = 0
-        var failure: String?
+        var failure: Int32?
         let zeros = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             condition.lock()
@@ -185,7 +186,7 @@ final class ExtractionWriter: @unchecked Sendable {
                         let n = pwrite(fd, buffers[buffer] + done, count - done, off_t(offset) + off_t(done))
                         if n < 0 && errno == EINTR { continue }
                         guard n > 0 else {
-                            failure = String(cString: strerror(errno))
+                            failure = n == 0 ? EIO : errno
                             break
                         }
                         done += n
@@ -199,7 +200,7 @@ final class ExtractionWriter: @unchecked Sendable {
                 condition.unlock()
             case .end(let size, let slot):
                 if let size, size > written {
-                    if ftruncate(fd, off_t(size)) != 0, failure == nil { failure = String(cString: strerror(errno)) }
+                    if ftruncate(fd, off_t(size)) != 0, failure == nil { failure = errno }
                     while written < size {
                         let chunk = Int(min(Int64(zeros.count), size - written))
                         zeros.withUnsafeBytes { hasher.update($0.prefix(chunk)) }

@@ -11,7 +11,7 @@ enum SafeCopy {
         defer { close(input) }
         let output = open(destination.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
         guard output >= 0 else {
-            throw AcquisitionError.scratchFailed(path: destination.path, reason: String(cString: strerror(errno)))
+            throw WorkingFolderFailure(code: errno, neededBytes: FileWork.size(source))
         }
         defer { close(output) }
         let chunk = 1 << 20
@@ -29,7 +29,7 @@ enum SafeCopy {
                 let w = write(output, buffer + written, n - written)
                 guard w > 0 else {
                     if w < 0 && errno == EINTR { continue }
-                    throw AcquisitionError.scratchFailed(path: destination.path, reason: String(cString: strerror(errno)))
+                    throw WorkingFolderFailure(code: w == 0 ? EIO : errno, neededBytes: FileWork.size(source))
                 }
                 written += w
             }

@@ -13,15 +13,20 @@ public final class ScratchFolder: @unchecked Sendable {
 
     /// Creates a fresh folder `storelens-XXXXXX` under `parent` (default: `$TMPDIR` or /tmp).
     public init(parent: URL? = nil, keep: Bool = false) throws {
-        let base = parent?.path ?? ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        let base = parent?.path ?? Self.defaultParent
         guard let path = ScratchRegistry.shared.makeFolder(in: base) else {
-            throw AcquisitionError.scratchFailed(path: base, reason: String(cString: strerror(errno)))
+            throw WorkingFolderFailure(folder: base, code: errno)
         }
         // mkdtemp already creates the folder 0700; say so explicitly in case of an odd umask.
         chmod(path, 0o700)
         self.url = URL(fileURLWithPath: path, isDirectory: true)
         self.keep = keep
         ScratchRegistry.shared.add(self)
+    }
+
+    /// Where scratch folders go by default: `$TMPDIR`, or /tmp.
+    public static var defaultParent: String {
+        ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
     }
 
     /// A new, empty subfolder with a unique name, for one store's working copy.
@@ -33,7 +38,7 @@ public final class ScratchFolder: @unchecked Sendable {
         let safe = String(hint.unicodeScalars.map { CharacterSet.alphanumerics.contains($0) || $0 == "." || $0 == "-" ? Character($0) : "_" }.prefix(40))
         let sub = url.appendingPathComponent(String(format: "%03d-", n) + (safe.isEmpty ? "store" : safe), isDirectory: true)
         guard mkdir(sub.path, 0o700) == 0 else {
-            throw AcquisitionError.scratchFailed(path: sub.path, reason: String(cString: strerror(errno)))
+            throw WorkingFolderFailure(folder: url.deletingLastPathComponent().path, code: errno)
         }
         return sub
     }
@@ -61,10 +66,18 @@ public final class ScratchFolder: @unchecked Sendable {
 }
 
 /// All live scratch folders of this process, so an interrupt can remove them.
+///
+/// Folders are held weakly: the registry must not keep a folder alive, or a library caller
+/// that drops its session after an error (the usual Swift pattern) would leave the copies of
+/// the evidence on disk until the process ends, and forever in a long-lived process. A folder
+/// whose owner lets go is removed by its `deinit`.
 public final class ScratchRegistry: @unchecked Sendable {
     public static let shared = ScratchRegistry()
     private let lock = NSLock()
-    private var folders: [ObjectIdentifier: ScratchFolder] = [:]
+    private struct Entry {
+        weak var folder: ScratchFolder?
+    }
+    private var folders: [ObjectIdentifier: Entry] = [:]
 
     /// Folders made but not yet registered, so an interrupt in between still removes them.
     private var unregistered: Set<String> = []
@@ -96,7 +109,7 @@ public final class ScratchRegistry: @unchecked Sendable {
 
     func add(_ folder: ScratchFolder) {
         lock.lock()
-        folders[ObjectIdentifier(folder)] = folder
+        folders[ObjectIdentifier(folder)] = Entry(folder: folder)
         unregistered.remove(folder.url.path)
         lock.unlock()
     }
@@ -123,7 +136,7 @@ public final class ScratchRegistry: @unchecked Sendable {
     public func removeAll() {
         lock.lock()
         closing = true
-        let all = Array(folders.values)
+        let all = folders.values.compactMap(\.folder)
         let orphans = unregistered
         let ours = files
         lock.unlock()
@@ -135,6 +148,6 @@ public final class ScratchRegistry: @unchecked Sendable {
     /// The folders still present (used by tests and by `--keep-scratch` to print where they are).
     public var live: [URL] {
         lock.lock(); defer { lock.unlock() }
-        return folders.values.map(\.url)
+        return folders.values.compactMap(\.folder?.url)
     }
 }

@@ -159,8 +159,14 @@ public final class WorkingCopy {
         } else {
             if header.isWALMode { notes.append(.walModeWithoutWAL(shmPresent: family.shm != nil)) }
         }
-        if let shmURL = family.shm, let data = try? Self.read(shmURL) {
-            self.sharedMemory = try? SharedMemoryIndex(data: data)
+        // Only the bytes a -shm can hold for this WAL's frames are read (a sparse 1 GiB -shm would
+        // otherwise cost 1 GiB of memory); only its header is parsed. An unreadable -shm is a
+        // hint missing, not an error: SQLite itself rebuilds it.
+        if let shmURL = family.shm {
+            let walBytes = family.wal.map { FileWork.size($0) } ?? 0
+            let frames = walBytes > 32 ? Int((walBytes - 32) / Int64(24 + header.pageSize)) : 0
+            let data = try? Self.readPrefix(shmURL, count: SharedMemoryIndex.byteLimit(walFrames: frames))
+            self.sharedMemory = data.flatMap { try? SharedMemoryIndex(data: $0) }
         } else {
             self.sharedMemory = nil
         }
@@ -231,7 +237,7 @@ public final class WorkingCopy {
         let mainOnly = folder.appendingPathComponent("main-file-only", isDirectory: true)
         if !FileManager.default.fileExists(atPath: mainOnly.path) {
             guard mkdir(mainOnly.path, 0o700) == 0 else {
-                throw AcquisitionError.scratchFailed(path: mainOnly.path, reason: String(cString: strerror(errno)))
+                throw WorkingFolderFailure(code: errno)
             }
             let copy = mainOnly.appendingPathComponent(copiedMain.lastPathComponent)
             try SafeCopy.copy(family.main, to: copy)

@@ -124,7 +124,8 @@ public enum StoreInspector {
 
         let counts = try store.countRows(connection)
         // The main file may predate entities or tables that only the WAL created.
-        let mainStore = try? CoreDataStore.read(mainOnly)
+        // (A main file SQLite cannot read is a fact about it; our own failing disk is not.)
+        let mainStore = try WorkingFolderFailure.unlessOurs { try CoreDataStore.read(mainOnly) } ?? nil
         let mainCounts = try mainStore.map { try $0.countRows(mainOnly) } ?? [:]
         let entities = store.entities.map { entity -> StoreInspection.EntityReport in
             let own = counts[entity.number]?.count ?? 0

@@ -112,6 +112,7 @@ public struct Repairer {
             }
             try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         } catch {
+            if let ours = WorkingFolderFailure.from(error) { throw ours }
             throw RepairError.failed(path: store.displayPath, detail: "\(error)")
         }
         // The connection is closed here: SQLite checkpoints and removes the copy's -wal.
@@ -131,7 +132,9 @@ public struct Repairer {
         do {
             try Self.copyDurably(repaired, to: temporary)
         } catch {
-            throw RepairError.failed(path: store.displayPath, detail: "cannot write \(temporary.path): \(error)")
+            try? FileManager.default.removeItem(at: temporary)
+            // One sentence, not a dump of the NSError's user info.
+            throw RepairError.failed(path: store.displayPath, detail: "cannot write \(temporary.path): \((error as NSError).localizedDescription)")
         }
         TestPause.reach("repair-verify")
 
@@ -155,6 +158,9 @@ public struct Repairer {
                 }
             }
         } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            // A full working folder is ours to report, not a repair that failed its proof.
+            if let ours = WorkingFolderFailure.from(error) { throw ours }
             throw RepairError.verificationFailed(path: output.path, detail: "\(error)")
         }
         // A plan from a check must make that check pass; a given plan must not add new findings.

@@ -81,4 +81,10 @@ public enum Markdown {
     public static func code(_ s: String) -> String {
         TextTable.sanitized(s).replacingOccurrences(of: "`", with: "'").replacingOccurrences(of: "\n", with: " ")
     }
+
+    /// A code span inside a table cell: as `code`, and a `|` would end the cell even inside a
+    /// code span, so it is escaped (GitHub renders `\|` there as `|`).
+    public static func codeCell(_ s: String) -> String {
+        code(s).replacingOccurrences(of: "|", with: "\\|")
+    }
 }

@@ -162,8 +162,20 @@ public enum TextTable {
     }
 
     /// Cells come from a device: control characters are shown escaped, never sent to the terminal.
+    /// So are the invisible characters that reorder or hide what a reader sees: the bidi
+    /// embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069, the marks U+200E/F and
+    /// U+061C), line and paragraph separators (U+2028/9) and C1 controls (U+0080–U+009F, which a
+    /// terminal may take as escape sequences).
     public static func sanitized(_ s: String) -> String {
-        String(s.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? "\u{FFFD}" : Character($0) })
+        String(String.UnicodeScalarView(s.unicodeScalars.map { isHostile($0) ? "\u{FFFD}" : $0 }))
+    }
+
+    static func isHostile(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0..<0x20, 0x7F...0x9F: return true
+        case 0x200E, 0x200F, 0x061C, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: return true
+        default: return false
+        }
     }
 
     static func displayWidth(_ s: String) -> Int { s.count }

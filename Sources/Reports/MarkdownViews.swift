@@ -86,7 +86,7 @@ extension ScanReport {
             let f = s.found
             var sidecars = [f.sidecars.wal.map { _ in "wal" }, f.sidecars.shm.map { _ in "shm" }, f.sidecars.journal.map { _ in "journal" }].compactMap { $0 }
             if f.sidecars.externalData != nil { sidecars.append("external(\(f.sidecars.externalDataFiles))") }
-            out += "| `\(Markdown.code(f.path))` | \(s.format?.rawValue ?? "?") | \(s.stack?.rawValue ?? "-") | \(f.size) | "
+            out += "| `\(Markdown.codeCell(f.path))` | \(s.format?.rawValue ?? "?") | \(s.stack?.rawValue ?? "-") | \(f.size) | "
             out += "\(sidecars.isEmpty ? "-" : sidecars.joined(separator: ", ")) | \(Markdown.escape(f.container.map { $0.identifier ?? $0.kind.rawValue } ?? "-")) |\n"
         }
         if stores.count > markdownStoreLimit {
@@ -130,7 +130,7 @@ extension WALReport {
             } else {
                 out += "| severity | finding | what |\n|---|---|---|\n"
                 for f in a.findings {
-                    out += "| \(f.severity.rawValue) | `\(Markdown.code(f.code))` | \(Markdown.escape(f.message)) |\n"
+                    out += "| \(f.severity.rawValue) | `\(Markdown.codeCell(f.code))` | \(Markdown.escape(f.message)) |\n"
                 }
                 out += "\n"
             }

@@ -6,7 +6,9 @@ import Foundation
 ///
 /// - `json`: one document, `rows[]` written member by member.
 /// - `jsonl`: one JSON object per line.
-/// - `csv`: RFC 4180, a header line first; NULL is an empty field.
+/// - `csv`: RFC 4180, a header line first; NULL is an empty field. A cell a spreadsheet would
+///   run as a formula (starting with `=`, `+`, `-`, `@`, tab or CR) gets a leading `'`, as
+///   OWASP recommends against CSV injection, unless `rawCSV` (docs/rows.md).
 /// - `table`: aligned columns; widths come from the first `tablePage` rows, later cells are cut
 ///   to those widths (with `…`), and no cell is wider than `maxCellWidth`.
 public final class RowsWriter {
@@ -22,13 +24,17 @@ public final class RowsWriter {
     let fields: [String]
     let header: [(String, JSONValue)]
     let write: (String) -> Void
+    /// CSV cells exactly as stored, formulas included (`--raw-csv`).
+    let rawCSV: Bool
     public private(set) var count = 0
     private var pending: [[String]] = []
     private var widths: [Int]?
 
     /// - Parameter fields: the column labels (`RowReader.Field.label`), in `RowReader.fields` order.
     /// - Parameter header: leading members of the JSON document (path, entity, model source …).
-    public init(format: Format, fields: [String], header: [(String, JSONValue)], write: @escaping (String) -> Void) {
+    /// - Parameter rawCSV: do not neutralise formula cells in CSV.
+    public init(format: Format, fields: [String], header: [(String, JSONValue)], rawCSV: Bool = false, write: @escaping (String) -> Void) {
+        self.rawCSV = rawCSV
         self.format = format
         self.fields = fields
         self.header = header
@@ -46,7 +52,7 @@ public final class RowsWriter {
             }
             write(text + "  \"rows\": [")
         case .csv:
-            write((["entity", "pk"] + fields).map(Self.csvField).joined(separator: ",") + "\r\n")
+            write((["entity", "pk"] + fields).map(csvCell).joined(separator: ",") + "\r\n")
         case .jsonl, .table:
             break
         }
@@ -72,7 +78,7 @@ public final class RowsWriter {
             for (index, value) in zip(row.fieldIndexes, row.values) where index < cells.count {
                 cells[index] = ValueRendering.cell(value.value)
             }
-            write(([row.entity, String(row.pk)] + cells).map(Self.csvField).joined(separator: ",") + "\r\n")
+            write(([row.entity, String(row.pk)] + cells).map(csvCell).joined(separator: ",") + "\r\n")
         case .table:
             var values = [String](repeating: "", count: fields.count)
             for (index, value) in zip(row.fieldIndexes, row.values) where index < values.count {
@@ -127,6 +133,40 @@ public final class RowsWriter {
 
     static func clip(_ s: String, to width: Int) -> String {
         s.count <= width ? s : String(s.prefix(max(0, width - 1))) + "…"
+    }
+
+    private func csvCell(_ s: String) -> String {
+        Self.csvField(rawCSV ? s : Self.neutralisingFormula(s))
+    }
+
+    /// `s` with a `'` in front when a spreadsheet would read it as a formula: it starts with
+    /// `=`, `+`, `-`, `@`, tab or CR (OWASP, "CSV Injection"). A plain number such as `-12.5` or
+    /// `+3e5` is left alone: it is a value, not a formula, and keeps sorting as a number.
+    public static func neutralisingFormula(_ s: String) -> String {
+        guard let first = s.unicodeScalars.first, "=+-@\t\r".unicodeScalars.contains(first) else { return s }
+        if isPlainNumber(s) { return s }
+        return "'" + s
+    }
+
+    static func isPlainNumber(_ s: String) -> Bool {
+        var scalars = Substring(s).unicodeScalars[...]
+        if let sign = scalars.first, sign == "-" || sign == "+" { scalars = scalars.dropFirst() }
+        func digits() -> Int {
+            let n = scalars.prefix { $0.value >= 0x30 && $0.value <= 0x39 }.count
+            scalars = scalars.dropFirst(n)
+            return n
+        }
+        guard digits() > 0 else { return false }
+        if scalars.first == "." {
+            scalars = scalars.dropFirst()
+            guard digits() > 0 else { return false }
+        }
+        if let e = scalars.first, e == "e" || e == "E" {
+            scalars = scalars.dropFirst()
+            if let sign = scalars.first, sign == "-" || sign == "+" { scalars = scalars.dropFirst() }
+            guard digits() > 0 else { return false }
+        }
+        return scalars.isEmpty
     }
 
     static func csvField(_ s: String) -> String {

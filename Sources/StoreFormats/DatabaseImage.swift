@@ -69,7 +69,7 @@ public enum DatabaseImage {
         let layout = try Layout.of(mainFile: mainFile, wal: wal, walData: walData, upToCommit: upToCommit, maxBytes: maxBytes)
         // Read-write: the header is read back to be checked and patched once every page is in place.
         let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .writeFailed(path: path, reason: String(cString: strerror(errno))) }
+        guard fd >= 0 else { throw .writeFailed(path: path, code: errno, bytes: layout.size) }
         var failed = true
         defer {
             close(fd)
@@ -80,7 +80,7 @@ public enum DatabaseImage {
             while done < bytes.count {
                 let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
                 if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { throw .writeFailed(path: path, reason: String(cString: strerror(errno))) }
+                guard n > 0 else { throw .writeFailed(path: path, code: n == 0 ? EIO : errno, bytes: layout.size) }
                 done += n
             }
         }
@@ -99,7 +99,7 @@ public enum DatabaseImage {
             }
         }
         try result.get()
-        if ftruncate(fd, off_t(layout.size)) != 0 { throw .writeFailed(path: path, reason: String(cString: strerror(errno))) }
+        if ftruncate(fd, off_t(layout.size)) != 0 { throw .writeFailed(path: path, code: errno, bytes: layout.size) }
         if let walData, layout.applied != nil {
             walData.withUnsafeBytes { (source: UnsafeRawBufferPointer) in
                 for (target, from) in layout.copies(walBytes: source.count) {
@@ -117,11 +117,11 @@ public enum DatabaseImage {
         if layout.applied != nil {
             do { _ = try DatabaseHeader(data: header.prefix(max(0, read))) } catch { throw .imageHeaderInvalid(error) }
         }
-        guard read == DatabaseHeader.length else { throw .writeFailed(path: path, reason: "the header could not be read back") }
+        guard read == DatabaseHeader.length else { throw .writeFailed(path: path, code: EIO, bytes: layout.size) }
         patchToRollbackMode(&header)
         if layout.applied != nil { setInHeaderPageCount(&header, UInt32(truncatingIfNeeded: layout.pages)) }
         let written = header.withUnsafeBytes { pwrite(fd, $0.baseAddress!, DatabaseHeader.length, 0) }
-        guard written == DatabaseHeader.length else { throw .writeFailed(path: path, reason: String(cString: strerror(errno))) }
+        guard written == DatabaseHeader.length else { throw .writeFailed(path: path, code: written < 0 ? errno : EIO, bytes: layout.size) }
         failed = false
     }
 
@@ -258,8 +258,9 @@ public enum DatabaseImageError: Error, Equatable, Sendable, CustomStringConverti
     /// After applying the WAL, page 1 is not a valid SQLite header (e.g. an
     /// empty main file and a WAL that never wrote page 1).
     case imageHeaderInvalid(DatabaseHeaderError)
-    /// The image could not be written to a file.
-    case writeFailed(path: String, reason: String)
+    /// The image (of `bytes` bytes) could not be written to a file: our own failure, with the
+    /// errno that says why (ENOSPC: the working folder is full).
+    case writeFailed(path: String, code: Int32, bytes: Int)
 
     public var description: String {
         switch self {
@@ -279,8 +280,8 @@ public enum DatabaseImageError: Error, Equatable, Sendable, CustomStringConverti
             "The database image would be \(bytes) bytes, more than the limit of \(limit) bytes."
         case .imageHeaderInvalid(let error):
             "The database image built from the main file and WAL has no valid header: \(error)"
-        case .writeFailed(let path, let reason):
-            "The database image could not be written to \(path) (\(reason)); check free space in TMPDIR."
+        case .writeFailed(let path, let code, let bytes):
+            "The database image (\(bytes) bytes) could not be written to \(path) (\(String(cString: strerror(code)))); check free space in TMPDIR."
         }
     }
 }

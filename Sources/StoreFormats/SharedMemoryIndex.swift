@@ -16,6 +16,19 @@ public struct SharedMemoryIndex: Sendable, Equatable {
     /// Bytes of header this parser needs: two 48-byte copies plus the 40-byte checkpoint info.
     public static let headerLength = 136
 
+    /// The most bytes a `-shm` can hold for a WAL of `walFrames` frames: 32 KiB blocks, the first
+    /// indexing 4062 frames (its header takes the room of 34), each further one 4096
+    /// (walformat.html §2.2). A larger `-shm` (a sparse 1 GiB file from a hostile image) holds
+    /// nothing more, so nothing more is read.
+    public static func byteLimit(walFrames: Int) -> Int {
+        let firstBlockFrames = 4062, blockFrames = 4096, blockBytes = 32768
+        let frames = max(0, walFrames)
+        guard frames > firstBlockFrames else { return blockBytes }
+        let more = (frames - firstBlockFrames - 1) / blockFrames + 1
+        // A WAL's frame count is bounded by its size; this cannot overflow for any real file.
+        return blockBytes * (1 + min(more, Int.max / blockBytes - 1))
+    }
+
     /// wal-index format version (offset 0), 3007000.
     public let iVersion: UInt32
     /// Transaction counter (offset 8), bumped on each write transaction.

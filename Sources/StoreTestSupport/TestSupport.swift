@@ -48,11 +48,12 @@ public enum ProjectPaths {
     }
 }
 
-/// A temporary folder for one test, removed when the value is released.
+/// A temporary folder for one test, removed when the value is released. Named `sltest-…`, never
+/// `storelens-…`: `make test` fails when a `storelens-*` folder (a scratch folder) is left behind.
 public final class TemporaryFolder: @unchecked Sendable {
     public let url: URL
     public init(_ name: String = "test") throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("storelens-\(name)-\(UUID().uuidString)")
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("sltest-\(name)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
     public func path(_ component: String) -> URL { url.appendingPathComponent(component) }

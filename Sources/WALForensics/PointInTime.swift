@@ -61,7 +61,7 @@ public enum PointInTime {
         let path = folder.appendingPathComponent("commit-\(resolved).sqlite").path
         if !FileManager.default.fileExists(atPath: path) {
             if mkdir(folder.path, 0o700) != 0 && errno != EEXIST {
-                throw .image(path: evidence.displayPath, .writeFailed(path: folder.path, reason: String(cString: strerror(errno))))
+                throw .image(path: evidence.displayPath, .writeFailed(path: folder.path, code: errno, bytes: 0))
             }
             do {
                 if resolved == 0 {

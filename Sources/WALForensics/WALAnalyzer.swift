@@ -1,3 +1,4 @@
+import Acquisition
 import CoreDataStore
 import Foundation
 import SQLiteAccess
@@ -14,7 +15,11 @@ public enum WALAnalyzer {
         public init(integrityCheck: Bool = true) { self.integrityCheck = integrityCheck }
     }
 
-    public static func analyze(_ evidence: WALEvidence, options: Options = Options()) -> WALAnalysis {
+    /// - Throws: only `WorkingFolderFailure`: our own full or failing working folder stops the
+    ///   analysis instead of becoming a finding about the WAL (every other problem is a finding).
+    public static func analyze(_ evidence: WALEvidence, options: Options = Options()) throws -> WALAnalysis {
+        // Every error caught below to decide a verdict goes through `ours` first.
+        func ours<T>(_ body: () throws -> T) throws -> T? { try WorkingFolderFailure.unlessOurs(body) }
         var findings: [WALAnalysis.Finding] = []
         let header = evidence.header
         let wal = evidence.wal
@@ -92,10 +97,10 @@ public enum WALAnalyzer {
             }
 
             // Entity names from Z_PRIMARYKEY, in the WAL view and the main file.
-            finalConnection = try? PointInTime.open(evidence, commit: nil)
-            let mainConnection = transactions.isEmpty ? finalConnection : try? PointInTime.open(evidence, commit: 0)
+            finalConnection = try ours { try PointInTime.open(evidence, commit: nil) }
+            let mainConnection = transactions.isEmpty ? finalConnection : try ours { try PointInTime.open(evidence, commit: 0) }
             for connection in [finalConnection, mainConnection].compactMap({ $0 }) {
-                guard let store = try? CoreDataStore.read(connection) else { continue }
+                guard let store = try ours({ try CoreDataStore.read(connection) }) ?? nil else { continue }
                 isCoreData = true
                 for entity in store.entities where tableEntities[entity.table]?.contains(entity.name) != true {
                     tableEntities[entity.table, default: []].append(entity.name)
@@ -113,8 +118,9 @@ public enum WALAnalyzer {
                                     otherPages: order.compactMap { key in entry.other[key].map { (key, $0) } }))
             }
         } catch {
+            if let failure = WorkingFolderFailure.from(error) { throw failure }
             findings.append(.init(.warning, "pagesNotMapped",
-                                  "The pages cannot be mapped to tables: \(WALForensicsError.clause(error.description))."))
+                                  "The pages cannot be mapped to tables: \(WALForensicsError.clause(String(describing: error)))."))
             mapped = transactions.map {
                 .init(number: $0.number, firstFrame: $0.firstFrame, commitFrame: $0.commitFrame, frames: $0.frameCount,
                       pages: $0.pages, databaseSizeInPages: $0.databaseSizeInPages, tables: [], entities: [], otherPages: [])
@@ -125,13 +131,13 @@ public enum WALAnalyzer {
         if !transactions.isEmpty {
             structure.pageOneChanges = pageOneDifferences(evidence)
             if options.integrityCheck, let connection = finalConnection {
-                let result = (try? connection.integrityCheck(full: false, maxErrors: 5)) ?? ["the WAL view cannot be read"]
+                let result = try ours { try connection.integrityCheck(full: false, maxErrors: 5) } ?? ["the WAL view cannot be read"]
                 if result != ["ok"] {
                     // quick_check puts several findings in one row, one per line.
                     structure.walViewIntegrity = result.flatMap { $0.split(whereSeparator: \.isNewline).map(String.init) }
                         .filter { !$0.hasPrefix("*** in database") }
-                    if let main = try? PointInTime.open(evidence, commit: 0) {
-                        structure.mainIntegrity = (try? main.integrityCheck(full: false, maxErrors: 5)) ?? ["unreadable"]
+                    if let main = try ours({ try PointInTime.open(evidence, commit: 0) }) {
+                        structure.mainIntegrity = try ours { try main.integrityCheck(full: false, maxErrors: 5) } ?? ["unreadable"]
                     }
                 }
             } else if options.integrityCheck, finalConnection == nil {

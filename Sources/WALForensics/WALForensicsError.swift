@@ -1,3 +1,4 @@
+import Acquisition
 import Foundation
 import SQLiteAccess
 import StoreFormats
@@ -47,5 +48,16 @@ public enum WALForensicsError: Error, Equatable, Sendable, CustomStringConvertib
     /// A sentence turned into a clause: no trailing full stop.
     static func clause(_ sentence: String) -> String {
         sentence.hasSuffix(".") ? String(sentence.dropLast()) : sentence
+    }
+}
+
+extension WALForensicsError: CarriesWorkingFolderFailure {
+    /// An image that could not be written, or SQLite failing on our copy, is our own failure.
+    public var workingFolderFailure: WorkingFolderFailure? {
+        switch self {
+        case .image(_, let error): return WorkingFolderFailure.from(error)
+        case .sqlite(_, let error): return WorkingFolderFailure.from(error)
+        default: return nil
+        }
     }
 }

@@ -127,3 +127,39 @@ struct SHA256ImplementationTests {
         }
     }
 }
+
+/// The library is public: a caller that lets go of a session after an error (the usual Swift
+/// pattern, no `defer`) must not leave copies of the evidence on disk.
+@Suite("scratch folders die with their owner")
+struct ScratchLifetimeTests {
+    @Test("a session dropped after a failed read leaves nothing in its parent")
+    func droppedAfterThrow() throws {
+        let parent = try TemporaryFolder("scratch-lifetime")
+        let folder = try TemporaryFolder("scratch-lifetime-input")
+        let bomb = folder.path("bomb.tar")
+        // A real input whose extraction fails part way: an archive bigger than the limit allows.
+        try Data(repeating: 0x41, count: 64 * 1024).write(to: folder.path("payload.sqlite"))
+        let tar = Process()
+        tar.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        tar.arguments = ["bsdtar", "-cf", bomb.path, "-C", folder.url.path, "payload.sqlite"]
+        try tar.run()
+        tar.waitUntilExit()
+        func read() throws {
+            let session = try EvidenceSession(scratchParent: parent.url)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: parent.url.path).count == 1)
+            var limits = ArchiveLimits()
+            limits.maxEntryBytes = 1024
+            _ = try session.stores(from: [bomb.path], limits: limits)
+        }
+        #expect(throws: (any Error).self) { try read() }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: parent.url.path).isEmpty, "the scratch folder went with its session")
+        #expect(ScratchRegistry.shared.live.allSatisfy { !$0.path.hasPrefix(parent.url.path) })
+    }
+
+    @Test("a folder kept with --keep-scratch stays after its owner goes")
+    func keptStays() throws {
+        let parent = try TemporaryFolder("scratch-kept")
+        do { _ = try ScratchFolder(parent: parent.url, keep: true) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: parent.url.path).count == 1)
+    }
+}

@@ -34,7 +34,7 @@ struct HTMLReportTests {
         for store in stores {
             var section = ReportDocument.StoreSection(path: store.displayPath, found: store.found)
             section.inspection = try StoreInspector.inspect(store.copy, displayPath: store.displayPath)
-            section.wal = WALAnalyzer.analyze(try WALEvidence(copy: store.copy, displayPath: store.displayPath))
+            section.wal = try WALAnalyzer.analyze(try WALEvidence(copy: store.copy, displayPath: store.displayPath))
             let connection = try store.copy.open()
             let coreData = try #require(try CoreDataStore.read(connection))
             let reader = try HistoryReader(connection: connection, store: coreData, model: nil)

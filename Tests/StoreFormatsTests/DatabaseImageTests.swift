@@ -337,7 +337,7 @@ struct DatabaseImageTests {
         let walData = try Fixture.data("swiftdata-resources/default.store-wal")
         let wal = WAL(data: walData)
         let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("storelens-image-\(UUID().uuidString)")
+            .appendingPathComponent("sltest-image-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
 

@@ -22,7 +22,7 @@ struct RealStoreWALTests {
     func summary() throws {
         guard let (evidence, session) = try Self.evidence() else { return }
         defer { try? session.finish() }
-        let analysis = WALAnalyzer.analyze(evidence)
+        let analysis = try WALAnalyzer.analyze(evidence)
         let wal = try #require(analysis.wal)
         #expect(wal.frames == 355)
         #expect(wal.validFrames == 355)

@@ -64,7 +64,7 @@ struct WALDamageTests {
                         "commit \(commit)", sourceLocation: sourceLocation)
             }
         }
-        return WALAnalyzer.analyze(evidence)
+        return try WALAnalyzer.analyze(evidence)
     }
 
     static func rows(_ count: Int, _ max: Int, _ first: String, _ hasTwo: Int) -> [[DatabaseValue]] {
@@ -191,7 +191,7 @@ struct WALDamageTests {
         for query in queries {
             try Self.compareWithSQLite(copy, query: query)
         }
-        let analysis = WALAnalyzer.analyze(try copy.evidence(withSharedMemory: false))
+        let analysis = try WALAnalyzer.analyze(try copy.evidence(withSharedMemory: false))
         let warning = try #require(analysis.warnings.first { $0.code == "walMayNotBelong" })
         #expect(!warning.details.isEmpty)
     }
@@ -213,7 +213,7 @@ struct WALDamageTests {
         let error = try #require(throws: WALForensicsError.self) { try PointInTime.image(evidence, commit: nil) }
         #expect(error.description.contains("page size"))
         #expect(Self.ourAnswer(evidence, commit: 0) == Self.rows(100, 100, Self.mainOne, 1), "the main file alone is still readable")
-        let analysis = WALAnalyzer.analyze(evidence)
+        let analysis = try WALAnalyzer.analyze(evidence)
         #expect(analysis.warnings.map(\.code).contains("walPageSizeMismatch"))
         // Through the safe-open path the pair is refused outright, naming the -wal.
         let session = try EvidenceSession()
@@ -304,7 +304,7 @@ struct WALDamageTests {
 
         let noWAL = try Self.damaged(final, "no-wal", in: builder.root)
         try FileManager.default.removeItem(at: noWAL.wal)
-        let lonely = WALAnalyzer.analyze(try noWAL.evidence(withSharedMemory: false))
+        let lonely = try WALAnalyzer.analyze(try noWAL.evidence(withSharedMemory: false))
         #expect(lonely.wal == nil)
         #expect(lonely.warnings.map(\.code) == ["walModeWithoutWAL"])
     }
@@ -328,7 +328,7 @@ struct WALDamageTests {
         #expect(hugeEvidence.wal?.validFrameCount == wal.validFrameCount, "still a valid WAL")
         let error = try #require(throws: WALForensicsError.self) { try PointInTime.image(hugeEvidence, commit: nil) }
         #expect(error.description.contains("bytes"))
-        let analysis = WALAnalyzer.analyze(hugeEvidence)
+        let analysis = try WALAnalyzer.analyze(hugeEvidence)
         #expect(analysis.warnings.map(\.code).contains("walMayNotBelong"))
         #expect(Self.ourAnswer(hugeEvidence, commit: 2) == Self.rows(200, 200, Self.mainOne, 1), "earlier commits still read")
 
@@ -336,7 +336,7 @@ struct WALDamageTests {
             WALSurgery.writeBE(0x7FFF_FFFF, into: &data, at: WALSurgery.offset(ofFrame: 1, pageSize: Self.pageSize))
             WALSurgery.reseal(&data, pageSize: Self.pageSize)
         }
-        let farAnalysis = WALAnalyzer.analyze(try farPage.evidence(withSharedMemory: false))
+        let farAnalysis = try WALAnalyzer.analyze(try farPage.evidence(withSharedMemory: false))
         let warning = try #require(farAnalysis.warnings.first { $0.code == "walMayNotBelong" })
         #expect(warning.details.contains { $0.contains("2147483647") })
     }

@@ -25,9 +25,10 @@ enum BoundedRun {
         var stderr = Data()
     }
 
-    static func run(_ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 30) throws -> Outcome {
+    /// - Parameter tool: another program to run instead of storelens (a shell that sets a limit first).
+    static func run(_ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 30, tool: String? = nil) throws -> Outcome {
         let process = Process()
-        process.executableURL = ProjectPaths.executable()
+        process.executableURL = tool.map { URL(fileURLWithPath: $0) } ?? ProjectPaths.executable()
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }

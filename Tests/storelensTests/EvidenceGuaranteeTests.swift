@@ -102,7 +102,7 @@ struct EvidenceGuaranteeTests {
     }
 
     static func writeManifest(_ text: String, in work: URL) throws -> URL {
-        let url = work.appendingPathComponent("storelens-\(UUID().uuidString.prefix(8)).json")
+        let url = work.appendingPathComponent("sltest-\(UUID().uuidString.prefix(8)).json")
         try Data(text.utf8).write(to: url)
         return url
     }

@@ -28,6 +28,8 @@ enum HostileCorpus {
     struct Item: Sendable, CustomStringConvertible {
         let name: String
         let expectation: Expectation
+        /// The manifest `audit` and `report` get instead of `BoundedRun.todoManifest`.
+        var manifest: String?
         /// Makes the input inside `folder` (which then holds nothing else) using `work` for
         /// intermediate files; returns the path to give the commands.
         let make: @Sendable (_ folder: URL, _ work: URL) throws -> URL
@@ -50,8 +52,47 @@ enum HostileCorpus {
 
     static var items: [Item] {
         headers + truncations + wals + sharedMemory + metadata + modelCaches + names + keys + schemaCode
-            + archives + backups + containers
+            + archives + backups + containers + issue14
     }
+
+    // MARK: - Issue 14: unbounded work from small inputs, output that attacks its reader
+
+    static let issue14: [Item] = [
+        // 64 MiB logical, a few KB on disk (the dedicated test uses 1 GiB): only the bytes a -shm
+        // can hold for the WAL's frames are read.
+        Item("shm: a 64 MiB sparse -shm") { folder, work in
+            let url = try moved(try store(in: work), into: folder)
+            guard truncate(url.path + "-shm", 64 << 20) == 0 else { throw CocoaError(.fileWriteUnknown) }
+            return url
+        },
+        Item("archive: a tar with a 7 GiB sparse store") { folder, work in
+            let container = work.appendingPathComponent("c/Library/Application Support")
+            let url = try store(in: container)
+            guard truncate(url.path, 7 << 30) == 0 else { throw CocoaError(.fileWriteUnknown) }
+            let tar = folder.appendingPathComponent("sparse.tar")
+            // bsdtar stores the file's holes as holes (a pax sparse entry): 7 GiB in a few KB.
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["bsdtar", "-cf", tar.path, "-C", work.appendingPathComponent("c").path, "Library"]
+            try process.run()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
+            return tar
+        },
+        { () -> Item in
+            var item = Item("manifest: a store pattern of **/ repeated 300 times") { folder, work in
+                try moved(try store(in: work), into: folder)
+            }
+            item.manifest = BoundedRun.todoManifest.replacingOccurrences(of: "\"**/*.store\"", with: "\"" + String(repeating: "**/", count: 300) + "*.store\"")
+            return item
+        }(),
+        Item("values: formulas, bidi overrides and controls in cells and names") { folder, work in
+            try moved(try store(in: work) { w in
+                try w.executeRaw("UPDATE ZTODOITEM SET ZTITLE = CASE Z_PK % 5 WHEN 0 THEN '=HYPERLINK(\"http://evil.example\",\"x\")' WHEN 1 THEN '@SUM(A1)' WHEN 2 THEN '-1+cmd|'' /C calc''!A0' WHEN 3 THEN 'evil' || char(0x202E) || 'txt.exe' ELSE char(9) || '=1+1' || char(0x9B) END")
+                try w.executeRaw("UPDATE ZTODOLIST SET ZNAME = '+1|2|' || char(0x2066)")
+            }, into: folder)
+        },
+    ]
 
     // MARK: - The base store
 

@@ -22,7 +22,7 @@ struct HostileCorpusTests {
         let input = try item.make(folder, work).path
         try? FileManager.default.removeItem(at: work)
         let manifest = root.path("storelens.json")
-        try Data(BoundedRun.todoManifest.utf8).write(to: manifest)
+        try Data((item.manifest ?? BoundedRun.todoManifest).utf8).write(to: manifest)
         for target in HostileCorpus.escapeTargets { try? FileManager.default.removeItem(atPath: target) }
 
         let before = try FolderSnapshot(folder)
@@ -55,6 +55,45 @@ struct HostileCorpusTests {
                 try FileManager.default.removeItem(at: outputs.appendingPathComponent(name))
             }
         }
+    }
+
+    @Test("every output option aimed at the item's own files, directly or through a link, is refused and writes nothing", arguments: HostileCorpus.items)
+    func outputsOntoEvidence(_ item: HostileCorpus.Item) throws {
+        let root = try TemporaryFolder("hostile-out")
+        let folder = root.path("input"), work = root.path("work"), tmp = root.path("tmp"), links = root.path("links")
+        for url in [folder, work, tmp, links] { try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true) }
+        let input = try item.make(folder, work).path
+        try? FileManager.default.removeItem(at: work)
+        let manifest = root.path("storelens.json")
+        try Data((item.manifest ?? BoundedRun.todoManifest).utf8).write(to: manifest)
+        // The input's own files (an input folder: a new file inside it), and a symlink to each.
+        var targets: [String] = []
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: input, isDirectory: &isFolder), isFolder.boolValue {
+            targets.append(input + "/storelens-output.json")
+        } else {
+            targets += [input, input + "-wal", input + "-shm", input + "-journal"]
+        }
+        // A link to the last, whatever it is (a -journal that does not exist yet: a dangling link).
+        let link = links.appendingPathComponent("link").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: targets[targets.count - 1])
+        targets.append(link)
+        let before = try FolderSnapshot(folder)
+        for target in targets {
+            // Every option against every target would be 6 × 5 runs per item; each target meets three
+            // options, and across the targets every option is used.
+            let all = [["inspect", input, "--jsonl", target], ["scan", input, "--evidence", target],
+                       ["wal", input, "--out", target], ["audit", input, "-m", manifest.path, "--jsonl", target],
+                       ["repair", input, "--out", target], ["report", input, "--out", target, "--force"]]
+            let index = targets.firstIndex(of: target) ?? 0
+            for arguments in (0..<3).map({ all[(index * 3 + $0) % all.count] }) {
+                let run = try BoundedRun.run(arguments, environment: ["TMPDIR": tmp.path], timeout: Self.timeout)
+                let what = "\(item.name) — \(arguments.joined(separator: " ")) (exit \(run.status))\nstderr: \(run.stderr.prefix(1000))"
+                #expect(run.status == 2 && run.stderr.contains("never writes"), "\(what)")
+                #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path).isEmpty, "refused before any work: \(what)")
+            }
+        }
+        #expect(try FolderSnapshot(folder) == before, "\(item.name): the input folder changed")
     }
 
     /// Whether an error message names the input (its path, or its file name).
@@ -95,7 +134,8 @@ struct HostileCorpusTests {
                        "names: 10,000", "names: a view that calls load_extension", "names: triggers", "archive: traversal",
                        "archive: symlinks", "archive: hardlinks", "archive: a bzip2 bomb", "archive: a zip bomb",
                        "archive: duplicate names", "archive: names that are not UTF-8", "backup: rows with NULL",
-                       "keys: Z_MAX and a Z_PK at 2^63-1", "keys: to-one targets with a wrong Z_ENT", "keys: a WITHOUT ROWID"] {
+                       "keys: Z_MAX and a Z_PK at 2^63-1", "keys: to-one targets with a wrong Z_ENT", "keys: a WITHOUT ROWID",
+                       "shm: a 64 MiB sparse", "archive: a tar with a 7 GiB sparse", "manifest: a store pattern of **/", "values: formulas"] {
             #expect(names.contains { $0.hasPrefix(prefix) }, "no item for \(prefix)")
         }
         #expect(Set(names).count == names.count, "item names are unique")

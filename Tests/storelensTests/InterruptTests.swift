@@ -42,3 +42,40 @@ struct InterruptTests {
         #expect(try FolderSnapshot(folder.url) == before)
     }
 }
+
+@Suite("Scratch folders when the reader of stdout goes away")
+struct ClosedPipeTests {
+    @Test("rows into a pipe whose reader closes early: a quiet stop with 141, no scratch left, input unchanged", arguments: ["table", "csv", "jsonl"])
+    func closedPipeRemovesScratch(format: String) throws {
+        let folder = try TemporaryFolder("pipe")
+        let scratchParent = try TemporaryFolder("pipe-scratch")
+        // Far more rows than a pipe buffers (64 KiB), so storelens is still writing when the reader goes.
+        let store = try BadInputTests.builtStore(in: folder.url, rows: 3000)
+        let before = try FolderSnapshot(folder.url)
+
+        let process = Process()
+        process.executableURL = ProjectPaths.executable()
+        process.arguments = ["rows", store.path, "TodoItem", "--format", format]
+        var env = ProcessInfo.processInfo.environment
+        env["TMPDIR"] = scratchParent.url.path
+        process.environment = env
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // Read the first bytes, as `head -c` would, then close the only read end.
+        var first = [UInt8](repeating: 0, count: 512)
+        let n = read(out.fileHandleForReading.fileDescriptor, &first, first.count)
+        try out.fileHandleForReading.close()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+
+        #expect(n > 0, "storelens wrote rows before the reader went away")
+        #expect(process.terminationReason == .exit, "a clean exit, not death by SIGPIPE")
+        #expect(process.terminationStatus == 141)
+        #expect(stderr.isEmpty, "a quiet stop: \(String(decoding: stderr, as: UTF8.self))")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratchParent.url.path).isEmpty, "no working folder left behind")
+        #expect(try FolderSnapshot(folder.url) == before)
+    }
+}

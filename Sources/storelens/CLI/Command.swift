@@ -21,14 +21,43 @@ protocol Command: Sendable {
 
 /// Where a command writes. stdout is for results, stderr for diagnostics. A progress line on
 /// stderr is cleared before anything else is written.
+///
+/// When whoever reads stdout goes away (`storelens rows … | head -1`), the next write fails with
+/// EPIPE (SIGPIPE is ignored, `Interrupts.install`): that is a clean stop, not an error. The
+/// scratch folders are removed and the process exits quietly with 141, the status a shell
+/// reports for any filter its reader stopped (128 + SIGPIPE), so `set -o pipefail` treats
+/// storelens like `cat` (docs/exit-codes.md).
 final class Output: Sendable {
+    static let readerGoneStatus: Int32 = 128 + SIGPIPE
+
     func write(_ text: String) {
         ProgressReporter.current.clear()
-        FileHandle.standardOutput.write(Data(text.utf8))
+        if !Self.writeAll(STDOUT_FILENO, text), errno == EPIPE {
+            ScratchRegistry.shared.removeAll()
+            // _exit, as on a signal: other threads may still be working and atexit must not race them.
+            _exit(Self.readerGoneStatus)
+        }
     }
+
+    /// Diagnostics: a closed stderr loses them but stops nothing.
     func error(_ text: String) {
         ProgressReporter.current.clear()
-        FileHandle.standardError.write(Data(text.utf8))
+        _ = Self.writeAll(STDERR_FILENO, text)
+    }
+
+    /// Writes every byte, retrying short and interrupted writes. False (with errno) on failure.
+    static func writeAll(_ fd: Int32, _ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        var written = 0
+        while written < bytes.count {
+            let n = bytes[written...].withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            written += n
+        }
+        return true
     }
 }
 

@@ -53,6 +53,8 @@ enum Diagnostics {
 
     /// The sentence for each error type the library throws, and whether it is storelens's own fault.
     static func describe(_ error: Error) -> (String, Bool)? {
+        // Our own I/O failure, whatever layer it surfaced in, is never described as the evidence's.
+        if let ours = WorkingFolderFailure.from(error) { return (ours.description, true) }
         switch error {
         case let e as AcquisitionError: return (e.description, e.isInternal)
         case let e as RepairError:
@@ -60,6 +62,7 @@ enum Diagnostics {
             return (e.description, false)
         case let e as WALForensicsError: return (e.description, !e.isInputError)
         case let e as InputError: return (e.message, false)
+        case let e as OutputPathError: return (e.description, false)
         case let e as ArchiveError: return (e.description, false)
         case let e as BackupError: return (e.description, false)
         case let e as ManifestError: return (e.description, false)

@@ -2,7 +2,7 @@ import Acquisition
 import Dispatch
 import Foundation
 
-/// Ctrl-C, SIGTERM and SIGHUP remove the scratch folders before exiting.
+/// Ctrl-C, SIGTERM and SIGHUP remove the scratch folders before exiting; SIGPIPE is ignored.
 ///
 /// The handlers run on a dispatch queue, not in signal context, so they may touch the file
 /// system. They are installed from a nonisolated function: top-level code is main-actor
@@ -11,6 +11,9 @@ enum Interrupts {
     nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
 
     static func install() {
+        // A reader that goes away is seen as EPIPE on the next write to stdout (`Output.write`),
+        // which removes scratch; the default action would kill the process with scratch left behind.
+        signal(SIGPIPE, SIG_IGN)
         for sig in [SIGINT, SIGTERM, SIGHUP] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())

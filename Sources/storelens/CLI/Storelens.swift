@@ -44,8 +44,9 @@ enum Storelens {
         let configuration = command.configuration
         let instance: any Command
         let quiet: Bool
+        let parsed: ParsedArguments
         do {
-            let parsed = try ParsedArguments.parse(Array(arguments.dropFirst()), options: configuration.options)
+            parsed = try ParsedArguments.parse(Array(arguments.dropFirst()), options: configuration.options)
             if parsed.helpRequested {
                 output.write(Help.command(configuration))
                 return .success
@@ -56,11 +57,38 @@ enum Storelens {
             return Diagnostics.report(error, command: configuration, to: output)
         }
         do {
+            // Before any work: no output may land on or in the evidence.
+            try OutputPaths.check(parsed)
             // Library code reports long work to ProgressReporter.current; this draws it on a terminal.
             return try TerminalProgress.reporter(quiet: quiet).bind { try instance.run(output) }
         } catch {
             ScratchRegistry.shared.removeAll()
             return Diagnostics.report(error, to: output)
         }
+    }
+}
+
+/// Which options name files storelens writes and which name files it reads, for the one output
+/// check every command passes before it starts (`OutputGuard`). A new output option is listed
+/// here, or it is not checked.
+enum OutputPaths {
+    static let files = ["--out", "--jsonl", "--log", "--evidence"]
+    static let folders = ["--backup"]
+    /// Files read besides the positional inputs; an output may not be one of them either.
+    static let readOptions = ["--manifest", "--model"]
+
+    static func check(_ parsed: ParsedArguments) throws {
+        let outputs = files.flatMap { option in parsed.values(option).map { OutputGuard.Output(option: option, path: $0) } }
+            + folders.flatMap { option in parsed.values(option).map { OutputGuard.Output(option: option, path: $0, kind: .folder) } }
+        guard !outputs.isEmpty else { return }
+        // With --each a folder is a folder of inputs, not one input: its entries are the evidence,
+        // less the results file, which the batch never reads as an input (Batch.run). A folder
+        // that cannot be listed stays one input, the stricter reading.
+        var positionals = parsed.positionals
+        if parsed.flag("--each"), let entries = try? Batch.inputs(parsed.positionals, each: true) {
+            let results = parsed.value("--jsonl").map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+            positionals = entries.filter { URL(fileURLWithPath: $0).standardizedFileURL.path != results }
+        }
+        try OutputGuard.check(outputs, inputs: positionals + readOptions.flatMap { parsed.values($0) })
     }
 }

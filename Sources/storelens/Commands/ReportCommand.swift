@@ -157,7 +157,7 @@ struct ReportCommand: Command {
             stage("reading the WAL")
             let evidence = try WALEvidence(copy: copy, displayPath: store.path)
             // For Core Data stores the checks below run SQLite's quick_check once.
-            let analysis = WALAnalyzer.analyze(evidence, options: .init(integrityCheck: !isCoreData))
+            let analysis = try WALAnalyzer.analyze(evidence, options: .init(integrityCheck: !isCoreData))
             section.wal = analysis
             section.findings += analysis.findings.map { Self.finding($0, store: store.path) }
         } catch {

@@ -22,6 +22,7 @@ struct RowsCommand: Command {
                   OptionSpec.value("--where", valueName: "attr=value", help: "Keep rows whose attribute or to-one relationship equals the value (Entity#pk or pk for relationships, null for NULL).", repeatable: true),
                   OptionSpec.value("--limit", valueName: "n", help: "Print at most this many rows."),
                   OptionSpec.value("--as-of", valueName: "commit", help: "Read the store as it stood after WAL commit N (0: the main file alone)."),
+                  OptionSpec.flag("--raw-csv", help: "With --format csv: write cells exactly as stored; by default a cell a spreadsheet would run as a formula (=, +, -, @, tab, CR) gets a leading ' (docs/rows.md)."),
                   ModelOption.model] + CommonOptions.input,
         examples: ["storelens rows default.store Item",
                    "storelens rows default.store Component --where item=Item#7 --format json",
@@ -34,6 +35,7 @@ struct RowsCommand: Command {
     let limit: Int?
     let asOf: Int?
     let modelPath: String?
+    let rawCSV: Bool
     let input: InputSettings
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
@@ -57,6 +59,8 @@ struct RowsCommand: Command {
             asOf = nil
         }
         modelPath = parsed.value("--model")
+        rawCSV = parsed.flag("--raw-csv")
+        if rawCSV && format != .csv { throw .invalid("--raw-csv is for --format csv; the other formats never neutralise cells.") }
         input = try InputSettings(parsed)
     }
 
@@ -88,7 +92,7 @@ struct RowsCommand: Command {
             ("fields", .array(reader.fields.map { .string($0.label) })),
         ]
         if opened.model.source == .inferred { header.append(("modelNotes", .array(opened.model.notes.map(JSONValue.string)))) }
-        let writer = RowsWriter(format: format, fields: reader.fields.map(\.label), header: header, write: output.write)
+        let writer = RowsWriter(format: format, fields: reader.fields.map(\.label), header: header, rawCSV: rawCSV, write: output.write)
         if format == .table {
             var title = "\(TextTable.sanitized(acquired.displayPath)): \(entity.entity.name)"
             if asOf != nil { title += " as of commit \(asOf!)" }

@@ -94,8 +94,8 @@ struct WALCommand: Command {
                 let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
                 let clock = ContinuousClock()
                 var analysis: WALAnalysis?
-                let analyzing = clock.measure {
-                    analysis = WALAnalyzer.analyze(evidence, options: .init(integrityCheck: integrityCheck))
+                let analyzing = try clock.measure {
+                    analysis = try WALAnalyzer.analyze(evidence, options: .init(integrityCheck: integrityCheck))
                 }
                 if let analysis { analyses.append(analysis) }
                 if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil, let walData = evidence.walData {
@@ -116,7 +116,7 @@ struct WALCommand: Command {
             var entries: [WALReport.DiffEntry] = []
             for store in stores {
                 let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
-                let names = (try? PointInTime.open(evidence, commit: to)).map(AttributeNames.read) ?? [:]
+                let names = try WorkingFolderFailure.unlessOurs { try PointInTime.open(evidence, commit: to) }.map(AttributeNames.read) ?? [:]
                 entries.append(.init(path: store.displayPath,
                                      diff: try WALDiff.compute(evidence, from: from, to: to, attributeNames: names)))
             }

@@ -1,0 +1,76 @@
+import Foundation
+import StoreBuilder
+import StoreFormats
+import StoreTestSupport
+import Testing
+
+/// Small inputs that once made storelens do unbounded work. The tests assert the answer (or the
+/// refusal), never a time: the bound shows as a memory cap the old code could not live within,
+/// or as a refusal before the work.
+@Suite("bounded work from small inputs")
+struct UnboundedWorkTests {
+    @Test("a 1 GiB sparse -shm: wal reads only what a -shm can hold (under a 600 MB address-space cap) and reports the same -shm facts")
+    func sparseSharedMemory() throws {
+        let folder = try TemporaryFolder("sparse-shm")
+        try DemoContainer.write(into: folder.url)
+        let store = folder.url.appendingPathComponent("Library/Application Support/default.store").path
+        let before = try BoundedRun.run(["wal", store, "--format", "json"])
+        #expect(before.status == 0, "\(before.stderr)")
+        #expect(truncate(store + "-shm", 1 << 30) == 0)
+        // Reading the whole -shm into memory cannot happen under this cap: the old code then lost
+        // the -shm ("shorter than its header") instead of reporting it.
+        let capped = try BoundedRun.run(["-c", "ulimit -v 600000; exec \"$0\" \"$@\"", ProjectPaths.executable().path,
+                                         "wal", store, "--format", "json"], tool: "/bin/sh")
+        #expect(capped.status == 0, "\(capped.stderr)")
+        #expect(capped.stdout == before.stdout, "the same report: only the header of a -shm is ever used")
+    }
+
+    @Test("the bytes a -shm can hold follow the WAL's frame count: one 32 KiB block for 4062 frames, one more per 4096")
+    func sharedMemoryLimit() {
+        #expect(SharedMemoryIndex.byteLimit(walFrames: 0) == 32768)
+        #expect(SharedMemoryIndex.byteLimit(walFrames: 4062) == 32768)
+        #expect(SharedMemoryIndex.byteLimit(walFrames: 4063) == 65536)
+        #expect(SharedMemoryIndex.byteLimit(walFrames: 4062 + 4096) == 65536)
+        #expect(SharedMemoryIndex.byteLimit(walFrames: 4062 + 4097) == 98304)
+        #expect(SharedMemoryIndex.byteLimit(walFrames: Int.max) > 0, "no overflow on any frame count")
+    }
+
+    @Test("a 86 KB tar holding a 7 GiB sparse store is refused by --max-ratio before any work; a larger ratio lets it through")
+    func sparseTarEntry() throws {
+        let folder = try TemporaryFolder("sparse-tar")
+        let tmp = try TemporaryFolder("sparse-tar-tmp")
+        try DemoContainer.write(into: folder.path("c"))
+        let store = folder.path("c/Library/Application Support/default.store").path
+        // A small store's file grown to 7 GiB: all holes, which bsdtar stores as a sparse entry.
+        #expect(truncate(store, 7 << 30) == 0)
+        let tar = folder.path("sparse.tar")
+        let made = try BoundedRun.run(["bsdtar", "-cf", tar.path, "-C", folder.path("c").path, "Library"], tool: "/usr/bin/env")
+        try #require(made.status == 0, "bsdtar: \(made.stderr)")
+        let tarBytes = try #require(try FileManager.default.attributesOfItem(atPath: tar.path)[.size] as? NSNumber).intValue
+        #expect(tarBytes < 1 << 20, "the archive is small: \(tarBytes) bytes")
+        for command in [["scan", tar.path], ["inspect", tar.path, "--store", "default.store"]] {
+            let run = try BoundedRun.run(command, environment: ["TMPDIR": tmp.url.path])
+            #expect(run.status == 2, "\(command): \(run.stderr)")
+            #expect(run.stderr.contains("declares \(7 << 30) bytes") && run.stderr.contains("--max-ratio"), "\(command): \(run.stderr)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.url.path).isEmpty)
+        }
+    }
+
+    @Test("a manifest whose store pattern is **/ 300 times audits exactly like the plain pattern")
+    func manyDoubleStarManifest() throws {
+        let folder = try TemporaryFolder("stars")
+        try DemoContainer.write(into: folder.path("c"))
+        let plain = folder.path("plain.json"), hostile = folder.path("hostile.json")
+        try Data(DemoContainer.manifest.utf8).write(to: plain)
+        let stars = String(repeating: "**/", count: 300)
+        let text = DemoContainer.manifest.replacingOccurrences(of: "\"store\": \"", with: "\"store\": \"" + stars)
+        #expect(text.utf8.count > 3000 && text.contains(stars + "Library/Application Support/default.store"))
+        try Data(text.utf8).write(to: hostile)
+        let expected = try BoundedRun.run(["audit", folder.path("c").path, "-m", plain.path, "--format", "json"])
+        let got = try BoundedRun.run(["audit", folder.path("c").path, "-m", hostile.path, "--format", "json"])
+        #expect(!got.timedOut)
+        #expect(got.status == expected.status && got.status == 1, "\(got.stderr)")
+        let strip = { (s: String) in s.split(separator: "\n").filter { !$0.contains("manifest") && !$0.contains("store\"") }.joined(separator: "\n") }
+        #expect(strip(got.stdout) == strip(expected.stdout), "the same findings")
+    }
+}
