@@ -73,6 +73,8 @@ struct ArchivedModelWalker {
     typealias Ref = KeyedArchive.Reference
     let archive: KeyedArchive
     var notes: [String] = []
+    /// Property names each entity lists as `_NSPropertyDescriptionProxy` objects.
+    var proxies: [String: Set<String>] = [:]
 
     struct Damaged: Error, CustomStringConvertible {
         let description: String
@@ -100,6 +102,7 @@ struct ArchivedModelWalker {
             }
             entities.append(entity)
         }
+        entities = removingInheritedCopies(entities)
         var identifiers: [String] = []
         if let ref = try archive.reference("NSVersionIdentifiers", in: object), let members = try? archive.array(ref) {
             for member in members.prefix(1000) {
@@ -108,6 +111,55 @@ struct ArchivedModelWalker {
         }
         return StoreModel(source: .cache, entities: entities.sorted { $0.name < $1.name },
                           versionIdentifiers: identifiers.sorted(), origin: "Z_MODELCACHE", notes: notes)
+    }
+
+    /// Newer caches (Notes, Photos 13+, Screen Time) repeat a parent's properties in each
+    /// subentity's dictionary; older ones hold `_NSPropertyDescriptionProxy` objects instead. Core
+    /// Data forbids a subentity to redeclare a parent's property name, so a property whose name an
+    /// ancestor declares is the ancestor's: it is kept once, where it is declared, in the parent's
+    /// column (both forms give the same map; a proxy no ancestor explains is noted).
+    mutating func removingInheritedCopies(_ entities: [ModelEntity]) -> [ModelEntity] {
+        let byName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        func ancestors(of entity: ModelEntity) -> [ModelEntity] {
+            var chain: [ModelEntity] = []
+            var seen: Set<String> = [entity.name]
+            var next = entity.parent.flatMap { byName[$0] }
+            while let e = next, seen.insert(e.name).inserted {
+                chain.append(e)
+                next = e.parent.flatMap { byName[$0] }
+            }
+            return chain
+        }
+        var copies = 0
+        var result: [ModelEntity] = []
+        for var entity in entities {
+            let inherited = ancestors(of: entity)
+            var names = Set<String>()
+            for a in inherited {
+                names.formUnion(a.attributes.map(\.name))
+                names.formUnion(a.relationships.map(\.name))
+            }
+            let before = entity.attributes.count + entity.relationships.count
+            entity.attributes.removeAll { names.contains($0.name) }
+            entity.relationships.removeAll { names.contains($0.name) }
+            copies += before - entity.attributes.count - entity.relationships.count
+            let inheritedIndexes = Set(inherited.flatMap { $0.fetchIndexes.map(\.name) })
+            entity.fetchIndexes.removeAll { inheritedIndexes.contains($0.name) && !$0.name.isEmpty }
+            let inheritedUniques = Set(inherited.flatMap(\.uniqueConstraints))
+            entity.uniqueConstraints.removeAll { inheritedUniques.contains($0) }
+            for orphan in (proxies[entity.name] ?? []).subtracting(names).sorted() {
+                notes.append("\(entity.name).\(orphan) is a _NSPropertyDescriptionProxy that no ancestor declares; skipped")
+            }
+            result.append(entity)
+        }
+        let proxyCount = proxies.values.reduce(0) { $0 + $1.count }
+        if copies > 0 {
+            notes.append("subentities repeat \(copies) of their ancestors' properties in the cache; each is listed once, where it is declared")
+        }
+        if proxyCount > 0 {
+            notes.append("subentities stand in for \(proxyCount) inherited properties with _NSPropertyDescriptionProxy objects; each is listed once, where it is declared")
+        }
+        return result
     }
 
     func string(_ key: String, in object: KeyedArchive.ArchivedObject) throws -> String? {
@@ -145,6 +197,10 @@ struct ArchivedModelWalker {
                     entity.relationships.append(try relationship(propertyObject, key: property.key))
                 } else if propertyObject.isKind(of: "NSAttributeDescription") || propertyObject.isKind(of: "NSCompositeAttributeDescription") {
                     entity.attributes.append(try attribute(propertyObject, key: property.key, depth: 0))
+                } else if propertyObject.isKind(of: "_NSPropertyDescriptionProxy") {
+                    // Older caches (Photos 10.15.7) stand in for each inherited property with a proxy;
+                    // the property itself is read where the parent declares it.
+                    proxies[name, default: []].insert(property.key)
                 } else {
                     notes.append("\(name).\(property.key) is a \(propertyObject.className ?? "value") (not stored in a column); skipped")
                 }
