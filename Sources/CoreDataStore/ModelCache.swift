@@ -162,6 +162,17 @@ struct ArchivedModelWalker {
         return result
     }
 
+    /// The attributes named by `_NSLocationAttributeDerivedComponents` in an attribute's user
+    /// info ("latitude, longitude"): how Core Data marks the source of an R-tree fetch index.
+    func locationComponents(_ object: KeyedArchive.ArchivedObject) throws -> [String]? {
+        guard let infoRef = try archive.reference("NSUserInfo", in: object),
+              let entries = try? archive.stringKeyedDictionary(infoRef),
+              let entry = entries.first(where: { $0.key == "_NSLocationAttributeDerivedComponents" }),
+              let text = try? archive.string(entry.value) else { return nil }
+        let names = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        return names.isEmpty ? nil : Array(names.prefix(16))
+    }
+
     func string(_ key: String, in object: KeyedArchive.ArchivedObject) throws -> String? {
         guard let ref = try archive.reference(key, in: object) else { return nil }
         return try archive.string(ref)
@@ -196,7 +207,15 @@ struct ArchivedModelWalker {
                 if propertyObject.isKind(of: "NSRelationshipDescription") {
                     entity.relationships.append(try relationship(propertyObject, key: property.key))
                 } else if propertyObject.isKind(of: "NSAttributeDescription") || propertyObject.isKind(of: "NSCompositeAttributeDescription") {
-                    entity.attributes.append(try attribute(propertyObject, key: property.key, depth: 0))
+                    let attribute = try attribute(propertyObject, key: property.key, depth: 0)
+                    entity.attributes.append(attribute)
+                    if let components = try locationComponents(propertyObject) {
+                        // A transient location attribute (Photos' boundedByRect) is served by an R-tree
+                        // fetch index, the virtual table `Z_RT_<Entity>_<attribute>`.
+                        entity.fetchIndexes.append(ModelFetchIndex(name: attribute.name, elements: components.map {
+                            .init(property: $0, ascending: true, kind: "RTree")
+                        }))
+                    }
                 } else if propertyObject.isKind(of: "_NSPropertyDescriptionProxy") {
                     // Older caches (Photos 10.15.7) stand in for each inherited property with a proxy;
                     // the property itself is read where the parent declares it.

@@ -100,7 +100,7 @@ public enum SchemaReport {
 
     static func json(index: IndexMapping) -> JSONValue {
         .object([("properties", .array(index.properties.map(JSONValue.string))), ("index", .string(index.name)),
-                 ("present", .bool(index.present))])
+                 ("present", .bool(index.present)), ("note", .optional(index.note))])
     }
 
     // MARK: - Text
@@ -182,10 +182,10 @@ public enum SchemaReport {
             if !m.uniqueConstraints.isEmpty || !m.fetchIndexes.isEmpty {
                 var rows: [[String]] = []
                 for u in m.uniqueConstraints {
-                    rows.append(["unique", u.properties.joined(separator: ", "), u.name + (u.present ? "" : " (missing)")])
+                    rows.append(["unique", u.properties.joined(separator: ", "), u.name + (u.present ? "" : " (missing)") + (u.note.map { " (\($0))" } ?? "")])
                 }
                 for f in m.fetchIndexes {
-                    rows.append(["fetch index", f.properties.joined(separator: ", "), f.name + (f.present ? "" : " (missing)")])
+                    rows.append(["fetch index", f.properties.joined(separator: ", "), f.name + (f.present || f.note != nil ? "" : " (missing)") + (f.note.map { " (\($0))" } ?? "")])
                 }
                 out += "    constraints\n" + TextTable.render(rows, indent: 6)
             }
