@@ -189,6 +189,8 @@ struct SchemaMapBuilder {
             case orderKey(entity: String, relationship: String)
             /// The hidden FK of a to-many without inverse, on the destination's table.
             case hidden(source: String, relationship: String)
+            /// The order column (`Z_FOK_<n><NAME>`) of an ordered to-many without inverse, beside the hidden FK.
+            case hiddenOrder(source: String, relationship: String)
         }
         let key: Key
         /// Column name bases, uppercased; a column matches a base exactly or with a digit suffix.
@@ -282,6 +284,13 @@ struct SchemaMapBuilder {
                 slotsByTable[destinationTable, default: []].append(
                     Slot(key: .hidden(source: e.name, relationship: r.name), bases: bases, expectedType: "INTEGER",
                          hint: r.columnHint, late: false))
+                if r.isOrdered {
+                    // The MeWe store (ios17-ordered-no-inverse) keeps the order beside the owner's key:
+                    // Z29OPTIONS + Z_FOK_29OPTIONS in ZPOLLOPTION.
+                    slotsByTable[destinationTable, default: []].append(
+                        Slot(key: .hiddenOrder(source: e.name, relationship: r.name), bases: bases.map { "Z_FOK_" + $0.dropFirst() },
+                             expectedType: "INTEGER", hint: nil, late: false))
+                }
             }
         }
 
@@ -646,6 +655,9 @@ struct SchemaMapBuilder {
             foreign = claimed[.hidden(source: owner, relationship: r.name)]
         }
         var order: String?
+        if inverse == nil, r.isOrdered {
+            order = claimed[.hiddenOrder(source: owner, relationship: r.name)]?.column
+        }
         if let inverse, r.isOrdered {
             let inverseOwner = model.lineage(of: r.destination).last { $0.relationships.contains { $0.name == inverse.name } }?.name ?? r.destination
             order = claimed[.orderKey(entity: inverseOwner, relationship: inverse.name)]?.column
