@@ -349,7 +349,9 @@ public struct StoreChecker: @unchecked Sendable {
                 guard let column = a.column else { continue }
                 result.append((e, a, nil, InvariantQueries.nullColumn(entity: owner, column: column)))
             }
-            for r in e.relationships where r.declaredBy == e.entity.name && r.kind == .toOne && (!r.relationship.isOptional || r.relationship.minCount > 0) {
+            // Optional wins over a minimum count (Photos' GenericAlbum.keyAsset: NSIsOptional with
+            // NSMinCount 1): the minimum applies only when a value is present.
+            for r in e.relationships where r.declaredBy == e.entity.name && r.kind == .toOne && !r.relationship.isOptional {
                 guard let column = r.column else { continue }
                 result.append((e, nil, r, InvariantQueries.nullColumn(entity: owner, column: column)))
             }

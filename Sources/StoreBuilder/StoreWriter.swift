@@ -68,6 +68,8 @@ public final class StoreWriter {
         self.layout = try StoreLayout(model: model)
         let db = try Connection.open(path: url.path, mode: .create)
         connection = db
+        // This store is ours, not evidence: its R-tree triggers (as Core Data writes them) may run.
+        try db.execute("PRAGMA trusted_schema = ON")
         // Page size and auto_vacuum must be set before the first table exists.
         try db.execute("PRAGMA page_size = 4096")
         try db.execute("PRAGMA auto_vacuum = 2")
