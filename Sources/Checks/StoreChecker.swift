@@ -56,6 +56,34 @@ public struct StoreChecker: @unchecked Sendable {
         secondConnection = { try copy.open() }
     }
 
+    /// The finding id that says a store is plain SQLite, so Core Data's invariants do not apply.
+    public static let notCoreDataID = "not-core-data"
+
+    /// The information finding `check` and `report` give a plain SQLite database.
+    public static func notCoreData(displayPath: String) -> Finding {
+        Finding(id: notCoreDataID, severity: .info, store: displayPath, entity: nil,
+                message: "This is a plain SQLite database, not a Core Data store: only SQLite's own integrity check applies.",
+                evidence: [:], explanation: "It has no Z_PRIMARYKEY and Z_METADATA tables, so Core Data's invariants have nothing to check.",
+                suggestion: "`storelens inspect` counts its tables.")
+    }
+
+    /// `check` on a plain SQLite database (an iOS backup's Manifest.db, Photos' search index):
+    /// SQLite's own check, and the information that Core Data's checks do not apply.
+    public static func plainSQLite(_ copy: WorkingCopy, displayPath: String, full: Bool) throws -> [Finding] {
+        let connection = try copy.open()
+        var findings: [Finding] = []
+        let result = try connection.integrityCheck(full: full, maxErrors: 20)
+        if result != ["ok"] {
+            findings.append(Finding(id: Check.sqliteIntegrity.rawValue, severity: .error, store: displayPath, entity: nil,
+                                    message: "SQLite's \(full ? "integrity_check" : "quick_check") reports \(result.count) problem\(result.count == 1 ? "" : "s").",
+                                    evidence: ["problems": .list(result.map(EvidenceValue.string))],
+                                    explanation: "The database file itself is damaged.",
+                                    suggestion: "Copy the database off the device again."))
+        }
+        findings.append(notCoreData(displayPath: displayPath))
+        return findings
+    }
+
     var connection: Connection { opened.connection }
     var path: String { opened.displayPath }
 

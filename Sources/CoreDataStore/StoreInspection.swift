@@ -60,8 +60,19 @@ public struct StoreInspection: Sendable {
     /// A table of a plain SQLite database, with its row count.
     public struct TableReport: Sendable {
         public let name: String
+        /// 0 when the table cannot be read (see `unreadable`).
         public let rows: Int
         public let rowsMainFileOnly: Int?
+        /// Why SQLite cannot read this table here (an FTS5 table with Apple's private tokenizer);
+        /// nil when it was counted.
+        public let unreadable: String?
+
+        public init(name: String, rows: Int, rowsMainFileOnly: Int?, unreadable: String? = nil) {
+            self.name = name
+            self.rows = rows
+            self.rowsMainFileOnly = rowsMainFileOnly
+            self.unreadable = unreadable
+        }
     }
 
     public let path: String
@@ -108,12 +119,22 @@ public enum StoreInspector {
         guard let store = try CoreDataStore.read(connection) else {
             // A plain SQLite database: report its tables, not reject it.
             var tables: [StoreInspection.TableReport] = []
+            var notes = notes
             let mainTables = Set(try mainOnly.tableNames())
             for name in try connection.tableNames() where !name.hasPrefix("sqlite_") {
                 let quoted = Identifier.quoted(name)
-                let rows = try connection.scalar("SELECT count(*) FROM \(quoted)").int ?? 0
-                let mainRows = mainTables.contains(name) ? try mainOnly.scalar("SELECT count(*) FROM \(quoted)").int : 0
-                tables.append(.init(name: name, rows: rows, rowsMainFileOnly: mainRows))
+                // One table SQLite cannot read here (Photos' search index uses the private FTS5
+                // tokenizer PSITokenizer) does not stop the others from being counted. Damage
+                // still stops everything.
+                switch countTable(quoted, connection: connection) {
+                case .success(let rows):
+                    let mainRows = mainTables.contains(name) ? try mainOnly.scalar("SELECT count(*) FROM \(quoted)").int : 0
+                    tables.append(.init(name: name, rows: rows, rowsMainFileOnly: mainRows))
+                case .failure(let error):
+                    guard !(error.isCorrupt || error.isNotADatabase) else { throw error }
+                    tables.append(.init(name: name, rows: 0, rowsMainFileOnly: nil, unreadable: error.message))
+                    notes.append("table \(name) cannot be read by SQLite here (\(error.message)); its rows are not counted")
+                }
             }
             return StoreInspection(path: path, format: .sqlite,
                                    stack: StackVerdict(stack: .unknown, evidence: ["no Z_PRIMARYKEY and Z_METADATA tables: not a Core Data store"]),
@@ -144,6 +165,10 @@ public enum StoreInspector {
 }
 
 extension StoreInspector {
+    static func countTable(_ quoted: String, connection: Connection) -> Result<Int, SQLiteError> {
+        Result { () throws(SQLiteError) -> Int in try connection.scalar("SELECT count(*) FROM \(quoted)").int ?? 0 }
+    }
+
     /// Opens a working copy only far enough to say what it is: Core Data or plain SQLite, and
     /// which stack most likely wrote it. Used by `scan`, which must stay fast on many stores.
     public static func classify(_ copy: WorkingCopy) throws -> (format: StoreInspection.Format, stack: StackVerdict) {

@@ -53,7 +53,8 @@ public enum InspectionReport {
         })))
         if s.format == .sqlite {
             members.append(("tables", .array(s.tables.map {
-                .object([("name", .string($0.name)), ("rows", .int($0.rows)), ("rowsMainFileOnly", .optional($0.rowsMainFileOnly))])
+                .object([("name", .string($0.name)), ("rows", $0.unreadable == nil ? .int($0.rows) : .null),
+                         ("rowsMainFileOnly", .optional($0.rowsMainFileOnly)), ("unreadable", .optional($0.unreadable))])
             })))
         }
         let w = s.wal
@@ -116,7 +117,9 @@ public enum InspectionReport {
         if !s.tables.isEmpty {
             out += "\n"
             var table: [[String]] = [["TABLE", "ROWS", "MAIN FILE"]]
-            for t in s.tables { table.append([t.name, String(t.rows), t.rowsMainFileOnly.map(String.init) ?? "-"]) }
+            for t in s.tables {
+                table.append([t.name, t.unreadable == nil ? String(t.rows) : "unreadable", t.rowsMainFileOnly.map(String.init) ?? "-"])
+            }
             out += TextTable.render(table, rightAligned: [1, 2], indent: 2)
         }
         out += "\n"

@@ -24,8 +24,15 @@ public enum WALAnalyzer {
         // Header and presence.
         if let header {
             if header.isWALMode, wal == nil {
-                findings.append(.init(.warning, "walModeWithoutWAL",
-                                      "The header says WAL mode but no -wal came with the store, so transactions not yet checkpointed are missing; copy the -wal from the device too."))
+                // With a -shm the -wal was most likely left behind (check's `wal-missing`); with
+                // neither, the store was closed cleanly, which is normal: information only.
+                if evidence.sharedMemoryPresent {
+                    findings.append(.init(.warning, "walMissing",
+                                          "The header says WAL mode and a -shm came with the store, but its -wal did not, so transactions not yet checkpointed are missing; copy the -wal from the device too."))
+                } else {
+                    findings.append(.init(.note, "walModeWithoutWAL",
+                                          "The header says WAL mode and neither a -wal nor a -shm came with the store: it was most likely closed cleanly, with everything checkpointed into the main file."))
+                }
             }
             if !header.isWALMode, let wal, wal.fileSize > 0 {
                 findings.append(.init(.warning, "walWithRollbackHeader",

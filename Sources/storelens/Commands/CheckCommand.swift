@@ -104,7 +104,16 @@ struct CheckCommand: Command {
         // Every original has been read into its working copy: hash them again beside the checks.
         session.verifyInBackground()
         for store in acquired {
-            let opened = try OpenedStore.open(store.copy, displayPath: store.displayPath, xcodeModel: model.map { URL(fileURLWithPath: $0) })
+            let opened: OpenedStore
+            do {
+                opened = try OpenedStore.open(store.copy, displayPath: store.displayPath, xcodeModel: model.map { URL(fileURLWithPath: $0) })
+            } catch ModelError.notCoreData {
+                // A plain SQLite database (an iOS backup's Manifest.db): SQLite's own check applies,
+                // Core Data's invariants do not. Saying so is information, not a failure.
+                findings += try StoreChecker.plainSQLite(store.copy, displayPath: store.displayPath, full: full)
+                stores.append(store.displayPath)
+                continue
+            }
             var checker = StoreChecker(opened: opened, copy: store.copy)
             checker.full = full
             let clock = ContinuousClock()

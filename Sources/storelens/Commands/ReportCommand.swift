@@ -163,7 +163,10 @@ struct ReportCommand: Command {
         } catch {
             section.problems.append("The WAL could not be analysed: \(Self.message(error))")
         }
-        guard isCoreData else { return }
+        guard isCoreData else {
+            section.findings.append(StoreChecker.notCoreData(displayPath: store.path))
+            return
+        }
         do {
             stage("reading history")
             let connection = try copy.open()
@@ -201,9 +204,24 @@ struct ReportCommand: Command {
 
     /// A WAL warning or note as a finding, so the report lists one kind of thing.
     static func finding(_ f: WALAnalysis.Finding, store: String) -> Finding {
-        Finding(id: f.code, severity: f.severity == .warning ? .warning : .info, store: store, entity: nil, message: f.message,
+        Finding(id: kebabCase(f.code), severity: f.severity == .warning ? .warning : .info, store: store, entity: nil, message: f.message,
                 evidence: f.details.isEmpty ? [:] : ["details": .list(f.details.map(EvidenceValue.string))],
                 explanation: "Reported by the WAL analysis (docs/wal.md).", suggestion: nil)
+    }
+
+    /// Finding ids are kebab-case in every command and view; the WAL analysis names its
+    /// findings in camelCase (`walMissing` → `wal-missing`, the id `check` uses).
+    static func kebabCase(_ code: String) -> String {
+        var out = ""
+        for ch in code {
+            if ch.isUppercase {
+                if !out.isEmpty { out += "-" }
+                out += ch.lowercased()
+            } else {
+                out.append(ch)
+            }
+        }
+        return out
     }
 
     /// The sentence `Diagnostics` would print for an error.
