@@ -173,8 +173,21 @@ public struct StoreChecker: @unchecked Sendable {
     func keys(_ sql: String, _ arguments: [DatabaseValue] = []) throws -> (keys: [Int], count: Int) {
         let count = try connection.scalar("SELECT count(*) FROM (\(sql))", arguments).int ?? 0
         guard count > 0 else { return ([], 0) }
-        let keys = try connection.rows("SELECT * FROM (\(sql)) LIMIT \(limit)", arguments).compactMap { $0[0].int }
+        let keys = try connection.rows("SELECT * FROM (\(sql)) LIMIT \(limit)", arguments).compactMap { Self.key($0[0]) }
         return (keys, count)
+    }
+
+    /// A primary key as stored: an integer, or the integer a text key spells (a table rebuilt by
+    /// a CSV import holds Z_PK as TEXT '1' … '57').
+    static func key(_ value: DatabaseValue) -> Int? {
+        value.int ?? value.string.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+    }
+
+    /// A stored key value for a message: 1, '1' (text), NULL.
+    static func spelled(_ value: DatabaseValue) -> String {
+        if let i = value.int { return String(i) }
+        if let s = value.string { return "'\(String(s.prefix(40)))' (text)" }
+        return value.isNull ? "NULL" : "a blob"
     }
 
     /// The rows meeting `condition`: counted by the row screen when it has the condition (one scan
@@ -183,7 +196,7 @@ public struct StoreChecker: @unchecked Sendable {
         guard let screen, let count = try screen.count(condition, on: connection) else { return try keys(condition.rows) }
         // The screen counted with the same condition text: only the first keys are left to list.
         guard count > 0 else { return ([], 0) }
-        let keys = try connection.rows("SELECT * FROM (\(condition.rows)) LIMIT \(limit)").compactMap { $0[0].int }
+        let keys = try connection.rows("SELECT * FROM (\(condition.rows)) LIMIT \(limit)").compactMap { Self.key($0[0]) }
         return (keys, count)
     }
 
@@ -238,10 +251,23 @@ public struct StoreChecker: @unchecked Sendable {
             let zMax = e.zMax ?? 0
             let (keys, count) = try self.keys(InvariantQueries.aboveZMax(table: e.table), [.integer(Int64(zMax))])
             guard count > 0 else { continue }
-            let maxPK = try connection.scalar("SELECT max(Z_PK) FROM \(q(e.table))").int ?? 0
+            let integerMax = try connection.scalar("SELECT max(Z_PK) FROM \(q(e.table)) WHERE typeof(Z_PK) = 'integer'").int ?? 0
+            // Keys stored as text compare above every integer in SQLite: describe them as they are.
+            let text = try connection.rows("SELECT count(*), max(CAST(Z_PK AS INTEGER)) FROM \(q(e.table)) WHERE typeof(Z_PK) = 'text'").first
+            let textKeys = text?[0].int ?? 0
+            let textMax = text?[1].int ?? 0
+            let maxPK = max(integerMax, textMax)
+            var evidence: [String: EvidenceValue] = ["zMax": .int(zMax), "maxPK": .int(maxPK), "pks": .keys(keys), "count": .int(count), "table": .string(e.table)]
+            var detail = "max Z_PK \(maxPK)"
+            if textKeys > 0 {
+                evidence["textKeys"] = .int(textKeys)
+                detail = textKeys == count
+                    ? "their Z_PK is stored as text, keys up to '\(textMax)'"
+                    : "\(plural(textKeys, "row")) with Z_PK stored as text, up to '\(textMax)'; max integer Z_PK \(integerMax)"
+            }
             result.append(finding(.zMax, .error, entity: e.name,
-                                  "Z_MAX of \(e.name) is \(zMax) but \(e.table) holds \(plural(count, "row")) above it (max Z_PK \(maxPK)).",
-                                  evidence: ["zMax": .int(zMax), "maxPK": .int(maxPK), "pks": .keys(keys), "count": .int(count), "table": .string(e.table)],
+                                  "Z_MAX of \(e.name) is \(zMax) but \(e.table) holds \(plural(count, "row")) above it (\(detail)).",
+                                  evidence: evidence,
                                   explanation: "Core Data allocates the next primary key from Z_MAX: the next insert collides with an existing row and the save fails or the app crashes.",
                                   suggestion: "`storelens repair --only zmax-below-max-pk` raises Z_MAX to \(maxPK)."))
         }
@@ -262,7 +288,7 @@ public struct StoreChecker: @unchecked Sendable {
             let (keys, count) = try self.keys(condition)
             guard count > 0 else { continue }
             let values = try connection.rows("SELECT DISTINCT Z_ENT FROM \(q(condition.table)) NOT INDEXED WHERE \(condition.condition) LIMIT 10")
-                .map { $0[0].int.map(String.init) ?? "NULL" }
+                .map { Self.spelled($0[0]) }
             result.append(finding(.unknownEntityRows, .error, entity: e.name,
                                   "\(plural(count, "row")) of \(e.table) carry a Z_ENT outside \(e.name)'s entity tree (\(values.joined(separator: ", "))).",
                                   evidence: ["pks": .keys(keys), "count": .int(count), "zEnt": .list(values.map(EvidenceValue.string)),

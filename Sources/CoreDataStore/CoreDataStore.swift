@@ -46,7 +46,8 @@ public struct CoreDataStore: Sendable {
             done.insert(entity.table)
             let table = Identifier.quoted(entity.table)
             let columns = try connection.columns(of: entity.table).map(\.name)
-            let maxPK = columns.contains("Z_PK") ? try connection.scalar("SELECT max(Z_PK) FROM \(table)").int : nil
+            // Integer keys only: a text '9' sorts above 57 and is not a key Core Data can use.
+            let maxPK = columns.contains("Z_PK") ? try connection.scalar("SELECT max(Z_PK) FROM \(table) WHERE typeof(Z_PK) = 'integer'").int : nil
             if columns.contains("Z_ENT") {
                 for row in try connection.rows("SELECT Z_ENT, count(*) FROM \(table) GROUP BY Z_ENT") {
                     guard let ent = row[0].int, let count = row[1].int else { continue }
@@ -57,6 +58,24 @@ public struct CoreDataStore: Sendable {
             for member in entities where member.table == entity.table && result[member.number] == nil {
                 result[member.number] = (0, maxPK)
             }
+        }
+        return result
+    }
+
+    /// Tables holding rows whose `Z_PK` or `Z_ENT` is not an integer (a table rebuilt by a CSV
+    /// import stores them as TEXT): Core Data's `Z_ENT = 1` matches none of them, so the entity
+    /// counts leave them out; this says how many there are and how far their keys go.
+    public func textKeyRows(_ connection: Connection) throws -> [(table: String, rows: Int, maxKey: String?)] {
+        var result: [(table: String, rows: Int, maxKey: String?)] = []
+        for table in Set(entities.filter(\.tableExists).map(\.table)).sorted() {
+            let columns = Set(try connection.columns(of: table).map(\.name))
+            guard columns.contains("Z_PK"), columns.contains("Z_ENT") else { continue }
+            let q = Identifier.quoted(table)
+            guard let row = try connection.rows("""
+                SELECT count(*), max(CAST(Z_PK AS INTEGER)) FROM \(q) \
+                WHERE typeof(Z_PK) NOT IN ('integer', 'null') OR typeof(Z_ENT) NOT IN ('integer', 'null')
+                """).first, let count = row[0].int, count > 0 else { continue }
+            result.append((table, count, row[1].int.map(String.init)))
         }
         return result
     }

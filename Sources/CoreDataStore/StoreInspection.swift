@@ -156,11 +156,15 @@ public enum StoreInspector {
                 maxPK: counts[entity.number]?.maxPK))
         }
         let classNames = ModelCachePeek.classNames(connection)
+        var coreDataNotes = notes
+        for t in try store.textKeyRows(connection) {
+            coreDataNotes.append("\(t.table) holds \(t.rows) row\(t.rows == 1 ? "" : "s") whose Z_PK or Z_ENT is stored as text\(t.maxKey.map { " (keys up to '\($0)')" } ?? ""); Core Data matches none of them, so the entity counts above leave them out")
+        }
         return StoreInspection(path: path, format: .coreData,
                                stack: StackVerdict.judge(store: store, classNames: classNames),
                                journalMode: journalMode, pageSize: copy.header.pageSize, sizeBytes: size,
                                metadata: store.metadata, entities: entities, tables: [], wal: wal,
-                               history: store.history, cloudKitTables: store.cloudKitTables, notes: notes)
+                               history: store.history, cloudKitTables: store.cloudKitTables, notes: coreDataNotes)
     }
 }
 
