@@ -167,9 +167,15 @@ struct ArchivedModelWalker {
     func locationComponents(_ object: KeyedArchive.ArchivedObject) throws -> [String]? {
         guard let infoRef = try archive.reference("NSUserInfo", in: object),
               let entries = try? archive.stringKeyedDictionary(infoRef),
-              let entry = entries.first(where: { $0.key == "_NSLocationAttributeDerivedComponents" }),
-              let text = try? archive.string(entry.value) else { return nil }
-        let names = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+              let entry = entries.first(where: { $0.key == "_NSLocationAttributeDerivedComponents" }) else { return nil }
+        // Photos 15 writes "latitude, longitude"; Photos 10.15 an array of the two names.
+        var names: [String] = []
+        if let text = try? archive.string(entry.value) {
+            names = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        } else if let members = try? archive.array(entry.value) {
+            names = members.prefix(16).compactMap { try? archive.string($0) }
+        }
+        names = names.filter { !$0.isEmpty }
         return names.isEmpty ? nil : Array(names.prefix(16))
     }
 
