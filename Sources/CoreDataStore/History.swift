@@ -64,12 +64,16 @@ public struct HistoryWriterSummary: Sendable {
     public var updates = 0
     public var deletes = 0
     public var other = 0
+    /// Transactions of this writer that changed nothing (listed under `HistoryEntitySummary.noChangesName`).
+    public var transactionsWithoutChanges = 0
     /// Seconds since 2001 of the first and last change.
     public var firstSeconds: Double?
     public var lastSeconds: Double?
 }
 
 public struct HistoryEntitySummary: Sendable {
+    /// The pseudo-entity under which writers whose transactions changed nothing are listed.
+    public static let noChangesName = "(no changes)"
     public let entity: String
     public let entityNumber: Int
     public var writers: [HistoryWriterSummary]
@@ -291,6 +295,29 @@ public struct HistoryReader {
             if let first = row[7].double { writers[index!].firstSeconds = min(writers[index!].firstSeconds ?? first, first) }
             if let last = row[8].double { writers[index!].lastSeconds = max(writers[index!].lastSeconds ?? last, last) }
             result[result.count - 1].writers = writers
+        }
+        // A writer whose transactions changed nothing is still a writer (Notes 26's
+        // IntentsExtension): listed once, without an entity. An entity filter leaves them out.
+        guard filter.entityNumbers == nil else { return result }
+        var emptyArguments: [DatabaseValue] = []
+        let clause = whereClause(filter, arguments: &emptyArguments, changeAlias: nil)
+        let emptySQL = """
+            SELECT \(writerExpression("BUNDLEID", alias: "sb")), \(writerExpression("PROCESSID", alias: "sp")), \
+            \(writerExpression("AUTHOR", alias: "sa")), \(writerExpression("CONTEXTNAME", alias: "sc")), count(*), \
+            min(\(column("ZTIMESTAMP", "t", in: transactionColumns))), max(\(column("ZTIMESTAMP", "t", in: transactionColumns)))
+            FROM ATRANSACTION t\(joins)
+            """ + (clause.isEmpty ? " WHERE " : clause + " AND ")
+            + "NOT EXISTS (SELECT 1 FROM ACHANGE x WHERE x.ZTRANSACTIONID = t.Z_PK) GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4"
+        var empty: [HistoryWriterSummary] = []
+        for row in try connection.rows(emptySQL, emptyArguments) {
+            var writer = HistoryWriterSummary(bundleID: row[0].string, processName: row[1].string, author: row[2].string, contextName: row[3].string)
+            writer.transactionsWithoutChanges = row[4].int ?? 0
+            writer.firstSeconds = row[5].double
+            writer.lastSeconds = row[6].double
+            empty.append(writer)
+        }
+        if !empty.isEmpty {
+            result.append(HistoryEntitySummary(entity: HistoryEntitySummary.noChangesName, entityNumber: 0, writers: empty))
         }
         return result
     }

@@ -107,6 +107,7 @@ public enum HistorySummaryReport {
                             ("updates", .int(w.updates)),
                             ("deletes", .int(w.deletes)),
                             ("other", .int(w.other)),
+                            ("transactionsWithoutChanges", .int(w.transactionsWithoutChanges)),
                             ("first", .optional(iso(w.firstSeconds))),
                             ("last", .optional(iso(w.lastSeconds))),
                         ])
@@ -122,7 +123,10 @@ public enum HistorySummaryReport {
         var rows: [[String]] = [["ENTITY", "BUNDLE", "PROCESS", "AUTHOR", "CONTEXT", "INSERTS", "UPDATES", "DELETES", "FIRST", "LAST"]]
         for e in summary {
             for (i, w) in e.writers.enumerated() {
-                rows.append([i == 0 ? e.entity : "", w.bundleID ?? "-", w.processName ?? "-", w.author ?? "-", w.contextName ?? "-",
+                let label = e.entity == HistoryEntitySummary.noChangesName
+                    ? "(\(w.transactionsWithoutChanges) transaction\(w.transactionsWithoutChanges == 1 ? "" : "s") without changes)"
+                    : (i == 0 ? e.entity : "")
+                rows.append([label, w.bundleID ?? "-", w.processName ?? "-", w.author ?? "-", w.contextName ?? "-",
                              String(w.inserts), String(w.updates), String(w.deletes),
                              iso(w.firstSeconds) ?? "-", iso(w.lastSeconds) ?? "-"])
             }

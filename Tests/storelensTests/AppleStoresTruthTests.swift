@@ -49,6 +49,8 @@ struct AppleStoresTruthTests {
         var changes: Int?
         /// hex(ZCOLUMNS) of every update, uppercased.
         var updateBitmaps: [String] = []
+        /// Transactions with no ACHANGE row.
+        var emptyTransactions = 0
     }
 
     static func facts(_ db: Connection) throws -> Facts {
@@ -88,6 +90,7 @@ struct AppleStoresTruthTests {
             f.changes = try db.scalar("SELECT count(*) FROM ACHANGE").int
             f.updateBitmaps = try db.rows("SELECT hex(ZCOLUMNS) FROM ACHANGE WHERE ZCHANGETYPE = 1 AND ZCOLUMNS IS NOT NULL")
                 .compactMap { $0[0].string?.uppercased() }
+            f.emptyTransactions = try db.scalar("SELECT count(*) FROM ATRANSACTION t WHERE NOT EXISTS (SELECT 1 FROM ACHANGE c WHERE c.ZTRANSACTIONID = t.Z_PK)").int ?? 0
         }
         return f
     }
@@ -126,7 +129,10 @@ struct AppleStoresTruthTests {
         try inspect(store, facts: facts)
         if facts.isCoreData {
             let schema = try self.schema(store, db: db)
-            if facts.transactions != nil { try history(store, facts: facts) }
+            if facts.transactions != nil {
+                try history(store, facts: facts)
+                try historySummary(store, facts: facts)
+            }
             try check(store, db: db, facts: facts, schema: schema)
         } else {
             try check(store, db: db, facts: facts, schema: nil)
@@ -242,6 +248,17 @@ struct AppleStoresTruthTests {
             #expect((names?.count ?? 0) <= bits && (bits == 0 || names?.isEmpty == false), "names for the set bits of \(hex)")
             #expect(u["columnsNote"] == nil || u["columnsNote"] is NSNull, "no bits beyond the model: \(u["columnsNote"] ?? "")")
         }
+    }
+
+    /// `history --summary` counts every change and keeps writers whose transactions changed nothing.
+    func historySummary(_ store: URL, facts: Facts) throws {
+        let result = try CLI.run(["history", store.path, "--summary", "--format", "json"])
+        #expect(result.status == 0, "history --summary: \(result.stderr)")
+        let entities = (try Self.json(result.stdout)["entities"] as? [[String: Any]]) ?? []
+        let writers = entities.flatMap { ($0["writers"] as? [[String: Any]]) ?? [] }
+        func sum(_ key: String) -> Int { writers.reduce(0) { $0 + ($1[key] as? Int ?? 0) } }
+        #expect(sum("inserts") + sum("updates") + sum("deletes") + sum("other") == facts.changes)
+        #expect(sum("transactionsWithoutChanges") == facts.emptyTransactions)
     }
 
     /// `check` exits 0 or 1 and reports nothing the store does not have: each finding is confirmed.
