@@ -60,11 +60,32 @@ public enum WALAnalyzer {
             structure.mainTables = Set(tracker.objects.filter { $0.type == "table" && !$0.name.hasPrefix("sqlite_") }.map(\.name))
             var known = Set(structure.mainProblems)
             var byCommit: [(commit: Int, tables: Set<String>, other: [String: Int])] = []
+            // Page 1 as readers last saw it: a commit that rewrites only its 100-byte database
+            // header (change counter, page count, freelist) did not write sqlite_schema.
+            let pageSize = usableWAL?.pageSize ?? header?.pageSize ?? 0
+            var pageOne: Data? = pageSize > 0 && evidence.mainFile.count >= pageSize ? evidence.mainFile.prefix(pageSize) : nil
             for transaction in transactions {
                 tracker.advance()
                 var tables = Set<String>()
                 var other: [String: Int] = [:]
+                var headerOnly = false
+                if transaction.pages.contains(1), let wal = usableWAL, let walData = evidence.walData, pageSize > 0,
+                   let frame = (transaction.firstFrame...transaction.commitFrame).reversed().lazy
+                       .compactMap({ wal.frame($0) }).first(where: { $0.pageNumber == 1 }),
+                   frame.pageOffset >= 0, frame.pageOffset <= walData.count - pageSize {
+                    let start = walData.startIndex + frame.pageOffset
+                    let image = walData[start..<(start + pageSize)]
+                    if let previous = pageOne, previous.count == pageSize,
+                       previous.dropFirst(DatabaseHeader.length).elementsEqual(image.dropFirst(DatabaseHeader.length)) {
+                        headerOnly = true
+                    }
+                    pageOne = Data(image)
+                }
                 for page in transaction.pages {
+                    if page == 1 && headerOnly {
+                        other["header", default: 0] += 1
+                        continue
+                    }
                     if Int(page) > transaction.databaseSizeInPages {
                         other["pastEnd", default: 0] += 1
                         structure.framesPastEnd.append((transaction.number, page, transaction.databaseSizeInPages))
@@ -112,7 +133,7 @@ public enum WALAnalyzer {
                 let entry = byCommit[index]
                 let tables = entry.tables.sorted()
                 let entities = tables.flatMap { tableEntities[$0] ?? [] }
-                let order = ["freelist", "pointerMap", "lockByte", "unused", "pastEnd"]
+                let order = ["header", "freelist", "pointerMap", "lockByte", "unused", "pastEnd"]
                 mapped.append(.init(number: transaction.number, firstFrame: transaction.firstFrame,
                                     commitFrame: transaction.commitFrame, frames: transaction.frameCount,
                                     pages: transaction.pages, databaseSizeInPages: transaction.databaseSizeInPages,
