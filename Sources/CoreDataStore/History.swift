@@ -52,6 +52,9 @@ public struct HistoryChange: Sendable {
     public let columnsNote: String?
     /// The raw bitmap, hex.
     public let columnsHex: String?
+    /// For deletes: the values kept in `ZTOMBSTONE0…n`, named by the attributes the model marks as
+    /// preserved on deletion (`#<n>` when the model names fewer); empty when none were kept.
+    public var tombstone: [(name: String, value: DatabaseValue)] = []
 }
 
 /// Who wrote changes to one entity, as `history --summary` reports it.
@@ -177,6 +180,21 @@ public struct HistoryReader {
         return store.entities.first { $0.number == number }?.name ?? "#\(number)"
     }
 
+    /// `ZTOMBSTONE0…n` in number order (persistent history of stores with preserved attributes).
+    var tombstoneColumns: [String] {
+        changeColumns.compactMap { c -> (Int, String)? in
+            guard c.hasPrefix("ZTOMBSTONE"), let n = Int(c.dropFirst(10)), n >= 0, n < 1000 else { return nil }
+            return (n, c)
+        }.sorted { $0.0 < $1.0 }.map(\.1)
+    }
+
+    /// The names of a deleted row's tombstone values, in column order.
+    func tombstoneNames(entityNumber: Int?) -> [String] {
+        guard let number = entityNumber, let model,
+              let name = store.entities.first(where: { $0.number == number })?.name else { return [] }
+        return model.tombstoneOrder(entity: name)
+    }
+
     /// Decodes an update's `ZCOLUMNS` bitmap by the entity's per-level bit order (§4.3).
     public mutating func updatedProperties(entityNumber: Int?, bitmap: Data) -> (names: [String]?, note: String?) {
         guard let number = entityNumber, let name = store.entities.first(where: { $0.number == number })?.name else {
@@ -221,7 +239,7 @@ public struct HistoryReader {
             \(writerExpression("BUNDLEID", alias: "sb")), \(writerExpression("PROCESSID", alias: "sp")), \
             \(writerExpression("CONTEXTNAME", alias: "sc")), c.Z_PK, \(column("ZCHANGETYPE", "c", in: changeColumns)), \
             \(column("ZENTITY", "c", in: changeColumns)), \(column("ZENTITYPK", "c", in: changeColumns)), \
-            \(column("ZCOLUMNS", "c", in: changeColumns))
+            \(column("ZCOLUMNS", "c", in: changeColumns))\(tombstoneColumns.map { ", c." + $0 }.joined())
             FROM ATRANSACTION t\(joins)\(changeJoin)
             """ + whereClause(filter, arguments: &arguments, changeAlias: nil) + " ORDER BY t.Z_PK, c.Z_PK"
         let statement = try connection.prepare(sql)
@@ -255,8 +273,15 @@ public struct HistoryReader {
             } else if type == .update {
                 note = "the update has no ZCOLUMNS bitmap"
             }
-            current!.changes.append(HistoryChange(id: changeID, type: type, entity: entityName(number), entityNumber: number,
-                                                  pk: row[9].int64, updatedProperties: updated, columnsNote: note, columnsHex: hex))
+            var change = HistoryChange(id: changeID, type: type, entity: entityName(number), entityNumber: number,
+                                       pk: row[9].int64, updatedProperties: updated, columnsNote: note, columnsHex: hex)
+            if type == .delete, !tombstoneColumns.isEmpty {
+                let names = this.tombstoneNames(entityNumber: number)
+                for i in tombstoneColumns.indices where !row[11 + i].isNull {
+                    change.tombstone.append((i < names.count ? names[i] : "#\(i)", row[11 + i]))
+                }
+            }
+            current!.changes.append(change)
         }
         try flush()
         self.bitOrders = this.bitOrders

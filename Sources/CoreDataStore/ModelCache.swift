@@ -281,6 +281,7 @@ struct ArchivedModelWalker {
         attribute.renamingIdentifier = try string("NSRenamingIdentifier", in: object)
         attribute.valueTransformerName = try string("NSValueTransformerName", in: object)
         attribute.allowsExternalBinaryDataStorage = object.bool("NSAllowsExternalBinaryDataStorage") ?? false
+        attribute.preservesValueOnDeletion = (object.int("NSFlagsKey") ?? 0) & 0x10 != 0
         if let defaultRef = try archive.reference("NSDefaultValue", in: object) {
             attribute.defaultValue = Self.display(try? archive.json(defaultRef, depthLimit: 8, maxValues: 1000))
         }

@@ -163,6 +163,7 @@ private final class ModelXMLDelegate: NSObject, XMLParserDelegate {
             attribute.renamingIdentifier = a["renamingIdentifier"] ?? a["elementID"] ?? attributeName
             attribute.valueTransformerName = a["valueTransformerName"]
             attribute.allowsExternalBinaryDataStorage = Self.yes(a["allowsExternalBinaryDataStorage"])
+            attribute.preservesValueOnDeletion = Self.yes(a["preserveAfterDeletion"])
             if composite != nil {
                 if let compositeType = a["composite"] { compositeTypeOf["composite:\(composite!.name).\(attributeName)"] = compositeType }
                 composite!.attributes.append(attribute)

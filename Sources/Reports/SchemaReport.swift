@@ -61,6 +61,7 @@ public enum SchemaReport {
             ("default", .optional(a.defaultValue)),
             ("transformer", .optional(a.valueTransformerName)),
             ("externalStorage", .bool(a.allowsExternalBinaryDataStorage)),
+            ("preservedOnDeletion", .bool(a.preservesValueOnDeletion)),
         ]
         if a.type == .composite { members.append(("elements", .array(m.elements.map(json(attribute:))))) }
         return .object(members)
@@ -215,6 +216,7 @@ public enum SchemaReport {
         if let d = attribute.defaultValue { facts.append("default \(d)") }
         if let t = attribute.valueTransformerName { facts.append("transformer \(t)") }
         if attribute.allowsExternalBinaryDataStorage { facts.append("external storage") }
+        if attribute.preservesValueOnDeletion { facts.append("preserved on deletion") }
         var rows = [[name, attribute.type.name, a.elements.isEmpty ? (a.column ?? "(no column)") : "", facts.joined(separator: ", ")]]
         for element in a.elements { rows += attributeRows(element, indent: indent + "  .") }
         return rows

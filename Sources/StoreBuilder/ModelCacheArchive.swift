@@ -31,7 +31,8 @@ enum ModelCacheArchive {
                     "NSEntity": entityRef.plistValue,
                     "NSDefaultValue": a.defaultValue.map { defaultValue($0, writer: w).plistValue } ?? null,
                     "NSValueTransformerName": a.valueTransformerName.map { w.string($0).plistValue } ?? null,
-                    "NSFlagsKey": .integer(0),
+                    // Flag 0x10: preserved in history on deletion (as knowledgeC and Screen Time archive it).
+                    "NSFlagsKey": .integer(a.preservesValueOnDeletion ? 16 : 0),
                     "_P": .integer(241),
                 ]
                 if a.isOptional { fields["NSIsOptional"] = .bool(true) }

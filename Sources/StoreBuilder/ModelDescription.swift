@@ -101,6 +101,8 @@ public struct AttributeDescription: Sendable {
     public var renamingIdentifier: String?
     public var allowsExternalBinaryDataStorage: Bool
     public var valueTransformerName: String?
+    /// `preservesValueInHistoryOnDeletion`: a delete keeps the value in `ACHANGE.ZTOMBSTONE<n>`.
+    public var preservesValueOnDeletion = false
     /// The members of a composite attribute (type `.composite`): SwiftData's Codable structs.
     /// Each is stored in its own column, `Z<ATTRIBUTE>_<ELEMENT>` — an assumption: no real store
     /// showing composite columns has been examined (coredata-sqlite-format.md §10).

@@ -320,6 +320,20 @@ public struct StoreLayout: Sendable {
         "CREATE UNIQUE INDEX Z_TRANSACTIONSTRING_UNIQUE_NAME ON ATRANSACTIONSTRING (ZNAME COLLATE BINARY ASC)",
     ]
 
+    /// The attributes a delete keeps in `ZTOMBSTONE0…n`: root level first, each level's
+    /// preserved attributes by name (knowledgeC's Event, Screen Time's InstalledApp).
+    public func tombstoneOrder(entity name: String) -> [String] {
+        guard let e = entity(name) else { return [] }
+        return e.lineage.compactMap { model.entity($0) }.flatMap { level in
+            level.attributes.filter(\.preservesValueOnDeletion).map(\.name).sorted()
+        }
+    }
+
+    /// How many `ZTOMBSTONE<n>` columns ACHANGE needs: the most any entity preserves.
+    public var tombstoneColumnCount: Int {
+        entities.map { tombstoneOrder(entity: $0.description.name).count }.max() ?? 0
+    }
+
     /// The properties whose changes an update's ZCOLUMNS bitmap records, in bit order:
     /// to-one keys, entity keys, order keys, attributes, to-many, many-to-many; within each
     /// group, root entity first and each level's properties by name (coredata-sqlite-format.md §4.3).

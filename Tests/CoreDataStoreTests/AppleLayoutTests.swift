@@ -100,4 +100,40 @@ struct AppleLayoutTests {
         #expect(updates.first.flatMap { $0 }.map(Set.init) == ["title", "pixels"])
         try session.finish()
     }
+
+    @Test("tombstones: a delete keeps the preserved values in ZTOMBSTONE0…n, named root level first, by name")
+    func tombstones() throws {
+        var uuid = AttributeDescription("uuid", .string)
+        uuid.preservesValueOnDeletion = true
+        var sync = AttributeDescription("shouldSync", .boolean)
+        sync.preservesValueOnDeletion = true
+        let model = ModelDescription(entities: [
+            EntityDescription("Object", attributes: [uuid, .init("note", .string)]),
+            EntityDescription("Event", parent: "Object", attributes: [sync, .init("value", .integer64)]),
+        ], inheritedPropertiesInCache: .copies)
+        let folder = try TemporaryFolder("tombstones")
+        let url = folder.path("knowledgeC.db")
+        let writer = try StoreWriter(url: url, model: model)
+        var pk = 0
+        try writer.transaction { pk = try $0.insert("Event", ["uuid": .string("D951"), "shouldSync": .bool(false), "value": .int(3)]) }
+        try writer.transaction { try $0.delete("Event", pk: pk) }
+        try writer.close()
+
+        let session = try EvidenceSession()
+        defer { session.scratch.remove() }
+        let opened = try OpenedStore.open(try session.workingCopy(of: url), displayPath: url.path)
+        #expect(opened.model.entity("Object")?.attributes.first { $0.name == "uuid" }?.preservesValueOnDeletion == true)
+        #expect(opened.model.entity("Object")?.attributes.first { $0.name == "note" }?.preservesValueOnDeletion == false)
+        // What SQLite holds, read back: the columns the delete filled.
+        let stored = try #require(try opened.connection.rows("SELECT ZTOMBSTONE0, ZTOMBSTONE1 FROM ACHANGE WHERE ZCHANGETYPE = 2").first)
+        var reader = try HistoryReader(connection: opened.connection, store: opened.store, model: opened.model)
+        var kept: [(name: String, value: DatabaseValue)] = []
+        try reader.forEachTransaction { t in
+            for c in t.changes where c.type == .delete { kept = c.tombstone }
+        }
+        #expect(kept.map(\.name) == ["uuid", "shouldSync"])
+        #expect(kept.map(\.value) == [stored[0], stored[1]])
+        #expect(kept.first?.value == .text("D951"))
+        try session.finish()
+    }
 }

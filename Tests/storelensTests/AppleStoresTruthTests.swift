@@ -51,6 +51,8 @@ struct AppleStoresTruthTests {
         var updateBitmaps: [String] = []
         /// Transactions with no ACHANGE row.
         var emptyTransactions = 0
+        /// Deletes that kept a value in any ZTOMBSTONE<n> column.
+        var tombstoneDeletes = 0
     }
 
     static func facts(_ db: Connection) throws -> Facts {
@@ -90,6 +92,11 @@ struct AppleStoresTruthTests {
             f.changes = try db.scalar("SELECT count(*) FROM ACHANGE").int
             f.updateBitmaps = try db.rows("SELECT hex(ZCOLUMNS) FROM ACHANGE WHERE ZCHANGETYPE = 1 AND ZCOLUMNS IS NOT NULL")
                 .compactMap { $0[0].string?.uppercased() }
+            let tombstones = try db.columns(of: "ACHANGE").map(\.name).filter { $0.uppercased().hasPrefix("ZTOMBSTONE") }
+            if !tombstones.isEmpty {
+                let any = tombstones.map { "\(Identifier.quoted($0)) IS NOT NULL" }.joined(separator: " OR ")
+                f.tombstoneDeletes = try db.scalar("SELECT count(*) FROM ACHANGE WHERE ZCHANGETYPE = 2 AND (\(any))").int ?? 0
+            }
             f.emptyTransactions = try db.scalar("SELECT count(*) FROM ATRANSACTION t WHERE NOT EXISTS (SELECT 1 FROM ACHANGE c WHERE c.ZTRANSACTIONID = t.Z_PK)").int ?? 0
         }
         return f
@@ -233,6 +240,13 @@ struct AppleStoresTruthTests {
         #expect(transactions.count == facts.transactions)
         let changes = transactions.flatMap { ($0["changes"] as? [[String: Any]]) ?? [] }
         #expect(changes.count == facts.changes)
+        // Every delete that kept values shows them, each named by a preserved attribute of the model.
+        let kept = changes.filter { $0["type"] as? String == "delete" && $0["tombstone"] != nil }
+        #expect(kept.count == facts.tombstoneDeletes)
+        for k in kept {
+            let names = ((k["tombstone"] as? [String: Any]) ?? [:]).keys
+            #expect(!names.contains { $0.hasPrefix("#") }, "tombstone values of \(k["entity"] ?? "?") are all named: \(names.sorted())")
+        }
         let updates = changes.filter { $0["type"] as? String == "update" && $0["columns"] is String }
         #expect(updates.map { ($0["columns"] as? String ?? "").uppercased() }.sorted() == facts.updateBitmaps.sorted(),
                 "the bitmaps shown are SQLite's")
