@@ -162,6 +162,21 @@ struct ArchivedModelWalker {
         return result
     }
 
+    /// A derived attribute's `NSDerivationExpression` in words: the key path of a key-path
+    /// expression (`otherAccount.serverId`), the function of a function expression, else its class.
+    func derivationText(_ object: KeyedArchive.ArchivedObject) throws -> String? {
+        guard let ref = try archive.reference("NSDerivationExpression", in: object),
+              let expression = try archive.object(ref) else { return nil }
+        if let args = try archive.reference("NSArguments", in: expression), let members = try? archive.array(args) {
+            for member in members.prefix(8) {
+                if let m = try archive.object(member), let path = try string("NSKeyPath", in: m) { return path }
+            }
+        }
+        if let path = try string("NSKeyPath", in: expression) { return path }
+        if let selector = try string("NSSelectorName", in: expression) { return selector }
+        return expression.className
+    }
+
     /// The attributes named by `_NSLocationAttributeDerivedComponents` in an attribute's user
     /// info ("latitude, longitude"): how Core Data marks the source of an R-tree fetch index.
     func locationComponents(_ object: KeyedArchive.ArchivedObject) throws -> [String]? {
@@ -282,6 +297,9 @@ struct ArchivedModelWalker {
         attribute.valueTransformerName = try string("NSValueTransformerName", in: object)
         attribute.allowsExternalBinaryDataStorage = object.bool("NSAllowsExternalBinaryDataStorage") ?? false
         attribute.preservesValueOnDeletion = (object.int("NSFlagsKey") ?? 0) & 0x10 != 0
+        if object.isKind(of: "NSDerivedAttributeDescription") {
+            attribute.derivation = (try? derivationText(object)) ?? "an expression this reader does not decode"
+        }
         if let defaultRef = try archive.reference("NSDefaultValue", in: object) {
             attribute.defaultValue = Self.display(try? archive.json(defaultRef, depthLimit: 8, maxValues: 1000))
         }

@@ -19,6 +19,20 @@ public struct SchemaMap: Sendable {
     public let unknownTables: [String]
     /// Where the model and the store do not fit together (one sentence each).
     public let problems: [String]
+    /// For each derived attribute: the `Z_DA_` triggers that keep its column current. They call
+    /// `NSCoreDataDATrigger…` functions only Core Data registers, so any write that fires them
+    /// fails in plain SQLite.
+    public var derivedAttributeTriggers: [DerivedTriggers] = []
+
+    public struct DerivedTriggers: Sendable, Equatable {
+        public let entity: String
+        public let attribute: String
+        public let derivation: String
+        public let triggers: [String]
+    }
+
+    /// Every `Z_DA_` trigger of the store, whatever attribute it serves.
+    public var allDerivedTriggers: [String] { derivedAttributeTriggers.flatMap(\.triggers) }
 
     public struct UnknownColumn: Sendable, Equatable {
         public let table: String
@@ -475,8 +489,20 @@ struct SchemaMapBuilder {
                 && !(t.hasPrefix("Z_RT_") && tables.contains { $0 != t && t.hasPrefix($0) })
         }.sorted()
 
-        return SchemaMap(path: path, model: model, entities: mappings, joinTables: claimedJoinTables.sorted(),
-                         unknownColumns: unknownColumns, unknownTables: unknownTables, problems: problems)
+        // Derived attributes and the Z_DA_<TABLE>_<Entity>_<attribute>_… triggers that keep them.
+        var derived: [SchemaMap.DerivedTriggers] = []
+        let triggers = schema.filter { $0.type == "trigger" && $0.name.hasPrefix("Z_DA_") }.map(\.name)
+        for e in ordered {
+            for a in e.attributes where a.derivation != nil {
+                let marker = "_\(e.name)_\(a.name)_"
+                derived.append(.init(entity: e.name, attribute: a.name, derivation: a.derivation ?? "",
+                                     triggers: triggers.filter { $0.contains(marker) }.sorted()))
+            }
+        }
+        var map = SchemaMap(path: path, model: model, entities: mappings, joinTables: claimedJoinTables.sorted(),
+                            unknownColumns: unknownColumns, unknownTables: unknownTables, problems: problems)
+        map.derivedAttributeTriggers = derived
+        return map
     }
 
     /// Why a fetch index with one element naming a relationship has no index of its own: a

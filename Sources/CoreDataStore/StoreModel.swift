@@ -304,6 +304,9 @@ public struct ModelAttribute: Sendable {
     /// `preservesValueInHistoryOnDeletion`: a delete's history change keeps the value in a
     /// `ZTOMBSTONE<n>` column (flag 0x10 of `NSFlagsKey` in the cache).
     public var preservesValueOnDeletion = false
+    /// For a derived attribute (`NSDerivedAttributeDescription`): its derivation, e.g. the key path
+    /// `otherAccount.serverId`. Core Data keeps the column current with `Z_DA_` triggers.
+    public var derivation: String?
 
     public init(name: String, type: ModelAttributeType, valueClassName: String? = nil, isOptional: Bool = true,
                 isTransient: Bool = false, defaultValue: String? = nil, renamingIdentifier: String? = nil,

@@ -23,6 +23,10 @@ public enum SchemaReport {
             })),
             ("unknownTables", .array(map.unknownTables.map(JSONValue.string))),
             ("problems", .array(map.problems.map(JSONValue.string))),
+            ("derivedAttributes", .array(map.derivedAttributeTriggers.map {
+                .object([("entity", .string($0.entity)), ("attribute", .string($0.attribute)),
+                         ("derivation", .string($0.derivation)), ("triggers", .array($0.triggers.map(JSONValue.string)))])
+            })),
         ])
     }
 
@@ -62,6 +66,7 @@ public enum SchemaReport {
             ("transformer", .optional(a.valueTransformerName)),
             ("externalStorage", .bool(a.allowsExternalBinaryDataStorage)),
             ("preservedOnDeletion", .bool(a.preservesValueOnDeletion)),
+            ("derivation", .optional(a.derivation)),
         ]
         if a.type == .composite { members.append(("elements", .array(m.elements.map(json(attribute:))))) }
         return .object(members)
@@ -198,6 +203,14 @@ public enum SchemaReport {
             out += "  unknown columns (no property of the model claims them)\n"
             for c in map.unknownColumns { out += "    " + TextTable.sanitized("\(c.table).\(c.column) \(c.declaredType)") + "\n" }
         }
+        if !map.derivedAttributeTriggers.isEmpty {
+            out += "  derived attributes (kept by Z_DA_ triggers that call functions only Core Data registers)\n"
+            for d in map.derivedAttributeTriggers {
+                out += "    " + TextTable.sanitized("\(d.entity).\(d.attribute) = \(d.derivation)") + "\n"
+                for t in d.triggers { out += "      " + TextTable.sanitized(t) + "\n" }
+                if d.triggers.isEmpty { out += "      (no Z_DA_ trigger in the store)\n" }
+            }
+        }
         if !map.unknownTables.isEmpty {
             out += "  unknown tables: " + TextTable.sanitized(map.unknownTables.joined(separator: ", ")) + "\n"
         }
@@ -217,6 +230,7 @@ public enum SchemaReport {
         if let t = attribute.valueTransformerName { facts.append("transformer \(t)") }
         if attribute.allowsExternalBinaryDataStorage { facts.append("external storage") }
         if attribute.preservesValueOnDeletion { facts.append("preserved on deletion") }
+        if let d = attribute.derivation { facts.append("derived: \(d)") }
         var rows = [[name, attribute.type.name, a.elements.isEmpty ? (a.column ?? "(no column)") : "", facts.joined(separator: ", ")]]
         for element in a.elements { rows += attributeRows(element, indent: indent + "  .") }
         return rows

@@ -218,6 +218,10 @@ struct AppleStoresTruthTests {
                 Issue.record("schema lists a problem this test cannot confirm from the store: \(problem)")
             }
         }
+        // Every Z_DA_ trigger SQLite holds is named under the derived attribute it keeps.
+        let daTriggers = Set(try db.rows("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'Z\\_DA\\_%' ESCAPE '\\'").compactMap { $0[0].string })
+        let named = Set(((schema["derivedAttributes"] as? [[String: Any]]) ?? []).flatMap { ($0["triggers"] as? [String]) ?? [] })
+        #expect(named == daTriggers, "derived-attribute triggers: \(daTriggers.subtracting(named).sorted()) not named")
         for t in (schema["unknownTables"] as? [String]) ?? [] {
             // Why it is true: no Z_PRIMARYKEY entity, join table, history or R-tree explains it.
             #expect(!t.hasPrefix("Z") && !t.hasPrefix("A"), "\(t) is listed as unknown but has Core Data's naming")
@@ -316,5 +320,38 @@ struct AppleStoresTruthTests {
                 Issue.record("check reports \(id), which this test cannot confirm from the store: \(f["message"] ?? "")")
             }
         }
+    }
+
+    @Test("repair on a store with derived attributes writes with their Z_DA_ triggers off, says so, and finishes")
+    func derivedAttributesRepair() throws {
+        guard let real = ProjectPaths.realFixtures() else {
+            print("skipped: \(ProjectPaths.realFixturesMissing)")
+            return
+        }
+        let source = real.appendingPathComponent("ios17-derived-attributes")
+        guard FileManager.default.fileExists(atPath: source.path) else { print("skipped: ios17-derived-attributes is absent"); return }
+        let scratch = try TemporaryFolder("derived-repair")
+        for name in ["ChatModel.sqlite", "ChatModel.sqlite-wal", "ChatModel.sqlite-shm"] {
+            try FileManager.default.copyItem(at: source.appendingPathComponent(name), to: scratch.path(name))
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: scratch.path(name).path)
+        }
+        // Plant a repairable problem on the table the derived attributes live in (on our copy).
+        let db = try Connection.open(path: scratch.path("ChatModel.sqlite").path, mode: .readWrite)
+        try db.disableTriggers()
+        let pk = try #require(try db.scalar("SELECT min(Z_PK) FROM ZMANAGEDCHAT").int)
+        try db.execute("UPDATE ZMANAGEDCHAT SET Z_OPT = NULL WHERE Z_PK = \(pk)")
+        let derivedBefore = try db.rows("SELECT ZOTHERACCOUNTID, ZAVATARURL FROM ZMANAGEDCHAT ORDER BY Z_PK").map(\.values)
+        let out = scratch.path("repaired.sqlite")
+        let result = try CLI.run(["repair", scratch.path("ChatModel.sqlite").path, "--out", out.path])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("triggers off"))
+        #expect(result.stdout.contains("ManagedChat.otherAccountId = otherAccount.serverId"))
+        let repaired = try Connection.open(path: out.path, mode: .readOnly)
+        #expect(try repaired.scalar("SELECT Z_OPT FROM ZMANAGEDCHAT WHERE Z_PK = \(pk)").int == 1)
+        #expect(try repaired.rows("SELECT ZOTHERACCOUNTID, ZAVATARURL FROM ZMANAGEDCHAT ORDER BY Z_PK").map(\.values) == derivedBefore,
+                "derived columns are left as they were")
+        let triggers = try repaired.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'Z_DA_%'").int
+        let original = try db.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'Z_DA_%'").int
+        #expect(triggers == original, "the triggers stay in the store for the app")
     }
 }
