@@ -215,8 +215,11 @@ struct SchemaMapBuilder {
         let late: Bool
     }
 
+    /// Entities the map places by `Z_PRIMARYKEY`: the app's, and CloudKit mirroring's (`ANSCK…` tables).
+    static func mapped(_ e: StoreEntity) -> Bool { e.kind == .user || e.kind == .cloudKit }
+
     func userNumber(_ name: String) -> Int? {
-        store.entities.first { $0.kind == .user && $0.name == name }?.number
+        store.entities.first { Self.mapped($0) && $0.name == name }?.number
     }
 
     func columns(_ table: String) throws -> [Connection.Column] {
@@ -236,7 +239,7 @@ struct SchemaMapBuilder {
         let ordered = modelOrder.sorted {
             (userNumber($0.name) ?? Int.max, position[$0.name] ?? 0) < (userNumber($1.name) ?? Int.max, position[$1.name] ?? 0)
         }
-        let storeUsers = store.entities.filter { $0.kind == .user }
+        let storeUsers = store.entities.filter(Self.mapped)
         for e in storeUsers where model.entity(e.name) == nil {
             problems.append("Z_PRIMARYKEY lists entity \(e.name) (Z_ENT \(e.number)), which the \(model.source.rawValue) model does not have; its rows cannot be read by name")
         }
@@ -248,7 +251,7 @@ struct SchemaMapBuilder {
             let modelTable = "Z" + modelRoot.uppercased()
             if let s = storeUsers.first(where: { $0.name == e.name }) {
                 tableOf[e.name] = s.table
-                if s.table != modelTable {
+                if s.table != modelTable && s.kind == .user {
                     problems.append("entity \(e.name) lives in \(s.table) by Z_SUPER but in \(modelTable) by the model's inheritance")
                 }
                 let storeParent = s.parentName
@@ -481,7 +484,9 @@ struct SchemaMapBuilder {
         }
 
         // Tables nobody explains.
+        // History tables are history even when Z_PRIMARYKEY has no rows for them.
         var known = Set(tableOf.values).union(claimedJoinTables).union(metadataTables)
+            .union(["ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING"])
         for s in store.entities { known.insert(s.table) }
         for m in mappings { for f in m.fetchIndexes where f.name.hasPrefix("Z_RT_") { known.insert(f.name) } }
         let unknownTables = tables.filter { t in
