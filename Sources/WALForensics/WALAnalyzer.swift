@@ -383,10 +383,14 @@ public enum WALAnalyzer {
             UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3])
         }
         var differences: [String] = []
+        // Only fields the main file has set are compared: a main file that is the header page
+        // written before the first checkpoint (photoanalysisd's cache: schema cookie 0, text
+        // encoding 0) has not set its encoding or its auto-vacuum root yet.
+        let mainHasSchema = u32(main, 40) != 0
         if main[20] != view[20] { differences.append("reserved bytes per page: main file \(main[20]), WAL \(view[20])") }
         if main[21..<24] != view[21..<24] { differences.append("payload fractions differ") }
-        if u32(main, 56) != u32(view, 56) { differences.append("text encoding: main file \(u32(main, 56)), WAL \(u32(view, 56))") }
-        if (u32(main, 52) != 0) != (u32(view, 52) != 0) || u32(main, 64) != u32(view, 64) {
+        if u32(main, 56) != 0, u32(main, 56) != u32(view, 56) { differences.append("text encoding: main file \(u32(main, 56)), WAL \(u32(view, 56))") }
+        if mainHasSchema, (u32(main, 52) != 0) != (u32(view, 52) != 0) || u32(main, 64) != u32(view, 64) {
             differences.append("auto-vacuum mode differs between the main file and the WAL")
         }
         if u32(view, 40) < u32(main, 40) {

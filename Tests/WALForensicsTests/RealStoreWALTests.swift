@@ -139,3 +139,28 @@ struct PageOneTests {
         #expect(create.tables.contains("sqlite_schema"), "\(create.tables)")
     }
 }
+
+@Suite("a store that lives only in its WAL")
+struct WALOnlyStoreTests {
+    @Test("photoanalysis-walonly: the header-only main file does not make the WAL 'not belong'; SQLite agrees the store is consistent")
+    func walOnly() throws {
+        guard let real = ProjectPaths.realFixtures() else {
+            print("skipped: \(ProjectPaths.realFixturesMissing)")
+            return
+        }
+        let url = real.appendingPathComponent("photoanalysis-walonly/PGCurationCache.sqlite.sqlite")
+        guard FileManager.default.fileExists(atPath: url.path) else { print("skipped: photoanalysis-walonly is absent"); return }
+        let session = try EvidenceSession()
+        defer { try? session.finish() }
+        let copy = try session.workingCopy(of: url)
+        let analysis = WALAnalyzer.analyze(try WALEvidence(copy: copy, displayPath: url.lastPathComponent))
+        // SQLite itself, on the working copy with the WAL applied: the store is consistent.
+        let db = try copy.open()
+        #expect(try db.integrityCheck() == ["ok"])
+        let header = try Data(contentsOf: copy.copiedMain).prefix(100)
+        #expect(header[40..<44].allSatisfy { $0 == 0 } && header[56..<60].allSatisfy { $0 == 0 },
+                "the main file's schema cookie and text encoding are not set yet")
+        #expect(!analysis.findings.contains { $0.code == "walMayNotBelong" }, "\(analysis.findings.map(\.details))")
+        #expect(analysis.transactions.count == analysis.wal?.commits)
+    }
+}
