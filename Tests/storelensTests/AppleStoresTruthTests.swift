@@ -148,6 +148,25 @@ struct AppleStoresTruthTests {
         let report = try CLI.run(["report", store.path, "--out", out.path])
         #expect([0, 1].contains(report.status), "report exits 0 or 1: \(report.stderr)")
         #expect(FileManager.default.fileExists(atPath: out.path), "report writes its file")
+        // One kebab-case id per finding in every view, the report's included.
+        let html = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
+        let row = try NSRegularExpression(pattern: #"<tr class="finding" data-severity="(\w+)"><td>.*?</td><td><code>([^<]*)</code>"#)
+        let ids = row.matches(in: html, range: NSRange(html.startIndex..., in: html)).compactMap { m -> (String, String)? in
+            guard let severity = Range(m.range(at: 1), in: html), let id = Range(m.range(at: 2), in: html) else { return nil }
+            return (String(html[severity]), String(html[id]))
+        }
+        let kebab = try NSRegularExpression(pattern: "^[a-z0-9]+(-[a-z0-9]+)*$")
+        for (severity, id) in ids {
+            #expect(kebab.firstMatch(in: id, range: NSRange(id.startIndex..., in: id)) != nil, "report finding id \(id) is kebab-case")
+            if id == "wal-mode-without-wal" { #expect(severity == "info", "a cleanly closed WAL-mode store is information") }
+        }
+        // A WAL-mode header (bytes 18/19 = 2) with neither -wal nor -shm beside it: a cleanly closed store.
+        let header = try FileHandle(forReadingFrom: store).read(upToCount: 20) ?? Data()
+        let fm = FileManager.default
+        if header.count == 20, header[18] == 2, header[19] == 2,
+           !fm.fileExists(atPath: store.path + "-wal"), !fm.fileExists(atPath: store.path + "-shm") {
+            #expect(ids.contains { $0 == ("info", "wal-mode-without-wal") }, "\(ids)")
+        }
 
         #expect(try FolderSnapshot(folder) == before, "the originals stay byte-identical and nothing appears beside them")
     }

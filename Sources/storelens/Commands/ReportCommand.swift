@@ -212,14 +212,17 @@ struct ReportCommand: Command {
     /// Finding ids are kebab-case in every command and view; the WAL analysis names its
     /// findings in camelCase (`walMissing` → `wal-missing`, the id `check` uses).
     static func kebabCase(_ code: String) -> String {
+        // A run of capitals is one word: `walModeWithoutWAL` → `wal-mode-without-wal`,
+        // `WALDamaged` → `wal-damaged`.
+        let chars = Array(code)
         var out = ""
-        for ch in code {
-            if ch.isUppercase {
-                if !out.isEmpty { out += "-" }
-                out += ch.lowercased()
-            } else {
-                out.append(ch)
+        for (i, ch) in chars.enumerated() {
+            if ch.isUppercase, i > 0 {
+                let previous = chars[i - 1]
+                let nextIsLower = i + 1 < chars.count && chars[i + 1].isLowercase
+                if previous.isLowercase || previous.isNumber || (previous.isUppercase && nextIsLower) { out += "-" }
             }
+            out += ch.lowercased()
         }
         return out
     }
