@@ -56,6 +56,18 @@ public struct StoreChecker: @unchecked Sendable {
         secondConnection = { try copy.open() }
     }
 
+    /// The finding a check gives when SQLite cannot read a table it needs here.
+    public static let incompleteID = "check-incomplete"
+
+    static func incomplete(task: String, error: SQLiteError, store: String) -> Finding {
+        let statement = error.sql.map { String($0.prefix(160)) }
+        return Finding(id: incompleteID, severity: .warning, store: store, entity: nil,
+                       message: "The \(task) check could not run: SQLite cannot read a table it needs here (\(error.message)).",
+                       evidence: statement.map { ["statement": .string($0)] } ?? [:],
+                       explanation: "A virtual table whose module or tokenizer only Apple's frameworks register cannot be read outside them; the other checks ran.",
+                       suggestion: "`storelens inspect` names the table; nothing is wrong with the store for that reason alone.")
+    }
+
     /// The finding id that says a store is plain SQLite, so Core Data's invariants do not apply.
     public static let notCoreDataID = "not-core-data"
 
@@ -125,10 +137,11 @@ public struct StoreChecker: @unchecked Sendable {
         func wanted(_ c: Check) -> Bool { only?.contains(c) ?? true }
         let tasks = Self.tasks.filter { $0.checks.contains(where: wanted) }
         var screened: [InvariantQueries.RowCondition] = []
-        if wanted(.unknownEntityRows) { screened += try unknownEntityConditions().map(\.1) }
+        // The row screen only saves scans; a table it cannot read is left to the check itself.
+        if wanted(.unknownEntityRows) { screened += ((try? unknownEntityConditions()) ?? []).map(\.1) }
         if wanted(.requiredNull) { screened += requiredConditions().map(\.condition) }
-        if wanted(.badZOpt) { screened += try zOptConditions().map(\.1) }
-        if wanted(.historyUnknownEntity) { screened += try historyConditions() }
+        if wanted(.badZOpt) { screened += ((try? zOptConditions()) ?? []).map(\.1) }
+        if wanted(.historyUnknownEntity) { screened += (try? historyConditions()) ?? [] }
         var checker = self
         checker.screen = RowScreen(screened)
         return try checker.runTasks(tasks, only: only)
@@ -589,6 +602,11 @@ final class CheckQueue: @unchecked Sendable {
         while let index = take(firstConnection: firstConnection) {
             var outcome: Result<[Finding], Error>!
             let took = clock.measure { outcome = Result { try tasks[index].body(checker) } }
+            // A table SQLite cannot read here (a virtual table whose module or tokenizer only
+            // Apple's frameworks register) stops this check, not the others: it is reported.
+            if case .failure(let error as SQLiteError) = outcome, !(error.isCorrupt || error.isNotADatabase) {
+                outcome = .success([StoreChecker.incomplete(task: tasks[index].name, error: error, store: checker.opened.displayPath)])
+            }
             lock.lock()
             outcomes[index] = outcome
             timings.append((tasks[index].name, firstConnection ? 1 : 2, took))

@@ -224,7 +224,7 @@ struct SchemaMapBuilder {
 
     func columns(_ table: String) throws -> [Connection.Column] {
         if let cached = columnsByTable[table] { return cached }
-        return try connection.columns(of: table)
+        return (try? connection.columns(of: table)) ?? []
     }
 
     mutating func build(path: String) throws -> SchemaMap {
@@ -263,8 +263,16 @@ struct SchemaMapBuilder {
                 problems.append("the model's entity \(e.name) is not in Z_PRIMARYKEY; the store has never held it")
             }
         }
-        for table in Set(tableOf.values) where tables.contains(table) {
-            columnsByTable[table] = try connection.columns(of: table)
+        for table in Set(tableOf.values).sorted() where tables.contains(table) {
+            // A table SQLite cannot read here (a virtual table with a module or tokenizer only
+            // Apple's frameworks register) is named, not fatal: the rest of the store maps.
+            switch Result(catching: { () throws(SQLiteError) in try connection.columns(of: table) }) {
+            case .success(let columns): columnsByTable[table] = columns
+            case .failure(let error):
+                guard !(error.isCorrupt || error.isNotADatabase) else { throw error }
+                columnsByTable[table] = []
+                problems.append("the table \(table) cannot be read by SQLite here (\(error.message)); its columns are not mapped")
+            }
         }
 
         // Slots, table by table, in entity order.
@@ -335,7 +343,7 @@ struct SchemaMapBuilder {
         let metadataTables: Set<String> = ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"]
         let joinCandidates = tables.filter { $0.uppercased().hasPrefix("Z_") && !metadataTables.contains($0.uppercased()) }.sorted()
         var joinColumns: [String: [Connection.Column]] = [:]
-        for t in joinCandidates { joinColumns[t] = try connection.columns(of: t) }
+        for t in joinCandidates { joinColumns[t] = (try? connection.columns(of: t)) ?? [] }
         var joins: [String: (table: String, source: String, destination: String, order: String?)] = [:]
         var claimedJoinTables = Set<String>()
 

@@ -143,7 +143,8 @@ public enum StoreInspector {
                                    cloudKitTables: [], notes: notes)
         }
 
-        let counts = try store.countRows(connection)
+        var unreadable: [(table: String, reason: String)] = []
+        let counts = try store.countRows(connection, unreadable: &unreadable)
         // The main file may predate entities or tables that only the WAL created.
         let mainStore = try? CoreDataStore.read(mainOnly)
         let mainCounts = try mainStore.map { try $0.countRows(mainOnly) } ?? [:]
@@ -157,6 +158,9 @@ public enum StoreInspector {
         }
         let classNames = ModelCachePeek.classNames(connection)
         var coreDataNotes = notes
+        for u in unreadable {
+            coreDataNotes.append("table \(u.table) cannot be read by SQLite here (\(u.reason)); its rows are not counted")
+        }
         for t in try store.textKeyRows(connection) {
             coreDataNotes.append("\(t.table) holds \(t.rows) row\(t.rows == 1 ? "" : "s") whose Z_PK or Z_ENT is stored as text\(t.maxKey.map { " (keys up to '\($0)')" } ?? ""); Core Data matches none of them, so the entity counts above leave them out")
         }
