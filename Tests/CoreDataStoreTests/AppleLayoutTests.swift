@@ -52,6 +52,11 @@ struct AppleLayoutTests {
             b = try w.insert("Person", ["name": .string("B")])
         }
         try writer.link("Person", pk: a, "mergeCandidates", to: [b])
+        // Album.pinned (ordered, no inverse): the owner's key and the order live in ZASSET.
+        let assetColumns = try #require(writer.layout.table(for: "Asset")).columns
+        let owner = try #require(assetColumns.first { $0.role == .foreignKey(entity: "Album", relationship: "pinned") }).name
+        let order = try #require(assetColumns.first { $0.role == .foreignOrderKey(entity: "Album", relationship: "pinned") }).name
+        try writer.executeRaw("UPDATE ZASSET SET \(owner) = \(album), \(order) = 2048 WHERE Z_PK = \(asset)")
         try writer.transaction { w in
             try w.update("Photo", pk: photo, ["title": .string("renamed"), "pixels": .int(13)])
         }
@@ -89,6 +94,15 @@ struct AppleLayoutTests {
         // The ordered to-many without inverse: owner key and Z_FOK_ order in the target table.
         let pinned = try #require(map.entity(named: "Album")?.relationship(named: "pinned"))
         #expect(pinned.foreignTable == "ZASSET" && pinned.foreignColumn != nil && pinned.orderColumn?.hasPrefix("Z_FOK_") == true)
+        // rows of Asset show the owner and the order.
+        let rowReader = RowReader(map: map, entity: try #require(map.entity(named: "Asset")), decoder: opened.decoder)
+        var shown: [(Int64, String, String)] = []
+        try rowReader.forEach(opened.connection) { row in
+            let values = Dictionary(row.values.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a })
+            shown.append((row.pk, "\(values["Album.pinned"].map { "\($0)" } ?? "-")", "\(values["Album.pinned order"].map { "\($0)" } ?? "-")"))
+        }
+        let pinnedRow = try #require(shown.first { $0.0 == Int64(asset) })
+        #expect(pinnedRow.1.contains("Album") && pinnedRow.1.contains("\(album)") && pinnedRow.2.contains("2048"), "\(shown)")
 
         // The update of Photo decodes against the properties counted once.
         var reader = try HistoryReader(connection: opened.connection, store: opened.store, model: opened.model)
