@@ -49,4 +49,60 @@ extension EvidenceSession {
             AcquiredStore(displayPath: store.path, found: store, copy: try workingCopy(of: store, options: options))
         }
     }
+
+    /// Like `stores(from:…)`, but a store refused as input (truncated, not SQLite, a WAL that
+    /// cannot belong) does not stop the others: it is listed in `refused` and the rest go on.
+    /// Our own failures (scratch, evidence guard) still stop everything; when every store is
+    /// refused, the first refusal is thrown as before.
+    public func stores(from inputs: [String], select: String? = nil, options: OpenOptions = OpenOptions(),
+                       limits: ArchiveLimits = ArchiveLimits(), refused: inout [RefusedStore]) throws -> [AcquiredStore] {
+        let resolver = InputResolver(session: self, limits: limits)
+        var found: [FoundStore] = []
+        var damage: [String: String] = [:]
+        for input in inputs {
+            let inventory = try resolver.inventory(of: input)
+            found += inventory.stores
+            if let d = inventory.damage { damage[input] = d }
+        }
+        if let select {
+            let matches = found.filter { $0.path.hasSuffix(select) }
+            guard matches.count == 1 else {
+                throw AcquisitionError.storeSelection(select: select, candidates: found.map(\.path), matched: matches.count)
+            }
+            found = matches
+        }
+        if found.isEmpty, let (input, detail) = damage.first {
+            throw AcquisitionError.corrupt(path: input, detail: detail)
+        }
+        if found.isEmpty {
+            throw AcquisitionError.noStores(inputs: inputs)
+        }
+        var acquired: [AcquiredStore] = []
+        var firstRefusal: AcquisitionError?
+        for store in found {
+            do {
+                acquired.append(AcquiredStore(displayPath: store.path, found: store, copy: try workingCopy(of: store, options: options)))
+            } catch let error as AcquisitionError where !error.isInternal && !error.isOurs {
+                firstRefusal = firstRefusal ?? error
+                refused.append(RefusedStore(path: store.path, error: error))
+            }
+        }
+        if acquired.isEmpty, let firstRefusal { throw firstRefusal }
+        return acquired
+    }
+}
+
+/// A store an input held that could not be read, and why (one sentence).
+public struct RefusedStore: Sendable, Equatable {
+    public let path: String
+    public let error: AcquisitionError
+    public var reason: String { error.description }
+}
+
+extension AcquisitionError {
+    /// Failures of storelens's own working space, never a fact about the evidence.
+    var isOurs: Bool {
+        if case .scratchFailed = self { return true }
+        return false
+    }
 }

@@ -9,6 +9,8 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
     case unreadable(path: String, reason: String)
     case notSQLite(path: String)
     case truncated(path: String, size: Int, expected: Int)
+    /// No valid in-header page count, and the file ends part-way through a page.
+    case partialPage(path: String, size: Int, pageSize: Int)
     case walPageSizeMismatch(wal: String, walPageSize: Int, databasePageSize: Int)
     case hotJournal(path: String, journal: String)
     case corrupt(path: String, detail: String)
@@ -31,6 +33,8 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
             return "\(path) is not a SQLite database (it does not start with \"SQLite format 3\"); give the path of a Core Data or SwiftData store."
         case .truncated(let path, let size, let expected):
             return "\(path) is truncated: it has \(size) bytes but its header describes \(expected); copy the store off the device again, with its -wal and -shm."
+        case .partialPage(let path, let size, let pageSize):
+            return "\(path) is truncated: it has \(size) bytes, which ends \(size % max(pageSize, 1)) bytes into a \(pageSize)-byte page, and its header keeps no valid page count; copy the store off the device again, with its -wal and -shm."
         case .walPageSizeMismatch(let wal, let walPageSize, let databasePageSize):
             return "\(wal) has \(walPageSize)-byte pages but its database has \(databasePageSize)-byte pages, so it cannot belong to this store; check that the -wal was copied together with its own database."
         case .hotJournal(let path, let journal):

@@ -123,12 +123,20 @@ public final class WorkingCopy {
         case .failure(let error):
             throw AcquisitionError.corrupt(path: path, detail: error.description)
         }
-        // A main file shorter than its header's page count, or not a whole number of pages,
-        // was cut off in transfer; SQLite would only say "malformed" on some later query.
-        let described = header.pageCountIsValid ? Int(header.pageCount) * header.pageSize : 0
-        if size < header.pageSize || size % header.pageSize != 0 || size < described {
-            throw AcquisitionError.truncated(path: path, size: size,
-                                             expected: max(described, (size / header.pageSize + 1) * header.pageSize))
+        // A main file shorter than its header's page count was cut off in transfer; SQLite would
+        // only say "malformed" on some later query. A longer one is fine: SQLite trusts a valid
+        // in-header count and ignores what follows (an iOS backup's Manifest.db is 16 bytes longer).
+        // Without a valid count, a file that ends part-way through a page is the damage case.
+        let (pages, pagesOverflow) = Int(header.pageCount).multipliedReportingOverflow(by: header.pageSize)
+        let described = header.pageCountIsValid && !pagesOverflow ? pages : 0
+        if size < header.pageSize {
+            throw AcquisitionError.truncated(path: path, size: size, expected: max(described, header.pageSize))
+        }
+        if size < described {
+            throw AcquisitionError.truncated(path: path, size: size, expected: described)
+        }
+        if described == 0 && size % header.pageSize != 0 {
+            throw AcquisitionError.partialPage(path: path, size: size, pageSize: header.pageSize)
         }
         self.header = header
         self.family = family

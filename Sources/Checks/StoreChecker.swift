@@ -58,6 +58,46 @@ public struct StoreChecker: @unchecked Sendable {
         secondConnection = { try copy.open() }
     }
 
+    /// The finding a check gives when SQLite cannot read a table it needs here.
+    public static let incompleteID = "check-incomplete"
+
+    static func incomplete(task: String, error: SQLiteError, store: String) -> Finding {
+        let statement = error.sql.map { String($0.prefix(160)) }
+        return Finding(id: incompleteID, severity: .warning, store: store, entity: nil,
+                       message: "The \(task) check could not run: SQLite cannot read a table it needs here (\(error.message)).",
+                       evidence: statement.map { ["statement": .string($0)] } ?? [:],
+                       explanation: "A virtual table whose module or tokenizer only Apple's frameworks register cannot be read outside them; the other checks ran.",
+                       suggestion: "`storelens inspect` names the table; nothing is wrong with the store for that reason alone.")
+    }
+
+    /// The finding id that says a store is plain SQLite, so Core Data's invariants do not apply.
+    public static let notCoreDataID = "not-core-data"
+
+    /// The information finding `check` and `report` give a plain SQLite database.
+    public static func notCoreData(displayPath: String) -> Finding {
+        Finding(id: notCoreDataID, severity: .info, store: displayPath, entity: nil,
+                message: "This is a plain SQLite database, not a Core Data store: only SQLite's own integrity check applies.",
+                evidence: [:], explanation: "It has no Z_PRIMARYKEY and Z_METADATA tables, so Core Data's invariants have nothing to check.",
+                suggestion: "`storelens inspect` counts its tables.")
+    }
+
+    /// `check` on a plain SQLite database (an iOS backup's Manifest.db, Photos' search index):
+    /// SQLite's own check, and the information that Core Data's checks do not apply.
+    public static func plainSQLite(_ copy: WorkingCopy, displayPath: String, full: Bool) throws -> [Finding] {
+        let connection = try copy.open()
+        var findings: [Finding] = []
+        let result = try connection.integrityCheck(full: full, maxErrors: 20)
+        if result != ["ok"] {
+            findings.append(Finding(id: Check.sqliteIntegrity.rawValue, severity: .error, store: displayPath, entity: nil,
+                                    message: "SQLite's \(full ? "integrity_check" : "quick_check") reports \(result.count) problem\(result.count == 1 ? "" : "s").",
+                                    evidence: ["problems": .list(result.map(EvidenceValue.string))],
+                                    explanation: "The database file itself is damaged.",
+                                    suggestion: "Copy the database off the device again."))
+        }
+        findings.append(notCoreData(displayPath: displayPath))
+        return findings
+    }
+
     var connection: Connection { opened.connection }
     var path: String { opened.displayPath }
 
@@ -99,10 +139,11 @@ public struct StoreChecker: @unchecked Sendable {
         func wanted(_ c: Check) -> Bool { only?.contains(c) ?? true }
         let tasks = Self.tasks.filter { $0.checks.contains(where: wanted) }
         var screened: [InvariantQueries.RowCondition] = []
-        if wanted(.unknownEntityRows) { screened += try unknownEntityConditions().map(\.1) }
+        // The row screen only saves scans; a table it cannot read is left to the check itself.
+        if wanted(.unknownEntityRows) { screened += ((try? unknownEntityConditions()) ?? []).map(\.1) }
         if wanted(.requiredNull) { screened += requiredConditions().map(\.condition) }
-        if wanted(.badZOpt) { screened += try zOptConditions().map(\.1) }
-        if wanted(.historyUnknownEntity) { screened += try historyConditions() }
+        if wanted(.badZOpt) { screened += ((try? zOptConditions()) ?? []).map(\.1) }
+        if wanted(.historyUnknownEntity) { screened += (try? historyConditions()) ?? [] }
         var checker = self
         checker.screen = RowScreen(screened)
         return try checker.runTasks(tasks, only: only)
@@ -147,8 +188,21 @@ public struct StoreChecker: @unchecked Sendable {
     func keys(_ sql: String, _ arguments: [DatabaseValue] = []) throws -> (keys: [Int], count: Int) {
         let count = try connection.scalar("SELECT count(*) FROM (\(sql))", arguments).int ?? 0
         guard count > 0 else { return ([], 0) }
-        let keys = try connection.rows("SELECT * FROM (\(sql)) LIMIT \(limit)", arguments).compactMap { $0[0].int }
+        let keys = try connection.rows("SELECT * FROM (\(sql)) LIMIT \(limit)", arguments).compactMap { Self.key($0[0]) }
         return (keys, count)
+    }
+
+    /// A primary key as stored: an integer, or the integer a text key spells (a table rebuilt by
+    /// a CSV import holds Z_PK as TEXT '1' … '57').
+    static func key(_ value: DatabaseValue) -> Int? {
+        value.int ?? value.string.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+    }
+
+    /// A stored key value for a message: 1, '1' (text), NULL.
+    static func spelled(_ value: DatabaseValue) -> String {
+        if let i = value.int { return String(i) }
+        if let s = value.string { return "'\(String(s.prefix(40)))' (text)" }
+        return value.isNull ? "NULL" : "a blob"
     }
 
     /// The rows meeting `condition`: counted by the row screen when it has the condition (one scan
@@ -157,7 +211,7 @@ public struct StoreChecker: @unchecked Sendable {
         guard let screen, let count = try screen.count(condition, on: connection) else { return try keys(condition.rows) }
         // The screen counted with the same condition text: only the first keys are left to list.
         guard count > 0 else { return ([], 0) }
-        let keys = try connection.rows("SELECT * FROM (\(condition.rows)) LIMIT \(limit)").compactMap { $0[0].int }
+        let keys = try connection.rows("SELECT * FROM (\(condition.rows)) LIMIT \(limit)").compactMap { Self.key($0[0]) }
         return (keys, count)
     }
 
@@ -221,10 +275,23 @@ public struct StoreChecker: @unchecked Sendable {
             }
             let (keys, count) = try self.keys(InvariantQueries.aboveZMax(table: e.table), [.integer(Int64(zMax))])
             guard count > 0 else { continue }
-            let maxPK = try connection.scalar("SELECT max(Z_PK) FROM \(q(e.table))").int ?? 0
+            let integerMax = try connection.scalar("SELECT max(Z_PK) FROM \(q(e.table)) WHERE typeof(Z_PK) = 'integer'").int ?? 0
+            // Keys stored as text compare above every integer in SQLite: describe them as they are.
+            let text = try connection.rows("SELECT count(*), max(CAST(Z_PK AS INTEGER)) FROM \(q(e.table)) WHERE typeof(Z_PK) = 'text'").first
+            let textKeys = text?[0].int ?? 0
+            let textMax = text?[1].int ?? 0
+            let maxPK = max(integerMax, textMax)
+            var evidence: [String: EvidenceValue] = ["zMax": .int(zMax), "maxPK": .int(maxPK), "pks": .keys(keys), "count": .int(count), "table": .string(e.table)]
+            var detail = "max Z_PK \(maxPK)"
+            if textKeys > 0 {
+                evidence["textKeys"] = .int(textKeys)
+                detail = textKeys == count
+                    ? "their Z_PK is stored as text, keys up to '\(textMax)'"
+                    : "\(plural(textKeys, "row")) with Z_PK stored as text, up to '\(textMax)'; max integer Z_PK \(integerMax)"
+            }
             result.append(finding(.zMax, .error, entity: e.name,
-                                  "Z_MAX of \(e.name) is \(zMax) but \(e.table) holds \(plural(count, "row")) above it (max Z_PK \(maxPK)).",
-                                  evidence: ["zMax": .int(zMax), "maxPK": .int(maxPK), "pks": .keys(keys), "count": .int(count), "table": .string(e.table)],
+                                  "Z_MAX of \(e.name) is \(zMax) but \(e.table) holds \(plural(count, "row")) above it (\(detail)).",
+                                  evidence: evidence,
                                   explanation: "Core Data allocates the next primary key from Z_MAX: the next insert collides with an existing row and the save fails or the app crashes.",
                                   suggestion: "`storelens repair --only zmax-below-max-pk` raises Z_MAX to \(maxPK)."))
         }
@@ -245,7 +312,7 @@ public struct StoreChecker: @unchecked Sendable {
             let (keys, count) = try self.keys(condition)
             guard count > 0 else { continue }
             let values = try connection.rows("SELECT DISTINCT Z_ENT FROM \(q(condition.table)) NOT INDEXED WHERE \(condition.condition) LIMIT 10")
-                .map { $0[0].int.map(String.init) ?? "NULL" }
+                .map { Self.spelled($0[0]) }
             result.append(finding(.unknownEntityRows, .error, entity: e.name,
                                   "\(plural(count, "row")) of \(e.table) carry a Z_ENT outside \(e.name)'s entity tree (\(values.joined(separator: ", "))).",
                                   evidence: ["pks": .keys(keys), "count": .int(count), "zEnt": .list(values.map(EvidenceValue.string)),
@@ -376,7 +443,9 @@ public struct StoreChecker: @unchecked Sendable {
                 guard let column = a.column else { continue }
                 result.append((e, a, nil, InvariantQueries.nullColumn(entity: owner, column: column)))
             }
-            for r in e.relationships where r.declaredBy == e.entity.name && r.kind == .toOne && (!r.relationship.isOptional || r.relationship.minCount > 0) {
+            // Optional wins over a minimum count (Photos' GenericAlbum.keyAsset: NSIsOptional with
+            // NSMinCount 1): the minimum applies only when a value is present.
+            for r in e.relationships where r.declaredBy == e.entity.name && r.kind == .toOne && !r.relationship.isOptional {
                 guard let column = r.column else { continue }
                 result.append((e, nil, r, InvariantQueries.nullColumn(entity: owner, column: column)))
             }
@@ -560,6 +629,11 @@ final class CheckQueue: @unchecked Sendable {
         while let index = take(firstConnection: firstConnection) {
             var outcome: Result<[Finding], Error>!
             let took = clock.measure { outcome = Result { try tasks[index].body(checker) } }
+            // A table SQLite cannot read here (a virtual table whose module or tokenizer only
+            // Apple's frameworks register) stops this check, not the others: it is reported.
+            if case .failure(let error as SQLiteError) = outcome, !(error.isCorrupt || error.isNotADatabase) {
+                outcome = .success([StoreChecker.incomplete(task: tasks[index].name, error: error, store: checker.opened.displayPath)])
+            }
             lock.lock()
             outcomes[index] = outcome
             timings.append((tasks[index].name, firstConnection ? 1 : 2, took))

@@ -28,7 +28,11 @@ enum RecordValue {
     static func canonical(json value: PositionedJSON, as type: ModelAttributeType?) -> String? {
         switch value {
         case .null: return nil
-        case .bool(let b, _): return b ? "true" : "false"
+        case .bool(let b, _):
+            // Compared by the model's type, not the JSON spelling: a stored 1/0 under a numeric
+            // attribute equals JSON true/false.
+            if let type, type.isInteger || type == .double || type == .float || type == .decimal { return b ? "1" : "0" }
+            return b ? "true" : "false"
         case .number(let n, _):
             switch type {
             case .date?: return date(n)
@@ -40,6 +44,8 @@ enum RecordValue {
             case .date?: return ValueDecoder.parseDate(s).map(date) ?? s
             case .uuid?: return s.uppercased()
             case .boolean?: return ["true", "1", "yes"].contains(s.lowercased()) ? "true" : "false"
+            case let t? where t.isInteger || t == .double || t == .float:
+                return Double(s.trimmingCharacters(in: .whitespaces)).map(number) ?? s
             default: return s
             }
         case .array(let items, _): return "[" + items.map { canonical(json: $0, as: nil) ?? "null" }.joined(separator: ",") + "]"

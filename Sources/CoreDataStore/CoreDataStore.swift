@@ -40,23 +40,64 @@ public struct CoreDataStore: Sendable {
 
     /// Counts rows per entity by `Z_ENT`, one grouped query per table (never one per entity).
     public func countRows(_ connection: Connection) throws -> [Int: (count: Int, maxPK: Int?)] {
+        var unreadable: [(table: String, reason: String)] = []
+        return try countRows(connection, unreadable: &unreadable)
+    }
+
+    /// Counts as above; a table SQLite cannot read here (and that is not damage) is listed in
+    /// `unreadable` with SQLite's reason instead of stopping the count of the others.
+    public func countRows(_ connection: Connection, unreadable: inout [(table: String, reason: String)]) throws -> [Int: (count: Int, maxPK: Int?)] {
         var result: [Int: (count: Int, maxPK: Int?)] = [:]
         var done = Set<String>()
         for entity in entities where entity.tableExists && !done.contains(entity.table) {
             done.insert(entity.table)
-            let table = Identifier.quoted(entity.table)
-            let columns = try connection.columns(of: entity.table).map(\.name)
-            let maxPK = columns.contains("Z_PK") ? try connection.scalar("SELECT max(Z_PK) FROM \(table)").int : nil
-            if columns.contains("Z_ENT") {
-                for row in try connection.rows("SELECT Z_ENT, count(*) FROM \(table) GROUP BY Z_ENT") {
-                    guard let ent = row[0].int, let count = row[1].int else { continue }
-                    result[ent] = (count, maxPK)
-                }
+            switch Result(catching: { () throws(SQLiteError) -> [Int: (count: Int, maxPK: Int?)] in try countTable(entity.table, connection) }) {
+            case .success(let counts):
+                result.merge(counts) { a, _ in a }
+            case .failure(let error):
+                guard !(error.isCorrupt || error.isNotADatabase) else { throw error }
+                unreadable.append((entity.table, error.message))
             }
-            // Entities of this table with no rows still learn the table's max(Z_PK).
-            for member in entities where member.table == entity.table && result[member.number] == nil {
-                result[member.number] = (0, maxPK)
+        }
+        return result
+    }
+
+    /// One table's rows by `Z_ENT`, and its highest integer `Z_PK` for every entity stored in it.
+    func countTable(_ tableName: String, _ connection: Connection) throws(SQLiteError) -> [Int: (count: Int, maxPK: Int?)] {
+        var result: [Int: (count: Int, maxPK: Int?)] = [:]
+        let table = Identifier.quoted(tableName)
+        let columns = try connection.columns(of: tableName).map(\.name)
+        // Integer keys only: a text '9' sorts above 57 and is not a key Core Data can use.
+        let maxPK = columns.contains("Z_PK") ? try connection.scalar("SELECT max(Z_PK) FROM \(table) WHERE typeof(Z_PK) = 'integer'").int : nil
+        if columns.contains("Z_ENT") {
+            for row in try connection.rows("SELECT Z_ENT, count(*) FROM \(table) GROUP BY Z_ENT") {
+                guard let ent = row[0].int, let count = row[1].int else { continue }
+                result[ent] = (count, maxPK)
             }
+        }
+        // Entities of this table with no rows still learn the table's max(Z_PK).
+        for member in entities where member.table == tableName && result[member.number] == nil {
+            result[member.number] = (0, maxPK)
+        }
+        return result
+    }
+
+    /// Tables holding rows whose `Z_PK` or `Z_ENT` is not an integer (a table rebuilt by a CSV
+    /// import stores them as TEXT): Core Data's `Z_ENT = 1` matches none of them, so the entity
+    /// counts leave them out; this says how many there are and how far their keys go.
+    public func textKeyRows(_ connection: Connection) throws -> [(table: String, rows: Int, maxKey: String?)] {
+        var result: [(table: String, rows: Int, maxKey: String?)] = []
+        for table in Set(entities.filter(\.tableExists).map(\.table)).sorted() {
+            // A table SQLite cannot read here is counted (and named) by countRows, not here.
+            guard let read = try? connection.columns(of: table) else { continue }
+            let columns = Set(read.map(\.name))
+            guard columns.contains("Z_PK"), columns.contains("Z_ENT") else { continue }
+            let q = Identifier.quoted(table)
+            guard let row = try connection.rows("""
+                SELECT count(*), max(CAST(Z_PK AS INTEGER)) FROM \(q) \
+                WHERE typeof(Z_PK) NOT IN ('integer', 'null') OR typeof(Z_ENT) NOT IN ('integer', 'null')
+                """).first, let count = row[0].int, count > 0 else { continue }
+            result.append((table, count, row[1].int.map(String.init)))
         }
         return result
     }

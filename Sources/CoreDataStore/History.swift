@@ -52,6 +52,9 @@ public struct HistoryChange: Sendable {
     public let columnsNote: String?
     /// The raw bitmap, hex.
     public let columnsHex: String?
+    /// For deletes: the values kept in `ZTOMBSTONE0…n`, named by the attributes the model marks as
+    /// preserved on deletion (`#<n>` when the model names fewer); empty when none were kept.
+    public var tombstone: [(name: String, value: DatabaseValue)] = []
 }
 
 /// Who wrote changes to one entity, as `history --summary` reports it.
@@ -64,12 +67,16 @@ public struct HistoryWriterSummary: Sendable {
     public var updates = 0
     public var deletes = 0
     public var other = 0
+    /// Transactions of this writer that changed nothing (listed under `HistoryEntitySummary.noChangesName`).
+    public var transactionsWithoutChanges = 0
     /// Seconds since 2001 of the first and last change.
     public var firstSeconds: Double?
     public var lastSeconds: Double?
 }
 
 public struct HistoryEntitySummary: Sendable {
+    /// The pseudo-entity under which writers whose transactions changed nothing are listed.
+    public static let noChangesName = "(no changes)"
     public let entity: String
     public let entityNumber: Int
     public var writers: [HistoryWriterSummary]
@@ -173,6 +180,21 @@ public struct HistoryReader {
         return store.entities.first { $0.number == number }?.name ?? "#\(number)"
     }
 
+    /// `ZTOMBSTONE0…n` in number order (persistent history of stores with preserved attributes).
+    var tombstoneColumns: [String] {
+        changeColumns.compactMap { c -> (Int, String)? in
+            guard c.hasPrefix("ZTOMBSTONE"), let n = Int(c.dropFirst(10)), n >= 0, n < 1000 else { return nil }
+            return (n, c)
+        }.sorted { $0.0 < $1.0 }.map(\.1)
+    }
+
+    /// The names of a deleted row's tombstone values, in column order.
+    func tombstoneNames(entityNumber: Int?) -> [String] {
+        guard let number = entityNumber, let model,
+              let name = store.entities.first(where: { $0.number == number })?.name else { return [] }
+        return model.tombstoneOrder(entity: name)
+    }
+
     /// Decodes an update's `ZCOLUMNS` bitmap by the entity's per-level bit order (§4.3).
     public mutating func updatedProperties(entityNumber: Int?, bitmap: Data) -> (names: [String]?, note: String?) {
         guard let number = entityNumber, let name = store.entities.first(where: { $0.number == number })?.name else {
@@ -217,7 +239,7 @@ public struct HistoryReader {
             \(writerExpression("BUNDLEID", alias: "sb")), \(writerExpression("PROCESSID", alias: "sp")), \
             \(writerExpression("CONTEXTNAME", alias: "sc")), c.Z_PK, \(column("ZCHANGETYPE", "c", in: changeColumns)), \
             \(column("ZENTITY", "c", in: changeColumns)), \(column("ZENTITYPK", "c", in: changeColumns)), \
-            \(column("ZCOLUMNS", "c", in: changeColumns))
+            \(column("ZCOLUMNS", "c", in: changeColumns))\(tombstoneColumns.map { ", c." + $0 }.joined())
             FROM ATRANSACTION t\(joins)\(changeJoin)
             """ + whereClause(filter, arguments: &arguments, changeAlias: nil) + " ORDER BY t.Z_PK, c.Z_PK"
         let statement = try connection.prepare(sql)
@@ -251,8 +273,15 @@ public struct HistoryReader {
             } else if type == .update {
                 note = "the update has no ZCOLUMNS bitmap"
             }
-            current!.changes.append(HistoryChange(id: changeID, type: type, entity: entityName(number), entityNumber: number,
-                                                  pk: row[9].int64, updatedProperties: updated, columnsNote: note, columnsHex: hex))
+            var change = HistoryChange(id: changeID, type: type, entity: entityName(number), entityNumber: number,
+                                       pk: row[9].int64, updatedProperties: updated, columnsNote: note, columnsHex: hex)
+            if type == .delete, !tombstoneColumns.isEmpty {
+                let names = this.tombstoneNames(entityNumber: number)
+                for i in tombstoneColumns.indices where !row[11 + i].isNull {
+                    change.tombstone.append((i < names.count ? names[i] : "#\(i)", row[11 + i]))
+                }
+            }
+            current!.changes.append(change)
         }
         try flush()
         self.bitOrders = this.bitOrders
@@ -291,6 +320,29 @@ public struct HistoryReader {
             if let first = row[7].double { writers[index!].firstSeconds = min(writers[index!].firstSeconds ?? first, first) }
             if let last = row[8].double { writers[index!].lastSeconds = max(writers[index!].lastSeconds ?? last, last) }
             result[result.count - 1].writers = writers
+        }
+        // A writer whose transactions changed nothing is still a writer (Notes 26's
+        // IntentsExtension): listed once, without an entity. An entity filter leaves them out.
+        guard filter.entityNumbers == nil else { return result }
+        var emptyArguments: [DatabaseValue] = []
+        let clause = whereClause(filter, arguments: &emptyArguments, changeAlias: nil)
+        let emptySQL = """
+            SELECT \(writerExpression("BUNDLEID", alias: "sb")), \(writerExpression("PROCESSID", alias: "sp")), \
+            \(writerExpression("AUTHOR", alias: "sa")), \(writerExpression("CONTEXTNAME", alias: "sc")), count(*), \
+            min(\(column("ZTIMESTAMP", "t", in: transactionColumns))), max(\(column("ZTIMESTAMP", "t", in: transactionColumns)))
+            FROM ATRANSACTION t\(joins)
+            """ + (clause.isEmpty ? " WHERE " : clause + " AND ")
+            + "NOT EXISTS (SELECT 1 FROM ACHANGE x WHERE x.ZTRANSACTIONID = t.Z_PK) GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4"
+        var empty: [HistoryWriterSummary] = []
+        for row in try connection.rows(emptySQL, emptyArguments) {
+            var writer = HistoryWriterSummary(bundleID: row[0].string, processName: row[1].string, author: row[2].string, contextName: row[3].string)
+            writer.transactionsWithoutChanges = row[4].int ?? 0
+            writer.firstSeconds = row[5].double
+            writer.lastSeconds = row[6].double
+            empty.append(writer)
+        }
+        if !empty.isEmpty {
+            result.append(HistoryEntitySummary(entity: HistoryEntitySummary.noChangesName, entityNumber: 0, writers: empty))
         }
         return result
     }

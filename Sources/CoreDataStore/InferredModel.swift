@@ -83,7 +83,11 @@ public enum InferredModelBuilder {
             for table in Array(Set(users.map(\.table))).sorted() where tables.contains(table) {
                 let members = users.filter { $0.table == table }
                 guard let root = members.first(where: { $0.superNumber == 0 || entity(number: $0.superNumber) == nil }) ?? members.first else { continue }
-                let allColumns = try connection.columns(of: table)
+                // A table SQLite cannot read here (a private virtual-table module) is named, not fatal.
+                guard let allColumns = try? connection.columns(of: table) else {
+                    notes.append("the table \(table) cannot be read by SQLite here; its entities have no inferred properties")
+                    continue
+                }
                 let hasEntityColumn = allColumns.contains { $0.name.uppercased() == "Z_ENT" }
                 let columns = allColumns.filter { !["Z_PK", "Z_ENT", "Z_OPT"].contains($0.name.uppercased()) }
                 let upperNames = Set(columns.map { $0.name.uppercased() })
@@ -202,7 +206,7 @@ public enum InferredModelBuilder {
                     var many = ModelRelationship(name: inverseName, destination: t.owner, inverse: t.name, isToMany: true)
                     many.columnHint = t.column
                     // An ordered to-many keeps its order key beside the foreign key.
-                    let columns = try connection.columns(of: t.table).map { $0.name.uppercased() }
+                    let columns = ((try? connection.columns(of: t.table)) ?? []).map { $0.name.uppercased() }
                     if columns.contains("Z_FOK_" + String(t.column.uppercased().dropFirst())) { many.isOrdered = true }
                     entities[destination]?.relationships.append(many)
                 }
@@ -292,7 +296,7 @@ public enum InferredModelBuilder {
         mutating func inferJoinTables(tables: Set<String>) throws {
             for table in tables.sorted() where table.hasPrefix("Z_") && !["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"].contains(table) {
                 guard Self.numberedPrefix(String(table.dropFirst()), separator: nil) != nil || table.dropFirst(2).first?.isNumber == true else { continue }
-                let columns = try connection.columns(of: table).map(\.name)
+                let columns = ((try? connection.columns(of: table)) ?? []).map(\.name)
                 let keyed = columns.filter { !$0.uppercased().hasPrefix("Z_FOK_") }
                     .compactMap { c -> (column: String, number: Int, name: String)? in
                         guard c.uppercased().hasPrefix("Z_"), let (n, rest) = Self.numberedPrefix("Z" + c.dropFirst(2), separator: nil) else { return nil }

@@ -73,6 +73,8 @@ struct ArchivedModelWalker {
     typealias Ref = KeyedArchive.Reference
     let archive: KeyedArchive
     var notes: [String] = []
+    /// Property names each entity lists as `_NSPropertyDescriptionProxy` objects.
+    var proxies: [String: Set<String>] = [:]
 
     struct Damaged: Error, CustomStringConvertible {
         let description: String
@@ -100,6 +102,7 @@ struct ArchivedModelWalker {
             }
             entities.append(entity)
         }
+        entities = removingInheritedCopies(entities)
         var identifiers: [String] = []
         if let ref = try archive.reference("NSVersionIdentifiers", in: object), let members = try? archive.array(ref) {
             for member in members.prefix(1000) {
@@ -108,6 +111,87 @@ struct ArchivedModelWalker {
         }
         return StoreModel(source: .cache, entities: entities.sorted { $0.name < $1.name },
                           versionIdentifiers: identifiers.sorted(), origin: "Z_MODELCACHE", notes: notes)
+    }
+
+    /// Newer caches (Notes, Photos 13+, Screen Time) repeat a parent's properties in each
+    /// subentity's dictionary; older ones hold `_NSPropertyDescriptionProxy` objects instead. Core
+    /// Data forbids a subentity to redeclare a parent's property name, so a property whose name an
+    /// ancestor declares is the ancestor's: it is kept once, where it is declared, in the parent's
+    /// column (both forms give the same map; a proxy no ancestor explains is noted).
+    mutating func removingInheritedCopies(_ entities: [ModelEntity]) -> [ModelEntity] {
+        let byName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        func ancestors(of entity: ModelEntity) -> [ModelEntity] {
+            var chain: [ModelEntity] = []
+            var seen: Set<String> = [entity.name]
+            var next = entity.parent.flatMap { byName[$0] }
+            while let e = next, seen.insert(e.name).inserted {
+                chain.append(e)
+                next = e.parent.flatMap { byName[$0] }
+            }
+            return chain
+        }
+        var copies = 0
+        var result: [ModelEntity] = []
+        for var entity in entities {
+            let inherited = ancestors(of: entity)
+            var names = Set<String>()
+            for a in inherited {
+                names.formUnion(a.attributes.map(\.name))
+                names.formUnion(a.relationships.map(\.name))
+            }
+            let before = entity.attributes.count + entity.relationships.count
+            entity.attributes.removeAll { names.contains($0.name) }
+            entity.relationships.removeAll { names.contains($0.name) }
+            copies += before - entity.attributes.count - entity.relationships.count
+            let inheritedIndexes = Set(inherited.flatMap { $0.fetchIndexes.map(\.name) })
+            entity.fetchIndexes.removeAll { inheritedIndexes.contains($0.name) && !$0.name.isEmpty }
+            let inheritedUniques = Set(inherited.flatMap(\.uniqueConstraints))
+            entity.uniqueConstraints.removeAll { inheritedUniques.contains($0) }
+            for orphan in (proxies[entity.name] ?? []).subtracting(names).sorted() {
+                notes.append("\(entity.name).\(orphan) is a _NSPropertyDescriptionProxy that no ancestor declares; skipped")
+            }
+            result.append(entity)
+        }
+        let proxyCount = proxies.values.reduce(0) { $0 + $1.count }
+        if copies > 0 {
+            notes.append("subentities repeat \(copies) of their ancestors' properties in the cache; each is listed once, where it is declared")
+        }
+        if proxyCount > 0 {
+            notes.append("subentities stand in for \(proxyCount) inherited properties with _NSPropertyDescriptionProxy objects; each is listed once, where it is declared")
+        }
+        return result
+    }
+
+    /// A derived attribute's `NSDerivationExpression` in words: the key path of a key-path
+    /// expression (`otherAccount.serverId`), the function of a function expression, else its class.
+    func derivationText(_ object: KeyedArchive.ArchivedObject) throws -> String? {
+        guard let ref = try archive.reference("NSDerivationExpression", in: object),
+              let expression = try archive.object(ref) else { return nil }
+        if let args = try archive.reference("NSArguments", in: expression), let members = try? archive.array(args) {
+            for member in members.prefix(8) {
+                if let m = try archive.object(member), let path = try string("NSKeyPath", in: m) { return path }
+            }
+        }
+        if let path = try string("NSKeyPath", in: expression) { return path }
+        if let selector = try string("NSSelectorName", in: expression) { return selector }
+        return expression.className
+    }
+
+    /// The attributes named by `_NSLocationAttributeDerivedComponents` in an attribute's user
+    /// info ("latitude, longitude"): how Core Data marks the source of an R-tree fetch index.
+    func locationComponents(_ object: KeyedArchive.ArchivedObject) throws -> [String]? {
+        guard let infoRef = try archive.reference("NSUserInfo", in: object),
+              let entries = try? archive.stringKeyedDictionary(infoRef),
+              let entry = entries.first(where: { $0.key == "_NSLocationAttributeDerivedComponents" }) else { return nil }
+        // Photos 15 writes "latitude, longitude"; Photos 10.15 an array of the two names.
+        var names: [String] = []
+        if let text = try? archive.string(entry.value) {
+            names = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        } else if let members = try? archive.array(entry.value) {
+            names = members.prefix(16).compactMap { try? archive.string($0) }
+        }
+        names = names.filter { !$0.isEmpty }
+        return names.isEmpty ? nil : Array(names.prefix(16))
     }
 
     func string(_ key: String, in object: KeyedArchive.ArchivedObject) throws -> String? {
@@ -144,7 +228,19 @@ struct ArchivedModelWalker {
                 if propertyObject.isKind(of: "NSRelationshipDescription") {
                     entity.relationships.append(try relationship(propertyObject, key: property.key))
                 } else if propertyObject.isKind(of: "NSAttributeDescription") || propertyObject.isKind(of: "NSCompositeAttributeDescription") {
-                    entity.attributes.append(try attribute(propertyObject, key: property.key, depth: 0))
+                    let attribute = try attribute(propertyObject, key: property.key, depth: 0)
+                    entity.attributes.append(attribute)
+                    if let components = try locationComponents(propertyObject) {
+                        // A transient location attribute (Photos' boundedByRect) is served by an R-tree
+                        // fetch index, the virtual table `Z_RT_<Entity>_<attribute>`.
+                        entity.fetchIndexes.append(ModelFetchIndex(name: attribute.name, elements: components.map {
+                            .init(property: $0, ascending: true, kind: "RTree")
+                        }))
+                    }
+                } else if propertyObject.isKind(of: "_NSPropertyDescriptionProxy") {
+                    // Older caches (Photos 10.15.7) stand in for each inherited property with a proxy;
+                    // the property itself is read where the parent declares it.
+                    proxies[name, default: []].insert(property.key)
                 } else {
                     notes.append("\(name).\(property.key) is a \(propertyObject.className ?? "value") (not stored in a column); skipped")
                 }
@@ -200,6 +296,10 @@ struct ArchivedModelWalker {
         attribute.renamingIdentifier = try string("NSRenamingIdentifier", in: object)
         attribute.valueTransformerName = try string("NSValueTransformerName", in: object)
         attribute.allowsExternalBinaryDataStorage = object.bool("NSAllowsExternalBinaryDataStorage") ?? false
+        attribute.preservesValueOnDeletion = (object.int("NSFlagsKey") ?? 0) & 0x10 != 0
+        if object.isKind(of: "NSDerivedAttributeDescription") {
+            attribute.derivation = (try? derivationText(object)) ?? "an expression this reader does not decode"
+        }
         if let defaultRef = try archive.reference("NSDefaultValue", in: object) {
             attribute.defaultValue = Self.display(try? archive.json(defaultRef, depthLimit: 8, maxValues: 1000))
         }

@@ -7,6 +7,51 @@ import SQLiteAccess
 /// the cache wins and every difference is listed in `disagreements`.
 public enum ModelLoader {
     public static func load(connection: Connection, store: CoreDataStore, xcodeModel: URL? = nil) throws -> StoreModel {
+        var model = try loadAppModel(connection: connection, store: store, xcodeModel: xcodeModel)
+        try addCloudKitEntities(to: &model, connection: connection, store: store)
+        return model
+    }
+
+    /// NSPersistentCloudKitContainer's own entities (`NSCK…`, numbered from 17001, tables `ANSCK…`)
+    /// are not in the app's model: they come from Core Data's private mirroring model. So that
+    /// `rows`, `schema` and `check` can read them, each gets an entity whose attributes are its
+    /// table's columns, typed by their declared SQL type and named after them (`ZCKRECORDNAME` →
+    /// `ckrecordname`), marked in the model's notes.
+    static func addCloudKitEntities(to model: inout StoreModel, connection: Connection, store: CoreDataStore) throws {
+        let known = Set(model.entities.map(\.name))
+        var added: [String] = []
+        for e in store.entities where e.kind == .cloudKit && e.tableExists && !known.contains(e.name) {
+            var entity = ModelEntity(name: e.name, className: e.name, parent: e.parentName)
+            // Only the root's table holds the columns; subentities share it and add none of their own.
+            if e.superNumber == 0 {
+                for column in try connection.columns(of: e.table) where !["Z_PK", "Z_ENT", "Z_OPT"].contains(column.name.uppercased()) {
+                    guard column.name.uppercased().hasPrefix("Z") else { continue }
+                    var attribute = ModelAttribute(name: InferredModelBuilder.Builder.lower(column.name), type: Self.type(declared: column.declaredType))
+                    attribute.columnHint = column.name
+                    entity.attributes.append(attribute)
+                }
+            }
+            entity.attributes.sort { $0.name < $1.name }
+            model.entities.append(entity)
+            added.append(e.name)
+        }
+        if !added.isEmpty {
+            model.notes.append("CloudKit mirroring entities (\(added.count): \(added.prefix(6).joined(separator: ", "))\(added.count > 6 ? ", …" : "")) are read from their ANSCK tables' columns; Core Data's private mirroring model is not in the store")
+        }
+    }
+
+    static func type(declared: String) -> ModelAttributeType {
+        switch declared.uppercased() {
+        case "INTEGER": return .integer64
+        case "FLOAT", "REAL", "DOUBLE": return .double
+        case "TIMESTAMP": return .date
+        case "VARCHAR", "TEXT": return .string
+        case "DECIMAL": return .decimal
+        default: return .binary
+        }
+    }
+
+    static func loadAppModel(connection: Connection, store: CoreDataStore, xcodeModel: URL?) throws -> StoreModel {
         var notes: [String] = []
         var cached: StoreModel?
         do {

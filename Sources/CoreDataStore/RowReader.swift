@@ -20,6 +20,11 @@ public struct RowReader {
         public enum Kind: Sendable {
             case attribute(AttributeMapping)
             case toOne(RelationshipMapping)
+            /// The owner of this row through a to-many without an inverse (the hidden key
+            /// `Z<n><NAME>` in this table), shown as `Owner.relationship`.
+            case owner(source: String, RelationshipMapping)
+            /// That relationship's order key (`Z_FOK_<n><NAME>`) when it is ordered.
+            case ownerOrder(RelationshipMapping)
         }
         public let name: String
         /// The entity that declares the property; it applies to rows of that entity and below.
@@ -67,6 +72,21 @@ public struct RowReader {
         for descendant in map.model.subtree(of: entity.entity.name).dropFirst() {
             if let mapping = map.entity(named: descendant.name) { add(mapping, only: descendant.name) }
         }
+        // To-many relationships without an inverse keep the owner (and the order) in this table
+        // (MeWe's Poll.options: Z29OPTIONS + Z_FOK_29OPTIONS in ZPOLLOPTION).
+        let related = Set(entity.lineage + map.model.subtree(of: entity.entity.name).map(\.name))
+        for source in map.entities {
+            for r in source.relationships where r.kind == .toMany && r.relationship.inverse == nil
+                && r.declaredBy == source.entity.name && r.foreignTable == entity.table && r.foreignColumn != nil
+                && related.contains(r.relationship.destination) {
+                let label = "\(source.entity.name).\(r.relationship.name)"
+                guard labels.insert(label).inserted else { continue }
+                fields.append(Field(name: label, declaredBy: r.relationship.destination, kind: .owner(source: source.entity.name, r), label: label))
+                if r.orderColumn != nil {
+                    fields.append(Field(name: label + " order", declaredBy: r.relationship.destination, kind: .ownerOrder(r), label: label + " order"))
+                }
+            }
+        }
         self.fields = fields
     }
 
@@ -100,6 +120,8 @@ public struct RowReader {
             .invalidFilter("--where \(name): '\(text)' is not \(expected).")
         }
         switch field.kind {
+        case .owner, .ownerOrder:
+            throw ModelError.invalidFilter("--where \(name): filtering by the owner of a to-many without inverse is not supported; filter on an attribute.")
         case .toOne(let r):
             guard let column = r.column else { throw ModelError.invalidFilter("--where \(name): the relationship has no column in this store.") }
             let q = Identifier.quoted(column)
@@ -185,6 +207,10 @@ public struct RowReader {
             case .toOne(let r):
                 add(r.column)
                 add(r.entityKeyColumn)
+            case .owner(_, let r):
+                add(r.foreignColumn)
+            case .ownerOrder(let r):
+                add(r.orderColumn)
             }
             positions.append(indexes)
         }
@@ -257,6 +283,12 @@ public struct RowReader {
                 destination = concrete.entity.name
             }
             return .object(entity: destination.isEmpty ? "?" : destination, pk: pk)
+        case .owner(let source, _):
+            guard let p = positions.first, p >= 0, let pk = row[p].int64 else { return .null }
+            return .object(entity: source, pk: pk)
+        case .ownerOrder:
+            guard let p = positions.first, p >= 0, let order = row[p].int64 else { return .null }
+            return .integer(order)
         }
     }
 }

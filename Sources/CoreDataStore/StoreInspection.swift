@@ -60,8 +60,19 @@ public struct StoreInspection: Sendable {
     /// A table of a plain SQLite database, with its row count.
     public struct TableReport: Sendable {
         public let name: String
+        /// 0 when the table cannot be read (see `unreadable`).
         public let rows: Int
         public let rowsMainFileOnly: Int?
+        /// Why SQLite cannot read this table here (an FTS5 table with Apple's private tokenizer);
+        /// nil when it was counted.
+        public let unreadable: String?
+
+        public init(name: String, rows: Int, rowsMainFileOnly: Int?, unreadable: String? = nil) {
+            self.name = name
+            self.rows = rows
+            self.rowsMainFileOnly = rowsMainFileOnly
+            self.unreadable = unreadable
+        }
     }
 
     public let path: String
@@ -108,12 +119,22 @@ public enum StoreInspector {
         guard let store = try CoreDataStore.read(connection) else {
             // A plain SQLite database: report its tables, not reject it.
             var tables: [StoreInspection.TableReport] = []
+            var notes = notes
             let mainTables = Set(try mainOnly.tableNames())
             for name in try connection.tableNames() where !name.hasPrefix("sqlite_") {
                 let quoted = Identifier.quoted(name)
-                let rows = try connection.scalar("SELECT count(*) FROM \(quoted)").int ?? 0
-                let mainRows = mainTables.contains(name) ? try mainOnly.scalar("SELECT count(*) FROM \(quoted)").int : 0
-                tables.append(.init(name: name, rows: rows, rowsMainFileOnly: mainRows))
+                // One table SQLite cannot read here (Photos' search index uses the private FTS5
+                // tokenizer PSITokenizer) does not stop the others from being counted. Damage
+                // still stops everything.
+                switch countTable(quoted, connection: connection) {
+                case .success(let rows):
+                    let mainRows = mainTables.contains(name) ? try mainOnly.scalar("SELECT count(*) FROM \(quoted)").int : 0
+                    tables.append(.init(name: name, rows: rows, rowsMainFileOnly: mainRows))
+                case .failure(let error):
+                    guard !(error.isCorrupt || error.isNotADatabase) else { throw error }
+                    tables.append(.init(name: name, rows: 0, rowsMainFileOnly: nil, unreadable: error.message))
+                    notes.append("table \(name) cannot be read by SQLite here (\(error.message)); its rows are not counted")
+                }
             }
             return StoreInspection(path: path, format: .sqlite,
                                    stack: StackVerdict(stack: .unknown, evidence: ["no Z_PRIMARYKEY and Z_METADATA tables: not a Core Data store"]),
@@ -122,7 +143,8 @@ public enum StoreInspector {
                                    cloudKitTables: [], notes: notes)
         }
 
-        let counts = try store.countRows(connection)
+        var unreadable: [(table: String, reason: String)] = []
+        let counts = try store.countRows(connection, unreadable: &unreadable)
         // The main file may predate entities or tables that only the WAL created.
         // (A main file SQLite cannot read is a fact about it; our own failing disk is not.)
         let mainStore = try WorkingFolderFailure.unlessOurs { try CoreDataStore.read(mainOnly) } ?? nil
@@ -136,15 +158,26 @@ public enum StoreInspector {
                 maxPK: counts[entity.number]?.maxPK))
         }
         let classNames = ModelCachePeek.classNames(connection)
+        var coreDataNotes = notes
+        for u in unreadable {
+            coreDataNotes.append("table \(u.table) cannot be read by SQLite here (\(u.reason)); its rows are not counted")
+        }
+        for t in try store.textKeyRows(connection) {
+            coreDataNotes.append("\(t.table) holds \(t.rows) row\(t.rows == 1 ? "" : "s") whose Z_PK or Z_ENT is stored as text\(t.maxKey.map { " (keys up to '\($0)')" } ?? ""); Core Data matches none of them, so the entity counts above leave them out")
+        }
         return StoreInspection(path: path, format: .coreData,
                                stack: StackVerdict.judge(store: store, classNames: classNames),
                                journalMode: journalMode, pageSize: copy.header.pageSize, sizeBytes: size,
                                metadata: store.metadata, entities: entities, tables: [], wal: wal,
-                               history: store.history, cloudKitTables: store.cloudKitTables, notes: notes)
+                               history: store.history, cloudKitTables: store.cloudKitTables, notes: coreDataNotes)
     }
 }
 
 extension StoreInspector {
+    static func countTable(_ quoted: String, connection: Connection) -> Result<Int, SQLiteError> {
+        Result { () throws(SQLiteError) -> Int in try connection.scalar("SELECT count(*) FROM \(quoted)").int ?? 0 }
+    }
+
     /// Opens a working copy only far enough to say what it is: Core Data or plain SQLite, and
     /// which stack most likely wrote it. Used by `scan`, which must stay fast on many stores.
     public static func classify(_ copy: WorkingCopy) throws -> (format: StoreInspection.Format, stack: StackVerdict) {

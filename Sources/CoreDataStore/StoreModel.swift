@@ -114,6 +114,15 @@ public struct StoreModel: Sendable {
         return toOne + entityKeys + orderKeys + attributes + toMany + manyToMany
     }
 
+    /// The attributes whose values a delete keeps in `ACHANGE.ZTOMBSTONE0…n`, in column order:
+    /// root level first, each level's preserved attributes by name (matches knowledgeC's Event —
+    /// Object.uuid, then Event.shouldSync — and Screen Time's InstalledApp).
+    public func tombstoneOrder(entity name: String) -> [String] {
+        lineage(of: name).flatMap { level in
+            level.attributes.filter { $0.preservesValueOnDeletion && !$0.isTransient }.map(\.name).sorted()
+        }
+    }
+
     /// The inverse relationship of `relationship`, looked up on its destination (and the
     /// destination's ancestors, which subentities inherit from).
     public func inverse(of relationship: ModelRelationship) -> ModelRelationship? {
@@ -292,6 +301,12 @@ public struct ModelAttribute: Sendable {
     public var elements: [ModelAttribute]
     /// The column this attribute is known to use (inferred models name it; other sources leave it nil).
     public var columnHint: String?
+    /// `preservesValueInHistoryOnDeletion`: a delete's history change keeps the value in a
+    /// `ZTOMBSTONE<n>` column (flag 0x10 of `NSFlagsKey` in the cache).
+    public var preservesValueOnDeletion = false
+    /// For a derived attribute (`NSDerivedAttributeDescription`): its derivation, e.g. the key path
+    /// `otherAccount.serverId`. Core Data keeps the column current with `Z_DA_` triggers.
+    public var derivation: String?
 
     public init(name: String, type: ModelAttributeType, valueClassName: String? = nil, isOptional: Bool = true,
                 isTransient: Bool = false, defaultValue: String? = nil, renamingIdentifier: String? = nil,

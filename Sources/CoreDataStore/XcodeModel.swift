@@ -21,6 +21,15 @@ public enum XcodeModelReader {
         var notes: [String] = []
         var contents = url
         var origin = url.lastPathComponent
+        // A pre-Xcode-4 model: an .xcdatamodel folder with `elements` (a keyed archive) and no `contents`.
+        if isDirectory.boolValue, url.pathExtension == "xcdatamodel",
+           !fm.fileExists(atPath: url.appendingPathComponent("contents").path),
+           fm.fileExists(atPath: url.appendingPathComponent("elements").path) {
+            return try LegacyXcodeModelReader.read(url.appendingPathComponent("elements"), origin: url.lastPathComponent)
+        }
+        if !isDirectory.boolValue, url.lastPathComponent == "elements" {
+            return try LegacyXcodeModelReader.read(url, origin: url.deletingLastPathComponent().lastPathComponent + "/elements")
+        }
         if isDirectory.boolValue {
             if url.pathExtension == "xcdatamodeld" || !fm.fileExists(atPath: url.appendingPathComponent("contents").path) {
                 let version = try currentVersion(of: url, notes: &notes)
@@ -154,6 +163,7 @@ private final class ModelXMLDelegate: NSObject, XMLParserDelegate {
             attribute.renamingIdentifier = a["renamingIdentifier"] ?? a["elementID"] ?? attributeName
             attribute.valueTransformerName = a["valueTransformerName"]
             attribute.allowsExternalBinaryDataStorage = Self.yes(a["allowsExternalBinaryDataStorage"])
+            attribute.preservesValueOnDeletion = Self.yes(a["preserveAfterDeletion"])
             if composite != nil {
                 if let compositeType = a["composite"] { compositeTypeOf["composite:\(composite!.name).\(attributeName)"] = compositeType }
                 composite!.attributes.append(attribute)

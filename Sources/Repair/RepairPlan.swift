@@ -95,6 +95,10 @@ public struct RepairPlan: Sendable {
     public var unrepaired: [Finding]
     /// Why the planner left something out that a check found (one sentence each).
     public var notes: [String]
+    /// Derived attributes (`Entity.attribute = derivation`) whose `Z_DA_` triggers sit on tables
+    /// the plan writes. The repair runs with triggers off (they call functions only Core Data
+    /// registers), so these columns are left as they are and the app recomputes them.
+    public var derivedNotRecomputed: [String] = []
 
     public var isEmpty: Bool { actions.isEmpty }
     /// Finding ids the plan claims to fix.

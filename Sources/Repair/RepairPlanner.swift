@@ -65,7 +65,13 @@ public struct RepairPlanner {
         // Raising Z_MAX comes last: the other actions never insert, but it must see the final rows.
         if ids.contains(StoreChecker.Check.zMax.rawValue) { actions += try raiseZMax(notes: &notes) }
         let answered = Set(actions.map(\.answers))
-        return RepairPlan(actions: actions, unrepaired: wanted.filter { !answered.contains($0.id) }, notes: notes)
+        var plan = RepairPlan(actions: actions, unrepaired: wanted.filter { !answered.contains($0.id) }, notes: notes)
+        // Z_DA_<TABLE>_<Entity>_<attribute>_…: a write to TABLE would fire it (ios17-derived-attributes).
+        let touched = plan.touchedTables
+        plan.derivedNotRecomputed = opened.map.derivedAttributeTriggers.filter { d in
+            d.triggers.contains { t in touched.contains { t.hasPrefix("Z_DA_\($0)_") } }
+        }.map { "\($0.entity).\($0.attribute) = \($0.derivation)" }
+        return plan
     }
 
     // MARK: - Helpers

@@ -1,5 +1,6 @@
 import CoreDataStore
 import Foundation
+import SQLiteAccess
 
 /// The views of `storelens history`: transactions streamed one at a time (text or JSON), or the
 /// per-entity writer summary.
@@ -49,9 +50,33 @@ public final class HistoryWriter {
                 ]
                 if let hex = c.columnsHex { members.append(("columns", .string(hex))) }
                 if let note = c.columnsNote { members.append(("columnsNote", .string(note))) }
+                if !c.tombstone.isEmpty {
+                    members.append(("tombstone", .object(c.tombstone.map { ($0.name, Self.json(stored: $0.value)) })))
+                }
                 return .object(members)
             })),
         ])
+    }
+
+    /// A tombstone value as stored (its attribute's type is not applied: the column is untyped).
+    static func json(stored value: DatabaseValue) -> JSONValue {
+        switch value {
+        case .null: return .null
+        case .integer(let i): return Int(exactly: i).map(JSONValue.int) ?? .string(String(i))
+        case .real(let d): return .double(d)
+        case .text(let s): return .string(String(s.prefix(4096)))
+        case .blob(let b): return .object([("size", .int(b.count)), ("hex", .string(ValueDecoder.hex(b.prefix(64))))])
+        }
+    }
+
+    static func text(stored value: DatabaseValue) -> String {
+        switch value {
+        case .null: return "NULL"
+        case .integer(let i): return String(i)
+        case .real(let d): return String(d)
+        case .text(let s): return "\"" + String(s.prefix(80)) + (s.count > 80 ? "…" : "") + "\""
+        case .blob(let b): return "<\(b.count) bytes \(ValueDecoder.hex(b.prefix(16)))>"
+        }
     }
 
     public func add(_ t: HistoryTransaction) {
@@ -73,6 +98,9 @@ public final class HistoryWriter {
             var line = "      \(c.type.name.padding(toLength: 6, withPad: " ", startingAt: 0))  \(c.entity)#\(c.pk.map(String.init) ?? "?")"
             if let updated = c.updatedProperties { line += "  {" + updated.joined(separator: ", ") + "}" }
             if let note = c.columnsNote { line += "  [\(note)\(c.columnsHex.map { "; ZCOLUMNS \($0)" } ?? "")]" }
+            if !c.tombstone.isEmpty {
+                line += "  kept " + c.tombstone.map { "\($0.name)=\(Self.text(stored: $0.value))" }.joined(separator: ", ")
+            }
             out += TextTable.sanitized(line) + "\n"
         }
         write(out)
@@ -107,6 +135,7 @@ public enum HistorySummaryReport {
                             ("updates", .int(w.updates)),
                             ("deletes", .int(w.deletes)),
                             ("other", .int(w.other)),
+                            ("transactionsWithoutChanges", .int(w.transactionsWithoutChanges)),
                             ("first", .optional(iso(w.firstSeconds))),
                             ("last", .optional(iso(w.lastSeconds))),
                         ])
@@ -122,7 +151,10 @@ public enum HistorySummaryReport {
         var rows: [[String]] = [["ENTITY", "BUNDLE", "PROCESS", "AUTHOR", "CONTEXT", "INSERTS", "UPDATES", "DELETES", "FIRST", "LAST"]]
         for e in summary {
             for (i, w) in e.writers.enumerated() {
-                rows.append([i == 0 ? e.entity : "", w.bundleID ?? "-", w.processName ?? "-", w.author ?? "-", w.contextName ?? "-",
+                let label = e.entity == HistoryEntitySummary.noChangesName
+                    ? "(\(w.transactionsWithoutChanges) transaction\(w.transactionsWithoutChanges == 1 ? "" : "s") without changes)"
+                    : (i == 0 ? e.entity : "")
+                rows.append([label, w.bundleID ?? "-", w.processName ?? "-", w.author ?? "-", w.contextName ?? "-",
                              String(w.inserts), String(w.updates), String(w.deletes),
                              iso(w.firstSeconds) ?? "-", iso(w.lastSeconds) ?? "-"])
             }

@@ -1,5 +1,6 @@
 import CoreDataStore
 import Foundation
+import StoreFormats
 
 /// The views of `inspect`: text for people, JSON for machines (documented in docs/json-output.md).
 public enum InspectionReport {
@@ -33,6 +34,13 @@ public enum InspectionReport {
                 ("versionHashes", .object(m.versionHashes.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value.base64EncodedString())) })),
                 ("versionHashesDigest", .optional(m.versionHashesDigest)),
                 ("versionChecksum", .optional(m.versionChecksum)),
+                ("maximumFrameworkVersion", .optional(m.maximumFrameworkVersion)),
+                ("versionHashesVersion", .optional(m.versionHashesVersion)),
+                ("autoVacuumLevel", .optional(m.autoVacuumLevel)),
+                // Every key of Z_PLIST under its own name, including those the app wrote itself.
+                ("plist", m.plist.dictionaryValue.map { dict in
+                    .object(dict.sorted { $0.key < $1.key }.map { ($0.key, ValueRendering.json($0.value)) })
+                } ?? .null),
             ])))
         } else {
             members.append(("metadata", .null))
@@ -53,7 +61,8 @@ public enum InspectionReport {
         })))
         if s.format == .sqlite {
             members.append(("tables", .array(s.tables.map {
-                .object([("name", .string($0.name)), ("rows", .int($0.rows)), ("rowsMainFileOnly", .optional($0.rowsMainFileOnly))])
+                .object([("name", .string($0.name)), ("rows", $0.unreadable == nil ? .int($0.rows) : .null),
+                         ("rowsMainFileOnly", .optional($0.rowsMainFileOnly)), ("unreadable", .optional($0.unreadable))])
             })))
         }
         let w = s.wal
@@ -87,6 +96,22 @@ public enum InspectionReport {
         inspections.map(text(store:)).joined(separator: "\n")
     }
 
+    /// A metadata value on one line: numbers and strings as they are, data by size, collections briefly.
+    static func metadataText(_ value: PlistValue) -> String {
+        switch value {
+        case .string(let v): return "\"\(v)\""
+        case .integer(let v): return String(v)
+        case .unsignedInteger(let v): return String(v)
+        case .real(let v): return String(v)
+        case .bool(let v): return v ? "true" : "false"
+        case .date(let v): return ValueDecoder.iso8601(referenceSeconds: v)
+        case .data(let d): return "<\(d.count) bytes>"
+        case .uid(let u): return "<UID \(u)>"
+        case .array(let items): return "[" + items.prefix(8).map(metadataText).joined(separator: ", ") + (items.count > 8 ? ", …" : "") + "]"
+        case .dictionary(let d): return "{\(d.count) key\(d.count == 1 ? "" : "s"): " + d.keys.sorted().prefix(8).joined(separator: ", ") + (d.count > 8 ? ", …" : "") + "}"
+        }
+    }
+
     static func text(store s: StoreInspection) -> String {
         var out = "\(TextTable.sanitized(s.path))\(s.asOfCommit.map { " (as of WAL commit \($0))" } ?? "")\n"
         let formatName = s.format == .coreData ? "Core Data store" : "SQLite database (not Core Data)"
@@ -100,6 +125,13 @@ public enum InspectionReport {
             out += "  store UUID  \(m.uuid ?? "(none)")\n"
             out += "  framework   \(m.frameworkVersion.map(String.init) ?? "?")"
             out += ", model version identifiers \(m.modelVersionIdentifiers.map { "\"\($0)\"" }.joined(separator: ", "))\n"
+            // Every Z_METADATA key, the app's own (sync tokens, schema revisions) included.
+            let entries = (m.plist.dictionaryValue ?? [:]).sorted { $0.key < $1.key }
+            for (i, entry) in entries.prefix(200).enumerated() {
+                out += (i == 0 ? "  metadata    " : "              ") + TextTable.sanitized(entry.key) + " = "
+                    + TextTable.sanitized(String(metadataText(entry.value).prefix(160))) + "\n"
+            }
+            if entries.count > 200 { out += "              … \(entries.count - 200) more keys (see --format json)\n" }
         }
         if !s.entities.isEmpty {
             out += "\n"
@@ -116,7 +148,9 @@ public enum InspectionReport {
         if !s.tables.isEmpty {
             out += "\n"
             var table: [[String]] = [["TABLE", "ROWS", "MAIN FILE"]]
-            for t in s.tables { table.append([t.name, String(t.rows), t.rowsMainFileOnly.map(String.init) ?? "-"]) }
+            for t in s.tables {
+                table.append([t.name, t.unreadable == nil ? String(t.rows) : "unreadable", t.rowsMainFileOnly.map(String.init) ?? "-"])
+            }
             out += TextTable.render(table, rightAligned: [1, 2], indent: 2)
         }
         out += "\n"

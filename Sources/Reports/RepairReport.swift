@@ -32,6 +32,7 @@ public enum RepairReport {
             })),
             ("notRepaired", .array(p.unrepaired.map { .object([("id", .string($0.id)), ("entity", .optional($0.entity)), ("message", .string($0.message))]) })),
             ("notes", .array(p.notes.map(JSONValue.string))),
+            ("derivedNotRecomputed", .array(p.derivedNotRecomputed.map(JSONValue.string))),
         ])
     }
 
@@ -46,6 +47,11 @@ public enum RepairReport {
                 out += a.affected.isEmpty ? "     affects \(a.count)\n" : "     affects \(a.count): \(a.affected.joined(separator: ", "))\(a.count > a.affected.count ? ", …" : "")\n"
                 if o.written, i < o.changes.count { out += "     changed \(o.changes[i]) row\(o.changes[i] == 1 ? "" : "s")\n" }
             }
+        }
+        if !o.plan.derivedNotRecomputed.isEmpty {
+            out += "  triggers off: the store's Z_DA_ triggers call functions only Core Data registers, so the repair writes with them off;\n"
+            out += "  these derived values are left as they are and the app recomputes them when it next saves the rows:\n"
+            for d in o.plan.derivedNotRecomputed { out += "     \(TextTable.sanitized(d))\n" }
         }
         for f in o.plan.unrepaired {
             out += "  not repaired: \(f.id)\(f.entity.map { " [\(TextTable.sanitized($0))]" } ?? ""): \(TextTable.sanitized(f.message))\n"

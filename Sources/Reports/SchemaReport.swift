@@ -23,6 +23,10 @@ public enum SchemaReport {
             })),
             ("unknownTables", .array(map.unknownTables.map(JSONValue.string))),
             ("problems", .array(map.problems.map(JSONValue.string))),
+            ("derivedAttributes", .array(map.derivedAttributeTriggers.map {
+                .object([("entity", .string($0.entity)), ("attribute", .string($0.attribute)),
+                         ("derivation", .string($0.derivation)), ("triggers", .array($0.triggers.map(JSONValue.string)))])
+            })),
         ])
     }
 
@@ -61,6 +65,8 @@ public enum SchemaReport {
             ("default", .optional(a.defaultValue)),
             ("transformer", .optional(a.valueTransformerName)),
             ("externalStorage", .bool(a.allowsExternalBinaryDataStorage)),
+            ("preservedOnDeletion", .bool(a.preservesValueOnDeletion)),
+            ("derivation", .optional(a.derivation)),
         ]
         if a.type == .composite { members.append(("elements", .array(m.elements.map(json(attribute:))))) }
         return .object(members)
@@ -100,7 +106,7 @@ public enum SchemaReport {
 
     static func json(index: IndexMapping) -> JSONValue {
         .object([("properties", .array(index.properties.map(JSONValue.string))), ("index", .string(index.name)),
-                 ("present", .bool(index.present))])
+                 ("present", .bool(index.present)), ("note", .optional(index.note))])
     }
 
     // MARK: - Text
@@ -182,10 +188,10 @@ public enum SchemaReport {
             if !m.uniqueConstraints.isEmpty || !m.fetchIndexes.isEmpty {
                 var rows: [[String]] = []
                 for u in m.uniqueConstraints {
-                    rows.append(["unique", u.properties.joined(separator: ", "), u.name + (u.present ? "" : " (missing)")])
+                    rows.append(["unique", u.properties.joined(separator: ", "), u.name + (u.present ? "" : " (missing)") + (u.note.map { " (\($0))" } ?? "")])
                 }
                 for f in m.fetchIndexes {
-                    rows.append(["fetch index", f.properties.joined(separator: ", "), f.name + (f.present ? "" : " (missing)")])
+                    rows.append(["fetch index", f.properties.joined(separator: ", "), f.name + (f.present || f.note != nil ? "" : " (missing)") + (f.note.map { " (\($0))" } ?? "")])
                 }
                 out += "    constraints\n" + TextTable.render(rows, indent: 6)
             }
@@ -196,6 +202,14 @@ public enum SchemaReport {
         } else {
             out += "  unknown columns (no property of the model claims them)\n"
             for c in map.unknownColumns { out += "    " + TextTable.sanitized("\(c.table).\(c.column) \(c.declaredType)") + "\n" }
+        }
+        if !map.derivedAttributeTriggers.isEmpty {
+            out += "  derived attributes (kept by Z_DA_ triggers that call functions only Core Data registers)\n"
+            for d in map.derivedAttributeTriggers {
+                out += "    " + TextTable.sanitized("\(d.entity).\(d.attribute) = \(d.derivation)") + "\n"
+                for t in d.triggers { out += "      " + TextTable.sanitized(t) + "\n" }
+                if d.triggers.isEmpty { out += "      (no Z_DA_ trigger in the store)\n" }
+            }
         }
         if !map.unknownTables.isEmpty {
             out += "  unknown tables: " + TextTable.sanitized(map.unknownTables.joined(separator: ", ")) + "\n"
@@ -215,6 +229,8 @@ public enum SchemaReport {
         if let d = attribute.defaultValue { facts.append("default \(d)") }
         if let t = attribute.valueTransformerName { facts.append("transformer \(t)") }
         if attribute.allowsExternalBinaryDataStorage { facts.append("external storage") }
+        if attribute.preservesValueOnDeletion { facts.append("preserved on deletion") }
+        if let d = attribute.derivation { facts.append("derived: \(d)") }
         var rows = [[name, attribute.type.name, a.elements.isEmpty ? (a.column ?? "(no column)") : "", facts.joined(separator: ", ")]]
         for element in a.elements { rows += attributeRows(element, indent: indent + "  .") }
         return rows

@@ -186,6 +186,7 @@ public enum WALReport {
         case "pointerMap": "pointer map"
         case "lockByte": "lock byte"
         case "pastEnd": "past the end"
+        case "header": "database header only"
         default: "unused"
         }
     }

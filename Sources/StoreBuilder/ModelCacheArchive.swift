@@ -31,7 +31,8 @@ enum ModelCacheArchive {
                     "NSEntity": entityRef.plistValue,
                     "NSDefaultValue": a.defaultValue.map { defaultValue($0, writer: w).plistValue } ?? null,
                     "NSValueTransformerName": a.valueTransformerName.map { w.string($0).plistValue } ?? null,
-                    "NSFlagsKey": .integer(0),
+                    // Flag 0x10: preserved in history on deletion (as knowledgeC and Screen Time archive it).
+                    "NSFlagsKey": .integer(a.preservesValueOnDeletion ? 16 : 0),
                     "_P": .integer(241),
                 ]
                 if a.isOptional { fields["NSIsOptional"] = .bool(true) }
@@ -46,6 +47,22 @@ enum ModelCacheArchive {
             for a in e.attributes {
                 keys.append(w.string(a.name))
                 values.append(attributeObject(a))
+            }
+            for index in e.fetchIndexes where index.isRTree {
+                // Photos keeps an R-tree index as a transient attribute naming its location components.
+                keys.append(w.string(index.name))
+                values.append(w.object(className: "NSAttributeDescription", fields: [
+                    "NSPropertyName": w.string(index.name).plistValue,
+                    "NSRenamingIdentifier": w.string(index.name).plistValue,
+                    "NSAttributeType": .integer(0),
+                    "NSEntity": entityRef.plistValue,
+                    "NSIsTransient": .bool(true),
+                    "NSIsOptional": .bool(true),
+                    "NSUserInfo": w.dictionary(keys: [w.string("_NSLocationAttributeDerivedComponents")],
+                                               values: [w.string(index.properties.joined(separator: ", "))]).plistValue,
+                    "NSFlagsKey": .integer(0),
+                    "_P": .integer(59),
+                ]))
             }
             for r in e.relationships {
                 guard let rRef = propertyRefs[e.name + "." + r.name] else { continue }
@@ -68,6 +85,53 @@ enum ModelCacheArchive {
                 keys.append(w.string(r.name))
                 values.append(rRef)
             }
+            // Inherited properties, as the model asks: copies of the ancestor's objects, or proxies to them.
+            let byName = Dictionary(ordered.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+            var ancestor = e.parent.flatMap { byName[$0] }
+            var seenAncestors: Set<String> = [e.name]
+            var referenceID: Int64 = 1
+            while let level = ancestor, seenAncestors.insert(level.name).inserted, model.inheritedPropertiesInCache != .declaredOnly {
+                for a in level.attributes {
+                    keys.append(w.string(a.name))
+                    if model.inheritedPropertiesInCache == .copies {
+                        values.append(attributeObject(a))
+                    } else {
+                        values.append(w.object(className: "_NSPropertyDescriptionProxy", fields: [
+                            "NSReferenceID": .integer(referenceID), "NSEntityDescription": entityRef.plistValue,
+                            "NSUnderlyingProperty": w.object(className: "NSAttributeDescription", fields: [
+                                "NSPropertyName": w.string(a.name).plistValue, "NSAttributeType": .integer(Int64(a.type.rawValue)),
+                            ]).plistValue,
+                        ]))
+                    }
+                    referenceID += 1
+                }
+                for r in level.relationships {
+                    guard let underlying = propertyRefs[level.name + "." + r.name] else { continue }
+                    keys.append(w.string(r.name))
+                    if model.inheritedPropertiesInCache == .copies {
+                        var fields: [String: PlistValue] = [
+                            "NSPropertyName": w.string(r.name).plistValue,
+                            "NSEntity": entityRef.plistValue,
+                            "NSDestinationEntity": ref(entityRefs[r.destination]),
+                            "_NSDestinationEntityName": w.string(r.destination).plistValue,
+                            "_NSInverseRelationshipName": r.inverse.map { w.string($0).plistValue } ?? null,
+                            "NSMinCount": .integer(Int64(r.minCount)),
+                            "NSMaxCount": .integer(Int64(r.maxCount)),
+                            "NSDeleteRule": .integer(Int64(r.deleteRule.rawValue)),
+                        ]
+                        if r.isOptional { fields["NSIsOptional"] = .bool(true) }
+                        if r.isOrdered { fields["NSIsOrdered"] = .bool(true) }
+                        values.append(w.object(className: "NSRelationshipDescription", fields: fields))
+                    } else {
+                        values.append(w.object(className: "_NSPropertyDescriptionProxy", fields: [
+                            "NSReferenceID": .integer(referenceID), "NSEntityDescription": entityRef.plistValue,
+                            "NSUnderlyingProperty": underlying.plistValue,
+                        ]))
+                    }
+                    referenceID += 1
+                }
+                ancestor = level.parent.flatMap { byName[$0] }
+            }
             let children = ordered.filter { $0.parent == e.name }
             let subentities = w.mutableDictionary(keys: children.map { w.string($0.name) },
                                                   values: children.compactMap { entityRefs[$0.name] })
@@ -88,8 +152,8 @@ enum ModelCacheArchive {
                 "NSManagedObjectModel": root.plistValue,
             ]
             if e.isAbstract { fields["NSIsAbstract"] = .bool(true) }
-            if !e.fetchIndexes.isEmpty {
-                let indexes = e.fetchIndexes.map { index in
+            if e.fetchIndexes.contains(where: { !$0.isRTree }) {
+                let indexes = e.fetchIndexes.filter { !$0.isRTree }.map { index in
                     w.object(className: "NSFetchIndexDescription", fields: [
                         "NSIndexName": w.string(index.name).plistValue,
                         "NSIndexElements": w.array(index.properties.map { property in

@@ -6,10 +6,25 @@ public struct ModelDescription: Sendable {
     public var entities: [EntityDescription]
     /// `NSStoreModelVersionIdentifiers`: `["1.0.0"]` for SwiftData, `[""]` for an unversioned Xcode model.
     public var versionIdentifiers: [String]
+    /// How the archived model in `Z_MODELCACHE` lists a subentity's inherited properties.
+    public var inheritedPropertiesInCache: InheritedPropertiesInCache
 
-    public init(entities: [EntityDescription], versionIdentifiers: [String] = ["1.0.0"]) {
+    /// Apple's caches differ in how a subentity lists what it inherits (coredata-sqlite-format.md,
+    /// "Learned from Apple's own stores").
+    public enum InheritedPropertiesInCache: Sendable {
+        /// Only the entity's own properties (SwiftData, the stores this builder first copied).
+        case declaredOnly
+        /// Full copies of every ancestor's properties (Notes macOS 12–26, Photos macOS 13–15, Screen Time).
+        case copies
+        /// `_NSPropertyDescriptionProxy` objects pointing at the ancestor's property (Photos macOS 10.15).
+        case proxies
+    }
+
+    public init(entities: [EntityDescription], versionIdentifiers: [String] = ["1.0.0"],
+                inheritedPropertiesInCache: InheritedPropertiesInCache = .declaredOnly) {
         self.entities = entities
         self.versionIdentifiers = versionIdentifiers
+        self.inheritedPropertiesInCache = inheritedPropertiesInCache
     }
 
     public func entity(_ name: String) -> EntityDescription? { entities.first { $0.name == name } }
@@ -86,6 +101,8 @@ public struct AttributeDescription: Sendable {
     public var renamingIdentifier: String?
     public var allowsExternalBinaryDataStorage: Bool
     public var valueTransformerName: String?
+    /// `preservesValueInHistoryOnDeletion`: a delete keeps the value in `ACHANGE.ZTOMBSTONE<n>`.
+    public var preservesValueOnDeletion = false
     /// The members of a composite attribute (type `.composite`): SwiftData's Codable structs.
     /// Each is stored in its own column, `Z<ATTRIBUTE>_<ELEMENT>` — an assumption: no real store
     /// showing composite columns has been examined (coredata-sqlite-format.md §10).
@@ -146,9 +163,14 @@ public struct RelationshipDescription: Sendable {
 public struct FetchIndexDescription: Sendable {
     public var name: String
     public var properties: [String]
-    public init(_ name: String, properties: [String]) {
+    /// An R-tree index (Photos' `boundedByRect`): archived as a transient attribute whose user info
+    /// names its `_NSLocationAttributeDerivedComponents`, stored as the virtual table
+    /// `Z_RT_<Entity>_<name>` with `<COLUMN>_MIN`/`_MAX` pairs, kept by triggers on the entity table.
+    public var isRTree: Bool
+    public init(_ name: String, properties: [String], rtree: Bool = false) {
         self.name = name
         self.properties = properties
+        self.isRTree = rtree
     }
 }
 

@@ -145,9 +145,14 @@ public struct StoreLayout: Sendable {
                 }
                 for source in ordered {
                     for r in source.description.relationships where r.isToMany && r.inverse == nil && r.destination == e.name {
-                        let col = Column(name: unique("Z\(source.number)" + r.name.uppercased()), sqlType: "INTEGER",
-                                         role: .foreignKey(entity: source.description.name, relationship: r.name))
-                        keyed.append((r.name, [col]))
+                        var cols = [Column(name: unique("Z\(source.number)" + r.name.uppercased()), sqlType: "INTEGER",
+                                           role: .foreignKey(entity: source.description.name, relationship: r.name))]
+                        if r.isOrdered {
+                            // Ordered without inverse: the order sits beside the owner's key (MeWe's Z_FOK_29OPTIONS).
+                            cols.append(Column(name: unique("Z_FOK_\(source.number)" + r.name.uppercased()), sqlType: "INTEGER",
+                                               role: .foreignOrderKey(entity: source.description.name, relationship: r.name)))
+                        }
+                        keyed.append((r.name, cols))
                     }
                 }
                 for k in keyed.sorted(by: { $0.sortName < $1.sortName }) { keys.append(contentsOf: k.columns) }
@@ -180,7 +185,10 @@ public struct StoreLayout: Sendable {
                 let otherNumber = number[otherEntity] ?? 0
                 let firstColumn = "Z_\(ownerNumber)" + otherRel.name.uppercased()
                 var secondColumn = "Z_\(otherNumber)" + ownerRel.name.uppercased()
-                if secondColumn == firstColumn { secondColumn += "1" }
+                if ownerEntity == otherEntity && ownerRel.name == otherRel.name {
+                    // A relationship that is its own inverse (Photos' Person.mergeCandidates).
+                    secondColumn = "REFLEXIVE"
+                } else if secondColumn == firstColumn { secondColumn += "1" }
                 joins.append(JoinTable(name: "Z_\(ownerNumber)" + ownerRel.name.uppercased(),
                                        firstColumn: firstColumn, firstEntity: ownerEntity,
                                        secondColumn: secondColumn, secondEntity: otherEntity,
@@ -255,7 +263,7 @@ public struct StoreLayout: Sendable {
                     forTable.append("CREATE UNIQUE INDEX Z_\(e.description.name)_UNIQUE_\(constraint.joined(separator: "_")) ON \(t.name) ("
                                     + cols.map { "\($0) COLLATE BINARY ASC" }.joined(separator: ", ") + ")")
                 }
-                for index in e.description.fetchIndexes {
+                for index in e.description.fetchIndexes where !index.isRTree {
                     let cols = index.properties.compactMap { column(entity: e.description.name, property: $0) }
                     forTable.append("CREATE INDEX Z_\(e.description.name)_\(index.name) ON \(t.name) ("
                                     + cols.map { "\($0) COLLATE BINARY ASC" }.joined(separator: ", ") + ")")
@@ -265,6 +273,28 @@ public struct StoreLayout: Sendable {
         }
         for j in joinTables {
             statements.append("CREATE INDEX \(j.name)_\(j.secondColumn)_INDEX ON \(j.name) (\(j.secondColumn), \(j.firstColumn))")
+        }
+        statements.append(contentsOf: rtreeDDL)
+        return statements
+    }
+
+    /// R-tree fetch indexes: the virtual table and the three triggers that keep it, in the form
+    /// Photos.sqlite (macOS 10.15.7) shows.
+    public var rtreeDDL: [String] {
+        var statements: [String] = []
+        for e in entities {
+            for index in e.description.fetchIndexes where index.isRTree {
+                let name = "Z_RT_\(e.description.name)_\(index.name)"
+                let cols = index.properties.compactMap { column(entity: e.description.name, property: $0) }
+                let boxes = cols.flatMap { ["\($0)_MIN", "\($0)_MAX"] }
+                let values = cols.flatMap { ["NEW.\($0)", "NEW.\($0)"] }.joined(separator: ", ")
+                let insert = "INSERT OR REPLACE INTO \(name) (Z_PK, \(boxes.joined(separator: ", "))) VALUES (NEW.Z_PK, \(values))"
+                statements.append("CREATE VIRTUAL TABLE \(name) USING RTREE (Z_PK INTEGER PRIMARY KEY, "
+                                  + boxes.map { "\($0) FLOAT" }.joined(separator: ", ") + ")")
+                statements.append("CREATE TRIGGER \(name)_INSERT AFTER INSERT ON \(e.table) FOR EACH ROW BEGIN \(insert) ; END")
+                statements.append("CREATE TRIGGER \(name)_UPDATE AFTER UPDATE ON \(e.table) FOR EACH ROW BEGIN DELETE FROM \(name) WHERE Z_PK = NEW.Z_PK ; \(insert) ; END")
+                statements.append("CREATE TRIGGER \(name)_DELETE AFTER DELETE ON \(e.table) FOR EACH ROW BEGIN DELETE FROM \(name) WHERE Z_PK = OLD.Z_PK ; END")
+            }
         }
         return statements
     }
@@ -289,6 +319,20 @@ public struct StoreLayout: Sendable {
         "CREATE INDEX Z_TRANSACTION_TransactionTimestampIndex ON ATRANSACTION (ZTIMESTAMP COLLATE BINARY ASC)",
         "CREATE UNIQUE INDEX Z_TRANSACTIONSTRING_UNIQUE_NAME ON ATRANSACTIONSTRING (ZNAME COLLATE BINARY ASC)",
     ]
+
+    /// The attributes a delete keeps in `ZTOMBSTONE0…n`: root level first, each level's
+    /// preserved attributes by name (knowledgeC's Event, Screen Time's InstalledApp).
+    public func tombstoneOrder(entity name: String) -> [String] {
+        guard let e = entity(name) else { return [] }
+        return e.lineage.compactMap { model.entity($0) }.flatMap { level in
+            level.attributes.filter(\.preservesValueOnDeletion).map(\.name).sorted()
+        }
+    }
+
+    /// How many `ZTOMBSTONE<n>` columns ACHANGE needs: the most any entity preserves.
+    public var tombstoneColumnCount: Int {
+        entities.map { tombstoneOrder(entity: $0.description.name).count }.max() ?? 0
+    }
 
     /// The properties whose changes an update's ZCOLUMNS bitmap records, in bit order:
     /// to-one keys, entity keys, order keys, attributes, to-many, many-to-many; within each

@@ -35,6 +35,8 @@ public final class StoreWriter {
         public let entity: String
         public let pk: Int
         public let updatedProperties: [String]
+        /// For deletes: the preserved values, in tombstone order.
+        public var tombstone: [DatabaseValue] = []
     }
 
     public let url: URL
@@ -68,6 +70,8 @@ public final class StoreWriter {
         self.layout = try StoreLayout(model: model)
         let db = try Connection.open(path: url.path, mode: .create)
         connection = db
+        // This store is ours, not evidence: its R-tree triggers (as Core Data writes them) may run.
+        try db.execute("PRAGMA trusted_schema = ON")
         // Page size and auto_vacuum must be set before the first table exists.
         try db.execute("PRAGMA page_size = 4096")
         try db.execute("PRAGMA auto_vacuum = 2")
@@ -77,7 +81,10 @@ public final class StoreWriter {
             for sql in layout.entityDDL { try db.execute(sql) }
             for sql in StoreLayout.metadataDDL { try db.execute(sql) }
             if options.modelCache { try db.execute(StoreLayout.modelCacheDDL) }
-            if options.historyTracking { for sql in StoreLayout.historyDDL { try db.execute(sql) } }
+            if options.historyTracking {
+                for sql in StoreLayout.historyDDL { try db.execute(sql) }
+                for n in 0..<layout.tombstoneColumnCount { try db.execute("ALTER TABLE ACHANGE ADD COLUMN ZTOMBSTONE\(n) BLOB") }
+            }
             for e in layout.entities {
                 try db.run("INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, 0)",
                            [.integer(Int64(e.number)), .text(e.description.name), .integer(Int64(e.superNumber))])
@@ -187,8 +194,15 @@ public final class StoreWriter {
 
     public func delete(_ entityName: String, pk: Int) throws {
         let e = try entity(entityName)
+        var change = Change(kind: .delete, entity: entityName, pk: pk, updatedProperties: [])
+        let preserved = layout.tombstoneOrder(entity: entityName).compactMap { layout.column(entity: entityName, property: $0) }
+        if pendingChanges != nil, !preserved.isEmpty {
+            let row = try db().rows("SELECT \(preserved.map(Identifier.quoted).joined(separator: ", ")) FROM \(Identifier.quoted(e.table)) WHERE Z_PK = ?",
+                                    [.integer(Int64(pk))]).first
+            change.tombstone = preserved.indices.map { row?[$0] ?? .null }
+        }
         try db().run("DELETE FROM \(Identifier.quoted(e.table)) WHERE Z_PK = ?", [.integer(Int64(pk))])
-        pendingChanges?.append(Change(kind: .delete, entity: entityName, pk: pk, updatedProperties: []))
+        pendingChanges?.append(change)
     }
 
     /// Adds many-to-many links from `pk` of `entityName` through `relationship` to `targets`.
@@ -328,6 +342,12 @@ public final class StoreWriter {
                       .integer(Int64(e.number)), .integer(Int64(change.pk)), .integer(Int64(transactionPK)), columns])
         }
         try setZMax(Self.historyChange, changePK)
+        for (offset, change) in changes.enumerated() where !change.tombstone.isEmpty {
+            let pk = changePK - changes.count + offset + 1
+            for (n, value) in change.tombstone.enumerated() {
+                try db.run("UPDATE ACHANGE SET ZTOMBSTONE\(n) = ? WHERE Z_PK = ?", [value, .integer(Int64(pk))])
+            }
+        }
     }
 
     /// ZCOLUMNS: one bit per property in `order`, most significant bit first, ceil(n/8) bytes.

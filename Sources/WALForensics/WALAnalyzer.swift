@@ -29,8 +29,15 @@ public enum WALAnalyzer {
         // Header and presence.
         if let header {
             if header.isWALMode, wal == nil {
-                findings.append(.init(.warning, "walModeWithoutWAL",
-                                      "The header says WAL mode but no -wal came with the store, so transactions not yet checkpointed are missing; copy the -wal from the device too."))
+                // With a -shm the -wal was most likely left behind (check's `wal-missing`); with
+                // neither, the store was closed cleanly, which is normal: information only.
+                if evidence.sharedMemoryPresent {
+                    findings.append(.init(.warning, "walMissing",
+                                          "The header says WAL mode and a -shm came with the store, but its -wal did not, so transactions not yet checkpointed are missing; copy the -wal from the device too."))
+                } else {
+                    findings.append(.init(.note, "walModeWithoutWAL",
+                                          "The header says WAL mode and neither a -wal nor a -shm came with the store: it was most likely closed cleanly, with everything checkpointed into the main file."))
+                }
             }
             if !header.isWALMode, let wal, wal.fileSize > 0 {
                 findings.append(.init(.warning, "walWithRollbackHeader",
@@ -58,11 +65,32 @@ public enum WALAnalyzer {
             structure.mainTables = Set(tracker.objects.filter { $0.type == "table" && !$0.name.hasPrefix("sqlite_") }.map(\.name))
             var known = Set(structure.mainProblems)
             var byCommit: [(commit: Int, tables: Set<String>, other: [String: Int])] = []
+            // Page 1 as readers last saw it: a commit that rewrites only its 100-byte database
+            // header (change counter, page count, freelist) did not write sqlite_schema.
+            let pageSize = usableWAL?.pageSize ?? header?.pageSize ?? 0
+            var pageOne: Data? = pageSize > 0 && evidence.mainFile.count >= pageSize ? evidence.mainFile.prefix(pageSize) : nil
             for transaction in transactions {
                 tracker.advance()
                 var tables = Set<String>()
                 var other: [String: Int] = [:]
+                var headerOnly = false
+                if transaction.pages.contains(1), let wal = usableWAL, let walData = evidence.walData, pageSize > 0,
+                   let frame = (transaction.firstFrame...transaction.commitFrame).reversed().lazy
+                       .compactMap({ wal.frame($0) }).first(where: { $0.pageNumber == 1 }),
+                   frame.pageOffset >= 0, frame.pageOffset <= walData.count - pageSize {
+                    let start = walData.startIndex + frame.pageOffset
+                    let image = walData[start..<(start + pageSize)]
+                    if let previous = pageOne, previous.count == pageSize,
+                       previous.dropFirst(DatabaseHeader.length).elementsEqual(image.dropFirst(DatabaseHeader.length)) {
+                        headerOnly = true
+                    }
+                    pageOne = Data(image)
+                }
                 for page in transaction.pages {
+                    if page == 1 && headerOnly {
+                        other["header", default: 0] += 1
+                        continue
+                    }
                     if Int(page) > transaction.databaseSizeInPages {
                         other["pastEnd", default: 0] += 1
                         structure.framesPastEnd.append((transaction.number, page, transaction.databaseSizeInPages))
@@ -110,7 +138,7 @@ public enum WALAnalyzer {
                 let entry = byCommit[index]
                 let tables = entry.tables.sorted()
                 let entities = tables.flatMap { tableEntities[$0] ?? [] }
-                let order = ["freelist", "pointerMap", "lockByte", "unused", "pastEnd"]
+                let order = ["header", "freelist", "pointerMap", "lockByte", "unused", "pastEnd"]
                 mapped.append(.init(number: transaction.number, firstFrame: transaction.firstFrame,
                                     commitFrame: transaction.commitFrame, frames: transaction.frameCount,
                                     pages: transaction.pages, databaseSizeInPages: transaction.databaseSizeInPages,
@@ -361,10 +389,14 @@ public enum WALAnalyzer {
             UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3])
         }
         var differences: [String] = []
+        // Only fields the main file has set are compared: a main file that is the header page
+        // written before the first checkpoint (photoanalysisd's cache: schema cookie 0, text
+        // encoding 0) has not set its encoding or its auto-vacuum root yet.
+        let mainHasSchema = u32(main, 40) != 0
         if main[20] != view[20] { differences.append("reserved bytes per page: main file \(main[20]), WAL \(view[20])") }
         if main[21..<24] != view[21..<24] { differences.append("payload fractions differ") }
-        if u32(main, 56) != u32(view, 56) { differences.append("text encoding: main file \(u32(main, 56)), WAL \(u32(view, 56))") }
-        if (u32(main, 52) != 0) != (u32(view, 52) != 0) || u32(main, 64) != u32(view, 64) {
+        if u32(main, 56) != 0, u32(main, 56) != u32(view, 56) { differences.append("text encoding: main file \(u32(main, 56)), WAL \(u32(view, 56))") }
+        if mainHasSchema, (u32(main, 52) != 0) != (u32(view, 52) != 0) || u32(main, 64) != u32(view, 64) {
             differences.append("auto-vacuum mode differs between the main file and the WAL")
         }
         if u32(view, 40) < u32(main, 40) {

@@ -159,6 +159,34 @@ struct CheckTests {
         #expect(try CheckFixture.check(url).map(\.id) == ["wal-page-size-mismatch"])
     }
 
+    @Test("Apple's layouts: a reflexive join table's rows are checked; an optional to-one with a minimum count may be NULL")
+    func appleLayouts() throws {
+        let folder = try TemporaryFolder("check-apple")
+        let url = folder.path("Photos.sqlite")
+        let model = ModelDescription(entities: [
+            EntityDescription("Asset", attributes: [.init("title", .string)]),
+            EntityDescription("Album", relationships: [.init("keyAsset", to: "Asset", optional: true, minCount: 1)]),
+            EntityDescription("Person", relationships: [.init("mergeCandidates", to: "Person", inverse: "mergeCandidates", toMany: true)]),
+        ], inheritedPropertiesInCache: .copies)
+        let w = try StoreWriter(url: url, model: model)
+        try w.transaction { w in
+            _ = try w.insert("Album")  // keyAsset NULL: optional wins over NSMinCount 1 (Photos' GenericAlbum.keyAsset)
+            let a = try w.insert("Person"), b = try w.insert("Person")
+            try w.link("Person", pk: a, "mergeCandidates", to: [b])
+        }
+        let join = try #require(w.layout.joinTables.first)
+        #expect(join.secondColumn == "REFLEXIVE")
+        try w.close()
+        #expect(try CheckFixture.check(url).isEmpty, "a clean store with Apple's layouts has no findings")
+
+        let planted = folder.path("Planted.sqlite")
+        try FileManager.default.copyItem(at: url, to: planted)
+        let db = try Connection.open(path: planted.path, mode: .readWrite)
+        try db.execute("INSERT INTO \(join.name) (\(join.firstColumn), REFLEXIVE) VALUES (1, 999)")
+        let findings = try CheckFixture.check(planted)
+        #expect(findings.map(\.id) == ["orphan-join-rows"], "\(findings.map(\.message))")
+    }
+
     @Test("the genuine stores check clean", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func realStores() throws {
         let real = try #require(ProjectPaths.realFixtures())

@@ -99,3 +99,27 @@ struct RealStoreModelTests {
         if let fromXML, let inferred { #expect(fromXML == inferred) }
     }
 }
+
+@Suite("pre-Xcode-4 model on a genuine store")
+struct LegacyElementsModelTests {
+    @Test("coredata-2013-legacy-model: the elements archive gives every column of both tables, typed as SQLite declares them")
+    func legacyElements() throws {
+        _ = try RealStoreModelTests.withReal("coredata-2013-legacy-model/CoreData.sqlite", xcodeModel: "Hotel.xcdatamodel") { (opened: OpenedStore) throws in
+            let model = opened.model
+            #expect(model.source == .xcdatamodel)
+            #expect(opened.map.problems.isEmpty, "\(opened.map.problems)")
+            #expect(opened.map.unknownColumns.isEmpty, "\(opened.map.unknownColumns)")
+            // The facts come from the store itself: Z_PRIMARYKEY's names, each table's columns and declared types.
+            let names = try opened.connection.rows("SELECT Z_NAME FROM Z_PRIMARYKEY ORDER BY Z_NAME").compactMap { $0[0].string }
+            #expect(model.entities.map(\.name) == names)
+            for entity in model.entities {
+                let columns = try opened.connection.columns(of: "Z" + entity.name.uppercased()).filter { !$0.name.hasPrefix("Z_") }
+                #expect(Set(entity.attributes.map { "Z" + $0.name.uppercased() }) == Set(columns.map(\.name)), "\(entity.name)")
+                for a in entity.attributes {
+                    let declared = columns.first { $0.name == "Z" + a.name.uppercased() }?.declaredType
+                    #expect(a.type.sqlType == declared, "\(entity.name).\(a.name) is \(a.type.name); SQLite declares \(declared ?? "-")")
+                }
+            }
+        }
+    }
+}

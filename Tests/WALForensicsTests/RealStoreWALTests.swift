@@ -42,10 +42,12 @@ struct RealStoreWALTests {
         #expect(analysis.shm?.agreesWithWal == false)
         #expect(analysis.shm?.nBackfill == 0)
         let tables = Set(analysis.transactions.flatMap(\.tables))
-        #expect(tables == ["ZITEM", "ZCOMPONENT", "ZCRAFTINGRECIPE", "ACHANGE", "ATRANSACTION", "Z_PRIMARYKEY", "sqlite_schema"])
+        // No commit changed the schema: where page 1 was written only its database header moved.
+        #expect(tables == ["ZITEM", "ZCOMPONENT", "ZCRAFTINGRECIPE", "ACHANGE", "ATRANSACTION", "Z_PRIMARYKEY"])
         #expect(analysis.entitiesByTable["ZITEM"] == ["Item"])
         // Every transaction's pages are all accounted for by tables: nothing free, nothing unused.
-        #expect(analysis.transactions.allSatisfy { $0.otherPages.isEmpty })
+        #expect(analysis.transactions.allSatisfy { $0.otherPages.allSatisfy { $0.use == "header" } })
+        #expect(analysis.transactions.contains { !$0.otherPages.isEmpty })
         #expect(analysis.transactions.reduce(0) { $0 + $1.frames } == 355)
         // The last transaction touched the three entity tables and the history.
         let last = try #require(analysis.transactions.last)
@@ -111,5 +113,51 @@ struct RealStoreWALTests {
         let back = try WALDiff.compute(evidence, from: 42, to: 0)
         #expect(back.groups.first { $0.entity == "Item" }.map { pks($0.inserted) } == [3, 4, 5])
         #expect(throws: WALForensicsError.self) { try WALDiff.compute(evidence, from: 0, to: 50) }
+    }
+}
+
+@Suite("page 1 in the WAL: schema or header only")
+struct PageOneTests {
+    @Test("a commit that grows the file rewrites only page 1's header; one that creates a table writes sqlite_schema")
+    func headerOnlyOrSchema() throws {
+        var builder = try SQLiteWALBuilder("page-one") { db in
+            try db.execute("CREATE TABLE t (x)")
+        }
+        // Enough rows to need new pages: the page count in the header changes, the schema does not.
+        try builder.commit("INSERT INTO t SELECT randomblob(3000) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20) SELECT i FROM n)")
+        try builder.commit("CREATE TABLE u (y)")
+        let analysis = WALAnalyzer.analyze(try builder.copy().evidence())
+        #expect(analysis.transactions.count == 2)
+        let grow = try #require(analysis.transactions.first)
+        #expect(grow.pages.contains(1), "SQLite wrote page 1 for the new page count")
+        #expect(!grow.tables.contains("sqlite_schema"))
+        #expect(grow.otherPages.contains { $0.use == "header" && $0.count == 1 })
+        let create = try #require(analysis.transactions.last)
+        #expect(create.tables.contains("sqlite_schema"), "\(create.tables)")
+    }
+}
+
+@Suite("a store that lives only in its WAL")
+struct WALOnlyStoreTests {
+    @Test("photoanalysis-walonly: the header-only main file does not make the WAL 'not belong'; SQLite agrees the store is consistent")
+    func walOnly() throws {
+        guard let real = ProjectPaths.realFixtures() else {
+            print("skipped: \(ProjectPaths.realFixturesMissing)")
+            return
+        }
+        let url = real.appendingPathComponent("photoanalysis-walonly/PGCurationCache.sqlite.sqlite")
+        guard FileManager.default.fileExists(atPath: url.path) else { print("skipped: photoanalysis-walonly is absent"); return }
+        let session = try EvidenceSession()
+        defer { try? session.finish() }
+        let copy = try session.workingCopy(of: url)
+        let analysis = WALAnalyzer.analyze(try WALEvidence(copy: copy, displayPath: url.lastPathComponent))
+        // SQLite itself, on the working copy with the WAL applied: the store is consistent.
+        let db = try copy.open()
+        #expect(try db.integrityCheck() == ["ok"])
+        let header = try Data(contentsOf: copy.copiedMain).prefix(100)
+        #expect(header[40..<44].allSatisfy { $0 == 0 } && header[56..<60].allSatisfy { $0 == 0 },
+                "the main file's schema cookie and text encoding are not set yet")
+        #expect(!analysis.findings.contains { $0.code == "walMayNotBelong" }, "\(analysis.findings.map(\.details))")
+        #expect(analysis.transactions.count == analysis.wal?.commits)
     }
 }

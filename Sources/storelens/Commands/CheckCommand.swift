@@ -74,7 +74,8 @@ struct CheckCommand: Command {
         }
         let session = try EvidenceSession(keepScratch: input.keepScratch)
         defer { session.scratch.remove() }
-        let (unsorted, stores) = try check(paths, session: session, output: output)
+        var refused: [RefusedStore] = []
+        let (unsorted, stores) = try check(paths, session: session, output: output, refused: &refused)
         try session.finish()
         let findings = unsorted.bySeverity
         switch format {
@@ -84,27 +85,48 @@ struct CheckCommand: Command {
                 ("stores", .array(stores.map(JSONValue.string))),
                 ("checks", .array((only.map { Array($0) } ?? StoreChecker.Check.allCases).map { .string($0.rawValue) }.sorted { $0.rendered() < $1.rendered() })),
                 ("findings", .array(findings.map(FindingsReport.json))),
-            ]).rendered() + "\n")
+            ] + (refused.isEmpty ? [] : [("refused", .array(refused.map { .object([("path", .string($0.path)), ("reason", .string($0.reason))]) }))]))
+                .rendered() + "\n")
         case "markdown":
             output.write("## storelens check of \(stores.map { "`\(Markdown.code($0))`" }.joined(separator: ", "))\n\n" + FindingsReport.markdown(findings))
         default:
             for s in stores { output.write("\(TextTable.sanitized(s))\n") }
             output.write(FindingsReport.text(findings))
         }
+        // The other stores were checked; the refused ones are input errors all the same.
+        for r in refused { output.error("Error: \(r.reason)\n") }
+        if !refused.isEmpty { return .usageOrInput }
         return findings.any(atOrAbove: failOn) ? .findings : .success
     }
 
     /// Every check on every store of `paths`: the findings and the stores' display paths.
     func check(_ paths: [String], session: EvidenceSession, output: Output) throws -> ([Finding], [String]) {
+        // Batch mode reads one input at a time: a refused store fails that input, as before.
+        var refused: [RefusedStore] = []
+        let result = try check(paths, session: session, output: output, refused: &refused)
+        if let first = refused.first { throw first.error }
+        return result
+    }
+
+    func check(_ paths: [String], session: EvidenceSession, output: Output, refused: inout [RefusedStore]) throws -> ([Finding], [String]) {
         var open = input.open
         open.ignoreMismatchedWAL = true
         var findings: [Finding] = []
         var stores: [String] = []
-        let acquired = try session.stores(from: paths, select: input.select, options: open, limits: input.limits)
+        let acquired = try session.stores(from: paths, select: input.select, options: open, limits: input.limits, refused: &refused)
         // Every original has been read into its working copy: hash them again beside the checks.
         session.verifyInBackground()
         for store in acquired {
-            let opened = try OpenedStore.open(store.copy, displayPath: store.displayPath, xcodeModel: model.map { URL(fileURLWithPath: $0) })
+            let opened: OpenedStore
+            do {
+                opened = try OpenedStore.open(store.copy, displayPath: store.displayPath, xcodeModel: model.map { URL(fileURLWithPath: $0) })
+            } catch ModelError.notCoreData {
+                // A plain SQLite database (an iOS backup's Manifest.db): SQLite's own check applies,
+                // Core Data's invariants do not. Saying so is information, not a failure.
+                findings += try StoreChecker.plainSQLite(store.copy, displayPath: store.displayPath, full: full)
+                stores.append(store.displayPath)
+                continue
+            }
             var checker = StoreChecker(opened: opened, copy: store.copy)
             checker.full = full
             let clock = ContinuousClock()

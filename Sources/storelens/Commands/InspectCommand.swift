@@ -55,19 +55,36 @@ struct InspectCommand: Command {
         }
         let session = try EvidenceSession(keepScratch: input.keepScratch)
         defer { session.scratch.remove() }
-        let inspections = try inspect(paths, session: session)
+        var refused: [RefusedStore] = []
+        let inspections = try inspect(paths, session: session, refused: &refused)
         try session.finish()
         switch format {
-        case "json": output.write(InspectionReport.json(inspections).rendered() + "\n")
+        case "json":
+            var json = InspectionReport.json(inspections)
+            if !refused.isEmpty, case .object(var members) = json {
+                members.append(("refused", .array(refused.map { .object([("path", .string($0.path)), ("reason", .string($0.reason))]) })))
+                json = .object(members)
+            }
+            output.write(json.rendered() + "\n")
         case "markdown": output.write(InspectionReport.markdown(inspections))
         default: output.write(InspectionReport.text(inspections))
         }
         if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
-        return .success
+        // The other stores were read; the refused ones are input errors all the same.
+        for r in refused { output.error("Error: \(r.reason)\n") }
+        return refused.isEmpty ? .success : .usageOrInput
     }
 
     func inspect(_ paths: [String], session: EvidenceSession) throws -> [StoreInspection] {
-        try session.stores(from: paths, select: input.select, options: input.open, limits: input.limits).map { store in
+        // Batch mode reads one input at a time: a refused store fails that input, as before.
+        var refused: [RefusedStore] = []
+        let result = try inspect(paths, session: session, refused: &refused)
+        if let first = refused.first { throw first.error }
+        return result
+    }
+
+    func inspect(_ paths: [String], session: EvidenceSession, refused: inout [RefusedStore]) throws -> [StoreInspection] {
+        try session.stores(from: paths, select: input.select, options: input.open, limits: input.limits, refused: &refused).map { store in
             let view = try asOf.map { n in try store.copy.open(asOfCommit: n, displayPath: store.displayPath) }
             return try StoreInspector.inspect(store.copy, displayPath: store.displayPath, view: view, asOfCommit: asOf)
         }

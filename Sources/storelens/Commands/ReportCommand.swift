@@ -163,7 +163,10 @@ struct ReportCommand: Command {
         } catch {
             section.problems.append("The WAL could not be analysed: \(Self.message(error))")
         }
-        guard isCoreData else { return }
+        guard isCoreData else {
+            section.findings.append(StoreChecker.notCoreData(displayPath: store.path))
+            return
+        }
         do {
             stage("reading history")
             let connection = try copy.open()
@@ -201,9 +204,27 @@ struct ReportCommand: Command {
 
     /// A WAL warning or note as a finding, so the report lists one kind of thing.
     static func finding(_ f: WALAnalysis.Finding, store: String) -> Finding {
-        Finding(id: f.code, severity: f.severity == .warning ? .warning : .info, store: store, entity: nil, message: f.message,
+        Finding(id: kebabCase(f.code), severity: f.severity == .warning ? .warning : .info, store: store, entity: nil, message: f.message,
                 evidence: f.details.isEmpty ? [:] : ["details": .list(f.details.map(EvidenceValue.string))],
                 explanation: "Reported by the WAL analysis (docs/wal.md).", suggestion: nil)
+    }
+
+    /// Finding ids are kebab-case in every command and view; the WAL analysis names its
+    /// findings in camelCase (`walMissing` → `wal-missing`, the id `check` uses).
+    static func kebabCase(_ code: String) -> String {
+        // A run of capitals is one word: `walModeWithoutWAL` → `wal-mode-without-wal`,
+        // `WALDamaged` → `wal-damaged`.
+        let chars = Array(code)
+        var out = ""
+        for (i, ch) in chars.enumerated() {
+            if ch.isUppercase, i > 0 {
+                let previous = chars[i - 1]
+                let nextIsLower = i + 1 < chars.count && chars[i + 1].isLowercase
+                if previous.isLowercase || previous.isNumber || (previous.isUppercase && nextIsLower) { out += "-" }
+            }
+            out += ch.lowercased()
+        }
+        return out
     }
 
     /// The sentence `Diagnostics` would print for an error.
