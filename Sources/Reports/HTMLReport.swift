@@ -118,7 +118,7 @@ public enum HTMLReport {
 
         header(&w, d, title: title, findings: findings)
         summary(&w, d)
-        findingsSection(&w, findings, limit: d.limits.findings)
+        findingsSection(&w, findings, limit: d.limits.findings, notRun: d.stores.flatMap { s in s.problems.map { "\(s.path): \($0)" } })
         if let audit = d.audit { auditSection(&w, audit, manifest: d.manifestPath, limits: d.limits) }
         if let problem = d.auditProblem {
             w.raw("<section id=\"audit\">\n<h2>Audit against the manifest</h2>\n")
@@ -199,7 +199,9 @@ public enum HTMLReport {
         w.raw("</section>\n")
     }
 
-    static func findingsSection(_ w: inout HTMLWriter, _ findings: [Finding], limit: Int) {
+    /// - Parameter notRun: parts of the reading that could not run; with them, no findings does
+    ///   not mean a clean store, and the section says so instead of "No findings".
+    static func findingsSection(_ w: inout HTMLWriter, _ findings: [Finding], limit: Int, notRun: [String] = []) {
         w.raw("<section id=\"findings\">\n<h2>Findings</h2>\n")
         w.raw("""
             <div class="controls"><label>Severity <select id="sev"><option value="all">all</option><option value="error">error</option>\
@@ -208,8 +210,12 @@ public enum HTMLReport {
             <p id="finding-status" class="muted">\(HTML.number(findings.count)) finding\(findings.count == 1 ? "" : "s")</p>
 
             """)
+        if !notRun.isEmpty {
+            w.element("p", ["class": "problem"],
+                      text: "\(notRun.count) part\(notRun.count == 1 ? "" : "s") of the reading could not run, so the findings below are incomplete: " + notRun.prefix(5).joined(separator: " "))
+        }
         if findings.isEmpty {
-            w.raw("<p>No findings.</p>\n")
+            w.raw(notRun.isEmpty ? "<p>No findings.</p>\n" : "<p>No findings from the parts that ran.</p>\n")
         } else {
             w.raw("<table id=\"finding-table\"><thead><tr><th>severity</th><th>finding</th><th>entity</th><th>store</th><th>what, why, what to do</th></tr></thead><tbody>\n")
             for f in findings.prefix(limit) {

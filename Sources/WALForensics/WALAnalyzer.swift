@@ -125,14 +125,23 @@ public enum WALAnalyzer {
         if !transactions.isEmpty {
             structure.pageOneChanges = pageOneDifferences(evidence)
             if options.integrityCheck, let connection = finalConnection {
-                let result = (try? connection.integrityCheck(full: false, maxErrors: 5)) ?? ["the WAL view cannot be read"]
+                // Row by row: what SQLite found before a page it cannot parse is kept.
+                let result = WALAgreement.integrity(connection, full: false, maxErrors: 5)
                 if result != ["ok"] {
                     // quick_check puts several findings in one row, one per line.
-                    structure.walViewIntegrity = result.flatMap { $0.split(whereSeparator: \.isNewline).map(String.init) }
-                        .filter { !$0.hasPrefix("*** in database") }
+                    structure.walViewIntegrity = result
                     if let main = try? PointInTime.open(evidence, commit: 0) {
                         structure.mainIntegrity = (try? main.integrityCheck(full: false, maxErrors: 5)) ?? ["unreadable"]
                     }
+                }
+                // quick_check does not compare an index with its table: check the tables the WAL
+                // wrote in full, on both views (a -wal copied after a checkpoint the main file
+                // missed leaves rows its indexes do not know).
+                let touched = Set(mapped.flatMap(\.tables)).filter { !$0.hasPrefix("sqlite_") }.sorted()
+                if structure.walViewIntegrity == nil, !touched.isEmpty, let main = try? PointInTime.open(evidence, commit: 0),
+                   let disagreement = WALAgreement.compare(walView: connection, mainOnly: main, tables: touched) {
+                    structure.walViewIntegrity = disagreement.walView
+                    structure.mainIntegrity = ["ok"]
                 }
             } else if options.integrityCheck, finalConnection == nil {
                 structure.walViewIntegrity = ["SQLite cannot open the image with the WAL applied"]
@@ -417,12 +426,12 @@ struct StructureEvidence {
                     signs.append("\(finalUnaccounted) page\(finalUnaccounted == 1 ? " is" : "s are") used by nothing once the WAL is applied")
                 }
                 if let walViewIntegrity, mainIntegrity == nil || mainIntegrity == ["ok"] {
-                    signs.append("quick_check with the WAL applied: " + walViewIntegrity.prefix(3).joined(separator: "; "))
+                    signs.append("SQLite's check with the WAL applied (the main file alone passes): " + walViewIntegrity.prefix(3).joined(separator: "; "))
                 }
             }
             if !signs.isEmpty {
                 findings.append(.init(.warning, "walMayNotBelong",
-                                      "The WAL does not appear to belong to this database (or one of them is damaged): applying it gives an inconsistent database, and SQLite would show plausible but wrong data without any error.",
+                                      "The WAL does not appear to belong to this main file, or the two were copied at different moments (for example the main file before a checkpoint and the -wal after it), or one of them is damaged: its frames are valid, but applying them gives an inconsistent database, and SQLite would show plausible but wrong data without any error. Copy the main file, -wal and -shm again at one moment.",
                                       details: signs))
             }
         }
