@@ -72,7 +72,7 @@ public struct InputResolver {
         }
         var inventory = Inventory(input: input, kind: walk.isXcappdata ? .xcappdata : .folder, inputSHA256: nil,
                                   stores: stores, orphans: orphans, skipped: walk.skipped, warnings: [], extracted: [])
-        for file in walk.files where !file.isSQLite && wanted.contains(where: { $0.matches(file.path) }) {
+        for file in walk.files where !file.isSQLite && wanted.contains(where: { $0.matches(file.path, ignoringCase: true) }) {
             try session.record([file.url])
             inventory.otherFiles.append((file.path, file.url))
         }
@@ -113,7 +113,7 @@ public struct InputResolver {
                                   stores: stores, orphans: orphans.map { OrphanSidecar(path: input + "!" + $0.path, kind: $0.kind, size: $0.size) },
                                   skipped: result.skipped, warnings: warnings, extracted: result.extracted)
         inventory.damage = result.damage
-        inventory.otherFiles = result.files.filter { file in !file.isSQLite && wanted.contains { $0.matches(file.path) } }
+        inventory.otherFiles = result.files.filter { file in !file.isSQLite && wanted.contains { $0.matches(file.path, ignoringCase: true) } }
             .map { (input + "!" + $0.path, $0.url) }
         return inventory
     }
@@ -127,7 +127,7 @@ public struct InputResolver {
         }
         var inventory = Inventory(input: input, kind: .backup, inputSHA256: nil, stores: stores, orphans: orphans,
                                   skipped: result.skipped, warnings: [], extracted: [])
-        for file in result.files where !file.isSQLite && wanted.contains(where: { $0.matches(file.path) }) {
+        for file in result.files where !file.isSQLite && wanted.contains(where: { $0.matches(file.path, ignoringCase: true) }) {
             try session.record([file.url])
             inventory.otherFiles.append((file.path, file.url))
         }
