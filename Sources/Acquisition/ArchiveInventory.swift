@@ -178,6 +178,10 @@ final class ArchiveInventory {
                 continue
             }
             let head = first == ARCHIVE_EOF || block == nil ? Data() : Data(bytes: block!, count: min(blockSize, 100))
+            if offset == 0, AppleDouble.matches(head) {
+                result.skipped.append(SkippedEntry(path: path, reason: AppleDouble.reason(for: path)))
+                continue
+            }
             let isSQLite = offset == 0 && DatabaseHeader.isSQLite(head)
             let isWanted = wanted.contains { $0.matches(path, ignoringCase: true) }
             guard isSQLite || isSidecar || isSupport || isIdentity || isWanted else { continue }

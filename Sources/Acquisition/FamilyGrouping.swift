@@ -97,3 +97,23 @@ enum FamilyGrouping {
         return n > 0 ? Data(buffer.prefix(n)) : Data()
     }
 }
+
+/// AppleDouble files: what a Mac writes beside a file when the destination cannot hold its
+/// Finder info, resource fork or extended attributes: `._default.store-wal` in a tar made with
+/// macOS tar, `__MACOSX/…/._default.store-wal` in a zip made by Finder's Compress, or on a
+/// FAT/exFAT/SMB volume. They end in `-wal` like the sidecar they describe but hold none of
+/// its bytes; recognised by their magic number, whatever their name.
+public enum AppleDouble {
+    static let magic: [UInt8] = [0x00, 0x05, 0x16, 0x07]
+
+    public static func matches(_ head: Data) -> Bool {
+        head.count >= 26 && Array(head.prefix(4)) == magic
+    }
+
+    /// Why it is listed and not read, naming the file it describes.
+    public static func reason(for path: String) -> String {
+        let name = (path as NSString).lastPathComponent
+        let described = name.hasPrefix("._") ? String(name.dropFirst(2)) : name
+        return "macOS metadata (an AppleDouble file holding the Finder info and extended attributes of \(described), added by the Mac that copied or archived it); not a store or a sidecar, nothing to recover"
+    }
+}

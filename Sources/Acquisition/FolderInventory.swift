@@ -69,6 +69,10 @@ struct FolderInventory {
                 let size = (attributes[.size] as? NSNumber)?.intValue ?? 0
                 let head = FamilyGrouping.prefix(of: child, count: 262)
                 let isSQLite = DatabaseHeader.isSQLite(head)
+                if AppleDouble.matches(head) {
+                    walk.skipped.append(SkippedEntry(path: childRelative, reason: AppleDouble.reason(for: childRelative)))
+                    continue
+                }
                 walk.files.append(SeenFile(path: childRelative, url: child, size: size, isSQLite: isSQLite))
                 if !isSQLite, ArchiveSniffer.looksLikeArchive(head) {
                     walk.archives.append((childRelative, child))
