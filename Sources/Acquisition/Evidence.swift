@@ -39,6 +39,8 @@ public struct FileEvidence: Equatable, Sendable {
         guard let identity = FileIdentity.of(url.path) else {
             throw AcquisitionError.unreadable(path: url.path, reason: String(cString: strerror(errno)))
         }
+        // Never hash through a link inside the evidence: its target is not what came off the device.
+        if let target = SymbolicLink.target(of: url.path) { throw AcquisitionError.linkInEvidence(path: url.path, target: target) }
         return FileEvidence(path: url.path, size: Int(identity.size),
                             sha256: hash ? try SHA256.hexOfFile(at: url) : nil, identity: identity)
     }

@@ -78,7 +78,11 @@ struct FolderInventory {
                     walk.archives.append((childRelative, child))
                 }
             case .typeSymbolicLink:
-                walk.skipped.append(SkippedEntry(path: childRelative, reason: "symbolic link (not followed)"))
+                let target = SymbolicLink.target(of: child.path) ?? "?"
+                let sidecar = FamilyGrouping.sidecarSuffixes.keys.first { name.hasSuffix($0) }
+                walk.skipped.append(SkippedEntry(path: childRelative, reason: sidecar.map { suffix in
+                    "symbolic link to \(target) (not followed: links inside the evidence never are); the \(suffix) of \(name.dropLast(suffix.count)) is therefore missing, so replace the link with the file itself (cp -L) to have it read"
+                } ?? "symbolic link to \(target) (not followed: links inside the evidence never are)"))
             default:
                 walk.skipped.append(SkippedEntry(path: childRelative, reason: "not a regular file"))
             }

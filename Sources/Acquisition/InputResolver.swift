@@ -22,8 +22,17 @@ public struct InputResolver {
         self.wanted = wanted
     }
 
+    /// - Parameter input: as the user typed it. A symbolic link typed on the command line
+    ///   (`~/Desktop/pulled`) is followed: the user chose it, and its target is what is read,
+    ///   hashed and named in the evidence manifest. Links met inside the input are never followed.
     public func inventory(of input: String) throws -> Inventory {
-        let url = URL(fileURLWithPath: input)
+        let linkTarget = try SymbolicLink.resolveArgument(input)
+        var inventory = try inventory(of: input, at: URL(fileURLWithPath: linkTarget ?? input))
+        inventory.linkTarget = linkTarget
+        return inventory
+    }
+
+    func inventory(of input: String, at url: URL) throws -> Inventory {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
               let type = attributes[.type] as? FileAttributeType else {
             throw AcquisitionError.notFound(path: input)
