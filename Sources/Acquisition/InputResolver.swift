@@ -79,6 +79,7 @@ public struct InputResolver {
             try session.record(stores[i].family.files)
             stores[i].sha256 = session.hashes(for: stores[i].family, naming: stores[i].path)
         }
+        FamilyGrouping.markSecondCopies(&stores)
         var inventory = Inventory(input: input, kind: walk.isXcappdata ? .xcappdata : .folder, inputSHA256: nil,
                                   stores: stores, orphans: orphans, skipped: walk.skipped, warnings: [], extracted: [])
         for file in walk.files where !file.isSQLite && wanted.contains(where: { $0.matches(file.path, ignoringCase: true) }) {
@@ -108,7 +109,7 @@ public struct InputResolver {
                                           gzipDecoder: gzipDecoder).read()
         let (found, orphans) = FamilyGrouping.group(result.files, containers: result.containers)
         let hashes = Dictionary(result.extracted.map { ($0.path, $0.sha256) }, uniquingKeysWith: { a, _ in a })
-        let stores = found.map { s -> FoundStore in
+        var stores = found.map { s -> FoundStore in
             var copy = FoundStore(path: input + "!" + s.path, family: s.family, name: s.name,
                                   sidecars: s.sidecars, size: s.size, container: s.container, location: s.location, sha256: [:])
             for p in [s.path, s.sidecars.wal, s.sidecars.shm, s.sidecars.journal].compactMap({ $0 }) {
@@ -116,9 +117,10 @@ public struct InputResolver {
             }
             return copy
         }
+        FamilyGrouping.markSecondCopies(&stores)
         var warnings = result.warnings
         if let damage = result.damage { warnings.append(damage) }
-        var inventory = Inventory(input: input, kind: .archive, inputSHA256: session.ledger.entries.first { $0.path == url.path }?.sha256,
+        var inventory = Inventory(input: input, kind: .archive, inputSHA256: session.ledger.entry(for: url.path)?.sha256,
                                   stores: stores, orphans: orphans.map { OrphanSidecar(path: input + "!" + $0.path, kind: $0.kind, size: $0.size) },
                                   skipped: result.skipped, warnings: warnings, extracted: result.extracted)
         inventory.damage = result.damage
@@ -134,6 +136,7 @@ public struct InputResolver {
             try session.record(stores[i].family.files)
             stores[i].sha256 = session.hashes(for: stores[i].family, naming: stores[i].path)
         }
+        FamilyGrouping.markSecondCopies(&stores)
         var inventory = Inventory(input: input, kind: .backup, inputSHA256: nil, stores: stores, orphans: orphans,
                                   skipped: result.skipped, warnings: [], extracted: [])
         for file in result.files where !file.isSQLite && wanted.contains(where: { $0.matches(file.path, ignoringCase: true) }) {
