@@ -55,6 +55,18 @@ public struct InputResolver {
         throw AcquisitionError.notSQLite(path: input)
     }
 
+    /// The inputs with each file or folder kept once, by the path it resolves to: the same input
+    /// given twice (`a/` and `./a`, or a link and its target) would list every store twice and
+    /// make `--store` and manifests impossible to satisfy.
+    public static func distinct(_ inputs: [String]) -> [String] {
+        var seen = Set<String>()
+        return inputs.filter { input in
+            guard let resolved = realpath(input, nil) else { return true }
+            defer { free(resolved) }
+            return seen.insert(String(cString: resolved)).inserted
+        }
+    }
+
     // MARK: - Kinds of input
 
     func storeFile(_ url: URL, input: String) throws -> Inventory {
@@ -75,7 +87,10 @@ public struct InputResolver {
     func folder(_ url: URL, input: String) throws -> Inventory {
         let walk = FolderInventory(root: url).walk()
         var (stores, orphans) = FamilyGrouping.group(walk.files, containers: walk.containers)
+        let progress = ProgressReporter.current
+        defer { progress.setContext(nil) }
         for i in stores.indices {
+            progress.setContext("store \(i + 1) of \(ProgressReporter.Update.grouped(Int64(stores.count)))")
             try session.record(stores[i].family.files)
             stores[i].sha256 = session.hashes(for: stores[i].family, naming: stores[i].path)
         }
@@ -132,7 +147,10 @@ public struct InputResolver {
     func backup(_ url: URL, input: String) throws -> Inventory {
         let result = try BackupInventory(root: url, session: session).read()
         var (stores, orphans) = FamilyGrouping.group(result.files, containers: result.containers)
+        let progress = ProgressReporter.current
+        defer { progress.setContext(nil) }
         for i in stores.indices {
+            progress.setContext("store \(i + 1) of \(ProgressReporter.Update.grouped(Int64(stores.count)))")
             try session.record(stores[i].family.files)
             stores[i].sha256 = session.hashes(for: stores[i].family, naming: stores[i].path)
         }

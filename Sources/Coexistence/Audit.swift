@@ -47,7 +47,7 @@ public struct Auditor {
         let resolver = InputResolver(session: session, limits: limits, wanted: wanted)
         var stores: [FoundStore] = []
         var others: [(path: String, url: URL)] = []
-        for input in inputs {
+        for input in InputResolver.distinct(inputs) {
             let inventory = try resolver.inventory(of: input)
             stores += inventory.stores
             others += inventory.otherFiles

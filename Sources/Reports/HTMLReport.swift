@@ -60,6 +60,8 @@ public struct ReportDocument: Sendable {
         public var listRows = 500
         public var findings = 1000
         public var chartEntities = 40
+        /// Stores linked one by one from the header; past this the header links a grouped index.
+        public var navigationStores = 12
         public init() {}
     }
 
@@ -125,6 +127,7 @@ public enum HTMLReport {
             w.element("p", ["class": "problem"], text: "The audit could not run: " + problem)
             w.raw("</section>\n")
         }
+        if d.stores.count > d.limits.navigationStores { storeIndex(&w, d) }
         for (i, store) in d.stores.enumerated() { storeSection(&w, store, index: i, limits: d.limits) }
         repairSection(&w, d)
         evidenceSection(&w, d)
@@ -162,7 +165,11 @@ public enum HTMLReport {
         }
         w.raw("</p>\n<nav><a href=\"#summary\">Summary</a> <a href=\"#findings\">Findings</a>")
         if d.audit != nil || d.auditProblem != nil { w.raw(" <a href=\"#audit\">Audit</a>") }
-        for i in d.stores.indices { w.raw(" <a href=\"#store-\(i + 1)\">Store \(i + 1)</a>") }
+        if d.stores.count <= d.limits.navigationStores {
+            for i in d.stores.indices { w.raw(" <a href=\"#store-\(i + 1)\">Store \(i + 1)</a>") }
+        } else {
+            w.raw(" <a href=\"#stores\">Stores (\(HTML.number(d.stores.count)))</a>")
+        }
         w.raw(" <a href=\"#repair\">Repair plan</a> <a href=\"#evidence\">Evidence</a></nav>\n</header>\n")
     }
 
@@ -267,6 +274,35 @@ public enum HTMLReport {
             w.element("h3", text: "Records per entity per side")
             w.raw(SVGChart.bars(groups: Array(groups), series: stacks, caption: "Records per entity on each stack's side"))
             w.raw(HTML.capNote(shown: limits.chartEntities, total: r.entities.count, what: "entities in the chart", hint: "the table above lists them all."))
+        }
+        w.raw("</section>\n")
+    }
+
+    /// Many stores (a simulator folder, a fleet of tickets): one index grouped by container, each
+    /// group folded, the links capped like every other long list.
+    static func storeIndex(_ w: inout HTMLWriter, _ d: ReportDocument) {
+        w.raw("<section id=\"stores\">\n<h2>Stores</h2>\n")
+        var groups: [(name: String, members: [Int])] = []
+        var at: [String: Int] = [:]
+        for (i, s) in d.stores.enumerated() {
+            let c = s.found?.container
+            let name = c.map { ($0.identifier ?? "container of unknown identity") + " (\($0.kind == .unknown ? "container" : $0.kind.rawValue))" } ?? "outside any container"
+            if let g = at[name] { groups[g].members.append(i) } else { at[name] = groups.count; groups.append((name, [i])) }
+        }
+        w.element("p", ["class": "muted"], text: "\(HTML.number(d.stores.count)) stores in \(HTML.number(groups.count)) group\(groups.count == 1 ? "" : "s").")
+        var shown = 0
+        for group in groups {
+            guard shown < d.limits.listRows else { break }
+            w.open("details"); w.open("summary"); w.text("\(group.name): \(group.members.count) store\(group.members.count == 1 ? "" : "s")"); w.close("summary")
+            w.raw("<ul>")
+            for i in group.members.prefix(d.limits.listRows - shown) {
+                w.raw("<li><a href=\"#store-\(i + 1)\">Store \(i + 1)</a> "); w.element("code", text: d.stores[i].path); w.raw("</li>")
+                shown += 1
+            }
+            w.raw("</ul>"); w.close("details"); w.raw("\n")
+        }
+        if shown < d.stores.count {
+            w.element("p", ["class": "muted"], text: "\(HTML.number(d.stores.count - shown)) more stores are not listed here; each has its section below (search the page for its path).")
         }
         w.raw("</section>\n")
     }

@@ -69,7 +69,7 @@ struct ReportCommand: Command {
         if let manifestPath { try session.record([URL(fileURLWithPath: manifestPath)]) }
 
         let resolver = InputResolver(session: session, limits: input.limits, hashArchives: true)
-        document.inventories = try paths.map { try resolver.inventory(of: $0) }
+        document.inventories = try InputResolver.distinct(paths).map { try resolver.inventory(of: $0) }
         var found = document.inventories.flatMap(\.stores)
         if let select = input.select {
             let matches = found.filter { $0.path.hasSuffix(select) }
