@@ -183,12 +183,16 @@ public struct Auditor {
     /// same number of trailing components, case- and form-folded, within a third of its length.
     static func closest(to typed: String, in paths: [String]) -> String? {
         let want = Array(typed.precomposedStringWithCanonicalMapping.lowercased())
+        // Bounded: the manifest and the paths come from outside, and the distance is quadratic.
+        guard want.count <= 512, paths.count <= 100_000 else { return nil }
         let depth = typed.split(separator: "/").count
         var best: (path: String, distance: Int)?
         for path in paths {
             let inside = path.split(separator: "!").last.map(String.init) ?? path
             let tail = inside.split(separator: "/").suffix(depth).joined(separator: "/")
-            let d = editDistance(want, Array(tail.precomposedStringWithCanonicalMapping.lowercased()))
+            let have = Array(tail.precomposedStringWithCanonicalMapping.lowercased())
+            guard have.count <= 512 else { continue }
+            let d = editDistance(want, have)
             if d <= max(2, want.count / 3), d < (best?.distance ?? .max) { best = (path, d) }
         }
         return best?.path

@@ -199,6 +199,9 @@ public enum HTMLReport {
             w.table(["store", "format and stack", "entities", "records", "WAL", "history", "findings"], rows, numeric: [2, 3])
         }
         for inv in d.inventories {
+            if let target = inv.linkTarget {
+                w.element("p", ["class": "muted"], text: "\(inv.input) is a symbolic link to \(target), followed because it was given on the command line.")
+            }
             if let damage = inv.damage {
                 w.open("p", ["class": "problem"]); w.text("\(inv.input): \(damage)"); w.close("p")
             }
