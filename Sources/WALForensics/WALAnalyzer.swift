@@ -364,6 +364,10 @@ public enum WALAnalyzer {
             UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3])
         }
         var differences: [String] = []
+        // A main file never checkpointed into (schema cookie and text encoding still 0: only the
+        // header page SQLite writes when the database is created) has set none of these fields
+        // yet; the whole store lives in the WAL, and that is no sign of a mismatch.
+        if u32(main, 40) == 0 && u32(main, 56) == 0 { return differences }
         if main[20] != view[20] { differences.append("reserved bytes per page: main file \(main[20]), WAL \(view[20])") }
         if main[21..<24] != view[21..<24] { differences.append("payload fractions differ") }
         if u32(main, 56) != u32(view, 56) { differences.append("text encoding: main file \(u32(main, 56)), WAL \(u32(view, 56))") }
