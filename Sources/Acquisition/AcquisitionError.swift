@@ -20,6 +20,10 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
     case storeSelection(select: String, candidates: [String], matched: Int)
     /// The inputs hold no SQLite store at all.
     case noStores(inputs: [String])
+    /// A link given on the command line points at nothing.
+    case brokenLink(path: String, target: String)
+    /// A file of the evidence (a store's -wal, say) is a symbolic link: never followed.
+    case linkInEvidence(path: String, target: String)
 
     public var description: String {
         switch self {
@@ -47,6 +51,10 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
             return error.description
         case .noStores(let inputs):
             return "no SQLite store was found in \(inputs.joined(separator: ", ")); check that the container or archive holds the app's Library folder (run `storelens scan` to see what it holds)."
+        case .brokenLink(let path, let target):
+            return "\(path) is a symbolic link to \(target), which does not exist; give the path of the store, folder or archive itself."
+        case .linkInEvidence(let path, let target):
+            return "\(path) is a symbolic link (to \(target)), and storelens does not follow links inside the evidence (a link can point anywhere, and is not what came off the device); replace it with the file itself (for example with cp -L), or give the file it points to on the command line."
         case .storeSelection(let select, let candidates, let matched):
             let list = candidates.prefix(10).joined(separator: ", ")
             return matched == 0

@@ -179,8 +179,12 @@ final class ArchiveInventory {
                 continue
             }
             let head = first == ARCHIVE_EOF || block == nil ? Data() : Data(bytes: block!, count: min(blockSize, 100))
+            if offset == 0, AppleDouble.matches(head) {
+                result.skipped.append(SkippedEntry(path: path, reason: AppleDouble.reason(for: path)))
+                continue
+            }
             let isSQLite = offset == 0 && DatabaseHeader.isSQLite(head)
-            let isWanted = wanted.contains { $0.matches(path) }
+            let isWanted = wanted.contains { $0.matches(path, ignoringCase: true) }
             guard isSQLite || isSidecar || isSupport || isIdentity || isWanted else { continue }
 
             // Extract: O_CREAT|O_EXCL|O_NOFOLLOW under a private folder; duplicates get ~N.
@@ -293,7 +297,7 @@ final class ArchiveInventory {
         let mains = Set(result.files.filter(\.isSQLite).map(\.path))
         for file in result.files where !file.isSQLite {
             let belongs = FamilyGrouping.sidecarSuffixes.keys.contains { file.path.hasSuffix($0) && mains.contains(String(file.path.dropLast($0.count))) }
-            let isWanted = wanted.contains { $0.matches(file.path) }
+            let isWanted = wanted.contains { $0.matches(file.path, ignoringCase: true) }
             if !belongs && !isWanted && !file.path.contains("_SUPPORT/") { unlink(file.url.path) }
         }
         return result

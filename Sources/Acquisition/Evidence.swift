@@ -39,6 +39,8 @@ public struct FileEvidence: Equatable, Sendable {
         guard let identity = FileIdentity.of(url.path) else {
             throw AcquisitionError.unreadable(path: url.path, reason: String(cString: strerror(errno)))
         }
+        // Never hash through a link inside the evidence: its target is not what came off the device.
+        if let target = SymbolicLink.target(of: url.path) { throw AcquisitionError.linkInEvidence(path: url.path, target: target) }
         return FileEvidence(path: url.path, size: Int(identity.size),
                             sha256: hash ? try SHA256.hexOfFile(at: url) : nil, identity: identity)
     }
@@ -47,8 +49,16 @@ public struct FileEvidence: Equatable, Sendable {
 /// The evidence for a set of input files, taken before reading and checked after.
 public struct EvidenceLedger: Sendable {
     public private(set) var entries: [FileEvidence] = []
+    /// Position of each path in `entries`: a scan of thousands of stores looks paths up once per
+    /// file, and a linear search made the whole scan grow with the square of the store count.
+    private var index: [String: Int] = [:]
 
     public init() {}
+
+    /// The evidence recorded for `path`, if any.
+    public func entry(for path: String) -> FileEvidence? {
+        index[path].map { entries[$0] }
+    }
 
     public mutating func record(_ urls: [URL], hash: Bool = true) throws {
         try record(urls, hash: hash, copying: [])
@@ -59,7 +69,8 @@ public struct EvidenceLedger: Sendable {
     /// more than reading it once: the copy no longer waits for the hash.
     mutating func record(_ urls: [URL], hash: Bool = true, copying: [(from: URL, to: URL)]) throws {
         var todo: [URL] = []
-        for url in urls where !entries.contains(where: { $0.path == url.path && ($0.sha256 != nil || !hash) }) && !todo.contains(url) {
+        var queued = Set<String>()
+        for url in urls where !(entry(for: url.path).map { $0.sha256 != nil || !hash } ?? false) && queued.insert(url.path).inserted {
             todo.append(url)
         }
         enum Job { case hash(URL), copy(URL, URL) }
@@ -88,8 +99,12 @@ public struct EvidenceLedger: Sendable {
             }
         }
         for evidence in done.compactMap({ $0 }) {
-            entries.removeAll { $0.path == evidence.path }
-            entries.append(evidence)
+            if let at = index[evidence.path] {
+                entries[at] = evidence
+            } else {
+                index[evidence.path] = entries.count
+                entries.append(evidence)
+            }
         }
     }
 
@@ -110,7 +125,7 @@ public struct EvidenceLedger: Sendable {
     public func verifyUnchanged(where include: (String) -> Bool = { _ in true }) throws {
         let checked = entries.filter { include($0.path) }
         let after = try FileWork.map(checked.map { URL(fileURLWithPath: $0.path) }) { url in
-            try FileEvidence.record(url, hash: checked.first { $0.path == url.path }?.sha256 != nil)
+            try FileEvidence.record(url, hash: entry(for: url.path)?.sha256 != nil)
         }
         for (before, after) in zip(checked, after) where after.sha256 != before.sha256 || after.identity != before.identity {
             throw AcquisitionError.evidenceChanged(path: before.path, before: before.sha256 ?? "(identity)", after: after.sha256 ?? "(identity)")

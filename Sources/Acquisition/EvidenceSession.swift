@@ -45,7 +45,7 @@ public final class EvidenceSession {
     func hashes(for family: StoreFamily, naming: String) -> [String: String] {
         var result: [String: String] = [:]
         for (url, suffix) in [(family.main, ""), (family.wal, "-wal"), (family.shm, "-shm"), (family.journal, "-journal")] {
-            guard let url, let entry = ledger.entries.first(where: { $0.path == url.path }), let hash = entry.sha256 else { continue }
+            guard let url, let entry = ledger.entry(for: url.path), let hash = entry.sha256 else { continue }
             result[naming + suffix] = hash
         }
         return result

@@ -69,12 +69,20 @@ struct FolderInventory {
                 let size = (attributes[.size] as? NSNumber)?.intValue ?? 0
                 let head = FamilyGrouping.prefix(of: child, count: 262)
                 let isSQLite = DatabaseHeader.isSQLite(head)
+                if AppleDouble.matches(head) {
+                    walk.skipped.append(SkippedEntry(path: childRelative, reason: AppleDouble.reason(for: childRelative)))
+                    continue
+                }
                 walk.files.append(SeenFile(path: childRelative, url: child, size: size, isSQLite: isSQLite))
                 if !isSQLite, ArchiveSniffer.looksLikeArchive(head) {
                     walk.archives.append((childRelative, child))
                 }
             case .typeSymbolicLink:
-                walk.skipped.append(SkippedEntry(path: childRelative, reason: "symbolic link (not followed)"))
+                let target = SymbolicLink.target(of: child.path) ?? "?"
+                let sidecar = FamilyGrouping.sidecarSuffixes.keys.first { name.hasSuffix($0) }
+                walk.skipped.append(SkippedEntry(path: childRelative, reason: sidecar.map { suffix in
+                    "symbolic link to \(target) (not followed: links inside the evidence never are); the \(suffix) of \(name.dropLast(suffix.count)) is therefore missing, so replace the link with the file itself (cp -L) to have it read"
+                } ?? "symbolic link to \(target) (not followed: links inside the evidence never are)"))
             default:
                 walk.skipped.append(SkippedEntry(path: childRelative, reason: "not a regular file"))
             }

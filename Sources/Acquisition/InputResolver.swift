@@ -22,8 +22,17 @@ public struct InputResolver {
         self.wanted = wanted
     }
 
+    /// - Parameter input: as the user typed it. A symbolic link typed on the command line
+    ///   (`~/Desktop/pulled`) is followed: the user chose it, and its target is what is read,
+    ///   hashed and named in the evidence manifest. Links met inside the input are never followed.
     public func inventory(of input: String) throws -> Inventory {
-        let url = URL(fileURLWithPath: input)
+        let linkTarget = try SymbolicLink.resolveArgument(input)
+        var inventory = try inventory(of: input, at: URL(fileURLWithPath: linkTarget ?? input))
+        inventory.linkTarget = linkTarget
+        return inventory
+    }
+
+    func inventory(of input: String, at url: URL) throws -> Inventory {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
               let type = attributes[.type] as? FileAttributeType else {
             throw AcquisitionError.notFound(path: input)
@@ -46,6 +55,18 @@ public struct InputResolver {
         throw AcquisitionError.notSQLite(path: input)
     }
 
+    /// The inputs with each file or folder kept once, by the path it resolves to: the same input
+    /// given twice (`a/` and `./a`, or a link and its target) would list every store twice and
+    /// make `--store` and manifests impossible to satisfy.
+    public static func distinct(_ inputs: [String]) -> [String] {
+        var seen = Set<String>()
+        return inputs.filter { input in
+            guard let resolved = realpath(input, nil) else { return true }
+            defer { free(resolved) }
+            return seen.insert(String(cString: resolved)).inserted
+        }
+    }
+
     // MARK: - Kinds of input
 
     func storeFile(_ url: URL, input: String) throws -> Inventory {
@@ -66,13 +87,17 @@ public struct InputResolver {
     func folder(_ url: URL, input: String) throws -> Inventory {
         let walk = FolderInventory(root: url).walk()
         var (stores, orphans) = FamilyGrouping.group(walk.files, containers: walk.containers)
+        let progress = ProgressReporter.current
+        defer { progress.setContext(nil) }
         for i in stores.indices {
+            progress.setContext("store \(i + 1) of \(ProgressReporter.Update.grouped(Int64(stores.count)))")
             try session.record(stores[i].family.files)
             stores[i].sha256 = session.hashes(for: stores[i].family, naming: stores[i].path)
         }
+        FamilyGrouping.markSecondCopies(&stores)
         var inventory = Inventory(input: input, kind: walk.isXcappdata ? .xcappdata : .folder, inputSHA256: nil,
                                   stores: stores, orphans: orphans, skipped: walk.skipped, warnings: [], extracted: [])
-        for file in walk.files where !file.isSQLite && wanted.contains(where: { $0.matches(file.path) }) {
+        for file in walk.files where !file.isSQLite && wanted.contains(where: { $0.matches(file.path, ignoringCase: true) }) {
             try session.record([file.url])
             inventory.otherFiles.append((file.path, file.url))
         }
@@ -99,7 +124,7 @@ public struct InputResolver {
                                           gzipDecoder: gzipDecoder).read()
         let (found, orphans) = FamilyGrouping.group(result.files, containers: result.containers)
         let hashes = Dictionary(result.extracted.map { ($0.path, $0.sha256) }, uniquingKeysWith: { a, _ in a })
-        let stores = found.map { s -> FoundStore in
+        var stores = found.map { s -> FoundStore in
             var copy = FoundStore(path: input + "!" + s.path, family: s.family, name: s.name,
                                   sidecars: s.sidecars, size: s.size, container: s.container, location: s.location, sha256: [:])
             for p in [s.path, s.sidecars.wal, s.sidecars.shm, s.sidecars.journal].compactMap({ $0 }) {
@@ -107,13 +132,14 @@ public struct InputResolver {
             }
             return copy
         }
+        FamilyGrouping.markSecondCopies(&stores)
         var warnings = result.warnings
         if let damage = result.damage { warnings.append(damage) }
-        var inventory = Inventory(input: input, kind: .archive, inputSHA256: session.ledger.entries.first { $0.path == url.path }?.sha256,
+        var inventory = Inventory(input: input, kind: .archive, inputSHA256: session.ledger.entry(for: url.path)?.sha256,
                                   stores: stores, orphans: orphans.map { OrphanSidecar(path: input + "!" + $0.path, kind: $0.kind, size: $0.size) },
                                   skipped: result.skipped, warnings: warnings, extracted: result.extracted)
         inventory.damage = result.damage
-        inventory.otherFiles = result.files.filter { file in !file.isSQLite && wanted.contains { $0.matches(file.path) } }
+        inventory.otherFiles = result.files.filter { file in !file.isSQLite && wanted.contains { $0.matches(file.path, ignoringCase: true) } }
             .map { (input + "!" + $0.path, $0.url) }
         return inventory
     }
@@ -121,13 +147,17 @@ public struct InputResolver {
     func backup(_ url: URL, input: String) throws -> Inventory {
         let result = try BackupInventory(root: url, session: session).read()
         var (stores, orphans) = FamilyGrouping.group(result.files, containers: result.containers)
+        let progress = ProgressReporter.current
+        defer { progress.setContext(nil) }
         for i in stores.indices {
+            progress.setContext("store \(i + 1) of \(ProgressReporter.Update.grouped(Int64(stores.count)))")
             try session.record(stores[i].family.files)
             stores[i].sha256 = session.hashes(for: stores[i].family, naming: stores[i].path)
         }
+        FamilyGrouping.markSecondCopies(&stores)
         var inventory = Inventory(input: input, kind: .backup, inputSHA256: nil, stores: stores, orphans: orphans,
                                   skipped: result.skipped, warnings: [], extracted: [])
-        for file in result.files where !file.isSQLite && wanted.contains(where: { $0.matches(file.path) }) {
+        for file in result.files where !file.isSQLite && wanted.contains(where: { $0.matches(file.path, ignoringCase: true) }) {
             try session.record([file.url])
             inventory.otherFiles.append((file.path, file.url))
         }

@@ -98,6 +98,9 @@ public struct Inventory: Sendable {
     public var damage: String?
     /// Other files asked for by pattern (JSON files of a legacy stack): path in the input → file on disk.
     public var otherFiles: [(path: String, url: URL)] = []
+    /// The input as typed was a symbolic link, followed to this path (links given on the command
+    /// line are followed; links inside the evidence never are).
+    public var linkTarget: String?
 
     public init(input: String, kind: InputKind, inputSHA256: String?, stores: [FoundStore], orphans: [OrphanSidecar],
                 skipped: [SkippedEntry], warnings: [String], extracted: [(path: String, sha256: String)]) {

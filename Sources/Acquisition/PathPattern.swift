@@ -2,19 +2,27 @@
 /// within one path component, `**` matches any number of components. A pattern matches a path
 /// when it matches the path's tail at a component boundary, so `Documents/todos.json` matches
 /// `container/Documents/todos.json` and `AppDomain-com.x/Documents/todos.json` alike.
+///
+/// Both sides are compared in one Unicode form (NFC): a manifest typed on one system and a path
+/// read from a container or archive made on another differ in form but not in meaning (APFS
+/// and HFS+ hand out either). `ignoringCase` matches as a case-insensitive volume does; callers
+/// use it only when the exact match finds nothing (docs/audit.md).
 public struct PathPattern: Sendable, Equatable, CustomStringConvertible {
     public let text: String
     let components: [String]
 
     public init(_ text: String) {
         self.text = text
-        self.components = text.split(separator: "/").map(String.init)
+        self.components = text.precomposedStringWithCanonicalMapping.split(separator: "/").map(String.init)
     }
 
     public var description: String { text }
 
-    public func matches(_ path: String) -> Bool {
-        let parts = path.split(separator: "!").last.map { $0.split(separator: "/").map(String.init) } ?? []
+    public func matches(_ path: String, ignoringCase: Bool = false) -> Bool {
+        func fold(_ s: String) -> String { ignoringCase ? s.lowercased() : s }
+        let normalized = fold(path.precomposedStringWithCanonicalMapping)
+        let parts = normalized.split(separator: "!").last.map { $0.split(separator: "/").map(String.init) } ?? []
+        let components = ignoringCase ? self.components.map(fold) : self.components
         guard !components.isEmpty else { return false }
         // Matching a tail at any component boundary is matching `**/pattern` from the start.
         return Self.match(["**"] + components, parts)

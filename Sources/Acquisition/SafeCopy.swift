@@ -6,7 +6,9 @@ enum SafeCopy {
     static func copy(_ source: URL, to destination: URL) throws {
         let input = open(source.path, O_RDONLY | O_NOFOLLOW)
         guard input >= 0 else {
-            throw AcquisitionError.unreadable(path: source.path, reason: String(cString: strerror(errno)))
+            let reason = String(cString: strerror(errno))
+            if let target = SymbolicLink.target(of: source.path) { throw AcquisitionError.linkInEvidence(path: source.path, target: target) }
+            throw AcquisitionError.unreadable(path: source.path, reason: reason)
         }
         defer { close(input) }
         let output = open(destination.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
@@ -34,5 +36,27 @@ enum SafeCopy {
                 written += w
             }
         }
+    }
+}
+
+/// Symbolic links: followed only when the user typed one on the command line.
+public enum SymbolicLink {
+    /// What the link at `path` says, or nil when `path` is not a symbolic link.
+    public static func target(of path: String) -> String? {
+        var st = stat()
+        guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFLNK else { return nil }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink(path, &buffer, buffer.count - 1)
+        guard n >= 0 else { return "?" }
+        return String(decoding: buffer.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The file a command-line argument names, with every link resolved, or nil when it names
+    /// no link. Throws when the link points at nothing.
+    public static func resolveArgument(_ path: String) throws -> String? {
+        guard let target = target(of: path) else { return nil }
+        guard let resolved = realpath(path, nil) else { throw AcquisitionError.brokenLink(path: path, target: target) }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 }

@@ -34,6 +34,10 @@ public struct StoreChecker: @unchecked Sendable {
         case cloudKitOrphan = "cloudkit-orphan-metadata"
         case walMissing = "wal-missing"
         case walPageSizeMismatch = "wal-page-size-mismatch"
+        /// The WAL view fails SQLite's check while the main file alone passes it.
+        case walMismatch = "wal-mismatch"
+        /// A check that SQLite could not finish on this store (a malformed page); always reported.
+        case checkNotRun = "check-not-run"
     }
 
     public let opened: OpenedStore
@@ -43,6 +47,10 @@ public struct StoreChecker: @unchecked Sendable {
     /// Opens another connection to the same store, so checks can run on two threads; nil runs
     /// them one after another (a point-in-time image in memory has no second connection).
     public var secondConnection: (() throws -> Connection)?
+    /// Opens the main file alone, without the -wal; nil when the store came without a usable -wal.
+    /// Set, a failing integrity check is compared with the main file's to tell a -wal that does
+    /// not belong (or was copied at another moment) from a damaged store.
+    public var mainFileOnly: (() throws -> Connection)?
     /// Counts the single-row conditions of several checks in one scan per table (set by `run`).
     var screen: RowScreen?
 
@@ -56,6 +64,8 @@ public struct StoreChecker: @unchecked Sendable {
     public init(opened: OpenedStore, copy: WorkingCopy) {
         self.init(opened: opened, notes: copy.notes)
         secondConnection = { try copy.open() }
+        let walLeftOut = copy.notes.contains { if case .walPageSizeMismatch = $0 { return true } else { return false } }
+        if copy.family.wal != nil && !walLeftOut { mainFileOnly = { try copy.openMainFileOnly() } }
     }
 
     /// The finding a check gives when SQLite cannot read a table it needs here.
@@ -114,7 +124,7 @@ public struct StoreChecker: @unchecked Sendable {
 
     /// Every check, in the order findings are reported.
     static let tasks: [Task] = [
-        Task(name: "integrity", checks: [.sqliteIntegrity], cost: 100) { try $0.integrity() },
+        Task(name: "integrity", checks: [.sqliteIntegrity, .walMismatch], cost: 100) { try $0.integrity() },
         Task(name: "the WAL", checks: [.walMissing, .walPageSizeMismatch], cost: 0) { $0.walNotes() },
         Task(name: "Z_MAX", checks: [.zMax, .zMaxExhausted], cost: 5) { try $0.zMax() },
         Task(name: "entity rows", checks: [.unknownEntityRows], cost: 80) { try $0.unknownEntityRows() },
@@ -168,8 +178,16 @@ public struct StoreChecker: @unchecked Sendable {
             }
         }
         var findings: [Finding] = []
-        for result in try queue.results() { findings += result }
-        return findings.filter { f in only.map { $0.contains { $0.rawValue == f.id } } ?? true }.bySeverity
+        for (task, outcome) in queue.finished() {
+            switch outcome {
+            case .success(let found): findings += found
+            case .failure(let error as SQLiteError) where error.isCorrupt || error.isNotADatabase:
+                // A malformed page stops this check, not the others: say which check could not run.
+                findings.append(notRun(task, error))
+            case .failure(let error): throw error
+            }
+        }
+        return findings.filter { f in f.id == Check.checkNotRun.rawValue || (only.map { $0.contains { $0.rawValue == f.id } } ?? true) }.bySeverity
     }
 
     /// This checker on another connection to the same store.
@@ -178,6 +196,7 @@ public struct StoreChecker: @unchecked Sendable {
                                                      map: opened.map, decoder: opened.decoder), notes: notes)
         other.full = full
         other.limit = limit
+        other.mainFileOnly = mainFileOnly
         other.screen = screen
         return other
     }
@@ -231,13 +250,46 @@ public struct StoreChecker: @unchecked Sendable {
     // MARK: - Checks
 
     func integrity() throws -> [Finding] {
-        let result = try connection.integrityCheck(full: full, maxErrors: limit)
+        // Row by row: a check that meets a malformed page still reports what it found before it.
+        var result = WALAgreement.integrity(connection, full: full, maxErrors: limit)
+        var changed: [String] = []
+        var mainOnly: Connection?
+        if result == ["ok"], let mainFileOnly, let main = try? mainFileOnly() {
+            // quick_check does not compare an index with its table: check the tables the WAL
+            // changed in full, which is what a -wal copied after a missed checkpoint breaks.
+            mainOnly = main
+            changed = WALAgreement.changedTables(walView: connection, mainOnly: main)
+            result = changed.flatMap { WALAgreement.integrity(connection, full: true, table: $0, maxErrors: limit) }.filter { $0 != "ok" }
+            if result.isEmpty { return [] }
+        }
         guard result != ["ok"] else { return [] }
-        return [finding(.sqliteIntegrity, .error, entity: nil,
-                        "SQLite's \(full ? "integrity_check" : "quick_check") reports \(plural(result.count, "problem")).",
-                        evidence: ["problems": .list(result.map(EvidenceValue.string))],
-                        explanation: "The database file itself is damaged; Core Data may crash or lose rows reading it.",
-                        suggestion: "Copy the store off the device again; if the damage is in the device's copy, recover rows with `storelens wal --as-of` or a SQLite recovery tool on a copy.")]
+        var findings: [Finding] = []
+        if let main = try mainOnly ?? mainFileOnly?(),
+           let disagreement = WALAgreement.compare(walView: connection, mainOnly: main, tables: changed, full: full, walViewProblems: result) {
+            findings.append(finding(.walMismatch, .error, entity: nil,
+                                    "The -wal does not belong to this main file, or the two were copied at different moments: with the -wal applied SQLite's integrity check fails while the main file alone passes it.",
+                                    evidence: ["walViewProblems": .list(disagreement.walView.map(EvidenceValue.string)),
+                                               "tables": .list(changed.map(EvidenceValue.string))],
+                                    explanation: "Its frames were written against another state of the main file (the commonest way: `cp default.store*` while the app runs, the app checkpointing between the main file and the -wal). SQLite applies such a -wal without an error and shows rows the indexes and Z_MAX do not know; the other findings may come from the mismatch, not from the app.",
+                                    suggestion: "Copy the main file, -wal and -shm again at one moment (quit the app first, or copy the whole container); the main file alone (`storelens inspect --as-of 0`) is a consistent older state."))
+        }
+        findings.append(finding(.sqliteIntegrity, .error, entity: nil,
+                                "SQLite's \(full || !changed.isEmpty ? "integrity_check" : "quick_check") reports \(plural(result.count, "problem"))\(changed.isEmpty ? "" : " in the tables the -wal changed (\(changed.joined(separator: ", ")))").",
+                                evidence: ["problems": .list(result.map(EvidenceValue.string))],
+                                explanation: findings.isEmpty ? "The database file itself is damaged; Core Data may crash or lose rows reading it."
+                                                              : "The image SQLite builds from the main file and the -wal is inconsistent; Core Data may crash or lose rows reading it.",
+                                suggestion: "Copy the store off the device again; if the damage is in the device's copy, recover rows with `storelens wal --as-of` or a SQLite recovery tool on a copy."))
+        return findings
+    }
+
+    /// A check SQLite could not finish: reported, so a store that could not be checked is never
+    /// mistaken for a clean one.
+    func notRun(_ task: Task, _ error: SQLiteError) -> Finding {
+        finding(.checkNotRun, .error, entity: nil,
+                "The check of \(task.name) (\(task.checks.map(\.rawValue).joined(separator: ", "))) could not run: SQLite says \(error.message).",
+                evidence: ["checks": .list(task.checks.map { .string($0.rawValue) })],
+                explanation: "SQLite met a page it cannot read while running this check, so nothing is known about what it checks.",
+                suggestion: "See the sqlite-integrity and wal-mismatch findings; copy the store off the device again.")
     }
 
     func walNotes() -> [Finding] {
@@ -649,6 +701,13 @@ final class CheckQueue: @unchecked Sendable {
         started += 1
         progress.report("checking \(tasks[index].name)", done: started, total: Int64(tasks.count), unit: .step)
         return index
+    }
+
+    /// Every task that ran with its outcome, in task order.
+    func finished() -> [(StoreChecker.Task, Result<[Finding], Error>)] {
+        lock.lock()
+        defer { lock.unlock() }
+        return zip(tasks, outcomes).compactMap { task, outcome in outcome.map { (task, $0) } }
     }
 
     /// Every task's findings in task order; the first error (in task order) is thrown.

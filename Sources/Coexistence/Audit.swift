@@ -47,7 +47,7 @@ public struct Auditor {
         let resolver = InputResolver(session: session, limits: limits, wanted: wanted)
         var stores: [FoundStore] = []
         var others: [(path: String, url: URL)] = []
-        for input in inputs {
+        for input in InputResolver.distinct(inputs) {
             let inventory = try resolver.inventory(of: input)
             stores += inventory.stores
             others += inventory.otherFiles
@@ -60,24 +60,33 @@ public struct Auditor {
         var jsonOf: [String: (path: String, url: URL)] = [:]
         for (i, stack) in manifest.stacks.enumerated() {
             let pattern = PathPattern(stack.store)
-            if stack.kind == .json {
-                let matches = others.filter { pattern.matches($0.path) }
-                try requireOne(matches.map(\.path), stack: stack, index: i)
-                if let m = matches.first { jsonOf[stack.name] = m }
-                bindings.append(.init(stack: stack.name, kind: stack.kind.rawValue, store: matches.first?.path))
-            } else {
-                let matches = stores.filter { pattern.matches($0.path) }
-                try requireOne(matches.map(\.path), stack: stack, index: i)
-                if let m = matches.first { storeOf[stack.name] = m }
-                bindings.append(.init(stack: stack.name, kind: stack.kind.rawValue, store: matches.first?.path))
+            let candidates = stack.kind == .json ? others.map(\.path) : stores.map(\.path)
+            let (matches, loosely) = Self.bind(pattern, in: candidates)
+            try requireOne(matches, stack: stack, index: i)
+            if let m = matches.first {
+                if stack.kind == .json {
+                    jsonOf[stack.name] = others.first { $0.path == m }
+                } else {
+                    storeOf[stack.name] = stores.first { $0.path == m }
+                }
+                if loosely {
+                    findings.append(Finding(
+                        id: "stack-store-case", severity: .info, store: m, entity: nil,
+                        message: "Stack \(stack.name) was bound to \(m), which matches \(stack.store) only when letter case is ignored.",
+                        evidence: ["stack": .string(stack.name), "pattern": .string(stack.store), "store": .string(m)],
+                        explanation: "APFS and HFS+ volumes ignore case by default, so the app finds its store under either spelling; the match is unambiguous in this input.",
+                        suggestion: "Write the path in the manifest as the container spells it."))
+                }
             }
-            if storeOf[stack.name] == nil && jsonOf[stack.name] == nil {
+            bindings.append(.init(stack: stack.name, kind: stack.kind.rawValue, store: matches.first))
+            if matches.isEmpty {
+                let close = Self.closest(to: stack.store, in: candidates)
                 findings.append(Finding(
-                    id: "stack-store-missing", severity: .warning, store: nil, entity: nil,
-                    message: "No store in the input matches \(stack.store) for stack \(stack.name).",
-                    evidence: ["stack": .string(stack.name), "pattern": .string(stack.store)],
-                    explanation: "Without this store its side cannot be compared and its writes cannot be checked.",
-                    suggestion: "Check the store path in the manifest against `storelens scan` of the input."))
+                    id: "stack-store-missing", severity: .error, store: nil, entity: nil,
+                    message: "No \(stack.kind == .json ? "file" : "store") in the input matches \(stack.store) for stack \(stack.name), so nothing of this stack was audited\(close.map { "; did you mean \($0)?" } ?? ".")",
+                    evidence: ["stack": .string(stack.name), "pattern": .string(stack.store)].merging(close.map { ["closest": .string($0)] } ?? [:]) { a, _ in a },
+                    explanation: "A stack bound to no store hides every finding about it: its side cannot be compared and its writes cannot be checked, so the audit cannot pass.",
+                    suggestion: "Correct the store path in the manifest (`storelens scan` of the input lists every store's path)."))
             }
         }
 
@@ -158,6 +167,49 @@ public struct Auditor {
             findings += more
         }
         return AuditResult(bindings: bindings, entities: audits, findings: findings.bySeverity)
+    }
+
+    /// The paths `pattern` binds: an exact match in one Unicode form first; failing that, a match
+    /// ignoring case, as a case-insensitive APFS volume resolves it, but only when it names one
+    /// path (two paths differing only in case are two files, and guessing between them is not ours).
+    static func bind(_ pattern: PathPattern, in paths: [String]) -> (matches: [String], loosely: Bool) {
+        let exact = paths.filter { pattern.matches($0) }
+        if !exact.isEmpty { return (exact, false) }
+        let folded = paths.filter { pattern.matches($0, ignoringCase: true) }
+        return folded.count == 1 ? (folded, true) : ([], false)
+    }
+
+    /// The candidate path closest to what the manifest typed, for "did you mean": compared on the
+    /// same number of trailing components, case- and form-folded, within a third of its length.
+    static func closest(to typed: String, in paths: [String]) -> String? {
+        let want = Array(typed.precomposedStringWithCanonicalMapping.lowercased())
+        // Bounded: the manifest and the paths come from outside, and the distance is quadratic.
+        guard want.count <= 512, paths.count <= 100_000 else { return nil }
+        let depth = typed.split(separator: "/").count
+        var best: (path: String, distance: Int)?
+        for path in paths {
+            let inside = path.split(separator: "!").last.map(String.init) ?? path
+            let tail = inside.split(separator: "/").suffix(depth).joined(separator: "/")
+            let have = Array(tail.precomposedStringWithCanonicalMapping.lowercased())
+            guard have.count <= 512 else { continue }
+            let d = editDistance(want, have)
+            if d <= max(2, want.count / 3), d < (best?.distance ?? .max) { best = (path, d) }
+        }
+        return best?.path
+    }
+
+    static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
+        guard !a.isEmpty else { return b.count }
+        guard !b.isEmpty else { return a.count }
+        var previous = Array(0...b.count)
+        for (i, x) in a.enumerated() {
+            var current = [i + 1] + Array(repeating: 0, count: b.count)
+            for (j, y) in b.enumerated() {
+                current[j + 1] = min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
     }
 
     private func requireOne(_ matches: [String], stack: Manifest.Stack, index: Int) throws {

@@ -104,9 +104,13 @@ public enum StoreInspector {
             result.asOfCommit = asOfCommit
             return result
         } catch let error as SQLiteError {
-            throw error.isCorrupt || error.isNotADatabase
-                ? AcquisitionError.corrupt(path: path, detail: "SQLite: \(error.message)")
-                : AcquisitionError.sqlite(error)
+            guard error.isCorrupt || error.isNotADatabase else { throw AcquisitionError.sqlite(error) }
+            // A WAL view that cannot be read while the main file alone is sound: the pair is to blame.
+            if view == nil, copy.family.wal != nil,
+               let disagreement = WALAgreement.compare(walView: connection, mainOnly: mainOnly, full: false) {
+                throw AcquisitionError.corrupt(path: path, detail: "SQLite: \(error.message); \(disagreement)")
+            }
+            throw AcquisitionError.corrupt(path: path, detail: "SQLite: \(error.message)")
         }
     }
 
@@ -114,7 +118,15 @@ public enum StoreInspector {
         let size = (try? FileManager.default.attributesOfItem(atPath: copy.family.main.path)[.size] as? NSNumber)?.intValue ?? 0
         let journalMode = copy.header.isWALMode ? "wal" : (try connection.journalMode())
         let wal = copy.wal.map(WALSummary.init) ?? .absent
-        let notes = copy.notes.map(\.description)
+        var notes = copy.notes.map(\.description)
+        if wal.present && wal.commits > 0 {
+            // Only the tables the WAL changed are checked in full: cheap, and what a -wal copied
+            // after a checkpoint the main file missed breaks (docs/inspect.md).
+            let changed = WALAgreement.changedTables(walView: connection, mainOnly: mainOnly)
+            if !changed.isEmpty, let disagreement = WALAgreement.compare(walView: connection, mainOnly: mainOnly, tables: changed) {
+                notes.append("\(disagreement); the counts with the WAL are not to be trusted (see `storelens check`, and `--as-of 0` for the main file alone)")
+            }
+        }
 
         guard let store = try CoreDataStore.read(connection) else {
             // A plain SQLite database: report its tables, not reject it.

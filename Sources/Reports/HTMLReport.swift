@@ -60,6 +60,8 @@ public struct ReportDocument: Sendable {
         public var listRows = 500
         public var findings = 1000
         public var chartEntities = 40
+        /// Stores linked one by one from the header; past this the header links a grouped index.
+        public var navigationStores = 12
         public init() {}
     }
 
@@ -118,13 +120,14 @@ public enum HTMLReport {
 
         header(&w, d, title: title, findings: findings)
         summary(&w, d)
-        findingsSection(&w, findings, limit: d.limits.findings)
+        findingsSection(&w, findings, limit: d.limits.findings, notRun: d.stores.flatMap { s in s.problems.map { "\(s.path): \($0)" } })
         if let audit = d.audit { auditSection(&w, audit, manifest: d.manifestPath, limits: d.limits) }
         if let problem = d.auditProblem {
             w.raw("<section id=\"audit\">\n<h2>Audit against the manifest</h2>\n")
             w.element("p", ["class": "problem"], text: "The audit could not run: " + problem)
             w.raw("</section>\n")
         }
+        if d.stores.count > d.limits.navigationStores { storeIndex(&w, d) }
         for (i, store) in d.stores.enumerated() { storeSection(&w, store, index: i, limits: d.limits) }
         repairSection(&w, d)
         evidenceSection(&w, d)
@@ -162,7 +165,11 @@ public enum HTMLReport {
         }
         w.raw("</p>\n<nav><a href=\"#summary\">Summary</a> <a href=\"#findings\">Findings</a>")
         if d.audit != nil || d.auditProblem != nil { w.raw(" <a href=\"#audit\">Audit</a>") }
-        for i in d.stores.indices { w.raw(" <a href=\"#store-\(i + 1)\">Store \(i + 1)</a>") }
+        if d.stores.count <= d.limits.navigationStores {
+            for i in d.stores.indices { w.raw(" <a href=\"#store-\(i + 1)\">Store \(i + 1)</a>") }
+        } else {
+            w.raw(" <a href=\"#stores\">Stores (\(HTML.number(d.stores.count)))</a>")
+        }
         w.raw(" <a href=\"#repair\">Repair plan</a> <a href=\"#evidence\">Evidence</a></nav>\n</header>\n")
     }
 
@@ -192,6 +199,9 @@ public enum HTMLReport {
             w.table(["store", "format and stack", "entities", "records", "WAL", "history", "findings"], rows, numeric: [2, 3])
         }
         for inv in d.inventories {
+            if let target = inv.linkTarget {
+                w.element("p", ["class": "muted"], text: "\(inv.input) is a symbolic link to \(target), followed because it was given on the command line.")
+            }
             if let damage = inv.damage {
                 w.open("p", ["class": "problem"]); w.text("\(inv.input): \(damage)"); w.close("p")
             }
@@ -199,7 +209,9 @@ public enum HTMLReport {
         w.raw("</section>\n")
     }
 
-    static func findingsSection(_ w: inout HTMLWriter, _ findings: [Finding], limit: Int) {
+    /// - Parameter notRun: parts of the reading that could not run; with them, no findings does
+    ///   not mean a clean store, and the section says so instead of "No findings".
+    static func findingsSection(_ w: inout HTMLWriter, _ findings: [Finding], limit: Int, notRun: [String] = []) {
         w.raw("<section id=\"findings\">\n<h2>Findings</h2>\n")
         w.raw("""
             <div class="controls"><label>Severity <select id="sev"><option value="all">all</option><option value="error">error</option>\
@@ -208,8 +220,12 @@ public enum HTMLReport {
             <p id="finding-status" class="muted">\(HTML.number(findings.count)) finding\(findings.count == 1 ? "" : "s")</p>
 
             """)
+        if !notRun.isEmpty {
+            w.element("p", ["class": "problem"],
+                      text: "\(notRun.count) part\(notRun.count == 1 ? "" : "s") of the reading could not run, so the findings below are incomplete: " + notRun.prefix(5).joined(separator: " "))
+        }
         if findings.isEmpty {
-            w.raw("<p>No findings.</p>\n")
+            w.raw(notRun.isEmpty ? "<p>No findings.</p>\n" : "<p>No findings from the parts that ran.</p>\n")
         } else {
             w.raw("<table id=\"finding-table\"><thead><tr><th>severity</th><th>finding</th><th>entity</th><th>store</th><th>what, why, what to do</th></tr></thead><tbody>\n")
             for f in findings.prefix(limit) {
@@ -261,6 +277,35 @@ public enum HTMLReport {
             w.element("h3", text: "Records per entity per side")
             w.raw(SVGChart.bars(groups: Array(groups), series: stacks, caption: "Records per entity on each stack's side"))
             w.raw(HTML.capNote(shown: limits.chartEntities, total: r.entities.count, what: "entities in the chart", hint: "the table above lists them all."))
+        }
+        w.raw("</section>\n")
+    }
+
+    /// Many stores (a simulator folder, a fleet of tickets): one index grouped by container, each
+    /// group folded, the links capped like every other long list.
+    static func storeIndex(_ w: inout HTMLWriter, _ d: ReportDocument) {
+        w.raw("<section id=\"stores\">\n<h2>Stores</h2>\n")
+        var groups: [(name: String, members: [Int])] = []
+        var at: [String: Int] = [:]
+        for (i, s) in d.stores.enumerated() {
+            let c = s.found?.container
+            let name = c.map { ($0.identifier ?? "container of unknown identity") + " (\($0.kind == .unknown ? "container" : $0.kind.rawValue))" } ?? "outside any container"
+            if let g = at[name] { groups[g].members.append(i) } else { at[name] = groups.count; groups.append((name, [i])) }
+        }
+        w.element("p", ["class": "muted"], text: "\(HTML.number(d.stores.count)) stores in \(HTML.number(groups.count)) group\(groups.count == 1 ? "" : "s").")
+        var shown = 0
+        for group in groups {
+            guard shown < d.limits.listRows else { break }
+            w.open("details"); w.open("summary"); w.text("\(group.name): \(group.members.count) store\(group.members.count == 1 ? "" : "s")"); w.close("summary")
+            w.raw("<ul>")
+            for i in group.members.prefix(d.limits.listRows - shown) {
+                w.raw("<li><a href=\"#store-\(i + 1)\">Store \(i + 1)</a> "); w.element("code", text: d.stores[i].path); w.raw("</li>")
+                shown += 1
+            }
+            w.raw("</ul>"); w.close("details"); w.raw("\n")
+        }
+        if shown < d.stores.count {
+            w.element("p", ["class": "muted"], text: "\(HTML.number(d.stores.count - shown)) more stores are not listed here; each has its section below (search the page for its path).")
         }
         w.raw("</section>\n")
     }

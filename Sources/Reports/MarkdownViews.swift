@@ -72,6 +72,7 @@ extension ScanReport {
         for inv in inventories {
             out += "- `\(Markdown.code(inv.input))`: \(inv.kind.rawValue)"
             if let sha = inv.inputSHA256 { out += ", SHA-256 `\(sha)`" }
+            if let target = inv.linkTarget { out += ", a symbolic link to `\(Markdown.code(target))` (followed: given on the command line)" }
             out += "\n"
             if let damage = inv.damage { out += "  - **damaged:** \(Markdown.escape(damage))\n" }
             for warning in inv.warnings where warning != inv.damage { out += "  - warning: \(Markdown.escape(warning))\n" }

@@ -28,6 +28,7 @@ public enum ScanReport {
                     ("input", .string(inv.input)),
                     ("kind", .string(inv.kind.rawValue)),
                     ("sha256", .optional(inv.inputSHA256)),
+                    ("symlinkTarget", .optional(inv.linkTarget)),
                     ("warnings", .array(inv.warnings.map(JSONValue.string))),
                     ("damage", .optional(inv.damage)),
                 ])
@@ -70,6 +71,9 @@ public enum ScanReport {
         var out = ""
         for inv in inventories {
             out += "\(TextTable.sanitized(inv.input)) (\(inv.kind.rawValue))\n"
+            if let target = inv.linkTarget {
+                out += "  a symbolic link to \(TextTable.sanitized(target)), followed because it was given on the command line\n"
+            }
         }
         out += "\n"
         if stores.isEmpty {
@@ -114,6 +118,7 @@ public enum ScanReport {
             ("tool", .string("storelens")),
             ("inputs", .array(inventories.map { inv in
                 .object([("input", .string(inv.input)), ("kind", .string(inv.kind.rawValue)), ("sha256", .optional(inv.inputSHA256)),
+                         ("symlinkTarget", .optional(inv.linkTarget)),
                          ("extracted", .array(inv.extracted.map { .object([("path", .string($0.path)), ("sha256", .string($0.sha256))]) }))])
             })),
             ("originals", .array(ledger.entries.map {

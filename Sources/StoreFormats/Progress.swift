@@ -95,6 +95,16 @@ public final class ProgressReporter: @unchecked Sendable {
     private var firstReport: UInt64?
     private var lastShown: UInt64?
     private var shown = false
+    private var context: String?
+
+    /// Where in a longer run the work reported next belongs ("store 37 of 2,000"), shown before
+    /// each task until cleared with nil: hashing one file of a scan of thousands says which of them.
+    public func setContext(_ text: String?) {
+        guard sink != nil else { return }
+        lock.lock()
+        context = text
+        lock.unlock()
+    }
 
     private init() {
         sink = nil
@@ -131,7 +141,7 @@ public final class ProgressReporter: @unchecked Sendable {
         if let last = lastShown, now &- last < intervalNanoseconds { return }
         lastShown = now
         shown = true
-        sink(Update(task: task(), done: done, total: total, unit: unit))
+        sink(Update(task: context.map { "\($0): \(task())" } ?? task(), done: done, total: total, unit: unit))
     }
 
     /// Removes the line, if one is shown (before printing results, and when work ends).

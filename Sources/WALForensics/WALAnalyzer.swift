@@ -159,14 +159,23 @@ public enum WALAnalyzer {
         if !transactions.isEmpty {
             structure.pageOneChanges = pageOneDifferences(evidence)
             if options.integrityCheck, let connection = finalConnection {
-                let result = try ours { try connection.integrityCheck(full: false, maxErrors: 5) } ?? ["the WAL view cannot be read"]
+                // Row by row: what SQLite found before a page it cannot parse is kept.
+                let result = WALAgreement.integrity(connection, full: false, maxErrors: 5)
                 if result != ["ok"] {
                     // quick_check puts several findings in one row, one per line.
-                    structure.walViewIntegrity = result.flatMap { $0.split(whereSeparator: \.isNewline).map(String.init) }
-                        .filter { !$0.hasPrefix("*** in database") }
+                    structure.walViewIntegrity = result
                     if let main = try ours({ try PointInTime.open(evidence, commit: 0) }) {
                         structure.mainIntegrity = try ours { try main.integrityCheck(full: false, maxErrors: 5) } ?? ["unreadable"]
                     }
+                }
+                // quick_check does not compare an index with its table: check the tables the WAL
+                // wrote in full, on both views (a -wal copied after a checkpoint the main file
+                // missed leaves rows its indexes do not know).
+                let touched = Set(mapped.flatMap(\.tables)).filter { !$0.hasPrefix("sqlite_") }.sorted()
+                if structure.walViewIntegrity == nil, !touched.isEmpty, let main = try? PointInTime.open(evidence, commit: 0),
+                   let disagreement = WALAgreement.compare(walView: connection, mainOnly: main, tables: touched) {
+                    structure.walViewIntegrity = disagreement.walView
+                    structure.mainIntegrity = ["ok"]
                 }
             } else if options.integrityCheck, finalConnection == nil {
                 structure.walViewIntegrity = ["SQLite cannot open the image with the WAL applied"]
@@ -393,6 +402,10 @@ public enum WALAnalyzer {
         // written before the first checkpoint (photoanalysisd's cache: schema cookie 0, text
         // encoding 0) has not set its encoding or its auto-vacuum root yet.
         let mainHasSchema = u32(main, 40) != 0
+        // A main file never checkpointed into (schema cookie and text encoding still 0: only the
+        // header page SQLite writes when the database is created) has set none of these fields
+        // yet; the whole store lives in the WAL, and that is no sign of a mismatch.
+        if u32(main, 40) == 0 && u32(main, 56) == 0 { return differences }
         if main[20] != view[20] { differences.append("reserved bytes per page: main file \(main[20]), WAL \(view[20])") }
         if main[21..<24] != view[21..<24] { differences.append("payload fractions differ") }
         if u32(main, 56) != 0, u32(main, 56) != u32(view, 56) { differences.append("text encoding: main file \(u32(main, 56)), WAL \(u32(view, 56))") }
@@ -455,12 +468,12 @@ struct StructureEvidence {
                     signs.append("\(finalUnaccounted) page\(finalUnaccounted == 1 ? " is" : "s are") used by nothing once the WAL is applied")
                 }
                 if let walViewIntegrity, mainIntegrity == nil || mainIntegrity == ["ok"] {
-                    signs.append("quick_check with the WAL applied: " + walViewIntegrity.prefix(3).joined(separator: "; "))
+                    signs.append("SQLite's check with the WAL applied (the main file alone passes): " + walViewIntegrity.prefix(3).joined(separator: "; "))
                 }
             }
             if !signs.isEmpty {
                 findings.append(.init(.warning, "walMayNotBelong",
-                                      "The WAL does not appear to belong to this database (or one of them is damaged): applying it gives an inconsistent database, and SQLite would show plausible but wrong data without any error.",
+                                      "The WAL does not appear to belong to this main file, or the two were copied at different moments (for example the main file before a checkpoint and the -wal after it), or one of them is damaged: its frames are valid, but applying them gives an inconsistent database, and SQLite would show plausible but wrong data without any error. Copy the main file, -wal and -shm again at one moment.",
                                       details: signs))
             }
         }

@@ -74,7 +74,48 @@ struct InventoryTests {
         #expect(inv.orphans.map(\.path) == ["lost.db-wal"])
         let copy = try #require(inv.stores.first { $0.path.hasPrefix("group/") })
         #expect(copy.container?.kind == .appGroup)
-        #expect(copy.location?.contains("second copy of app/Library/Application Support/default.store") == true)
+        #expect(copy.location?.contains("a copy of app/Library/Application Support/default.store in an App Group container (identical bytes)") == true)
+    }
+
+    @Test("an App Group store is tied to the app whose bytes or group id match, not to the first store of the same name")
+    func groupCopyTiedToItsApp() throws {
+        let folder = try TemporaryFolder("inv-group-owner")
+        let root = folder.path("Containers")
+        // Three apps whose SwiftData stores are all called default.store, as in a simulator folder.
+        func app(_ name: String, _ id: String, write: (URL) throws -> Void) throws -> URL {
+            let c = root.appendingPathComponent(name)
+            try write(c)
+            try BinaryPlistWriter.encode(.dictionary(["MCMMetadataIdentifier": .string(id)]))
+                .write(to: c.appendingPathComponent(".com.apple.mobile_container_manager.metadata.plist"))
+            return c.appendingPathComponent("Library/Application Support/default.store")
+        }
+        func store(_ c: URL) throws {
+            try FileManager.default.createDirectory(at: c.appendingPathComponent("Library/Application Support"), withIntermediateDirectories: true)
+            try LibraryStore.write(c.appendingPathComponent("Library/Application Support/default.store"))
+        }
+        _ = try app("A-other", "com.example.other", write: store)
+        let todo = try app("B-todo", "com.example.todo", write: { try DemoContainer.write(into: $0) })
+        _ = try app("C-third", "com.example.third", write: store)
+        // The group holds a store of its own (other bytes than any app's), named like all of them.
+        let group = try app("Group", "group.com.example.todo", write: store)
+        // A second group whose id names no app, with a byte-identical copy of the third app's store.
+        let third = root.appendingPathComponent("C-third/Library/Application Support/default.store")
+        let shared = root.appendingPathComponent("Shared")
+        try FileManager.default.createDirectory(at: shared.appendingPathComponent("Library/Application Support"), withIntermediateDirectories: true)
+        try BinaryPlistWriter.encode(.dictionary(["MCMMetadataIdentifier": .string("group.org.unrelated")]))
+            .write(to: shared.appendingPathComponent(".com.apple.mobile_container_manager.metadata.plist"))
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: third.path + suffix) {
+            try FileManager.default.copyItem(atPath: third.path + suffix, toPath: shared.appendingPathComponent("Library/Application Support/default.store").path + suffix)
+        }
+        #expect(try SHA256.hexOfFile(at: group) != SHA256.hexOfFile(at: todo))
+        let (inv, session) = try Self.inventory(root)
+        defer { session.scratch.remove() }
+        let groupStore = try #require(inv.stores.first { $0.path.hasPrefix("Group/") })
+        #expect(groupStore.location?.contains("second copy of B-todo/Library/Application Support/default.store (the app whose group this is)") == true,
+                "\(groupStore.location ?? "nil")")
+        #expect(groupStore.location?.contains("A-other") == false)
+        let sharedStore = try #require(inv.stores.first { $0.path.hasPrefix("Shared/") })
+        #expect(sharedStore.location?.contains("a copy of C-third/Library/Application Support/default.store") == true, "\(sharedStore.location ?? "nil")")
     }
 
     static let kinds: [(String, ArchiveMaker.Format, ArchiveMaker.Filter, Bool)] = [

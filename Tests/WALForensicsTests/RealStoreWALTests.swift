@@ -114,6 +114,21 @@ struct RealStoreWALTests {
         #expect(back.groups.first { $0.entity == "Item" }.map { pks($0.inserted) } == [3, 4, 5])
         #expect(throws: WALForensicsError.self) { try WALDiff.compute(evidence, from: 0, to: 50) }
     }
+
+    @Test("a store that lives wholly in its WAL (main file never checkpointed into) belongs to it: no walMayNotBelong")
+    func walOnlyStore() throws {
+        guard let real = ProjectPaths.realFixtures() else { print("skipped: \(ProjectPaths.realFixturesMissing)"); return }
+        let session = try EvidenceSession()
+        defer { try? session.finish() }
+        let copy = try session.workingCopy(of: real.appendingPathComponent("photoanalysis-walonly/PGCurationCache.sqlite.sqlite"))
+        let evidence = try WALEvidence(copy: copy, displayPath: "PGCurationCache.sqlite.sqlite")
+        // What SQLite itself says of the pair, on the working copy.
+        let connection = try copy.open()
+        #expect(try connection.integrityCheck(full: true) == ["ok"])
+        let analysis = WALAnalyzer.analyze(evidence)
+        #expect(analysis.wal?.validFrames == analysis.wal?.frames)
+        #expect(!analysis.warnings.map(\.code).contains("walMayNotBelong"), "\(analysis.warnings)")
+    }
 }
 
 @Suite("page 1 in the WAL: schema or header only")

@@ -113,6 +113,9 @@ enum Batch {
         defer { sink.close() }
         var done: [String: Int32] = [:]
         if settings.resume {
+            if let partial = sink.setAsidePartialLastLine() {
+                output.error("warning: the last line of \(TextTable.sanitized(settings.file)) was cut off (\(partial.bytes) bytes, from a run stopped mid-write); it was moved to \(TextTable.sanitized(partial.path)) so the results stay one JSON object per line, and its input runs again.\n")
+            }
             for line in sink.existingLines() {
                 guard let key = BatchLine.Key(line: line), key.command == command else { continue }
                 done[key.input] = key.exitCode
@@ -236,6 +239,48 @@ final class BatchSink: @unchecked Sendable {
             throw InputError(message: "\(path) is not a regular file; give --jsonl a file for the batch results.")
         }
         self.fd = fd
+    }
+
+    /// A last line without its newline (a run killed mid-write) breaks `jq` on the whole file:
+    /// moves it into a new file beside the results (`<file>.partial-N`) and cuts the results file
+    /// back to its last whole line. Returns where it went, or nil when the file ends cleanly.
+    func setAsidePartialLastLine() -> (path: String, bytes: Int)? {
+        guard fd >= 0 else { return nil }
+        flock(fd, LOCK_EX)
+        defer { flock(fd, LOCK_UN) }
+        let size = lseek(fd, 0, SEEK_END)
+        guard size > 0 else { return nil }
+        // Read back from the end to the last newline, in bounded steps.
+        var end = size, tail: [UInt8] = []
+        var cut: off_t = 0
+        search: while end > 0 {
+            let step = min(Int(end), 1 << 16)
+            var chunk = [UInt8](repeating: 0, count: step)
+            guard pread(fd, &chunk, step, end - off_t(step)) == step else { return nil }
+            if end == size, chunk.last == UInt8(ascii: "\n") { return nil }
+            for i in stride(from: step - 1, through: 0, by: -1) where chunk[i] == UInt8(ascii: "\n") {
+                cut = end - off_t(step) + off_t(i) + 1
+                tail = Array(chunk[(i + 1)...]) + tail
+                break search
+            }
+            tail = chunk + tail
+            end -= off_t(step)
+            guard tail.count <= 64 << 20 else { return nil }   // not a batch results file
+        }
+        var n = 0
+        var aside = path + ".partial"
+        var out = open(aside, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        while out < 0 && errno == EEXIST && n < 1000 {
+            n += 1
+            aside = path + ".partial-\(n)"
+            out = open(aside, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        }
+        guard out >= 0 else { return nil }
+        let text = tail + [UInt8(ascii: "\n")]
+        let wrote = text.withUnsafeBytes { write(out, $0.baseAddress, $0.count) }
+        _ = Foundation.close(out)
+        guard wrote == text.count, ftruncate(fd, cut) == 0 else { return nil }
+        return (aside, tail.count)
     }
 
     /// The lines already in the file (for `--resume`).

@@ -69,7 +69,7 @@ struct ReportCommand: Command {
         if let manifestPath { try session.record([URL(fileURLWithPath: manifestPath)]) }
 
         let resolver = InputResolver(session: session, limits: input.limits, hashArchives: true)
-        document.inventories = try paths.map { try resolver.inventory(of: $0) }
+        document.inventories = try InputResolver.distinct(paths).map { try resolver.inventory(of: $0) }
         var found = document.inventories.flatMap(\.stores)
         if let select = input.select {
             let matches = found.filter { $0.path.hasSuffix(select) }
@@ -136,6 +136,12 @@ struct ReportCommand: Command {
             output.error("Error: \(paths.joined(separator: ", ")): no store could be read (\(first)); the report says why.\n")
             return .usageOrInput
         }
+        // Checks that could not run are not a clean bill of health: the report says which, and so
+        // does the exit code.
+        if let section = document.stores.first(where: { !$0.problems.isEmpty }), let first = section.problems.first {
+            output.error("Error: \(section.path): \(first) The report lists what could not run.\n")
+            return .usageOrInput
+        }
         return findings.any(atOrAbove: failOn) ? .findings : .success
     }
 
@@ -146,11 +152,16 @@ struct ReportCommand: Command {
         do {
             stage("copying")
             copy = try session.workingCopy(of: store, options: input.open)
-            stage("counting rows")
-            section.inspection = try StoreInspector.inspect(copy, displayPath: store.path)
         } catch {
             section.problems.append("This store could not be read: \(Self.message(error))")
             return
+        }
+        do {
+            stage("counting rows")
+            section.inspection = try StoreInspector.inspect(copy, displayPath: store.path)
+        } catch {
+            // The WAL analysis below still says what it can (a -wal that does not belong, say).
+            section.problems.append("This store could not be read: \(Self.message(error))")
         }
         let isCoreData = section.inspection?.format == .coreData
         do {

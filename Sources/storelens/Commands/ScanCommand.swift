@@ -1,5 +1,6 @@
 import Acquisition
 import CoreDataStore
+import StoreFormats
 import Foundation
 import Reports
 
@@ -54,7 +55,9 @@ struct ScanCommand: Command {
         }
         let session = try EvidenceSession(keepScratch: input.keepScratch)
         defer { session.scratch.remove() }
-        let (inventories, scanned) = try scan(paths, session: session, hashArchives: evidencePath != nil)
+        // Machine-readable output carries the archive's SHA-256 (docs/json-output.md); the text
+        // view skips it, as hashing a large archive costs more than reading it.
+        let (inventories, scanned) = try scan(paths, session: session, hashArchives: evidencePath != nil || format == "json")
         try session.finish()
         if let evidencePath {
             try EvidenceFile.create(ScanReport.evidence(inventories: inventories, ledger: session.ledger).rendered() + "\n", at: evidencePath)
@@ -75,10 +78,17 @@ struct ScanCommand: Command {
     func scan(_ paths: [String], session: EvidenceSession, hashArchives: Bool) throws -> ([Inventory], [ScannedStore]) {
         let resolver = InputResolver(session: session, limits: input.limits, hashArchives: hashArchives)
         var inventories: [Inventory] = []
-        for path in paths { inventories.append(try resolver.inventory(of: path)) }
+        for path in InputResolver.distinct(paths) { inventories.append(try resolver.inventory(of: path)) }
         var scanned: [ScannedStore] = []
+        let progress = ProgressReporter.current
+        defer { progress.setContext(nil) }
+        let total = ProgressReporter.Update.grouped(Int64(inventories.reduce(0) { $0 + $1.stores.count }))
+        var number = 0
         for inventory in inventories {
             for found in inventory.stores where input.select.map({ found.path.hasSuffix($0) }) ?? true {
+                number += 1
+                progress.setContext("store \(number) of \(total)")
+                progress.report("opening \(found.name)", done: Int64(number), unit: .step)
                 do {
                     let copy = try session.workingCopy(of: found, options: input.open)
                     let (format, verdict) = try StoreInspector.classify(copy)
