@@ -102,7 +102,6 @@ public struct RefusedStore: Sendable, Equatable {
 extension AcquisitionError {
     /// Failures of storelens's own working space, never a fact about the evidence.
     var isOurs: Bool {
-        if case .scratchFailed = self { return true }
-        return false
+        WorkingFolderFailure.from(self) != nil
     }
 }

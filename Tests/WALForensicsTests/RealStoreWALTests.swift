@@ -125,7 +125,7 @@ struct RealStoreWALTests {
         // What SQLite itself says of the pair, on the working copy.
         let connection = try copy.open()
         #expect(try connection.integrityCheck(full: true) == ["ok"])
-        let analysis = WALAnalyzer.analyze(evidence)
+        let analysis = try WALAnalyzer.analyze(evidence)
         #expect(analysis.wal?.validFrames == analysis.wal?.frames)
         #expect(!analysis.warnings.map(\.code).contains("walMayNotBelong"), "\(analysis.warnings)")
     }
@@ -141,7 +141,7 @@ struct PageOneTests {
         // Enough rows to need new pages: the page count in the header changes, the schema does not.
         try builder.commit("INSERT INTO t SELECT randomblob(3000) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20) SELECT i FROM n)")
         try builder.commit("CREATE TABLE u (y)")
-        let analysis = WALAnalyzer.analyze(try builder.copy().evidence())
+        let analysis = try WALAnalyzer.analyze(try builder.copy().evidence())
         #expect(analysis.transactions.count == 2)
         let grow = try #require(analysis.transactions.first)
         #expect(grow.pages.contains(1), "SQLite wrote page 1 for the new page count")
@@ -165,7 +165,7 @@ struct WALOnlyStoreTests {
         let session = try EvidenceSession()
         defer { try? session.finish() }
         let copy = try session.workingCopy(of: url)
-        let analysis = WALAnalyzer.analyze(try WALEvidence(copy: copy, displayPath: url.lastPathComponent))
+        let analysis = try WALAnalyzer.analyze(try WALEvidence(copy: copy, displayPath: url.lastPathComponent))
         // SQLite itself, on the working copy with the WAL applied: the store is consistent.
         let db = try copy.open()
         #expect(try db.integrityCheck() == ["ok"])
