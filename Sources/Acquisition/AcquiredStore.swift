@@ -59,7 +59,7 @@ extension EvidenceSession {
         let resolver = InputResolver(session: self, limits: limits)
         var found: [FoundStore] = []
         var damage: [String: String] = [:]
-        for input in inputs {
+        for input in InputResolver.distinct(inputs) {
             let inventory = try resolver.inventory(of: input)
             found += inventory.stores
             if let d = inventory.damage { damage[input] = d }
