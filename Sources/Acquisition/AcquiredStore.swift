@@ -24,28 +24,7 @@ extension EvidenceSession {
     /// - Returns: the stores, and the inventories they came from (for damage and warnings).
     public func stores(from inputs: [String], select: String? = nil, options: OpenOptions = OpenOptions(),
                        limits: ArchiveLimits = ArchiveLimits()) throws -> [AcquiredStore] {
-        let resolver = InputResolver(session: self, limits: limits)
-        var found: [FoundStore] = []
-        var damage: [String: String] = [:]
-        for input in InputResolver.distinct(inputs) {
-            let inventory = try resolver.inventory(of: input)
-            found += inventory.stores
-            if let d = inventory.damage { damage[input] = d }
-        }
-        if let select {
-            let matches = found.filter { $0.path.hasSuffix(select) }
-            guard matches.count == 1 else {
-                throw AcquisitionError.storeSelection(select: select, candidates: found.map(\.path), matched: matches.count)
-            }
-            found = matches
-        }
-        if found.isEmpty, let (input, detail) = damage.first {
-            throw AcquisitionError.corrupt(path: input, detail: detail)
-        }
-        if found.isEmpty {
-            throw AcquisitionError.noStores(inputs: inputs)
-        }
-        return try found.map { store in
+        try found(in: inputs, select: select, limits: limits).map { store in
             AcquiredStore(displayPath: store.path, found: store, copy: try workingCopy(of: store, options: options))
         }
     }
@@ -56,6 +35,23 @@ extension EvidenceSession {
     /// refused, the first refusal is thrown as before.
     public func stores(from inputs: [String], select: String? = nil, options: OpenOptions = OpenOptions(),
                        limits: ArchiveLimits = ArchiveLimits(), refused: inout [RefusedStore]) throws -> [AcquiredStore] {
+        var acquired: [AcquiredStore] = []
+        var firstRefusal: AcquisitionError?
+        for store in try found(in: inputs, select: select, limits: limits) {
+            do {
+                acquired.append(AcquiredStore(displayPath: store.path, found: store, copy: try workingCopy(of: store, options: options)))
+            } catch let error as AcquisitionError where !error.isInternal && !error.isOurs {
+                firstRefusal = firstRefusal ?? error
+                refused.append(RefusedStore(path: store.path, error: error))
+            }
+        }
+        if acquired.isEmpty, let firstRefusal { throw firstRefusal }
+        return acquired
+    }
+
+    /// The stores the inputs hold (each input read once), narrowed by `--store`: the one place
+    /// both forms of `stores(from:…)` find what to copy, so they cannot drift apart.
+    private func found(in inputs: [String], select: String?, limits: ArchiveLimits) throws -> [FoundStore] {
         let resolver = InputResolver(session: self, limits: limits)
         var found: [FoundStore] = []
         var damage: [String: String] = [:]
@@ -77,18 +73,7 @@ extension EvidenceSession {
         if found.isEmpty {
             throw AcquisitionError.noStores(inputs: inputs)
         }
-        var acquired: [AcquiredStore] = []
-        var firstRefusal: AcquisitionError?
-        for store in found {
-            do {
-                acquired.append(AcquiredStore(displayPath: store.path, found: store, copy: try workingCopy(of: store, options: options)))
-            } catch let error as AcquisitionError where !error.isInternal && !error.isOurs {
-                firstRefusal = firstRefusal ?? error
-                refused.append(RefusedStore(path: store.path, error: error))
-            }
-        }
-        if acquired.isEmpty, let firstRefusal { throw firstRefusal }
-        return acquired
+        return found
     }
 }
 

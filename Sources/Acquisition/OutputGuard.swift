@@ -168,18 +168,22 @@ public enum OutputGuard {
         }
 
         /// Each name a symlink chain from `path` passes through, folders resolved.
-        static func hops(_ path: String) -> [String] {
+        static func hops(_ path: String) -> [String] { chain(path).map(resolvedParent) }
+
+        /// The names a symlink chain from `path` passes through, as written (at most 40 links,
+        /// like the kernel's own limit), `path` first.
+        static func chain(_ path: String) -> [String] {
             var current = path.isEmpty ? "." : path
-            var result = [resolvedParent(current)]
+            var names = [current]
             for _ in 0..<40 {
                 var st = stat()
                 guard lstat(current, &st) == 0, st.st_mode & S_IFMT == S_IFLNK,
                       let target = try? FileManager.default.destinationOfSymbolicLink(atPath: current) else { break }
                 current = target.hasPrefix("/") ? target
                     : URL(fileURLWithPath: current).deletingLastPathComponent().appendingPathComponent(target).path
-                result.append(resolvedParent(current))
+                names.append(current)
             }
-            return result
+            return names
         }
 
         /// `path` with the symlinks of its folder followed, the last component as given.
@@ -193,22 +197,7 @@ public enum OutputGuard {
 
         /// `path` with every symlink on the way followed, also a dangling last one (a new file
         /// would be created where it points). Paths that do not exist yet keep their last part.
-        static func resolved(_ path: String) -> String {
-            var current = path.isEmpty ? "." : path
-            for _ in 0..<40 {
-                var st = stat()
-                guard lstat(current, &st) == 0, st.st_mode & S_IFMT == S_IFLNK,
-                      let target = try? FileManager.default.destinationOfSymbolicLink(atPath: current) else { break }
-                current = target.hasPrefix("/") ? target
-                    : URL(fileURLWithPath: current).deletingLastPathComponent().appendingPathComponent(target).path
-            }
-            let url = URL(fileURLWithPath: current)
-            let parent = url.deletingLastPathComponent().path
-            guard let real = realpath(parent, nil) else { return url.standardizedFileURL.path }
-            defer { free(real) }
-            let folder = String(cString: real)
-            return (folder == "/" ? "" : folder) + "/" + url.lastPathComponent
-        }
+        static func resolved(_ path: String) -> String { resolvedParent(chain(path).last ?? path) }
     }
 }
 
