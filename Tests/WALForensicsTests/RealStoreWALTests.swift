@@ -115,9 +115,9 @@ struct RealStoreWALTests {
         #expect(throws: WALForensicsError.self) { try WALDiff.compute(evidence, from: 0, to: 50) }
     }
 
-    @Test("a store that lives wholly in its WAL (main file never checkpointed into) belongs to it: no walMayNotBelong")
+    @Test("a store that lives wholly in its WAL (main file never checkpointed into) belongs to it: no walMayNotBelong", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func walOnlyStore() throws {
-        guard let real = ProjectPaths.realFixtures() else { print("skipped: \(ProjectPaths.realFixturesMissing)"); return }
+        let real = try #require(ProjectPaths.realFixtures())
         let session = try EvidenceSession()
         defer { try? session.finish() }
         let copy = try session.workingCopy(of: real.appendingPathComponent("photoanalysis-walonly/PGCurationCache.sqlite.sqlite"))
@@ -154,14 +154,11 @@ struct PageOneTests {
 
 @Suite("a store that lives only in its WAL")
 struct WALOnlyStoreTests {
-    @Test("photoanalysis-walonly: the header-only main file does not make the WAL 'not belong'; SQLite agrees the store is consistent")
+    @Test("photoanalysis-walonly: the header-only main file does not make the WAL 'not belong'; SQLite agrees the store is consistent", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func walOnly() throws {
-        guard let real = ProjectPaths.realFixtures() else {
-            print("skipped: \(ProjectPaths.realFixturesMissing)")
-            return
-        }
+        let real = try #require(ProjectPaths.realFixtures())
         let url = real.appendingPathComponent("photoanalysis-walonly/PGCurationCache.sqlite.sqlite")
-        guard FileManager.default.fileExists(atPath: url.path) else { print("skipped: photoanalysis-walonly is absent"); return }
+        try #require(FileManager.default.fileExists(atPath: url.path), "photoanalysis-walonly is missing from the real fixtures")
         let session = try EvidenceSession()
         defer { try? session.finish() }
         let copy = try session.workingCopy(of: url)

@@ -108,12 +108,9 @@ struct AppleStoresTruthTests {
 
     // MARK: - The test
 
-    @Test("inspect, schema, history, check and report tell the truth about each genuine store", arguments: folders)
+    @Test("inspect, schema, history, check and report tell the truth about each genuine store", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)), arguments: folders)
     func genuineStore(_ name: String) throws {
-        guard name != Self.absent, let real = ProjectPaths.realFixtures() else {
-            print("skipped: \(ProjectPaths.realFixturesMissing)")
-            return
-        }
+        let real = try #require(ProjectPaths.realFixtures())
         let folder = real.appendingPathComponent(name)
         guard let store = try Self.storeFile(in: folder) else {
             Issue.record("\(name) holds no store file")
@@ -341,14 +338,11 @@ struct AppleStoresTruthTests {
         }
     }
 
-    @Test("repair on a store with derived attributes writes with their Z_DA_ triggers off, says so, and finishes")
+    @Test("repair on a store with derived attributes writes with their Z_DA_ triggers off, says so, and finishes", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func derivedAttributesRepair() throws {
-        guard let real = ProjectPaths.realFixtures() else {
-            print("skipped: \(ProjectPaths.realFixturesMissing)")
-            return
-        }
+        let real = try #require(ProjectPaths.realFixtures())
         let source = real.appendingPathComponent("ios17-derived-attributes")
-        guard FileManager.default.fileExists(atPath: source.path) else { print("skipped: ios17-derived-attributes is absent"); return }
+        try #require(FileManager.default.fileExists(atPath: source.path), "ios17-derived-attributes is missing from the real fixtures")
         let scratch = try TemporaryFolder("derived-repair")
         for name in ["ChatModel.sqlite", "ChatModel.sqlite-wal", "ChatModel.sqlite-shm"] {
             try FileManager.default.copyItem(at: source.appendingPathComponent(name), to: scratch.path(name))
