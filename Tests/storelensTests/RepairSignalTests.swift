@@ -95,6 +95,8 @@ struct RepairSignalTests {
             // Inside the window: the old main file, its -wal set aside; recovery as docs/repair.md says.
             #expect(left.contains("default.store-wal.storelens-old") && !left.contains("default.store-wal"), "\(left)")
             #expect(try SHA256.hexOfFile(at: url) == before.entries[url.path]?.sha256, "the main file is not yet replaced")
+            // Ctrl-C removes the staged store (it lies beside the evidence); SIGKILL cannot.
+            #expect(left.contains(".default.store.storelens-repaired") == (point.signal == SIGKILL), "\(left)")
             for name in backedUp {
                 try? FileManager.default.removeItem(at: folder.path(name))
                 try FileManager.default.copyItem(at: backup.path(name), to: folder.path(name))
