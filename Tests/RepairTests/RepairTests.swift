@@ -144,6 +144,8 @@ struct RepairTests {
         #expect(diff.schemaChanges.isEmpty, "\(diff.schemaChanges)")
         #expect(diff.changes == expected, "found: \(diff.listed)")
         #expect(diff.tables == outcome.plan.touchedTables, "the tables that changed are the ones the plan names")
+        let rows = Set(diff.changes.map { "\($0.table)[\($0.key)]" })
+        #expect(outcome.changes.reduce(0, +) == rows.count, "the log's rows changed per action agree with SQLite: \(outcome.changes) vs \(rows.sorted())")
         let named = Set(outcome.plan.actions.flatMap(\.columns))
         for change in diff.changes {
             guard let column = change.column, !["Z_OPT", "Z_MAX", "Z_ENT"].contains(column) else { continue }
