@@ -57,7 +57,7 @@ let package = Package(
         // Writes stores in exactly Apple's layout, for tests, fixtures and the demo.
         .target(name: "StoreBuilder", dependencies: ["SQLiteAccess", "StoreFormats", "Deflate"]),
         // Helpers shared by test targets: temporary folders, hashes, the real fixtures' location.
-        .target(name: "StoreTestSupport", dependencies: ["Acquisition", "CArchive"]),
+        .target(name: "StoreTestSupport", dependencies: ["Acquisition", "SQLiteAccess", "CArchive"]),
 
         .executableTarget(name: "storelens", dependencies: ["Reports", "CoreDataStore", "Acquisition", "WALForensics", "Findings", "Coexistence", "Checks", "Repair", "StoreFormats"]),
         // Regenerates Fixtures/ (`make fixtures`) with the store builder.

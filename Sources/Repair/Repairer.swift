@@ -109,6 +109,8 @@ public struct Repairer {
                     }
                     changes.append(changed)
                 }
+                // Test hook (inert unless both STORELENS_TEST_PAUSE_* are set): the plan has run, uncommitted.
+                TestPause.reach("repair-apply")
             }
             try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         } catch {
@@ -180,6 +182,8 @@ public struct Repairer {
         // meanwhile is no result, so this comes before the output gets its final name.
         try session.ledger.verifyUnchanged()
 
+        // Test hook: verified and the evidence re-hashed, not yet under its final name.
+        TestPause.reach("repair-link")
         // 6. Into place, never over an existing file: link fails if the name was taken meanwhile.
         guard link(temporary.path, output.path) == 0 else {
             let code = errno

@@ -19,8 +19,16 @@ public enum InvariantFixture {
                           relationships: [RelationshipDescription("account", to: "Account", inverse: "profile")]),
     ], versionIdentifiers: ["1.0.0"])
 
+    /// Titles of the notes `make(in:leavingWAL: true)` commits only to the `-wal`.
+    public static let walTitles = ["wal note", "wal list"]
+
     /// A clean store: 3 notes (one checklist), 2 tags, 2 attachments (one external), an account with its profile.
-    public static func make(in folder: URL, plant: (StoreWriter) throws -> Void = { _ in }) throws -> URL {
+    ///
+    /// With `leavingWAL`, that content is checkpointed into the main file, and then one more
+    /// commit (a note tagged `a` with an inline attachment, a checklist note: `walTitles`) and
+    /// whatever `plant` writes stay only in the `-wal`, as on a device whose app was still running:
+    /// the main file alone lacks them, so a repair that ignored the `-wal` would miss both.
+    public static func make(in folder: URL, leavingWAL: Bool = false, plant: (StoreWriter) throws -> Void = { _ in }) throws -> URL {
         let url = folder.appendingPathComponent("default.store")
         let w = try StoreWriter(url: url, model: model)
         try w.transaction(.init(bundleID: "com.example.notes")) { w in
@@ -35,8 +43,17 @@ public enum InvariantFixture {
             try w.insert("Account", ["name": .string("me"), "profile": .object(entity: "Profile", pk: 1)])
             try w.insert("Profile", ["bio": .string("hi"), "account": .object(entity: "Account", pk: 1)])
         }
+        if leavingWAL {
+            try w.checkpoint()
+            try w.transaction(.init(bundleID: "com.example.notes")) { w in
+                let note = try w.insert("Note", ["title": .string(walTitles[0]), "id": .uuid(UUID())])
+                try w.insert("ChecklistNote", ["title": .string(walTitles[1]), "done": .bool(true)])
+                try w.link("Note", pk: note, "tags", to: [1])
+                try w.insert("Attachment", ["note": .object(entity: "Note", pk: note), "data": StoreWriter.inlineExternal(Data([4, 5]))])
+            }
+        }
         try plant(w)
-        try w.close()
+        try w.close(leavingWAL: leavingWAL)
         return url
     }
 }

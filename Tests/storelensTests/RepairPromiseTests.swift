@@ -77,25 +77,105 @@ struct RepairPromiseTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).isEmpty, "no scratch left")
     }
 
-    @Test("Ctrl-C during verification removes the hidden temporary file beside the output")
-    func interruptDuringVerification() throws {
-        let folder = try TemporaryFolder("repair-sigint")
-        let url = try Self.storeWithWAL(in: folder.url)
+    /// What is done to the verified-to-be copy while storelens waits at `repair-verify`, so that
+    /// verification must fail: each reaches another of its checks.
+    enum Tamper: String, CaseIterable, Sendable {
+        /// The fix undone: a check the plan claimed to fix fails again.
+        case undoFix = "the fix undone"
+        /// A table the plan does not touch changed: its hash differs from before.
+        case untouchedTable = "an untouched table changed"
+        /// A row lost: the proof by SQLite against the before copy finds a table with fewer rows.
+        case lostRow = "a row deleted"
+        /// Half the file cut off: it cannot even be read as the store.
+        case truncated = "the file truncated"
+
+        func apply(to file: URL) throws {
+            if self == .truncated {
+                let size = try #require(try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber).intValue
+                #expect(truncate(file.path, off_t(size / 2)) == 0)
+                return
+            }
+            do {
+                let db = try Connection.open(path: file.path, mode: .readWrite)
+                switch self {
+                case .undoFix: try db.execute("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Note'")
+                case .untouchedTable: try db.execute("UPDATE ZTAG SET ZNAME = 'tampered' WHERE Z_PK = 1")
+                case .lostRow: try db.execute("DELETE FROM ZNOTE WHERE Z_PK = 2")
+                case .truncated: break
+                }
+                try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            }
+            // Closing checkpointed and removed the -wal and -shm SQLite made beside it.
+            #expect(!FileManager.default.fileExists(atPath: file.path + "-wal"))
+        }
+    }
+
+    @Test("verification fails (the copy tampered with while storelens waits to verify it): exit 3, no output, no log, no temporary file, no scratch, the input unchanged",
+          arguments: Tamper.allCases)
+    func verificationFails(_ tamper: Tamper) throws {
+        let folder = try TemporaryFolder("repair-verify-fails")
+        let url = try InvariantFixture.make(in: folder.url, leavingWAL: true) { try $0.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Note'") }
         let before = try FolderSnapshot(folder.url)
-        let out = try TemporaryFolder("repair-sigint-out")
-        let scratch = try TemporaryFolder("repair-sigint-scratch")
+        let out = try TemporaryFolder("repair-verify-fails-out")
+        let scratch = try TemporaryFolder("repair-verify-fails-scratch")
         let gate = scratch.url.deletingLastPathComponent().appendingPathComponent("gate-\(UUID().uuidString)")
         defer { unlink(gate.path); unlink(gate.path + ".reached") }
-        let process = try Self.startPaused(["repair", url.path, "--out", out.path("fixed.store").path],
-                                           at: "repair-verify", scratch: scratch.url, gate: gate)
-        #expect(process.isRunning, "storelens must still be running when it is interrupted")
-        #expect(try Self.hiddenTemporaries(in: out.url).count == 1)
-        process.interrupt()
+        let (process, stderr) = try Self.startPausedCapturing(["repair", url.path, "--out", out.path("fixed.store").path, "--log", out.path("log.json").path],
+                                                              at: "repair-verify", scratch: scratch.url, gate: gate)
+        #expect(process.isRunning, "storelens must be waiting to verify when its copy is tampered with")
+        let temporaries = try Self.hiddenTemporaries(in: out.url)
+        try #require(temporaries.count == 1, "the copy waits under a hidden name: \(temporaries)")
+        try tamper.apply(to: out.path(temporaries[0]))
+        _ = FileManager.default.createFile(atPath: gate.path, contents: nil)
+        let message = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        #expect(process.terminationStatus == 130)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: out.url.path).isEmpty, "no temporary file, no output")
+        #expect(process.terminationStatus == 3, "\(message)")
+        #expect(message.contains("failed verification") && message.contains("nothing was written"), "\(message)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.url.path).isEmpty, "no output, no log, no temporary file beside them")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).isEmpty, "no scratch left")
+        #expect(try FolderSnapshot(folder.url) == before, "the input is unchanged")
+    }
+
+    @Test("in place, verification fails: exit 3, the store family untouched, nothing staged beside it, the backup byte for byte")
+    func inPlaceVerificationFails() throws {
+        let folder = try TemporaryFolder("repair-inplace-verify-fails")
+        let url = try InvariantFixture.make(in: folder.url, leavingWAL: true) { try $0.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Note'") }
+        let before = try FolderSnapshot(folder.url)
+        let backup = try TemporaryFolder("repair-inplace-verify-fails-backup")
+        let scratch = try TemporaryFolder("repair-inplace-verify-fails-scratch")
+        let gate = scratch.url.deletingLastPathComponent().appendingPathComponent("gate-\(UUID().uuidString)")
+        defer { unlink(gate.path); unlink(gate.path + ".reached") }
+        let (process, stderr) = try Self.startPausedCapturing(["repair", url.path, "--in-place", "--backup", backup.url.path],
+                                                              at: "repair-verify", scratch: scratch.url, gate: gate)
+        #expect(process.isRunning)
+        let temporaries = try Self.hiddenTemporaries(in: folder.url)
+        try #require(temporaries.count == 1, "the repaired copy waits beside the store under a hidden name: \(temporaries)")
+        try Tamper.undoFix.apply(to: folder.path(temporaries[0]))
+        _ = FileManager.default.createFile(atPath: gate.path, contents: nil)
+        let message = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 3, "\(message)")
+        #expect(try FolderSnapshot(folder.url) == before, "the store family is untouched and nothing is left beside it")
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).isEmpty)
-        #expect(try FolderSnapshot(folder.url) == before)
+        for name in try FileManager.default.contentsOfDirectory(atPath: backup.url.path) {
+            #expect(try SHA256.hexOfFile(at: backup.path(name)) == before.entries[folder.path(name).path]?.sha256, "\(name)")
+        }
+    }
+
+    /// `startPaused` with stderr kept, for tests that read the one sentence of a failure.
+    static func startPausedCapturing(_ arguments: [String], at point: String, scratch: URL, gate: URL) throws -> (Process, Pipe) {
+        let process = Process()
+        process.executableURL = ProjectPaths.executable()
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging([
+            "TMPDIR": scratch.path, "STORELENS_TEST_PAUSE_AT": point, "STORELENS_TEST_PAUSE_FILE": gate.path,
+        ]) { $1 }
+        let stderr = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = stderr
+        try process.run()
+        while process.isRunning, !FileManager.default.fileExists(atPath: gate.path + ".reached") { usleep(5_000) }
+        return (process, stderr)
     }
 
     @Test("--log and --out are validated before any work: a taken --log fails first and writes nothing")

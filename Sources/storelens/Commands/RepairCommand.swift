@@ -175,6 +175,16 @@ enum InPlace {
         }
         let staged = family.main.deletingLastPathComponent().appendingPathComponent(".\(family.main.lastPathComponent).storelens-repaired")
         try? FileManager.default.removeItem(at: staged)
+        // The staged store lies beside the evidence: until it is renamed over the store, an error
+        // or Ctrl-C removes it, as the temporary file of an --out repair.
+        guard ScratchRegistry.shared.track(file: staged.path) else {
+            throw RepairError.failed(path: store.displayPath, detail: "interrupted")
+        }
+        var swapped = false
+        defer {
+            if !swapped { unlink(staged.path) }
+            ScratchRegistry.shared.untrack(file: staged.path)
+        }
         var repairer = repairer
         repairer.copySupportFolder = false
         let outcome = try repairer.run(output: staged)
@@ -187,8 +197,13 @@ enum InPlace {
         if let shm = family.shm { unlink(shm.path) }
         TestPause.reach("in-place-swap")
         guard rename(staged.path, family.main.path) == 0 else {
-            throw RepairError.failed(path: family.main.path, detail: String(cString: strerror(errno)))
+            let code = errno
+            // Not swapped: the store gets its -wal back (SQLite rebuilds the -shm).
+            if let wal = family.wal { _ = rename(wal.path + ".storelens-old", wal.path) }
+            throw RepairError.failed(path: family.main.path, detail: String(cString: strerror(code)))
         }
+        swapped = true
+        ScratchRegistry.shared.untrack(file: staged.path)
         if let wal = family.wal { unlink(wal.path + ".storelens-old") }
         return RepairOutcome(input: outcome.input, plan: outcome.plan, findings: outcome.findings, written: true, output: family.main.path,
                              outputSHA256: outcome.outputSHA256, changes: outcome.changes, tablesBefore: outcome.tablesBefore,
