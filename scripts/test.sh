@@ -1,22 +1,55 @@
 #!/usr/bin/env bash
-# `make test`: runs `swift test` with a TMPDIR of its own (a fresh folder) and fails when any
-# storelens-* folder is left in it afterwards. Those are scratch folders: private copies of the
-# evidence that every library API and every command must remove on every path (docs/safety.md).
-# Folders the tests make themselves are named sltest-* and do not count.
+# `make test`: runs `swift test` with a TMPDIR of its own (a fresh folder) and fails when anything
+# of ours is left in it afterwards: storelens-* folders are scratch (private copies of the evidence
+# that every library API and every command must remove on every path, docs/safety.md), sltest-*
+# folders are the tests' own and must be removed by them too. The only things allowed to stay are
+# SwiftPM's own: its empty *.lock files and TemporaryDirectory.* folders holding only .keep-directory.
 # Extra arguments go to `swift test` (e.g. scripts/test.sh --filter OutputPathTests).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/sltest-run-XXXXXX") || exit 3
+
+# The genuine stores are evidence too: no test (and no command a test runs) may change a byte or a
+# mode of them. Each test snapshots what it reads; this covers the whole run, whatever reads them.
+real=../shared/fixtures/real
+fingerprint() { (cd "$real" && find . -print0 | sort -z | xargs -0 stat -c '%n %s %a %Y' && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
+[ -d "$real" ] && fingerprint > "$run_tmp.real-before"
+
 TMPDIR="$run_tmp" ${SWIFT:-swift} test "$@"
 status=$?
-left=$(find "$run_tmp" -mindepth 1 -maxdepth 1 -name 'storelens-*' | sort)
-if [ -n "$left" ]; then
-    count=$(printf '%s\n' "$left" | wc -l)
-    echo "make test: FAILED: $count storelens-* scratch folder(s) left in the test run's TMPDIR ($run_tmp):" >&2
-    while IFS= read -r folder; do
-        echo "  $folder:" >&2
-        (cd "$folder" && find . -mindepth 1 -maxdepth 3 | head -20 | sed 's/^/      /') >&2
-    done <<< "$left"
+
+if [ -d "$real" ]; then
+    if ! fingerprint | diff "$run_tmp.real-before" - > "$run_tmp.real-diff"; then
+        echo "make test: FAILED: the run changed the genuine stores in $real (evidence must never be modified):" >&2
+        sed 's/^/  /' "$run_tmp.real-diff" >&2
+        [ "$status" -eq 0 ] && status=1
+    fi
+    rm -f "$run_tmp.real-before" "$run_tmp.real-diff"
+fi
+
+# SwiftPM's own leftovers, recognised by shape, not just by name.
+is_swiftpm_own() {
+    local entry=$1 name
+    name=$(basename "$entry")
+    if [[ -f "$entry" && "$name" == *.lock && ! -s "$entry" ]]; then return 0; fi
+    if [[ -d "$entry" && "$name" == TemporaryDirectory.* ]]; then
+        [ -z "$(find "$entry" -mindepth 1 ! -name .keep-directory -print -quit)" ] && return 0
+    fi
+    return 1
+}
+
+left=()
+while IFS= read -r -d '' entry; do
+    is_swiftpm_own "$entry" || left+=("$entry")
+done < <(find "$run_tmp" -mindepth 1 -maxdepth 1 -print0 | sort -z)
+if [ "${#left[@]}" -gt 0 ]; then
+    scratch=0
+    for entry in "${left[@]}"; do [[ "$(basename "$entry")" == storelens-* ]] && scratch=$((scratch + 1)); done
+    echo "make test: FAILED: ${#left[@]} item(s) left in the test run's TMPDIR ($run_tmp), $scratch of them storelens-* scratch folders:" >&2
+    for entry in "${left[@]}"; do
+        echo "  $entry" >&2
+        [ -d "$entry" ] && (cd "$entry" && find . -mindepth 1 -maxdepth 3 | head -20 | sed 's/^/      /') >&2
+    done
     [ "$status" -eq 0 ] && status=1
 fi
 rm -rf "$run_tmp"

@@ -18,9 +18,10 @@ struct UnboundedWorkTests {
         #expect(before.status == 0, "\(before.stderr)")
         #expect(truncate(store + "-shm", 1 << 30) == 0)
         // Reading the whole -shm into memory cannot happen under this cap: the old code then lost
-        // the -shm ("shorter than its header") instead of reporting it.
+        // the -shm ("shorter than its header") instead of reporting it. The evidence is still hashed
+        // in full (twice), so the hang bound is generous: on a loaded 2-core machine 30 s was not enough.
         let capped = try BoundedRun.run(["-c", "ulimit -v 600000; exec \"$0\" \"$@\"", ProjectPaths.executable().path,
-                                         "wal", store, "--format", "json"], tool: "/bin/sh")
+                                         "wal", store, "--format", "json"], timeout: 180, tool: "/bin/sh")
         #expect(capped.status == 0, "\(capped.stderr)")
         #expect(capped.stdout == before.stdout, "the same report: only the header of a -shm is ever used")
     }
