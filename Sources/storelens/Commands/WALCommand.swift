@@ -93,7 +93,7 @@ struct WALCommand: Command {
             }
         }
         if format == "markdown" {
-            guard case .report = mode else { throw .invalid("--format markdown is for the WAL report; use text or json with --diff and --out.") }
+            guard case .report = mode else { throw .invalid("--format markdown is for the WAL report; use text, json, jsonl or csv with --diff, and text or json with --out.") }
         }
         if format == "jsonl" || format == "csv" {
             switch mode {
