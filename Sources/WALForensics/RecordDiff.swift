@@ -158,6 +158,7 @@ final class StateReader {
     let decoder: ValueDecoder
     private var rowReaders: [Int: RowReader?] = [:]
     private var tableColumns: [String: [String]] = [:]
+    private var shown: [String: Set<String>] = [:]
 
     /// A value with the stored columns it was decoded from (empty: not compared).
     struct ColumnValue {
@@ -209,9 +210,9 @@ final class StateReader {
             var rows: [(WALDiff.RowKey, [ColumnValue])] = []
             let pks = keys.compactMap { $0.first?.int64 }
             let columns = reader.fields.map { RowReader.columns(of: $0).compactMap { $0 } }
-            var covered = Set(columns.joined())
-            covered.formUnion(["Z_PK", "Z_ENT", "Z_OPT"])
-            // Columns the model does not map (left by an older model version, or unknown) are shown as stored.
+            // Columns no entity of the table shows as a property (order keys, columns an older model
+            // left, unknown ones) are shown as stored, by column name.
+            let covered = shownColumns(table: group.table)
             let extra = try self.columns(of: group.table).filter { !covered.contains($0) }
             let raw = extra.isEmpty ? [:] : Dictionary(try rawValues(table: group.table, keyColumns: ["Z_PK"], columns: extra, keys: keys),
                                                        uniquingKeysWith: { a, _ in a })
@@ -228,6 +229,21 @@ final class StateReader {
         let all = try columns(of: group.table)
         let bookkeeping: Set<String> = group.keyColumns == ["Z_PK"] ? ["Z_PK", "Z_ENT", "Z_OPT"] : []
         return try rawValues(table: group.table, keyColumns: group.keyColumns, columns: all.filter { !bookkeeping.contains($0) }, keys: keys)
+    }
+
+    /// The columns the rows reader shows as properties for any entity stored in `table`, with
+    /// Core Data's bookkeeping columns (a sibling entity's columns are not unknown columns).
+    func shownColumns(table: String) -> Set<String> {
+        if let cached = shown[table] { return cached }
+        var columns: Set<String> = ["Z_PK", "Z_ENT", "Z_OPT"]
+        for mapping in map?.entities ?? [] where mapping.table == table {
+            guard let map else { break }
+            for field in RowReader(map: map, entity: mapping, decoder: decoder).fields {
+                columns.formUnion(RowReader.columns(of: field).compactMap { $0 })
+            }
+        }
+        shown[table] = columns
+        return columns
     }
 
     func columns(of table: String) throws -> [String] {
