@@ -180,6 +180,38 @@ struct WALDiffValuesTests {
         #expect(try FolderSnapshot(store.deletingLastPathComponent()) == before, "the evidence must stay byte-identical")
     }
 
+    @Test("--each on the genuine store: every inserted and deleted record's values are what rows --as-of prints for that row", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
+    func valuesAsRowsShowsThem() throws {
+        let store = try #require(ProjectPaths.realFixtures()).appendingPathComponent("swiftdata-resources/default.store")
+        let each = try CLI.run(["wal", store.path, "--diff", "--each", "--format", "jsonl"])
+        #expect(each.status == 0, "stderr: \(each.stderr)")
+        var rowsByState: [String: [Int: NSDictionary]] = [:]
+        func rows(_ entity: String, asOf commit: Int) throws -> [Int: NSDictionary] {
+            let key = "\(entity)@\(commit)"
+            if let cached = rowsByState[key] { return cached }
+            let result = try CLI.run(["rows", store.path, entity, "--as-of", String(commit), "--format", "jsonl"])
+            #expect(result.status == 0, "stderr: \(result.stderr)")
+            var out: [Int: NSDictionary] = [:]
+            for line in result.stdout.split(separator: "\n") {
+                let row = try Self.json(String(line))
+                if let pk = row["pk"] as? Int, let values = row["values"] as? NSDictionary { out[pk] = values }
+            }
+            rowsByState[key] = out
+            return out
+        }
+        var compared = 0
+        for line in each.stdout.split(separator: "\n") {
+            let record = try Self.json(String(line))
+            guard let entity = record["entity"] as? String, ["Item", "Component", "CraftingRecipe"].contains(entity),
+                  let change = record["change"] as? String, change != "updated",
+                  let commit = record["commit"] as? Int, let pk = record["pk"] as? Int else { continue }
+            let state = try rows(entity, asOf: change == "deleted" ? commit - 1 : commit)
+            #expect(record["values"] as? NSDictionary == state[pk], "commit \(commit) \(change) \(entity)#\(pk)")
+            compared += 1
+        }
+        #expect(compared > 0)
+    }
+
     @Test("hostile values: terminal controls never reach the text, formula cells are neutralised in CSV, JSON keeps the bytes")
     func hostileValues() throws {
         let folder = try TemporaryFolder("diff-hostile")
