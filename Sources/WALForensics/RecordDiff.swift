@@ -104,7 +104,9 @@ public struct RecordDiff: Sendable {
                     transactionIDs += group.inserted.compactMap { $0.first?.int64 }
                 }
             }
-            return RecordDiff(diff: diff, groups: groups, transactions: try later.transactions(transactionIDs))
+            // Damaged history tables leave the transactions out (null), not the diff.
+            let transactions = (try? later.transactions(transactionIDs)) ?? nil
+            return RecordDiff(diff: diff, groups: groups, transactions: transactions)
         } catch let error as WALForensicsError {
             throw error
         } catch let error as SQLiteError {
@@ -207,28 +209,35 @@ final class StateReader {
     func columnValues(of group: WALDiff.Group, keys: [WALDiff.RowKey]) throws -> [(WALDiff.RowKey, [ColumnValue])] {
         guard !keys.isEmpty else { return [] }
         if group.keyColumns == ["Z_PK"], let reader = rowReader(entity: group.entityNumber, table: group.table) {
-            var rows: [(WALDiff.RowKey, [ColumnValue])] = []
-            let pks = keys.compactMap { $0.first?.int64 }
-            let columns = reader.fields.map { RowReader.columns(of: $0).compactMap { $0 } }
-            // Columns no entity of the table shows as a property (order keys, columns an older model
-            // left, unknown ones) are shown as stored, by column name.
-            let covered = shownColumns(table: group.table)
-            let extra = try self.columns(of: group.table).filter { !covered.contains($0) }
-            let raw = extra.isEmpty ? [:] : Dictionary(try rawValues(table: group.table, keyColumns: ["Z_PK"], columns: extra, keys: keys),
-                                                       uniquingKeysWith: { a, _ in a })
-            try reader.forEach(connection, primaryKeys: pks) { row in
-                let key: WALDiff.RowKey = [.integer(row.pk)]
-                var values = zip(row.values, row.fieldIndexes).map { value, index in
-                    ColumnValue(name: value.name, value: value.value, columns: columns[index])
-                }
-                values += raw[key] ?? []
-                rows.append((key, values))
-            }
-            return rows
+            // A model that does not fit the table (a column it maps is missing) must not cost the
+            // diff: the rows are then shown column by column, as for a table without a model.
+            if let decoded = try? decodedValues(of: group, keys: keys, reader: reader) { return decoded }
         }
         let all = try columns(of: group.table)
         let bookkeeping: Set<String> = group.keyColumns == ["Z_PK"] ? ["Z_PK", "Z_ENT", "Z_OPT"] : []
         return try rawValues(table: group.table, keyColumns: group.keyColumns, columns: all.filter { !bookkeeping.contains($0) }, keys: keys)
+    }
+
+    /// The rows through the rows reader, plus the columns no property shows.
+    func decodedValues(of group: WALDiff.Group, keys: [WALDiff.RowKey], reader: RowReader) throws -> [(WALDiff.RowKey, [ColumnValue])] {
+        var rows: [(WALDiff.RowKey, [ColumnValue])] = []
+        let pks = keys.compactMap { $0.first?.int64 }
+        let columns = reader.fields.map { RowReader.columns(of: $0).compactMap { $0 } }
+        // Columns no entity of the table shows as a property (order keys, columns an older model
+        // left, unknown ones) are shown as stored, by column name.
+        let covered = shownColumns(table: group.table)
+        let extra = try self.columns(of: group.table).filter { !covered.contains($0) }
+        let raw = extra.isEmpty ? [:] : Dictionary(try rawValues(table: group.table, keyColumns: ["Z_PK"], columns: extra, keys: keys),
+                                                   uniquingKeysWith: { a, _ in a })
+        try reader.forEach(connection, primaryKeys: pks) { row in
+            let key: WALDiff.RowKey = [.integer(row.pk)]
+            var values = zip(row.values, row.fieldIndexes).map { value, index in
+                ColumnValue(name: value.name, value: value.value, columns: columns[index])
+            }
+            values += raw[key] ?? []
+            rows.append((key, values))
+        }
+        return rows
     }
 
     /// The columns the rows reader shows as properties for any entity stored in `table`, with

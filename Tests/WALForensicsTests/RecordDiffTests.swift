@@ -347,4 +347,29 @@ struct RecordDiffTests {
         }
         if case .composite? = gone.values.first(where: { $0.name == "address" })?.value {} else { Issue.record("the composite address") }
     }
+
+    @Test("a mapped column dropped inside the WAL: each state is decoded by its own schema, and the diff stands")
+    func modelThatDoesNotFit() throws {
+        let folder = try TemporaryFolder("record-misfit")
+        let url = folder.path("db.sqlite")
+        let writer = try StoreWriter(url: url, model: SampleModels.todo)
+        try writer.transaction { w in
+            _ = try w.insert("TodoList", ["name": .string("Home")])
+            _ = try w.insert("TodoItem", ["id": .uuid(UUID()), "title": .string("kept"), "createdAt": .date(Date()), "list": .object(entity: "TodoList", pk: 1)])
+        }
+        try writer.close()
+        let db = try Connection.open(path: url.path, mode: .readWrite)
+        try db.execute("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0")
+        try db.disableCheckpointOnClose()
+        try db.execute("BEGIN; ALTER TABLE ZTODOITEM DROP COLUMN ZNOTES; INSERT INTO ZTODOITEM (Z_PK, Z_ENT, Z_OPT, ZTITLE) VALUES (9, (SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = 'TodoItem'), 1, 'raw'); COMMIT")
+        let evidence = WALEvidence(displayPath: "db.sqlite", mainFile: try Data(contentsOf: url),
+                                   walData: try Data(contentsOf: URL(fileURLWithPath: url.path + "-wal")))
+        let diff = try RecordDiff.compute(evidence)
+        let inserted = try #require(diff.groups.first { $0.group.entity == "TodoItem" }?.records.first { $0.kind == .inserted })
+        #expect(inserted.pk == 9)
+        // Each state is mapped by its own schema: the dropped column reads as no value, as rows reads it.
+        #expect(inserted.values.map(\.name) == ["createdAt", "id", "isCompleted", "notes", "title", "list"])
+        if case .text("raw")? = inserted.values.first(where: { $0.name == "title" })?.value {} else { Issue.record("title") }
+        if case .null? = inserted.values.first(where: { $0.name == "notes" })?.value {} else { Issue.record("notes has no column") }
+    }
 }
