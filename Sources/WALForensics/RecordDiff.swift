@@ -1,6 +1,7 @@
 import CoreDataStore
 import Foundation
 import SQLiteAccess
+import StoreFormats
 
 /// One changed record between two states of a store, with its values decoded as `rows` shows them.
 public struct RecordChange: Sendable {
@@ -76,14 +77,25 @@ public struct RecordDiff: Sendable {
     /// Every commit's diff in one pass: commit k against commit k − 1, from the first commit to the
     /// last, handed to `body` one at a time. Only two states are open at once; each state's image
     /// (in the working folder when the evidence has one) is removed as soon as it is no longer needed.
+    ///
+    /// Only the tables whose b-trees hold the pages a commit wrote are compared (the pages are
+    /// mapped to tables as `wal` maps them, commit by commit), so a commit that touched one small
+    /// table costs little however large the others are; groups of other tables are left out. When
+    /// the pages cannot be mapped (damage, pages nothing reaches) or the schema changed, every
+    /// table is compared.
     public static func forEachCommit(_ evidence: WALEvidence, decoder: ValueDecoder = ValueDecoder(supportFolder: nil),
                                      _ body: (_ commit: Int, RecordDiff) throws -> Void) throws {
         let count = evidence.commitCount
-        guard count > 0 else { return }
+        guard count > 0, let wal = evidence.wal else { return }
+        let tracker = try? PageOwnershipTracker(mainFile: evidence.mainFile, wal: wal, walData: evidence.walData)
         var earlier = try StateReader(evidence, commit: 0, option: "--from", decoder: decoder)
         for commit in 1...count {
             let later = try StateReader(evidence, commit: commit, option: "--to", decoder: decoder)
-            let diff = try compute(evidence, earlier: earlier, later: later)
+            var touched: Set<String>?
+            if let tracker, tracker.advance(), tracker.commit == commit, tracker.problems.isEmpty, tracker.unaccountedPages.isEmpty {
+                touched = Set(wal.transactions[commit - 1].pages.compactMap { tracker.use(of: $0)?.object?.tableName })
+            }
+            let diff = try compute(evidence, earlier: earlier, later: later, onlyTables: touched)
             let previous = earlier.commit
             earlier = later
             PointInTime.discardImage(evidence, commit: previous)
@@ -92,10 +104,14 @@ public struct RecordDiff: Sendable {
         PointInTime.discardImage(evidence, commit: count)
     }
 
-    static func compute(_ evidence: WALEvidence, earlier: StateReader, later: StateReader) throws(WALForensicsError) -> RecordDiff {
+    static func compute(_ evidence: WALEvidence, earlier: StateReader, later: StateReader,
+                        onlyTables: Set<String>? = nil) throws(WALForensicsError) -> RecordDiff {
         let names = later.map.map(AttributeNames.of) ?? [:]
-        let diff = try WALDiff.compute(evidence, from: earlier.commit, to: later.commit, attributeNames: names)
         do {
+            // A schema change (a table created, dropped or altered) is compared in full.
+            let same = try earlier.schema() == later.schema()
+            let diff = try WALDiff.compute(evidence, from: earlier.commit, to: later.commit, attributeNames: names,
+                                           onlyTables: same ? onlyTables : nil)
             var groups: [GroupRecords] = []
             var transactionIDs: [Int64] = []
             for group in diff.groups {
@@ -185,6 +201,11 @@ final class StateReader {
         } else {
             map = nil
         }
+    }
+
+    /// The schema's rows, to tell whether two states share one schema.
+    func schema() throws -> [[DatabaseValue]] {
+        try connection.rows("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name").map(\.values)
     }
 
     /// The reader for one concrete entity of `table`, or nil when the model does not describe it there.
