@@ -55,6 +55,9 @@ public struct HistoryChange: Sendable {
     /// For deletes: the values kept in `ZTOMBSTONE0…n`, named by the attributes the model marks as
     /// preserved on deletion (`#<n>` when the model names fewer); empty when none were kept.
     public var tombstone: [(name: String, value: DatabaseValue)] = []
+    /// The same values decoded by their attribute's type, as `rows` shows them (dates, UUIDs,
+    /// transformables); a value the model does not name is shown as stored.
+    public var tombstoneValues: [(name: String, value: FieldValue)] = []
 }
 
 /// Who wrote changes to one entity, as `history --summary` reports it.
@@ -92,11 +95,16 @@ public struct HistoryReader {
         public var bundleID: String?
         /// Seconds since 2001-01-01; transactions before it are skipped.
         public var since: Double?
-        public init(entityNumbers: [Int]? = nil, author: String? = nil, bundleID: String? = nil, since: Double? = nil) {
+        /// `ATRANSACTION.Z_PK` values to keep (the transactions one WAL commit wrote); nil keeps all.
+        /// Keep the list short (it is bound as SQL parameters): a few hundred at most per read.
+        public var transactionIDs: [Int64]?
+        public init(entityNumbers: [Int]? = nil, author: String? = nil, bundleID: String? = nil, since: Double? = nil,
+                    transactionIDs: [Int64]? = nil) {
             self.entityNumbers = entityNumbers
             self.author = author
             self.bundleID = bundleID
             self.since = since
+            self.transactionIDs = transactionIDs
         }
     }
 
@@ -107,6 +115,8 @@ public struct HistoryReader {
     let changeColumns: Set<String>
     let hasStrings: Bool
     var bitOrders: [Int: [String]] = [:]
+    /// Decodes tombstone values as `rows` decodes the attributes they were kept from.
+    public var decoder = ValueDecoder(supportFolder: nil)
 
     /// - Parameter displayPath: how errors name the store (defaults to the connection's file).
     public init(connection: Connection, store: CoreDataStore, model: StoreModel?, displayPath: String? = nil) throws {
@@ -163,6 +173,10 @@ public struct HistoryReader {
             parts.append("\(writerExpression("BUNDLEID", alias: "sb")) = ?")
             arguments.append(.text(bundle))
         }
+        if let ids = filter.transactionIDs {
+            parts.append("t.Z_PK IN (" + ids.map { _ in "?" }.joined(separator: ", ") + ")")
+            arguments += ids.map { .integer($0) }
+        }
         if let numbers = filter.entityNumbers {
             let placeholders = numbers.map { _ in "?" }.joined(separator: ", ")
             if let alias = changeAlias {
@@ -188,11 +202,11 @@ public struct HistoryReader {
         }.sorted { $0.0 < $1.0 }.map(\.1)
     }
 
-    /// The names of a deleted row's tombstone values, in column order.
-    func tombstoneNames(entityNumber: Int?) -> [String] {
+    /// The attributes of a deleted row's tombstone values, in column order.
+    func tombstoneAttributes(entityNumber: Int?) -> [ModelAttribute] {
         guard let number = entityNumber, let model,
               let name = store.entities.first(where: { $0.number == number })?.name else { return [] }
-        return model.tombstoneOrder(entity: name)
+        return model.tombstoneAttributes(entity: name)
     }
 
     /// Decodes an update's `ZCOLUMNS` bitmap by the entity's per-level bit order (§4.3).
@@ -276,9 +290,16 @@ public struct HistoryReader {
             var change = HistoryChange(id: changeID, type: type, entity: entityName(number), entityNumber: number,
                                        pk: row[9].int64, updatedProperties: updated, columnsNote: note, columnsHex: hex)
             if type == .delete, !tombstoneColumns.isEmpty {
-                let names = this.tombstoneNames(entityNumber: number)
+                let attributes = this.tombstoneAttributes(entityNumber: number)
                 for i in tombstoneColumns.indices where !row[11 + i].isNull {
-                    change.tombstone.append((i < names.count ? names[i] : "#\(i)", row[11 + i]))
+                    let value = row[11 + i]
+                    guard i < attributes.count else {
+                        change.tombstone.append(("#\(i)", value))
+                        change.tombstoneValues.append(("#\(i)", ValueDecoder.natural(value)))
+                        continue
+                    }
+                    change.tombstone.append((attributes[i].name, value))
+                    change.tombstoneValues.append((attributes[i].name, decoder.decode(value, as: attributes[i])))
                 }
             }
             current!.changes.append(change)

@@ -196,21 +196,10 @@ public struct RowReader {
         var positions: [[Int]] = []
         for field in fields {
             var indexes: [Int] = []
-            func add(_ column: String?) {
-                guard let column else { indexes.append(-1); return }
+            for column in Self.columns(of: field) {
+                guard let column else { indexes.append(-1); continue }
                 indexes.append(select.count)
                 select.append(Identifier.quoted(column))
-            }
-            switch field.kind {
-            case .attribute(let a):
-                if a.elements.isEmpty { add(a.column) } else { for e in Self.leaves(a) { add(e.column) } }
-            case .toOne(let r):
-                add(r.column)
-                add(r.entityKeyColumn)
-            case .owner(_, let r):
-                add(r.foreignColumn)
-            case .ownerOrder(let r):
-                add(r.orderColumn)
             }
             positions.append(indexes)
         }
@@ -249,6 +238,34 @@ public struct RowReader {
                 indexes.append(i)
             }
             try body(DecodedRow(entity: names[ent] ?? "#\(ent)", pk: pk, values: values, fieldIndexes: indexes))
+        }
+    }
+
+    /// The columns a field's value is read from, in decoding order (nil: a part with no column
+    /// in this store). A to-one has its key and, when the destination has subentities, its entity key.
+    public static func columns(of field: Field) -> [String?] {
+        switch field.kind {
+        case .attribute(let a):
+            return a.elements.isEmpty ? [a.column] : leaves(a).map(\.column)
+        case .toOne(let r):
+            return [r.column, r.entityKeyColumn]
+        case .owner(_, let r):
+            return [r.foreignColumn]
+        case .ownerOrder(let r):
+            return [r.orderColumn]
+        }
+    }
+
+    /// Steps through the rows whose `Z_PK` is one of `primaryKeys`, in key order, asking for them
+    /// a bounded number of keys at a time (so any number of keys fits SQLite's variable limit).
+    public func forEach(_ connection: Connection, primaryKeys: [Int64], _ body: (DecodedRow) throws -> Void) throws {
+        let sorted = Array(Set(primaryKeys)).sorted()
+        let chunk = 500
+        for start in stride(from: 0, to: sorted.count, by: chunk) {
+            let part = sorted[start ..< min(start + chunk, sorted.count)]
+            let filter = Filter(field: "Z_PK", sql: "Z_PK IN (" + part.map { _ in "?" }.joined(separator: ", ") + ")",
+                                arguments: part.map { .integer($0) })
+            try forEach(connection, filters: [filter], body)
         }
     }
 

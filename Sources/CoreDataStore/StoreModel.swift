@@ -118,8 +118,13 @@ public struct StoreModel: Sendable {
     /// root level first, each level's preserved attributes by name (matches knowledgeC's Event —
     /// Object.uuid, then Event.shouldSync — and Screen Time's InstalledApp).
     public func tombstoneOrder(entity name: String) -> [String] {
+        tombstoneAttributes(entity: name).map(\.name)
+    }
+
+    /// The attributes of `tombstoneOrder`, so tombstone values can be decoded by their type.
+    public func tombstoneAttributes(entity name: String) -> [ModelAttribute] {
         lineage(of: name).flatMap { level in
-            level.attributes.filter { $0.preservesValueOnDeletion && !$0.isTransient }.map(\.name).sorted()
+            level.attributes.filter { $0.preservesValueOnDeletion && !$0.isTransient }.sorted { $0.name < $1.name }
         }
     }
 

@@ -41,21 +41,26 @@ public final class HistoryWriter {
             ("bundleID", .optional(t.bundleID)),
             ("processName", .optional(t.processName)),
             ("contextName", .optional(t.contextName)),
-            ("changes", .array(t.changes.map { c in
-                var members: [(String, JSONValue)] = [
-                    ("type", .string(c.type.name)),
-                    ("entity", .string(c.entity)),
-                    ("pk", c.pk.flatMap { Int(exactly: $0) }.map(JSONValue.int) ?? .null),
-                    ("updatedProperties", c.updatedProperties.map { .array($0.map(JSONValue.string)) } ?? .null),
-                ]
-                if let hex = c.columnsHex { members.append(("columns", .string(hex))) }
-                if let note = c.columnsNote { members.append(("columnsNote", .string(note))) }
-                if !c.tombstone.isEmpty {
-                    members.append(("tombstone", .object(c.tombstone.map { ($0.name, Self.json(stored: $0.value)) })))
-                }
-                return .object(members)
-            })),
+            ("changes", .array(t.changes.map(json(change:)))),
         ])
+    }
+
+    static func json(change c: HistoryChange) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("type", .string(c.type.name)),
+            ("entity", .string(c.entity)),
+            ("pk", c.pk.flatMap { Int(exactly: $0) }.map(JSONValue.int) ?? .null),
+            ("updatedProperties", c.updatedProperties.map { .array($0.map(JSONValue.string)) } ?? .null),
+        ]
+        if let hex = c.columnsHex { members.append(("columns", .string(hex))) }
+        if let note = c.columnsNote { members.append(("columnsNote", .string(note))) }
+        if !c.tombstone.isEmpty {
+            let stored: [(String, JSONValue)] = c.tombstone.map { ($0.name, Self.json(stored: $0.value)) }
+            let decoded: [(String, JSONValue)] = c.tombstoneValues.map { ($0.name, ValueRendering.json($0.value)) }
+            members.append(("tombstone", .object(stored)))
+            members.append(("tombstoneValues", .object(decoded)))
+        }
+        return .object(members)
     }
 
     /// A tombstone value as stored (its attribute's type is not applied: the column is untyped).
@@ -66,16 +71,6 @@ public final class HistoryWriter {
         case .real(let d): return .double(d)
         case .text(let s): return .string(String(s.prefix(4096)))
         case .blob(let b): return .object([("size", .int(b.count)), ("hex", .string(ValueDecoder.hex(b.prefix(64))))])
-        }
-    }
-
-    static func text(stored value: DatabaseValue) -> String {
-        switch value {
-        case .null: return "NULL"
-        case .integer(let i): return String(i)
-        case .real(let d): return String(d)
-        case .text(let s): return "\"" + String(s.prefix(80)) + (s.count > 80 ? "…" : "") + "\""
-        case .blob(let b): return "<\(b.count) bytes \(ValueDecoder.hex(b.prefix(16)))>"
         }
     }
 
@@ -98,8 +93,9 @@ public final class HistoryWriter {
             var line = "      \(c.type.name.padding(toLength: 6, withPad: " ", startingAt: 0))  \(c.entity)#\(c.pk.map(String.init) ?? "?")"
             if let updated = c.updatedProperties { line += "  {" + updated.joined(separator: ", ") + "}" }
             if let note = c.columnsNote { line += "  [\(note)\(c.columnsHex.map { "; ZCOLUMNS \($0)" } ?? "")]" }
-            if !c.tombstone.isEmpty {
-                line += "  kept " + c.tombstone.map { "\($0.name)=\(Self.text(stored: $0.value))" }.joined(separator: ", ")
+            if !c.tombstoneValues.isEmpty {
+                // Decoded by the preserved attribute's type, as `rows` shows values.
+                line += "  kept " + c.tombstoneValues.map { "\($0.name)=\(ValueRendering.inline($0.value))" }.joined(separator: ", ")
             }
             out += TextTable.sanitized(line) + "\n"
         }

@@ -79,6 +79,15 @@ public enum ValueRendering {
         }
     }
 
+    /// A value inside a line of text (`name "Stone"`, `kept uuid=…`): text quoted and cut at 80
+    /// characters, NULL spelled out, anything else as its cell cut at 120. Not sanitised: the
+    /// caller sanitises the whole line.
+    public static func inline(_ value: FieldValue) -> String {
+        if case .text(let s) = value { return "\"" + String(s.prefix(80)) + (s.count > 80 ? "…" : "") + "\"" }
+        let text = cell(value, nullText: "NULL")
+        return text.count > 120 ? String(text.prefix(119)) + "…" : text
+    }
+
     /// Pretty-printed JSON indented by `spaces`, for streaming members of a larger document.
     static func indented(_ value: JSONValue, by spaces: Int) -> String {
         let pad = String(repeating: " ", count: spaces)

@@ -193,28 +193,7 @@ public enum WALReport {
 
     // MARK: - --diff
 
-    public struct DiffEntry {
-        public let path: String
-        public let diff: WALDiff
-        public init(path: String, diff: WALDiff) { self.path = path; self.diff = diff }
-    }
-
-    public static func json(diffs: [DiffEntry]) -> JSONValue {
-        .object([
-            ("schemaVersion", .int(schemaVersion)),
-            ("stores", .array(diffs.map { entry in
-                let d = entry.diff
-                return .object([
-                    ("path", .string(entry.path)),
-                    ("from", .int(d.from)),
-                    ("to", .int(d.to)),
-                    ("tablesAdded", .array(d.tablesAdded.map(JSONValue.string))),
-                    ("tablesRemoved", .array(d.tablesRemoved.map(JSONValue.string))),
-                    ("changes", .array(d.groups.map(json(group:)))),
-                ])
-            })),
-        ])
-    }
+    // The documents themselves are written by `RecordDiffWriter`; these are the parts it shares.
 
     static func json(group g: WALDiff.Group) -> JSONValue {
         .object([
@@ -253,41 +232,6 @@ public enum WALReport {
         case .text(let s): .string(s)
         case .blob(let data): .string("x'" + data.map { String(format: "%02x", $0) }.joined() + "'")
         }
-    }
-
-    public static func text(diffs: [DiffEntry]) -> String {
-        diffs.map { entry in
-            let d = entry.diff
-            var out = "\(TextTable.sanitized(entry.path))\n"
-            out += "  changes from \(stateName(d.from)) to \(stateName(d.to))\n"
-            if !d.tablesAdded.isEmpty { out += "  tables added    \(d.tablesAdded.joined(separator: ", "))\n" }
-            if !d.tablesRemoved.isEmpty { out += "  tables removed  \(d.tablesRemoved.joined(separator: ", "))\n" }
-            let changed = d.groups.filter { !$0.isUnchanged }
-            let unchanged = d.groups.filter(\.isUnchanged)
-            if changed.isEmpty { out += "\n  no rows changed\n" }
-            for g in changed {
-                let name = g.entity.map { "\($0) (\(g.table))" } ?? g.table
-                out += "\n  \(TextTable.sanitized(name))\n"
-                out += "    \(g.insertedCount) inserted, \(g.updated.count) updated, \(g.deletedCount) deleted, \(g.unchanged) unchanged\n"
-                let keyName = g.keyColumns.joined(separator: ", ")
-                if !g.inserted.isEmpty { out += "    inserted   \(keyName) \(keyList(g.inserted))\n" }
-                if !g.deleted.isEmpty { out += "    deleted    \(keyName) \(keyList(g.deleted))\n" }
-                for row in g.updated.prefix(50) {
-                    let names = row.changedAttributes ?? row.changedColumns
-                    let what = names.isEmpty
-                        ? "only Z_OPT, the version counter (a to-many relationship changed on the other side, or the row was saved unchanged)"
-                        : TextTable.sanitized(names.joined(separator: ", "))
-                    out += "    updated    \(keyName) \(keyText(row.key)): \(what)\n"
-                }
-                if g.updated.count > 50 { out += "    … and \(g.updated.count - 50) more updated rows (see --format json)\n" }
-            }
-            if !unchanged.isEmpty {
-                out += "\n  unchanged  " + unchanged.map { g in
-                    "\(TextTable.sanitized(g.entity ?? g.table)) (\(g.unchanged))"
-                }.joined(separator: ", ") + "\n"
-            }
-            return out
-        }.joined(separator: "\n")
     }
 
     static func stateName(_ commit: Int) -> String {

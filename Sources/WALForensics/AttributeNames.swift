@@ -13,6 +13,11 @@ public enum AttributeNames {
               let model = try? ModelLoader.load(connection: connection, store: store),
               let map = try? SchemaMap.build(model: model, store: store, connection: connection)
         else { return [:] }
+        return of(map)
+    }
+
+    /// table → column → attribute or to-one relationship name, from a schema map already built.
+    public static func of(_ map: SchemaMap) -> [String: [String: String]] {
         var names: [String: [String: String]] = [:]
         func add(_ table: String, _ column: String?, _ name: String) {
             guard let column, names[table]?[column] == nil else { return }

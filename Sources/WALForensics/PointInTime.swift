@@ -143,3 +143,12 @@ extension WorkingCopy {
         return try PointInTime.open(evidence, commit: commit)
     }
 }
+
+extension PointInTime {
+    /// Removes the image of `commit` written in the evidence's working folder, once no connection
+    /// needs it (`wal --diff --each` keeps two states at a time, whatever the number of commits).
+    static func discardImage(_ evidence: WALEvidence, commit: Int) {
+        guard let folder = evidence.imageFolder else { return }
+        unlink(folder.appendingPathComponent("commit-\(min(commit, evidence.commitCount)).sqlite").path)
+    }
+}

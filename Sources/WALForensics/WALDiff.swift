@@ -64,8 +64,11 @@ public struct WALDiff: Sendable {
     ///   - to: the later state; nil is the last valid commit (the WAL view).
     ///   - attributeNames: table → column → attribute name, from the Core Data
     ///     model when one is known; unmapped columns are reported as they are.
+    ///   - onlyTables: compare only these tables (and tables added or removed), for a caller that
+    ///     knows which b-trees the pages in between belong to; the others are left out of `groups`.
     public static func compute(_ evidence: WALEvidence, from: Int? = nil, to: Int? = nil,
-                               attributeNames: [String: [String: String]] = [:]) throws(WALForensicsError) -> WALDiff {
+                               attributeNames: [String: [String: String]] = [:],
+                               onlyTables: Set<String>? = nil) throws(WALForensicsError) -> WALDiff {
         let available = evidence.commitCount
         let fromCommit = from ?? 0
         let toCommit = to ?? available
@@ -90,6 +93,7 @@ public struct WALDiff: Sendable {
             try connection.makeQueryOnly()
             _ = try connection.scalar("SELECT count(*) FROM \(Schema.later).sqlite_master")
             var differ = Differ(connection: connection, attributeNames: attributeNames)
+            differ.onlyTables = onlyTables
             return try differ.run(from: fromCommit, to: toCommit)
         } catch let error as WALForensicsError {
             throw error
@@ -111,6 +115,7 @@ private struct Differ {
     let connection: Connection
     let attributeNames: [String: [String: String]]
     var entityNames: [Int: String] = [:]
+    var onlyTables: Set<String>?
 
     init(connection: Connection, attributeNames: [String: [String: String]]) {
         self.connection = connection
@@ -130,7 +135,9 @@ private struct Differ {
 
         var entityGroups: [Int: WALDiff.Group] = [:]
         var tableGroups: [WALDiff.Group] = []
-        let all = Set(earlierTables).union(laterTables).sorted()
+        let all = Set(earlierTables).union(laterTables).sorted().filter { table in
+            onlyTables.map { $0.contains(table) || !earlierTables.contains(table) || !laterTables.contains(table) } ?? true
+        }
         for table in all {
             let earlierColumns = earlierTables.contains(table) ? try columns(of: table, in: WALDiff.Schema.earlier) : nil
             let laterColumns = laterTables.contains(table) ? try columns(of: table, in: WALDiff.Schema.later) : nil

@@ -150,4 +150,47 @@ struct AppleLayoutTests {
         #expect(kept.first?.value == .text("D951"))
         try session.finish()
     }
+
+    @Test("tombstones decode by their attribute's type, as rows shows values: a UUID, a date, a Boolean")
+    func tombstonesDecoded() throws {
+        var id = AttributeDescription("id", .uuid)
+        id.preservesValueOnDeletion = true
+        var when = AttributeDescription("createdAt", .date)
+        when.preservesValueOnDeletion = true
+        var flag = AttributeDescription("isDone", .boolean)
+        flag.preservesValueOnDeletion = true
+        let model = ModelDescription(entities: [EntityDescription("Task", attributes: [id, when, flag, .init("title", .string)])])
+        let folder = try TemporaryFolder("tombstones-decoded")
+        let url = folder.path("default.store")
+        let writer = try StoreWriter(url: url, model: model)
+        var pk = 0
+        try writer.transaction {
+            pk = try $0.insert("Task", ["id": .uuid(UUID()), "createdAt": .date(Date(timeIntervalSince1970: 1_722_000_000.25)),
+                                        "isDone": .bool(true), "title": .string("gone")])
+        }
+        try writer.transaction { try $0.delete("Task", pk: pk) }
+        try writer.close()
+
+        let session = try EvidenceSession()
+        defer { session.scratch.remove() }
+        let opened = try OpenedStore.open(try session.workingCopy(of: url), displayPath: url.path)
+        // The truth: what SQLite holds in the columns, in the model's tombstone order (createdAt, id, isDone).
+        let stored = try #require(try opened.connection.rows("SELECT ZTOMBSTONE0, ZTOMBSTONE1, ZTOMBSTONE2 FROM ACHANGE WHERE ZCHANGETYPE = 2").first)
+        var reader = try HistoryReader(connection: opened.connection, store: opened.store, model: opened.model)
+        var decoded: [(name: String, value: FieldValue)] = []
+        try reader.forEachTransaction { t in
+            for c in t.changes where c.type == .delete { decoded = c.tombstoneValues }
+        }
+        #expect(decoded.map(\.name) == ["createdAt", "id", "isDone"])
+        guard decoded.count == 3 else { return }
+        if case .date(let iso, let seconds) = decoded[0].value {
+            #expect(seconds == stored[0].double)
+            #expect(iso == ValueDecoder.iso8601(referenceSeconds: try #require(stored[0].double)))
+        } else { Issue.record("createdAt decodes as a date: \(decoded[0].value)") }
+        if case .uuid(let text) = decoded[1].value, let uuid = UUID(uuidString: text) {
+            #expect(stored[1] == .blob(withUnsafeBytes(of: uuid.uuid) { Data($0) }))
+        } else { Issue.record("id decodes as a UUID: \(decoded[1].value)") }
+        if case .bool(let b) = decoded[2].value { #expect(stored[2] == .integer(b ? 1 : 0)) } else { Issue.record("isDone decodes as a Boolean") }
+        try session.finish()
+    }
 }

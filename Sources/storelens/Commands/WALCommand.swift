@@ -1,4 +1,5 @@
 import Acquisition
+import CoreDataStore
 import Foundation
 import Reports
 import StoreFormats
@@ -14,26 +15,34 @@ struct WALCommand: Command {
         ignores (an unfinished transaction, damage, earlier WAL generations), the -shm state, and
         warnings. --as-of N --out FILE writes the database as it stood after commit N (0: the main
         file alone) as an ordinary SQLite file. --diff lists rows inserted, updated and deleted per
-        entity between the main file and the WAL view, or between commits --from N and --to M.
+        entity between the main file and the WAL view, or between commits --from N and --to M, each
+        record with its values decoded as `rows` shows them (deleted rows with their last values,
+        updated rows with old → new). --diff --each gives every commit's changes in one pass (commit k
+        against commit k-1) with the persistent-history transactions that commit wrote.
         """,
         arguments: [ArgumentSpec(name: "input", help: "A store file, an app container or .xcappdata folder, a tar or zip archive of one, or a Finder/iTunes backup folder.", repeating: true, optional: false)],
-        options: [CommonOptions.formatWithMarkdown,
+        options: [OptionSpec.value("--format", "-f", valueName: "format",
+                                   help: "Output format: text, json, markdown (the report only), jsonl or csv (--diff only).",
+                                   allowed: ["text", "json", "markdown", "jsonl", "csv"], default: "text"),
                   OptionSpec.value("--as-of", valueName: "commit", help: "With --out: the commit to write the database as of (0: the main file alone; default: the last commit)."),
                   OptionSpec.value("--out", valueName: "file", help: "Write the point-in-time database to this new file (never overwritten)."),
                   OptionSpec.flag("--diff", help: "List the rows the WAL inserted, updated and deleted, per entity."),
                   OptionSpec.value("--from", valueName: "commit", help: "With --diff: the earlier state (default 0, the main file alone)."),
                   OptionSpec.value("--to", valueName: "commit", help: "With --diff: the later state (default: the last commit)."),
+                  OptionSpec.flag("--each", help: "With --diff: every commit's changes in one pass (commit k against k-1), with its history transactions."),
                   OptionSpec.flag("--no-integrity-check", help: "Skip SQLite's quick_check of the WAL view (faster on very large stores).")]
             + CommonOptions.input,
         examples: ["storelens wal default.store",
                    "storelens wal default.store --as-of 12 --out /tmp/default-commit12.sqlite",
                    "storelens wal default.store --diff",
-                   "storelens wal default.store --diff --from 3 --to 7 --format json"])
+                   "storelens wal default.store --diff --from 3 --to 7 --format json",
+                   "storelens wal default.store --diff --each --format jsonl"])
 
     enum Mode {
         case report
         case write(commit: Int?, output: String)
         case diff(from: Int?, to: Int?)
+        case each
     }
 
     let paths: [String]
@@ -63,9 +72,17 @@ struct WALCommand: Command {
             guard asOf == nil, out == nil else {
                 throw .invalid("--diff cannot be combined with --as-of or --out; use --from and --to to choose the commits to compare.")
             }
-            mode = .diff(from: from, to: to)
+            if parsed.flag("--each") {
+                guard from == nil, to == nil else {
+                    throw .invalid("--each compares every commit with the one before it; leave out --from and --to (or drop --each to compare two commits).")
+                }
+                mode = .each
+            } else {
+                mode = .diff(from: from, to: to)
+            }
         } else {
             guard from == nil, to == nil else { throw .invalid("--from and --to choose the commits for --diff; add --diff.") }
+            guard !parsed.flag("--each") else { throw .invalid("--each lists every commit's changes; add --diff.") }
             if let out {
                 guard !out.isEmpty else { throw .invalid("--out needs a file name.") }
                 mode = .write(commit: asOf, output: out)
@@ -76,7 +93,13 @@ struct WALCommand: Command {
             }
         }
         if format == "markdown" {
-            guard case .report = mode else { throw .invalid("--format markdown is for the WAL report; use text or json with --diff and --out.") }
+            guard case .report = mode else { throw .invalid("--format markdown is for the WAL report; use text, json, jsonl or csv with --diff, and text or json with --out.") }
+        }
+        if format == "jsonl" || format == "csv" {
+            switch mode {
+            case .diff, .each: break
+            default: throw .invalid("--format \(format) lists changed records; use it with --diff (the report and --out take text or json).")
+            }
         }
     }
 
@@ -113,15 +136,41 @@ struct WALCommand: Command {
             }
 
         case .diff(let from, let to):
-            var entries: [WALReport.DiffEntry] = []
+            // Every store is read before anything is printed, so a failure leaves no half document.
+            var diffs: [(String, RecordDiffWriter.Position, RecordDiff)] = []
             for store in stores {
                 let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
-                let names = try WorkingFolderFailure.unlessOurs { try PointInTime.open(evidence, commit: to) }.map(AttributeNames.read) ?? [:]
-                entries.append(.init(path: store.displayPath,
-                                     diff: try WALDiff.compute(evidence, from: from, to: to, attributeNames: names)))
+                let diff = try RecordDiff.compute(evidence, from: from, to: to, decoder: Self.decoder(store.copy))
+                diffs.append((store.displayPath, .init(from: diff.diff.from, to: diff.diff.to), diff))
             }
             try session.finish()
-            output.write(format == "json" ? WALReport.json(diffs: entries).rendered() + "\n" : WALReport.text(diffs: entries))
+            let writer = RecordDiffWriter(format: RecordDiffWriter.Format(rawValue: format) ?? .text, each: false, write: output.write)
+            writer.begin()
+            for (path, position, diff) in diffs {
+                writer.beginStore(path: path)
+                writer.add(path: path, position: position, diff: diff)
+                writer.endStore()
+            }
+            writer.end()
+
+        case .each:
+            // Streamed: one commit's diff is printed and dropped before the next is built.
+            let writer = RecordDiffWriter(format: RecordDiffWriter.Format(rawValue: format) ?? .text, each: true, write: output.write)
+            writer.begin()
+            for store in stores {
+                let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
+                writer.beginStore(path: store.displayPath)
+                try RecordDiff.forEachCommit(evidence, decoder: Self.decoder(store.copy)) { commit, diff in
+                    let transaction = evidence.wal?.transactions[commit - 1]
+                    writer.add(path: store.displayPath,
+                               position: .init(from: commit - 1, to: commit, firstFrame: transaction?.firstFrame,
+                                               commitFrame: transaction?.commitFrame),
+                               diff: diff)
+                }
+                writer.endStore()
+            }
+            writer.end()
+            try session.finish()
 
         case .write(let commit, let out):
             guard stores.count == 1, let store = stores.first else {
@@ -142,6 +191,11 @@ struct WALCommand: Command {
         }
         if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
         return .success
+    }
+
+    /// Values decode as `rows` decodes them: external data looked up in the original's support folder.
+    static func decoder(_ copy: WorkingCopy) -> ValueDecoder {
+        ValueDecoder(supportFolder: copy.family.supportFolder, storeBaseName: copy.family.main.deletingPathExtension().lastPathComponent)
     }
 
     static func seconds(_ duration: Duration) -> String {

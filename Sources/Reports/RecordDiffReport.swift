@@ -1,0 +1,286 @@
+import CoreDataStore
+import Foundation
+import SQLiteAccess
+import WALForensics
+
+/// `wal --diff` record by record: every inserted, updated and deleted row with its values (as
+/// `rows` prints them), for one diff or, with `--each`, for every commit in turn. Written as each
+/// diff arrives, so `--each` holds one commit's changes at a time.
+///
+/// - `text`: per entity the counts and keys, then one line per record (`+` inserted, `~` updated
+///   with old → new, `-` deleted with its last values); history tables are only counted (the
+///   transaction line shows them).
+/// - `json`: one document (docs/json-output.md, `wal --diff`).
+/// - `jsonl`: one flat object per changed record.
+/// - `csv`: one line per changed property of each record, formula cells neutralised.
+public final class RecordDiffWriter {
+    public enum Format: String, Sendable, CaseIterable {
+        case text, json, jsonl, csv
+    }
+
+    /// Where a diff sits in the WAL: the states compared and, for `--each`, the commit's frames.
+    public struct Position: Sendable {
+        public let from: Int
+        public let to: Int
+        /// The commit's first and commit frame (nil for commit 0, or when comparing a range).
+        public let firstFrame: Int?
+        public let commitFrame: Int?
+        public init(from: Int, to: Int, firstFrame: Int? = nil, commitFrame: Int? = nil) {
+            self.from = from
+            self.to = to
+            self.firstFrame = firstFrame
+            self.commitFrame = commitFrame
+        }
+    }
+
+    /// Records shown per entity in text; the rest are counted (every record is in the other formats).
+    public static let textRecordLimit = 200
+    /// Tables of persistent history, counted rather than listed in text.
+    static let historyTables: Set<String> = ["ATRANSACTION", "ACHANGE", "ATRANSACTIONSTRING"]
+
+    let format: Format
+    let each: Bool
+    let write: (String) -> Void
+    private var stores = 0
+    private var diffsInStore = 0
+    public private(set) var records = 0
+
+    /// - Parameter each: the document lists commits (`--each`) rather than one diff per store.
+    public init(format: Format, each: Bool, write: @escaping (String) -> Void) {
+        self.format = format
+        self.each = each
+        self.write = write
+    }
+
+    public func begin() {
+        switch format {
+        case .json: write("{\n  \"schemaVersion\": \(WALReport.schemaVersion),\n  \"stores\": [")
+        case .csv: write(Self.csvHeader.map(csvCell).joined(separator: ",") + "\r\n")
+        case .text, .jsonl: break
+        }
+    }
+
+    public func beginStore(path: String) {
+        stores += 1
+        diffsInStore = 0
+        switch format {
+        case .json where each:
+            var name = ""
+            JSONValue.escape(path, into: &name)
+            write((stores == 1 ? "\n" : ",\n") + "    {\n      \"path\": \(name),\n      \"commits\": [")
+        case .text:
+            write((stores == 1 ? "" : "\n") + TextTable.sanitized(path) + "\n")
+        case .json, .jsonl, .csv: break
+        }
+    }
+
+    public func add(path: String, position: Position, diff: RecordDiff) {
+        diffsInStore += 1
+        records += diff.groups.reduce(0) { $0 + $1.records.count }
+        switch format {
+        case .json where each:
+            write((diffsInStore == 1 ? "\n" : ",\n") + ValueRendering.indented(Self.json(position: position, diff: diff, changedOnly: true), by: 8))
+        case .json:
+            // One diff per store, in the layout `wal --diff` has always had (records and transactions added).
+            guard case .object(let members) = Self.json(position: position, diff: diff) else { return }
+            let store = JSONValue.object([("path", .string(path))] + members.filter { !["commit", "firstFrame", "commitFrame"].contains($0.0) })
+            write((stores == 1 ? "\n" : ",\n") + ValueRendering.indented(store, by: 4))
+        case .jsonl:
+            for line in Self.jsonLines(path: path, position: position, diff: diff) { write(line.rendered(pretty: false) + "\n") }
+        case .csv:
+            for row in csvRows(path: path, position: position, diff: diff) { write(row.map(csvCell).joined(separator: ",") + "\r\n") }
+        case .text:
+            write(text(position: position, diff: diff))
+        }
+    }
+
+    public func endStore() {
+        if format == .json, each { write((diffsInStore == 0 ? "]\n" : "\n      ]\n") + "    }") }
+        if format == .text, each, diffsInStore == 0 { write("  no commits in the WAL\n") }
+    }
+
+    public func end() {
+        if format == .json { write((stores == 0 ? "]\n" : "\n  ]\n") + "}\n") }
+    }
+
+    // MARK: - JSON
+
+    /// - Parameter changedOnly: leave out groups with no change (`--each`: most entities are untouched by one commit).
+    static func json(position: Position, diff: RecordDiff, changedOnly: Bool = false) -> JSONValue {
+        var members: [(String, JSONValue)] = [("from", .int(position.from)), ("to", .int(position.to))]
+        if position.from + 1 == position.to {
+            members.append(("commit", .int(position.to)))
+            members.append(("firstFrame", .optional(position.firstFrame)))
+            members.append(("commitFrame", .optional(position.commitFrame)))
+        }
+        members += [
+            ("transactions", diff.transactions.map { .array($0.map(HistoryWriter.json)) } ?? .null),
+            ("tablesAdded", .array(diff.diff.tablesAdded.map(JSONValue.string))),
+            ("tablesRemoved", .array(diff.diff.tablesRemoved.map(JSONValue.string))),
+            ("changes", .array(diff.groups.filter { !changedOnly || !$0.group.isUnchanged }.map { entry in
+                guard case .object(var group) = WALReport.json(group: entry.group) else { return .null }
+                group.append(("records", .array(entry.records.map(json(record:)))))
+                return .object(group)
+            })),
+        ]
+        return .object(members)
+    }
+
+    /// One record: kind, key, and its values (inserted, deleted) or its changes (updated).
+    static func json(record r: RecordChange) -> JSONValue {
+        var members: [(String, JSONValue)] = [("change", .string(r.kind.rawValue))]
+        members.append(contentsOf: keyMembers(r))
+        switch r.kind {
+        case .inserted, .deleted:
+            members.append(("values", .object(r.values.map { ($0.name, ValueRendering.json($0.value)) })))
+        case .updated:
+            members.append(("changes", .object(r.changes.map { ($0.name, .object([("old", ValueRendering.json($0.old)),
+                                                                                    ("new", ValueRendering.json($0.new))])) })))
+            members.append(("changedColumns", .array(r.changedColumns.map(JSONValue.string))))
+        }
+        return .object(members)
+    }
+
+    /// `pk` for a record matched on `Z_PK`, else `key` (the key columns' values).
+    static func keyMembers(_ r: RecordChange) -> [(String, JSONValue)] {
+        if let pk = r.pk { return [("pk", Int(exactly: pk).map(JSONValue.int) ?? .string(String(pk)))] }
+        return [("key", .array(r.key.map(WALReport.json(value:))))]
+    }
+
+    static func jsonLines(path: String, position: Position, diff: RecordDiff) -> [JSONValue] {
+        let transactionIDs: JSONValue = diff.transactions.map { .array($0.map { Int(exactly: $0.id).map(JSONValue.int) ?? .null }) } ?? .null
+        return diff.groups.flatMap { entry in
+            entry.records.map { r in
+                guard case .object(let body) = json(record: r) else { return JSONValue.null }
+                return .object([("path", .string(path)), ("from", .int(position.from)), ("commit", .int(position.to)),
+                                ("commitFrame", .optional(position.commitFrame)),
+                                ("entity", .optional(r.entity)), ("table", .string(r.table))]
+                               + body + [("transactions", transactionIDs)])
+            }
+        }
+    }
+
+    // MARK: - CSV
+
+    static let csvHeader = ["path", "from", "commit", "commitFrame", "entity", "table", "pk", "change", "property", "old", "new"]
+
+    func csvRows(path: String, position: Position, diff: RecordDiff) -> [[String]] {
+        var rows: [[String]] = []
+        for entry in diff.groups {
+            for r in entry.records {
+                let key = r.pk.map(String.init) ?? WALReport.keyText(r.key)
+                let lead = [path, String(position.from), String(position.to), position.commitFrame.map(String.init) ?? "",
+                            r.entity ?? "", r.table, key, r.kind.rawValue]
+                var cells: [(String, String, String)] = []
+                switch r.kind {
+                case .inserted: cells = r.values.map { ($0.name, "", ValueRendering.cell($0.value)) }
+                case .deleted: cells = r.values.map { ($0.name, ValueRendering.cell($0.value), "") }
+                case .updated: cells = r.changes.map { ($0.name, ValueRendering.cell($0.old), ValueRendering.cell($0.new)) }
+                }
+                if cells.isEmpty { rows.append(lead + ["", "", ""]) }
+                for (name, old, new) in cells { rows.append(lead + [name, old, new]) }
+            }
+        }
+        return rows
+    }
+
+    private func csvCell(_ s: String) -> String {
+        RowsWriter.csvField(RowsWriter.neutralisingFormula(s))
+    }
+
+    // MARK: - Text
+
+    func text(position: Position, diff: RecordDiff) -> String {
+        var out = ""
+        if each {
+            let frames = position.firstFrame.flatMap { first in position.commitFrame.map { first == $0 ? "frame \($0)" : "frames \(first)-\($0)" } }
+            out += "\n  commit \(position.to)" + (frames.map { " (\($0))" } ?? "") + "\n"
+        } else {
+            out += "  changes from \(WALReport.stateName(position.from)) to \(WALReport.stateName(position.to))\n"
+        }
+        let indent = each ? "    " : "  "
+        if let transactions = diff.transactions {
+            for t in transactions.prefix(Self.textRecordLimit) { out += indent + Self.text(transaction: t) + "\n" }
+            if transactions.count > Self.textRecordLimit {
+                out += indent + "… and \(transactions.count - Self.textRecordLimit) more history transactions (see --format json)\n"
+            }
+            if transactions.isEmpty, each { out += indent + "history  (no transaction recorded in this commit)\n" }
+        }
+        let d = diff.diff
+        if !d.tablesAdded.isEmpty { out += indent + "tables added    " + TextTable.sanitized(d.tablesAdded.joined(separator: ", ")) + "\n" }
+        if !d.tablesRemoved.isEmpty { out += indent + "tables removed  " + TextTable.sanitized(d.tablesRemoved.joined(separator: ", ")) + "\n" }
+        let changed = diff.groups.filter { !$0.group.isUnchanged }
+        if changed.isEmpty { out += (each ? "" : "\n") + indent + "no rows changed\n" }
+        var history: [String] = []
+        for entry in changed {
+            let g = entry.group
+            if Self.historyTables.contains(g.table.uppercased()) {
+                history.append("\(g.table) " + Self.counts(g))
+                continue
+            }
+            let name = g.entity.map { "\($0) (\(g.table))" } ?? g.table
+            if each {
+                out += indent + TextTable.sanitized(name) + ": " + Self.counts(g) + "\n"
+            } else {
+                // The summary `--diff` has always printed, then the records.
+                out += "\n" + indent + TextTable.sanitized(name) + "\n"
+                out += indent + "  \(g.insertedCount) inserted, \(g.updated.count) updated, \(g.deletedCount) deleted, \(g.unchanged) unchanged\n"
+                let keyName = TextTable.sanitized(g.keyColumns.joined(separator: ", "))
+                if !g.inserted.isEmpty { out += indent + "  inserted   \(keyName) \(WALReport.keyList(g.inserted))\n" }
+                if !g.deleted.isEmpty { out += indent + "  deleted    \(keyName) \(WALReport.keyList(g.deleted))\n" }
+            }
+            if g.keyColumns.isEmpty {
+                out += indent + "  (no key: rows are compared whole and only counted)\n"
+            }
+            for r in entry.records.prefix(Self.textRecordLimit) { out += indent + "  " + Self.text(record: r) + "\n" }
+            if entry.records.count > Self.textRecordLimit {
+                out += indent + "  … and \(entry.records.count - Self.textRecordLimit) more (see --format jsonl)\n"
+            }
+        }
+        if !history.isEmpty { out += (each ? "" : "\n") + indent + "history rows  " + TextTable.sanitized(history.joined(separator: "; ")) + "\n" }
+        if !each {
+            let unchanged = diff.groups.filter { $0.group.isUnchanged }
+            if !unchanged.isEmpty {
+                out += "\n  unchanged  " + unchanged.map { TextTable.sanitized($0.group.entity ?? $0.group.table) + " (\($0.group.unchanged))" }
+                    .joined(separator: ", ") + "\n"
+            }
+        }
+        return out
+    }
+
+    static func counts(_ g: WALDiff.Group) -> String {
+        var parts: [String] = []
+        if g.insertedCount > 0 { parts.append("\(g.insertedCount) inserted") }
+        if !g.updated.isEmpty { parts.append("\(g.updated.count) updated") }
+        if g.deletedCount > 0 { parts.append("\(g.deletedCount) deleted") }
+        parts.append("\(g.unchanged) unchanged")
+        return parts.joined(separator: ", ")
+    }
+
+    static func text(transaction t: HistoryTransaction) -> String {
+        var facts = ["history #\(t.id)", t.timestamp ?? "(no timestamp)"]
+        if let b = t.bundleID { facts.append("bundle \(b)") }
+        if let p = t.processName { facts.append("process \(p)") }
+        if let a = t.author { facts.append("author \(a)") }
+        if let c = t.contextName { facts.append("context \(c)") }
+        facts.append("\(t.changes.count) change\(t.changes.count == 1 ? "" : "s")")
+        return TextTable.sanitized(facts.joined(separator: "  "))
+    }
+
+    /// `+ Item#7  name "Wooden Chest", craftingRecipe CraftingRecipe#3`, `~ … name "a" → "b"`, `- …`.
+    static func text(record r: RecordChange) -> String {
+        let label: String
+        if let entity = r.entity, let pk = r.pk { label = "\(entity)#\(pk)" } else { label = "\(r.table) \(WALReport.keyText(r.key))" }
+        let body: String
+        switch r.kind {
+        case .inserted, .deleted:
+            body = r.values.map { "\($0.name) \(ValueRendering.inline($0.value))" }.joined(separator: ", ")
+        case .updated:
+            body = r.changes.isEmpty
+                ? (r.changedColumns == ["Z_OPT"] ? "only Z_OPT, the version counter" : "columns " + r.changedColumns.joined(separator: ", "))
+                : r.changes.map { "\($0.name) \(ValueRendering.inline($0.old)) → \(ValueRendering.inline($0.new))" }.joined(separator: ", ")
+        }
+        let mark = r.kind == .inserted ? "+" : (r.kind == .deleted ? "-" : "~")
+        return TextTable.sanitized("\(mark) \(label)  \(body)")
+    }
+}

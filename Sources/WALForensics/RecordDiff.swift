@@ -1,0 +1,326 @@
+import CoreDataStore
+import Foundation
+import SQLiteAccess
+import StoreFormats
+
+/// One changed record between two states of a store, with its values decoded as `rows` shows them.
+public struct RecordChange: Sendable {
+    public enum Kind: String, Sendable {
+        case inserted, updated, deleted
+    }
+
+    /// A property (or, for a table without a model, a column) and its value.
+    public struct Value: Sendable {
+        public let name: String
+        public let value: FieldValue
+    }
+
+    /// A property whose stored value changed.
+    public struct Change: Sendable {
+        public let name: String
+        public let old: FieldValue
+        public let new: FieldValue
+    }
+
+    public let kind: Kind
+    /// The Core Data entity (the row's own `Z_ENT`), or nil for a table without `Z_ENT`.
+    public let entity: String?
+    public let table: String
+    /// The values of the group's key columns (`Z_PK` for entity tables).
+    public let key: WALDiff.RowKey
+    /// Inserted: the values after; deleted: the last values before the delete; updated: empty.
+    public let values: [Value]
+    /// Updated: old → new for each property whose columns changed (`Z_OPT` left out).
+    public let changes: [Change]
+    /// Updated: the raw columns that differ, `Z_OPT` included.
+    public let changedColumns: [String]
+
+    /// The primary key, when the record is matched on a single integer key.
+    public var pk: Int64? {
+        guard key.count == 1, case .integer(let value) = key[0] else { return nil }
+        return value
+    }
+}
+
+/// What changed between two states of a store, record by record: every inserted, updated and
+/// deleted row with its decoded values (through the store's model and `RowReader`, as `rows`
+/// decodes them; tables the model does not describe are shown column by column as stored).
+public struct RecordDiff: Sendable {
+    /// The key-level diff the records were read for.
+    public let diff: WALDiff
+    /// One entry per `diff.groups` element, in the same order.
+    public let groups: [GroupRecords]
+    /// The persistent-history transactions the later state holds that the earlier one does not
+    /// (the ATRANSACTION rows inserted between them); nil when the later state has no history.
+    public let transactions: [HistoryTransaction]?
+
+    public struct GroupRecords: Sendable {
+        public let group: WALDiff.Group
+        /// Inserted, then updated, then deleted, each in key order. Tables compared whole (no key)
+        /// have no records, only counts.
+        public let records: [RecordChange]
+    }
+
+    /// The store after commit `from` against the store after commit `to`, record by record.
+    ///
+    /// - Parameters:
+    ///   - from: 0 (the main file alone, the default) up to the number of commits.
+    ///   - to: the later state; nil is the last valid commit.
+    ///   - decoder: how values are decoded (points at the original's support folder for external data).
+    public static func compute(_ evidence: WALEvidence, from: Int? = nil, to: Int? = nil,
+                               decoder: ValueDecoder = ValueDecoder(supportFolder: nil)) throws(WALForensicsError) -> RecordDiff {
+        let earlier = try StateReader(evidence, commit: from ?? 0, option: "--from", decoder: decoder)
+        let later = try StateReader(evidence, commit: to ?? evidence.commitCount, option: "--to", decoder: decoder)
+        return try compute(evidence, earlier: earlier, later: later)
+    }
+
+    /// Every commit's diff in one pass: commit k against commit k − 1, from the first commit to the
+    /// last, handed to `body` one at a time. Only two states are open at once; each state's image
+    /// (in the working folder when the evidence has one) is removed as soon as it is no longer needed.
+    ///
+    /// Only the tables whose b-trees hold the pages a commit wrote are compared (the pages are
+    /// mapped to tables as `wal` maps them, commit by commit), so a commit that touched one small
+    /// table costs little however large the others are; groups of other tables are left out. When
+    /// the pages cannot be mapped (damage, pages nothing reaches) or the schema changed, every
+    /// table is compared.
+    public static func forEachCommit(_ evidence: WALEvidence, decoder: ValueDecoder = ValueDecoder(supportFolder: nil),
+                                     _ body: (_ commit: Int, RecordDiff) throws -> Void) throws {
+        let count = evidence.commitCount
+        guard count > 0, let wal = evidence.wal else { return }
+        let tracker = try? PageOwnershipTracker(mainFile: evidence.mainFile, wal: wal, walData: evidence.walData)
+        var earlier = try StateReader(evidence, commit: 0, option: "--from", decoder: decoder)
+        for commit in 1...count {
+            let later = try StateReader(evidence, commit: commit, option: "--to", decoder: decoder)
+            var touched: Set<String>?
+            if let tracker, tracker.advance(), tracker.commit == commit, tracker.problems.isEmpty, tracker.unaccountedPages.isEmpty {
+                touched = Set(wal.transactions[commit - 1].pages.compactMap { tracker.use(of: $0)?.object?.tableName })
+            }
+            let diff = try compute(evidence, earlier: earlier, later: later, onlyTables: touched)
+            let previous = earlier.commit
+            earlier = later
+            PointInTime.discardImage(evidence, commit: previous)
+            try body(commit, diff)
+        }
+        PointInTime.discardImage(evidence, commit: count)
+    }
+
+    static func compute(_ evidence: WALEvidence, earlier: StateReader, later: StateReader,
+                        onlyTables: Set<String>? = nil) throws(WALForensicsError) -> RecordDiff {
+        let names = later.map.map(AttributeNames.of) ?? [:]
+        do {
+            // A schema change (a table created, dropped or altered) is compared in full.
+            let same = try earlier.schema() == later.schema()
+            let diff = try WALDiff.compute(evidence, from: earlier.commit, to: later.commit, attributeNames: names,
+                                           onlyTables: same ? onlyTables : nil)
+            var groups: [GroupRecords] = []
+            var transactionIDs: [Int64] = []
+            for group in diff.groups {
+                groups.append(GroupRecords(group: group, records: try records(of: group, earlier: earlier, later: later)))
+                if group.table == "ATRANSACTION", group.keyColumns == ["Z_PK"] {
+                    transactionIDs += group.inserted.compactMap { $0.first?.int64 }
+                }
+            }
+            // Damaged history tables leave the transactions out (null), not the diff.
+            let transactions = (try? later.transactions(transactionIDs)) ?? nil
+            return RecordDiff(diff: diff, groups: groups, transactions: transactions)
+        } catch let error as WALForensicsError {
+            throw error
+        } catch let error as SQLiteError {
+            throw .sqlite(path: evidence.displayPath, error)
+        } catch {
+            throw .sqlite(path: evidence.displayPath, SQLiteError(extendedCode: 1, message: "\(error)"))
+        }
+    }
+
+    static func records(of group: WALDiff.Group, earlier: StateReader, later: StateReader) throws -> [RecordChange] {
+        guard !group.keyColumns.isEmpty else { return [] }
+        var out: [RecordChange] = []
+        out.reserveCapacity(group.inserted.count + group.updated.count + group.deleted.count)
+        for (key, values) in try later.values(of: group, keys: group.inserted) {
+            out.append(RecordChange(kind: .inserted, entity: group.entity, table: group.table, key: key, values: values,
+                                    changes: [], changedColumns: []))
+        }
+        if !group.updated.isEmpty {
+            let keys = group.updated.map(\.key)
+            let before = Dictionary(try earlier.columnValues(of: group, keys: keys), uniquingKeysWith: { a, _ in a })
+            let after = Dictionary(try later.columnValues(of: group, keys: keys), uniquingKeysWith: { a, _ in a })
+            for row in group.updated {
+                let changed = Set(row.changedColumns)
+                let old = before[row.key] ?? []
+                let new = after[row.key] ?? []
+                var changes: [RecordChange.Change] = []
+                var oldByName: [String: StateReader.ColumnValue] = [:]
+                for value in old where oldByName[value.name] == nil { oldByName[value.name] = value }
+                for value in new where !value.columns.isEmpty && value.columns.contains(where: changed.contains) {
+                    changes.append(.init(name: value.name, old: oldByName[value.name]?.value ?? .null, new: value.value))
+                }
+                out.append(RecordChange(kind: .updated, entity: group.entity, table: group.table, key: row.key, values: [],
+                                        changes: changes, changedColumns: row.changedColumns))
+            }
+        }
+        for (key, values) in try earlier.values(of: group, keys: group.deleted) {
+            out.append(RecordChange(kind: .deleted, entity: group.entity, table: group.table, key: key, values: values,
+                                    changes: [], changedColumns: []))
+        }
+        return out
+    }
+}
+
+/// One state of a store opened for reading values: its connection and, for a Core Data store whose
+/// model can be read, its schema map, so rows decode exactly as `rows` decodes them.
+final class StateReader {
+    let commit: Int
+    let connection: Connection
+    let store: CoreDataStore?
+    let map: SchemaMap?
+    let decoder: ValueDecoder
+    private var rowReaders: [Int: RowReader?] = [:]
+    private var tableColumns: [String: [String]] = [:]
+    private var shown: [String: Set<String>] = [:]
+
+    /// A value with the stored columns it was decoded from (empty: not compared).
+    struct ColumnValue {
+        let name: String
+        let value: FieldValue
+        let columns: [String]
+    }
+
+    init(_ evidence: WALEvidence, commit: Int, option: String, decoder: ValueDecoder) throws(WALForensicsError) {
+        let available = evidence.commitCount
+        guard commit >= 0, commit <= available else {
+            throw .commitOutOfRange(path: evidence.displayPath, option: option, requested: commit, available: available)
+        }
+        self.commit = commit
+        self.decoder = decoder
+        connection = try PointInTime.open(evidence, commit: commit, option: option)
+        // A store whose model cannot be read is still diffed, column by column.
+        let store = (try? CoreDataStore.read(connection)) ?? nil
+        self.store = store
+        if let store, let model = try? ModelLoader.load(connection: connection, store: store) {
+            map = try? SchemaMap.build(model: model, store: store, connection: connection, path: evidence.displayPath)
+        } else {
+            map = nil
+        }
+    }
+
+    /// The schema's rows, to tell whether two states share one schema.
+    func schema() throws -> [[DatabaseValue]] {
+        try connection.rows("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name").map(\.values)
+    }
+
+    /// The reader for one concrete entity of `table`, or nil when the model does not describe it there.
+    func rowReader(entity number: Int?, table: String) -> RowReader? {
+        guard let number, let map else { return nil }
+        if let cached = rowReaders[number] { return cached }
+        var reader: RowReader?
+        if let mapping = map.entity(number: number), mapping.table == table, mapping.tableExists {
+            reader = RowReader(map: map, entity: mapping, decoder: decoder)
+        }
+        rowReaders[number] = reader
+        return reader
+    }
+
+    /// The rows of `group` with these keys, decoded; keys this state lacks are left out.
+    func values(of group: WALDiff.Group, keys: [WALDiff.RowKey]) throws -> [(WALDiff.RowKey, [RecordChange.Value])] {
+        try columnValues(of: group, keys: keys).map { key, values in
+            (key, values.map { RecordChange.Value(name: $0.name, value: $0.value) })
+        }
+    }
+
+    func columnValues(of group: WALDiff.Group, keys: [WALDiff.RowKey]) throws -> [(WALDiff.RowKey, [ColumnValue])] {
+        guard !keys.isEmpty else { return [] }
+        if group.keyColumns == ["Z_PK"], let reader = rowReader(entity: group.entityNumber, table: group.table) {
+            // A model that does not fit the table (a column it maps is missing) must not cost the
+            // diff: the rows are then shown column by column, as for a table without a model.
+            if let decoded = try? decodedValues(of: group, keys: keys, reader: reader) { return decoded }
+        }
+        let all = try columns(of: group.table)
+        let bookkeeping: Set<String> = group.keyColumns == ["Z_PK"] ? ["Z_PK", "Z_ENT", "Z_OPT"] : []
+        return try rawValues(table: group.table, keyColumns: group.keyColumns, columns: all.filter { !bookkeeping.contains($0) }, keys: keys)
+    }
+
+    /// The rows through the rows reader, plus the columns no property shows.
+    func decodedValues(of group: WALDiff.Group, keys: [WALDiff.RowKey], reader: RowReader) throws -> [(WALDiff.RowKey, [ColumnValue])] {
+        var rows: [(WALDiff.RowKey, [ColumnValue])] = []
+        let pks = keys.compactMap { $0.first?.int64 }
+        let columns = reader.fields.map { RowReader.columns(of: $0).compactMap { $0 } }
+        // Columns no entity of the table shows as a property (order keys, columns an older model
+        // left, unknown ones) are shown as stored, by column name.
+        let covered = shownColumns(table: group.table)
+        let extra = try self.columns(of: group.table).filter { !covered.contains($0) }
+        let raw = extra.isEmpty ? [:] : Dictionary(try rawValues(table: group.table, keyColumns: ["Z_PK"], columns: extra, keys: keys),
+                                                   uniquingKeysWith: { a, _ in a })
+        try reader.forEach(connection, primaryKeys: pks) { row in
+            let key: WALDiff.RowKey = [.integer(row.pk)]
+            var values = zip(row.values, row.fieldIndexes).map { value, index in
+                ColumnValue(name: value.name, value: value.value, columns: columns[index])
+            }
+            values += raw[key] ?? []
+            rows.append((key, values))
+        }
+        return rows
+    }
+
+    /// The columns the rows reader shows as properties for any entity stored in `table`, with
+    /// Core Data's bookkeeping columns (a sibling entity's columns are not unknown columns).
+    func shownColumns(table: String) -> Set<String> {
+        if let cached = shown[table] { return cached }
+        var columns: Set<String> = ["Z_PK", "Z_ENT", "Z_OPT"]
+        for mapping in map?.entities ?? [] where mapping.table == table {
+            guard let map else { break }
+            for field in RowReader(map: map, entity: mapping, decoder: decoder).fields {
+                columns.formUnion(RowReader.columns(of: field).compactMap { $0 })
+            }
+        }
+        shown[table] = columns
+        return columns
+    }
+
+    func columns(of table: String) throws -> [String] {
+        if let cached = tableColumns[table] { return cached }
+        let names = try connection.rows("SELECT name FROM pragma_table_info(?) ORDER BY cid", [.text(table)]).compactMap { $0[0].string }
+        tableColumns[table] = names
+        return names
+    }
+
+    /// Columns as stored (`ValueDecoder.natural`), for rows matched on `keyColumns`, a bounded
+    /// number of keys per statement.
+    func rawValues(table: String, keyColumns: [String], columns: [String], keys: [WALDiff.RowKey]) throws -> [(WALDiff.RowKey, [ColumnValue])] {
+        let present = Set(try self.columns(of: table))
+        let wanted = columns.filter(present.contains)
+        guard !keyColumns.isEmpty, keyColumns.allSatisfy(present.contains) else { return [] }
+        let keyList = keyColumns.map(Identifier.quoted).joined(separator: ", ")
+        let select = (keyColumns + wanted).map(Identifier.quoted).joined(separator: ", ")
+        let tuple = "(" + keyColumns.map { _ in "?" }.joined(separator: ", ") + ")"
+        let chunk = max(1, 500 / keyColumns.count)
+        var rows: [(WALDiff.RowKey, [ColumnValue])] = []
+        for start in stride(from: 0, to: keys.count, by: chunk) {
+            let part = keys[start ..< min(start + chunk, keys.count)]
+            let sql = "SELECT \(select) FROM \(Identifier.quoted(table)) WHERE (\(keyList)) IN (VALUES "
+                + part.map { _ in tuple }.joined(separator: ", ") + ") ORDER BY \(keyList)"
+            for row in try connection.rows(sql, part.flatMap { $0 }) {
+                let values = row.values
+                let key = Array(values.prefix(keyColumns.count))
+                rows.append((key, zip(wanted, values.dropFirst(keyColumns.count)).map {
+                    ColumnValue(name: $0, value: ValueDecoder.natural($1), columns: [$0])
+                }))
+            }
+        }
+        return rows
+    }
+
+    /// The history transactions with these ids, with their changes; nil when this state
+    /// has no persistent history.
+    func transactions(_ ids: [Int64]) throws -> [HistoryTransaction]? {
+        guard let store, try connection.tableExists("ATRANSACTION"), try connection.tableExists("ACHANGE") else { return nil }
+        guard !ids.isEmpty else { return [] }
+        var reader = try HistoryReader(connection: connection, store: store, model: map?.model)
+        var out: [HistoryTransaction] = []
+        let sorted = ids.sorted()
+        for start in stride(from: 0, to: sorted.count, by: 500) {
+            let part = Array(sorted[start ..< min(start + 500, sorted.count)])
+            try reader.forEachTransaction(.init(transactionIDs: part)) { out.append($0) }
+        }
+        return out
+    }
+}
