@@ -137,7 +137,7 @@ public enum ModelDiff {
             paired.insert(b.name)
             removed.removeAll { $0.name == a.name }
             out.append(ModelChange(rule: .probableRename, entity: e, property: b.name,
-                                   summary: "\(e).\(a.name) is removed and \(e).\(b.name) (\(b.type.name)) is added without `originalName`: if \(b.name) is \(a.name) renamed, every stored \(a.name) is lost; declare @Attribute(originalName: \"\(a.name)\") (renaming identifier \(a.name)).",
+                                   summary: "\(e).\(a.name) is removed and \(e).\(b.name) (\(b.type.name)) is added without `originalName`: if \(b.name) is \(a.name) renamed, every stored value of \(a.name) is lost; declare @Attribute(originalName: \"\(a.name)\") (renaming identifier \(a.name)).",
                                    facts: [("old", a.name), ("new", b.name), ("type", a.type.name)], question: .values(entity: o.name, attribute: a.name)))
             // The added side is still classified on its own below.
         }
@@ -182,7 +182,7 @@ public enum ModelDiff {
             } else if !a.isOptional && b.isOptional {
                 out.append(ModelChange(rule: .attributeMadeOptional, entity: e, property: b.name, summary: "\(p) becomes optional.", facts: [], question: nil))
             }
-            if a.defaultValue != b.defaultValue && !(a.isOptional && !b.isOptional) && a.type != .uuid {
+            if normalized(a.defaultValue, a.type) != normalized(b.defaultValue, b.type) && !(a.isOptional && !b.isOptional) && a.type != .uuid {
                 // A UUID default is a fresh UUID() each time the model is built, not a changed intent.
                 out.append(ModelChange(rule: .defaultChanged, entity: e, property: b.name,
                                        summary: "\(p)'s default value changes from \(a.defaultValue ?? "none") to \(b.defaultValue ?? "none").",
@@ -194,6 +194,20 @@ public enum ModelDiff {
             }
         }
         return out
+    }
+
+    /// A default value as a migration sees it: the cache says `false`/`1`, Xcode's XML `NO`/`1.0`.
+    static func normalized(_ value: String?, _ type: ModelAttributeType) -> String? {
+        guard let value else { return nil }
+        if type == .boolean {
+            switch value.lowercased() {
+            case "yes", "true", "1": return "true"
+            case "no", "false", "0": return "false"
+            default: return value
+            }
+        }
+        if type.isInteger || type == .double || type == .float || type == .decimal, let d = Double(value) { return String(d) }
+        return value
     }
 
     static func added(_ b: ModelAttribute, entity e: String, oldEntity: String) -> ModelChange {

@@ -102,11 +102,14 @@ struct StoreQuestions {
     /// out: SQLite's unique index, which Core Data's constraint is, lets NULLs repeat.
     func duplicates(_ e: EntityMapping, properties: [String]) throws -> DataAnswer {
         var columns: [String] = []
+        var types: [ModelAttributeType?] = []
         for p in properties {
-            if let column = e.attributes.first(where: { $0.attribute.name == p })?.column {
+            if let a = e.attributes.first(where: { $0.attribute.name == p }), let column = a.column {
                 columns.append(Identifier.quoted(column))
+                types.append(a.attribute.type)
             } else if let r = e.relationship(named: p), r.kind == .toOne, let column = r.column {
                 columns.append(Identifier.quoted(column))
+                types.append(nil)
             } else {
                 throw Unanswerable.missing("the old store has no column for \(e.entity.name).\(p)")
             }
@@ -125,7 +128,8 @@ struct StoreQuestions {
             let match = zip(columns, values.indices).map { "\($0.0) = ?\($0.1 + 1)" }.joined(separator: " AND ")
             let keys = try opened.connection.rows("SELECT Z_PK FROM \(table) WHERE \(rowFilter(e)) AND \(match) ORDER BY Z_PK LIMIT \(limit)", values)
                 .compactMap { $0[0].int }
-            answer.groups.append(.init(values: values.map(Self.render).joined(separator: ", "), count: row[columns.count].int ?? 0, keys: keys))
+            let shown = zip(values, types).map { Self.render($0.0, as: $0.1) }.joined(separator: ", ")
+            answer.groups.append(.init(values: shown, count: row[columns.count].int ?? 0, keys: keys))
             allKeys += keys
         }
         answer.keys = Array(allKeys.sorted().prefix(limit))
@@ -187,8 +191,12 @@ struct StoreQuestions {
         }
     }
 
-    /// A stored value in a few characters: text quoted and cut, bytes as a count.
-    static func render(_ value: DatabaseValue) -> String {
+    /// A stored value in a few characters: text quoted and cut, a UUID attribute's 16 bytes as a
+    /// UUID, other bytes as a count.
+    static func render(_ value: DatabaseValue, as type: ModelAttributeType? = nil) -> String {
+        if type == .uuid, case .blob(let d) = value, d.count == 16 {
+            return d.withUnsafeBytes { UUID(uuid: $0.load(as: uuid_t.self)) }.uuidString
+        }
         switch value {
         case .null: return "NULL"
         case .integer(let i): return String(i)
