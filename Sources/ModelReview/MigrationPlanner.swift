@@ -238,13 +238,13 @@ public enum MigrationPlanner {
         let keys = answer.map { $0.keys.isEmpty ? "" : " (Z_PK \($0.keys.prefix(5).map(String.init).joined(separator: ", "))\($0.rows > 5 ? ", …" : ""))" } ?? ""
         switch change.question {
         case .rows?: return rows == 0 ? "The old store has no rows of it, so nothing is affected here." : "The old store has \(r) of it\(keys)."
-        case .values?: return rows == 0 ? "No row holds a value, so nothing is lost here." : "\(r) hold a value\(keys)."
-        case .nulls?, .unlinked?: return rows == 0 ? "No row holds NULL there." : "\(r) hold NULL there\(keys)."
-        case .linked?: return rows == 0 ? "No row is linked through it." : "\(r) are linked through it\(keys)."
+        case .values?: return rows == 0 ? "No row holds a value, so nothing is lost here." : "\(r) \(rows == 1 ? "holds" : "hold") a value\(keys)."
+        case .nulls?, .unlinked?: return rows == 0 ? "No row holds NULL there." : "\(r) \(rows == 1 ? "holds" : "hold") NULL there\(keys)."
+        case .linked?: return rows == 0 ? "No row is linked through it." : "\(r) \(rows == 1 ? "is" : "are") linked through it\(keys)."
         case .duplicates?:
             let groups = answer?.groupCount ?? 0
-            return rows == 0 ? "No values repeat in the old store." : "\(r) share their values with another (\(groups) group\(groups == 1 ? "" : "s"))\(keys)."
-        case .conversion?: return rows == 0 ? "Every stored value converts." : "\(r) hold values the new type cannot hold\(keys)."
+            return rows == 0 ? "No values repeat in the old store." : "\(r) repeat another row's values (\(groups) group\(groups == 1 ? "" : "s"))\(keys)."
+        case .conversion?: return rows == 0 ? "Every stored value converts." : "\(r) \(rows == 1 ? "holds a value" : "hold values") the new type cannot hold\(keys)."
         case nil: return ""
         }
     }

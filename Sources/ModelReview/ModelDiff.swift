@@ -306,8 +306,10 @@ public enum ModelDiff {
             // A constraint over a property the old store does not have cannot be checked against it.
             let question: ModelChange.DataQuestion? = oldProperties.allSatisfy { $0 != nil }
                 ? .duplicates(entity: o.name, properties: oldProperties.compactMap { $0 }) : nil
+            let newOnes = tuple.filter { toOld[$0] == nil }
+            let unchecked = newOnes.isEmpty ? "" : " \(newOnes.joined(separator: ", ")) \(newOnes.count == 1 ? "is" : "are") new, so the old rows cannot be checked for duplicates."
             out.append(ModelChange(rule: .uniqueAdded, entity: e, property: tuple.count == 1 ? tuple[0] : nil,
-                                   summary: "\(e) gains a uniqueness constraint on (\(list)).", facts: [("properties", list)], question: question))
+                                   summary: "\(e) gains a uniqueness constraint on (\(list)).\(unchecked)", facts: [("properties", list)], question: question))
         }
         let newTuples = Set(n.uniqueConstraints)
         for tuple in oldTuples where !newTuples.contains(tuple) {

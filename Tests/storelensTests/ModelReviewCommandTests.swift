@@ -111,6 +111,28 @@ struct ModelReviewCommandTests {
         #expect(try CLI.run(["lint"]).status == 2)
     }
 
+    @Test("report --lint --migration-to puts the same findings in the HTML")
+    func report() throws {
+        let folder = try TemporaryFolder("report-review")
+        let old = folder.path("old.store")
+        try Self.store(Self.v1, at: old)
+        var target = Self.v1
+        target.entities[0].uniqueConstraints = [["title"]]
+        let model = try XcodeModelWriter.write(versions: [("V2", target)], to: folder.path("V2.xcdatamodeld"))
+        let html = folder.path("r.html")
+        let run = try CLI.run(["report", old.path, "--lint", "--migration-to", model.path, "--out", html.path])
+        #expect(run.status == 1, "\(run.stderr)")
+        let text = try String(contentsOf: html, encoding: .utf8)
+        let migration = try CLI.run(["migration", old.path, "--to", model.path, "--format", "json"])
+        let ids = try #require((try Self.json(migration.stdout)["hops"] as? [[String: Any]])?.first?["findings"] as? [[String: Any]]).compactMap { $0["id"] as? String }
+        #expect(!ids.isEmpty)
+        for id in ids { #expect(text.contains(id), "\(id) is not in the report") }
+        // Without the flags the report has neither.
+        let plain = folder.path("plain.html")
+        _ = try CLI.run(["report", old.path, "--out", plain.path])
+        #expect(!(try String(contentsOf: plain, encoding: .utf8)).contains("unique-constraint-added"))
+    }
+
     @Test("lint on every genuine Core Data store: no crash, and what it says is about the store's own model",
           .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func lintRealStores() throws {
