@@ -7,8 +7,9 @@ public struct ModelChange: Sendable {
     public enum DataQuestion: Sendable, Equatable {
         /// Every row of the entity.
         case rows(entity: String)
-        /// Rows whose attribute holds a value (not NULL).
-        case values(entity: String, attribute: String)
+        /// Rows whose attribute holds a value (not NULL); rows of the `keeping` subentities (which
+        /// keep the attribute in the new model) are left out.
+        case values(entity: String, attribute: String, keeping: [String] = [])
         /// Rows whose attribute is NULL.
         case nulls(entity: String, attribute: String)
         /// Rows whose to-one relationship is NULL.
@@ -126,8 +127,14 @@ public enum ModelDiff {
         let matchedNew = Set(renames.values)
         // Properties moved up or down the hierarchy stay where the other model inherits them.
         let newInherited = inherited(n.name, in: new), oldInherited = inherited(o.name, in: old)
+        // Moved up from a subentity: the subentity's rows keep their values; the others need none
+        // when it is optional or has a default (a required one is still reported, conservatively).
+        let oldBelow = Set(old.subtree(of: o.name).dropFirst().flatMap { $0.attributes.map(\.name) })
         var removed = o.attributes.filter { renames[$0.name] == nil && !newInherited.contains($0.name) && !$0.isTransient }
-        var addedAttributes = n.attributes.filter { !matchedNew.contains($0.name) && !oldInherited.contains($0.name) && !$0.isTransient }
+        var addedAttributes = n.attributes.filter {
+            !matchedNew.contains($0.name) && !oldInherited.contains($0.name) && !$0.isTransient
+                && !(oldBelow.contains($0.name) && ($0.isOptional || $0.defaultValue != nil))
+        }
 
         // A removed attribute and an added one of the same type: probably a rename without originalName.
         var paired = Set<String>()
@@ -142,8 +149,11 @@ public enum ModelDiff {
             // The added side is still classified on its own below.
         }
         for a in removed.sorted(by: { $0.name < $1.name }) {
-            out.append(ModelChange(rule: .attributeRemoved, entity: e, property: a.name, summary: "\(e).\(a.name) is removed: its stored values are not carried over.",
-                                   facts: [("type", a.type.name)], question: .values(entity: o.name, attribute: a.name)))
+            // Moved down into subentities: only the other rows lose it.
+            let keeping = new.subtree(of: n.name).dropFirst().filter { $0.attributes.contains { $0.name == a.name } }.map(\.name)
+            let moved = keeping.isEmpty ? "" : " (\(keeping.joined(separator: ", ")) declare\(keeping.count == 1 ? "s" : "") it now; their rows keep it)"
+            out.append(ModelChange(rule: .attributeRemoved, entity: e, property: a.name, summary: "\(e).\(a.name) is removed\(moved): its stored values are not carried over.",
+                                   facts: [("type", a.type.name)], question: .values(entity: o.name, attribute: a.name, keeping: keeping)))
         }
         addedAttributes.sort { $0.name < $1.name }
         for b in addedAttributes { out.append(added(b, entity: e, oldEntity: o.name)) }

@@ -65,9 +65,12 @@ struct StoreQuestions {
         switch question {
         case .rows(let name):
             return try count(try entity(name), where: nil)
-        case .values(let name, let attribute):
+        case .values(let name, let attribute, let keeping):
             let e = try entity(name)
-            return try count(e, where: "\(Identifier.quoted(try column(e, attribute: attribute))) IS NOT NULL")
+            // Subentities named by the new model: their Z_ENTs in the old store.
+            let kept = keeping.compactMap { opened.map.entity(named: $0) }.flatMap(\.entityNumbers)
+            let exclusion = kept.isEmpty ? "" : " AND Z_ENT NOT IN (\(kept.map(String.init).joined(separator: ", ")))"
+            return try count(e, where: "\(Identifier.quoted(try column(e, attribute: attribute))) IS NOT NULL" + exclusion)
         case .nulls(let name, let attribute):
             let e = try entity(name)
             return try count(e, where: "\(Identifier.quoted(try column(e, attribute: attribute))) IS NULL")

@@ -358,6 +358,42 @@ struct MigrationTests {
         for other in seen.dropFirst() { #expect(other == seen[0]) }
     }
 
+    @Test("a property moved up into the parent entity is neither removed nor added")
+    func movedUpTheHierarchy() throws {
+        var v1 = ModelDescription(entities: [
+            EntityDescription("Item", attributes: [AttributeDescription("name", .string)]),
+            EntityDescription("Special", parent: "Item", attributes: [AttributeDescription("label", .string)]),
+        ], versionIdentifiers: ["1"])
+        let fixture = try HopFixture(old: v1) { w in try w.insert("Special", ["name": .string("a"), "label": .string("x")]) }
+        v1.versionIdentifiers = ["2"]
+        v1.edit("Special") { $0.attributes = [] }
+        v1.edit("Item") { $0.attributes.append(AttributeDescription("label", .string)) }
+        let plan = try fixture.plan(to: v1)
+        #expect(plan.findings.map(\.id) == ["no-model-changes"], "\(plan.findings.map(\.message))")
+    }
+
+    @Test("a property moved down into a subentity is lost only by the parent's other rows")
+    func movedDownTheHierarchy() throws {
+        var v1 = ModelDescription(entities: [
+            EntityDescription("Item", attributes: [AttributeDescription("name", .string), AttributeDescription("label", .string)]),
+            EntityDescription("Special", parent: "Item", attributes: [AttributeDescription("size", .integer64)]),
+        ], versionIdentifiers: ["1"])
+        let fixture = try HopFixture(old: v1) { w in
+            try w.insert("Item", ["name": .string("plain"), "label": .string("p")])
+            try w.insert("Special", ["name": .string("special"), "label": .string("s")])
+        }
+        v1.versionIdentifiers = ["2"]
+        v1.edit("Item") { $0.attributes.removeAll { $0.name == "label" } }
+        v1.edit("Special") { $0.attributes.append(AttributeDescription("label", .string)) }
+        let plan = try fixture.plan(to: v1)
+        let f = try #require(plan.findings.first { $0.id == MigrationRule.attributeRemoved.id })
+        #expect(f.entity == "Item")
+        // The truth: rows of Item itself (not Special) holding a label, by Z_ENT from Z_PRIMARYKEY.
+        let keys = try fixture.keys("SELECT Z_PK FROM ZITEM WHERE ZLABEL IS NOT NULL AND Z_ENT = (SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = 'Item') ORDER BY Z_PK")
+        #expect(f.evidence["rows"] == .int(keys.count) && f.evidence["keys"] == .keys(keys))
+        #expect(!plan.findings.contains { $0.id == MigrationRule.attributeAddedOptional.id }, "\(plan.findings.map(\.message))")
+    }
+
     @Test("the stores and the target are left byte-identical")
     func evidenceUntouched() throws {
         let fixture = try HopFixture()

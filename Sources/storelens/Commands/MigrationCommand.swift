@@ -61,7 +61,8 @@ struct MigrationCommand: Command {
             }
         }
         guard !opened.isEmpty else { throw InputError(message: "No Core Data store was found in \(paths.joined(separator: ", ")); give the stores users have.") }
-        let plan = try ModelOption.reading(target) { try MigrationPlanner.plan(opened, to: destination) }
+        // The data questions read the old stores: a damaged one is named as such.
+        let plan = try ModelOption.reading(opened.map(\.displayPath).joined(separator: ", ")) { try MigrationPlanner.plan(opened, to: destination) }
         try session.finish()
         switch format {
         case "json": output.write(MigrationReport.json(plan).rendered() + "\n")
