@@ -125,6 +125,13 @@ public enum MigrationPlanner {
             hasher.update(Data(name.utf8)); hasher.update(Data([0])); hasher.update(hash)
         }
         hasher.update(Data(m.modelVersionIdentifiers.sorted().joined(separator: "\u{0}").utf8))
+        if m.versionHashes.isEmpty {
+            // Very old stores keep no version hashes: the model's own shape tells the versions apart.
+            for e in store.model.entities.sorted(by: { $0.name < $1.name }) {
+                let properties = e.attributes.map { "\($0.name):\($0.type.code):\($0.isOptional)" } + e.relationships.map { "\($0.name)>\($0.destination)" }
+                hasher.update(Data((e.name + "|" + properties.sorted().joined(separator: ",") + "\u{0}").utf8))
+            }
+        }
         return String(Data(hasher.finalize()).map { String(format: "%02x", $0) }.joined().prefix(12))
     }
 

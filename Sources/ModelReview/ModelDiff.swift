@@ -309,8 +309,9 @@ public enum ModelDiff {
         var toNew = attributeRenames(o, n)
         for (k, v) in relationshipRenames { toNew[k] = v }
         let toOld = Dictionary(toNew.map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
-        let oldTuples = Set(o.uniqueConstraints.map { $0.map { toNew[$0] ?? $0 } })
-        for tuple in n.uniqueConstraints where !oldTuples.contains(tuple) {
+        // A constraint is a set of properties: (a, b) and (b, a) are the same one.
+        let oldTuples = Set(o.uniqueConstraints.map { $0.map { toNew[$0] ?? $0 }.sorted() })
+        for tuple in n.uniqueConstraints where !oldTuples.contains(tuple.sorted()) {
             let oldProperties = tuple.map { toOld[$0] }
             let list = tuple.joined(separator: ", ")
             // A constraint over a property the old store does not have cannot be checked against it.
@@ -321,8 +322,8 @@ public enum ModelDiff {
             out.append(ModelChange(rule: .uniqueAdded, entity: e, property: tuple.count == 1 ? tuple[0] : nil,
                                    summary: "\(e) gains a uniqueness constraint on (\(list)).\(unchecked)", facts: [("properties", list)], question: question))
         }
-        let newTuples = Set(n.uniqueConstraints)
-        for tuple in oldTuples where !newTuples.contains(tuple) {
+        let newTuples = Set(n.uniqueConstraints.map { $0.sorted() })
+        for tuple in oldTuples.sorted(by: { $0.joined(separator: ",") < $1.joined(separator: ",") }) where !newTuples.contains(tuple) {
             out.append(ModelChange(rule: .uniqueRemoved, entity: e, property: tuple.count == 1 ? tuple[0] : nil,
                                    summary: "\(e) loses its uniqueness constraint on (\(tuple.joined(separator: ", "))).",
                                    facts: [("properties", tuple.joined(separator: ", "))], question: nil))

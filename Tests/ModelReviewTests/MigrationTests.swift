@@ -394,6 +394,18 @@ struct MigrationTests {
         #expect(!plan.findings.contains { $0.id == MigrationRule.attributeAddedOptional.id }, "\(plan.findings.map(\.message))")
     }
 
+    @Test("a uniqueness constraint listed in another order is the same constraint")
+    func constraintOrder() throws {
+        var v1 = LibraryV1.model
+        v1.edit("Book") { $0.uniqueConstraints = [["title", "isbn"]] }
+        let fixture = try HopFixture(old: v1)
+        var v2 = v1
+        v2.versionIdentifiers = ["2"]
+        v2.edit("Book") { $0.uniqueConstraints = [["isbn", "title"]] }
+        let plan = try fixture.plan(to: v2)
+        #expect(plan.findings.map(\.id) == ["no-model-changes"], "\(plan.findings.map(\.message))")
+    }
+
     @Test("the stores and the target are left byte-identical")
     func evidenceUntouched() throws {
         let fixture = try HopFixture()
