@@ -222,6 +222,21 @@ struct MigrationTests {
         #expect(MigrationRule.all.count == Set(MigrationRule.all.map(\.id)).count, "rule ids are unique")
     }
 
+    @Test("docs/migration.md lists every rule with its classification and source, and docs/lint.md every lint rule")
+    func docsAgree() throws {
+        let root = ProjectPaths.root()
+        let migration = try String(contentsOf: root.appendingPathComponent("docs/migration.md"), encoding: .utf8)
+        let words: [MigrationClass: String] = [.lightweight: "lightweight", .custom: "needs a custom stage", .lossy: "loses data"]
+        for rule in MigrationRule.all {
+            let row = migration.split(separator: "\n").first { $0.hasPrefix("| `\(rule.id)` |") }
+            let line = try #require(row, "docs/migration.md has no row for \(rule.id)")
+            #expect(line.contains("| \(words[rule.classification]!) |"), "\(rule.id): \(line)")
+            #expect(line.contains(rule.source), "\(rule.id): the source differs")
+        }
+        let lint = try String(contentsOf: root.appendingPathComponent("docs/lint.md"), encoding: .utf8)
+        for rule in CloudKitLint.Rule.allCases { #expect(lint.contains("| `\(rule.rawValue)` |"), "docs/lint.md lacks \(rule.rawValue)") }
+    }
+
     @Test("one hop: the change is found, classified by its rule, and its rows and keys are SQLite's", arguments: cases)
     func hop(_ c: Case) throws {
         let fixture = try HopFixture()

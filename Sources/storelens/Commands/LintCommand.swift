@@ -65,6 +65,7 @@ struct LintCommand: Command {
                 if let found { findings.append(found) }
             }
             try session.finish()
+            if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
         }
         let all = findings.flatMap { $0 }
         switch format {
