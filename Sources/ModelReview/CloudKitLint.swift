@@ -65,13 +65,16 @@ public enum CloudKitLint {
             findings.append(Finding(id: Rule.historyOff.rawValue, severity: Rule.historyOff.severity, store: opened.displayPath, entity: nil,
                                     message: "The store has no persistent history tables.", evidence: [:], explanation: Rule.historyOff.reason,
                                     suggestion: "Turn on NSPersistentHistoryTrackingKey when several processes write the store or it syncs with CloudKit."))
-        } else if let writers = try? HistoryReader(connection: opened.connection, store: opened.store, model: opened.model).timeline().writers {
-            let processes = Set(writers.filter { $0.combined == 0 }.compactMap { $0.processName ?? $0.bundleID })
-            if processes.count > 1 {
-                findings.append(Finding(id: Rule.severalWriters.rawValue, severity: Rule.severalWriters.severity, store: opened.displayPath, entity: nil,
-                                        message: "Persistent history shows \(processes.count) processes writing this store.",
-                                        evidence: ["processes": .list(processes.sorted().prefix(20).map(EvidenceValue.string))],
-                                        explanation: Rule.severalWriters.reason, suggestion: nil))
+        } else if let entities = try? HistoryReader(connection: opened.connection, store: opened.store, model: opened.model).summary() {
+            // Per entity, the processes whose transactions changed it (a history that cannot be read here says nothing).
+            for e in entities where e.entity != HistoryEntitySummary.noChangesName {
+                let processes = Set(e.writers.compactMap { $0.processName ?? $0.bundleID })
+                guard processes.count > 1 else { continue }
+                let changes = e.writers.reduce(0) { $0 + $1.inserts + $1.updates + $1.deletes + $1.other }
+                findings.append(Finding(id: Rule.severalWriters.rawValue, severity: Rule.severalWriters.severity, store: opened.displayPath, entity: e.entity,
+                                        message: "Persistent history shows \(processes.count) processes writing \(e.entity) (\(changes) change\(changes == 1 ? "" : "s")).",
+                                        evidence: ["processes": .list(processes.sorted().prefix(20).map(EvidenceValue.string)), "changes": .int(changes)],
+                                        explanation: Rule.severalWriters.reason, suggestion: "Merge remote changes from persistent history in each process (NSPersistentHistoryTrackingKey, a history token per process)."))
             }
         }
         return findings.bySeverity
