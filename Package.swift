@@ -15,7 +15,7 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "storelens", targets: ["storelens"]),
-        .library(name: "StorelensKit", targets: ["CoreDataStore", "Acquisition", "Reports", "StoreFormats"]),
+        .library(name: "StorelensKit", targets: ["CoreDataStore", "Acquisition", "Reports", "StoreFormats", "ModelReview"]),
     ],
     targets: [
         // C libraries from the system (Debian -dev packages / Homebrew).
@@ -52,14 +52,17 @@ let package = Package(
         // Two stacks side by side: the manifest's original-name table, one writer per entity,
         // records compared across stores.
         .target(name: "Coexistence", dependencies: ["Findings", "Checks", "Repair", "CoreDataStore", "Acquisition", "SQLiteAccess", "StoreFormats"]),
+        // Before a release: a migration to a new model checked hop by hop against old stores'
+        // data, and a model's CloudKit readiness.
+        .target(name: "ModelReview", dependencies: ["CoreDataStore", "Findings", "SQLiteAccess", "Acquisition", "StoreFormats"]),
         // Text, JSON, Markdown and HTML views of what the other targets found.
-        .target(name: "Reports", dependencies: ["CoreDataStore", "Acquisition", "StoreFormats", "WALForensics", "Findings", "Coexistence", "Checks", "Repair"]),
+        .target(name: "Reports", dependencies: ["CoreDataStore", "Acquisition", "StoreFormats", "WALForensics", "Findings", "Coexistence", "Checks", "Repair", "ModelReview"]),
         // Writes stores in exactly Apple's layout, for tests, fixtures and the demo.
         .target(name: "StoreBuilder", dependencies: ["SQLiteAccess", "StoreFormats", "Deflate"]),
         // Helpers shared by test targets: temporary folders, hashes, the real fixtures' location.
         .target(name: "StoreTestSupport", dependencies: ["Acquisition", "SQLiteAccess", "CArchive"]),
 
-        .executableTarget(name: "storelens", dependencies: ["Reports", "CoreDataStore", "Acquisition", "WALForensics", "Findings", "Coexistence", "Checks", "Repair", "StoreFormats"]),
+        .executableTarget(name: "storelens", dependencies: ["Reports", "CoreDataStore", "Acquisition", "WALForensics", "Findings", "Coexistence", "Checks", "Repair", "StoreFormats", "ModelReview"]),
         // Regenerates Fixtures/ (`make fixtures`) with the store builder.
         .executableTarget(name: "storelens-fixtures", dependencies: ["StoreBuilder"]),
 
@@ -73,6 +76,7 @@ let package = Package(
         .testTarget(name: "ChecksTests", dependencies: ["Checks", "Findings", "CoreDataStore", "Acquisition", "StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
         .testTarget(name: "RepairTests", dependencies: ["Repair", "Checks", "Findings", "CoreDataStore", "Acquisition", "StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
         .testTarget(name: "CoexistenceTests", dependencies: ["Coexistence", "Findings", "Repair", "SQLiteAccess", "StoreBuilder", "StoreTestSupport"]),
+        .testTarget(name: "ModelReviewTests", dependencies: ["ModelReview", "CoreDataStore", "Findings", "Acquisition", "SQLiteAccess", "StoreBuilder", "StoreFormats", "StoreTestSupport"]),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "CoreDataStore", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "storelensTests", dependencies: ["StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
     ],

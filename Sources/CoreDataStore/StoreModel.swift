@@ -10,6 +10,8 @@ public struct StoreModel: Sendable {
         case cache
         /// An Xcode model given with `--model` (`.xcdatamodeld` or `.xcdatamodel`).
         case xcdatamodel
+        /// A compiled model from an app bundle (`.mom`, or the current version of a `.momd`).
+        case compiled
         /// Guessed from `Z_PRIMARYKEY`, column names, declared types and index names.
         case inferred
     }

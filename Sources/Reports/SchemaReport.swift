@@ -115,6 +115,7 @@ public enum SchemaReport {
         switch model.source {
         case .cache: return "cached model from \(model.origin)"
         case .xcdatamodel: return "Xcode model \(model.origin)"
+        case .compiled: return "compiled model \(model.origin)"
         case .inferred: return "INFERRED from the SQL schema (no cached model, no --model): names and types are guesses"
         }
     }

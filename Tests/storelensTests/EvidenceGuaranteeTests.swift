@@ -199,7 +199,7 @@ struct EvidenceGuaranteeTests {
     // MARK: Every command, every format
 
     /// Each run: the arguments, and whether it may exit 2 (an input this command does not read).
-    static func runs(for input: Input, outputs: URL) -> [[String]] {
+    static func runs(for input: Input, outputs: URL, migrationTarget: URL) -> [[String]] {
         let out = { (name: String) in outputs.appendingPathComponent(name).path }
         var runs: [[String]] = []
         // Commands that read the whole input.
@@ -225,6 +225,12 @@ struct EvidenceGuaranteeTests {
             for format in ["text", "json", "jsonl", "csv"] { runs.append(["wal", input.path, "--diff", "--each", "--format", format] + store) }
             runs.append(["wal", input.path, "--out", out("as-of.sqlite")] + store)
             for format in ["text", "json", "markdown"] { runs.append(["check", input.path, "--format", format] + store + model) }
+            for format in ["text", "json", "markdown"] { runs.append(["lint", input.path, "--format", format] + store + model) }
+            for format in ["text", "json", "markdown"] {
+                runs.append(["migration", input.path, "--to", migrationTarget.path, "--format", format] + store + model)
+            }
+            // A store as the target is read through the same evidence path as the old stores.
+            if target.select == nil { runs.append(["migration", input.path, "--to", input.path] + model) }
             runs.append(["repair", input.path, "--plan"] + store + model)
             for format in ["text", "json"] { runs.append(["repair", input.path, "--out", out("repaired.store"), "--format", format] + store + model) }
         }
@@ -236,6 +242,9 @@ struct EvidenceGuaranteeTests {
         // A store without a WAL has no commit to write as of; a store without history has none to show.
         (arguments.first == "wal" && arguments.contains("--out") && arguments.contains { $0.hasSuffix("Model.sqlite") })
             || (arguments.first == "history" && arguments.contains { $0.hasSuffix("Model.sqlite") })
+            // A store without a cached model cannot be the target of a migration.
+            || (arguments.first == "migration" && arguments.last?.hasSuffix("Model.sqlite") == true)
+            || (arguments.first == "migration" && arguments.firstIndex(of: "--to").map { arguments[$0 + 1].hasSuffix("Model.sqlite") } == true)
     }
 
     /// The modification time of every directory under (and including) `folder`: a file created and
@@ -285,6 +294,7 @@ struct EvidenceGuaranteeTests {
         let evidence = root.path("evidence"), work = root.path("work"), outputs = root.path("outputs"), tmp = root.path("tmp")
         for url in [evidence, work, outputs, tmp] { try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true) }
         let (folder, inputs) = try kind.prepare(evidence, work, real)
+        let migrationTarget = try CompiledModelWriter.writeBundle(SampleModels.todo, to: work.appendingPathComponent("Target.momd"))
         let before = try FolderSnapshot(folder)
         let beforeDirectories = try Self.directoryTimes(folder)
         #expect(before.entries.values.contains { $0.size > 0 }, "the evidence folder holds files")
@@ -294,7 +304,7 @@ struct EvidenceGuaranteeTests {
             if !kind.inPlace { try Self.setWritable(writable, folder) }
             defer { if !kind.inPlace { try? Self.setWritable(true, folder) } }
             for input in inputs {
-                for arguments in Self.runs(for: input, outputs: outputs) {
+                for arguments in Self.runs(for: input, outputs: outputs, migrationTarget: migrationTarget) {
                     let run = try BoundedRun.run(arguments, environment: ["TMPDIR": tmp.path], timeout: 60)
                     count += 1
                     let what = "\(kind.name), \(writable ? "writable" : "read-only"): storelens \(arguments.joined(separator: " ")) → exit \(run.status)\nstderr: \(run.stderr.prefix(1500))"

@@ -3,6 +3,7 @@ import Coexistence
 import Repair
 import CoreDataStore
 import Foundation
+import ModelReview
 import WALForensics
 
 /// The one place where errors become text and exit codes.
@@ -68,6 +69,7 @@ enum Diagnostics {
         case let e as ManifestError: return (e.description, false)
         case let e as CoreDataStoreError: return (e.description, false)
         case let e as ModelError: return (e.description, false)
+        case let e as MigrationError: return (e.description, false)
         default: return nil
         }
     }

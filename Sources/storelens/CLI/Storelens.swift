@@ -4,7 +4,7 @@ import Foundation
 /// The root command: dispatches to subcommands, prints help and version, and funnels errors.
 enum Storelens {
     /// Every subcommand, in the order help lists them.
-    static let commands: [any Command.Type] = [ScanCommand.self, InspectCommand.self, SchemaCommand.self, RowsCommand.self, HistoryCommand.self, WALCommand.self, AuditCommand.self, CheckCommand.self, RepairCommand.self, ReportCommand.self]
+    static let commands: [any Command.Type] = [ScanCommand.self, InspectCommand.self, SchemaCommand.self, RowsCommand.self, HistoryCommand.self, WALCommand.self, AuditCommand.self, CheckCommand.self, MigrationCommand.self, LintCommand.self, RepairCommand.self, ReportCommand.self]
     static let version = "0.1.0"
 
     static func run(_ arguments: [String]) -> ExitCode {
@@ -75,7 +75,7 @@ enum OutputPaths {
     static let files = ["--out", "--jsonl", "--log", "--evidence"]
     static let folders = ["--backup"]
     /// Files read besides the positional inputs; an output may not be one of them either.
-    static let readOptions = ["--manifest", "--model"]
+    static let readOptions = ["--manifest", "--model", "--to", "--migration-to"]
 
     static func check(_ parsed: ParsedArguments) throws {
         let outputs = files.flatMap { option in parsed.values(option).map { OutputGuard.Output(option: option, path: $0) } }

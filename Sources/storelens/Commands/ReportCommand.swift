@@ -4,6 +4,7 @@ import Coexistence
 import CoreDataStore
 import Findings
 import Foundation
+import ModelReview
 import Repair
 import Reports
 import StoreFormats
@@ -30,9 +31,12 @@ struct ReportCommand: Command {
                   .value("--manifest", "-m", valueName: "file", help: "Also audit the input against this manifest (docs/manifest.md)."),
                   .flag("--force", help: "Replace --out if it exists."),
                   .value("--fail-on", valueName: "severity", help: "Exit with 1 when a finding is at least this severe.", allowed: ["error", "warning", "info"], default: "error"),
-                  ModelOption.model]
+                  ModelOption.model,
+                  .value("--migration-to", valueName: "model", help: "Also plan each store's migration to this model (.xcdatamodeld, .momd or a store; docs/migration.md)."),
+                  .flag("--lint", help: "Also lint each store's model for CloudKit (docs/lint.md).")]
             + CommonOptions.input,
         examples: ["storelens report Todo.xcappdata --out report.html",
+                   "storelens report Todo.xcappdata --lint --migration-to MyApp.app/Model.momd --out release-check.html",
                    "storelens report container.tar.gz --manifest storelens.json --out ticket-4711.html"])
 
     let paths: [String]
@@ -41,6 +45,8 @@ struct ReportCommand: Command {
     let force: Bool
     let failOn: Finding.Severity
     let modelPath: String?
+    let migrationTo: String?
+    let lint: Bool
     let input: InputSettings
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
@@ -54,6 +60,8 @@ struct ReportCommand: Command {
         force = parsed.flag("--force")
         failOn = Finding.Severity(rawValue: parsed.value("--fail-on") ?? "error") ?? .error
         modelPath = parsed.value("--model")
+        migrationTo = parsed.value("--migration-to")
+        lint = parsed.flag("--lint")
         input = try InputSettings(parsed)
     }
 
@@ -81,10 +89,12 @@ struct ReportCommand: Command {
 
         var plan = ReportDocument.RepairPlan(steps: [])
         var planNotes: [String] = []
+        // The target is read before the stores, through the same evidence path; a bad one stops here.
+        let target = try migrationTo.map { try MigrationTarget.load($0, session: session, options: input.open, limits: input.limits) }
         for (i, store) in found.enumerated() {
             let stage = { (what: String) in progress.report("report: store \(i + 1) of \(found.count) (\(store.name)): \(what)", done: Int64(i), unit: .step) }
             var section = ReportDocument.StoreSection(path: store.path, found: store)
-            read(store, into: &section, plan: &plan, planNotes: &planNotes, session: session, stage: stage)
+            read(store, into: &section, plan: &plan, planNotes: &planNotes, session: session, target: target, stage: stage)
             document.stores.append(section)
         }
         var auditProblem: String?
@@ -147,7 +157,7 @@ struct ReportCommand: Command {
 
     /// Reads one store into its section. A store that cannot be read is described, not fatal.
     func read(_ store: FoundStore, into section: inout ReportDocument.StoreSection, plan: inout ReportDocument.RepairPlan,
-              planNotes: inout [String], session: EvidenceSession, stage: (String) -> Void) {
+              planNotes: inout [String], session: EvidenceSession, target: MigrationTarget?, stage: (String) -> Void) {
         let copy: WorkingCopy
         do {
             stage("copying")
@@ -207,6 +217,15 @@ struct ReportCommand: Command {
             }
             if !repair.unrepaired.isEmpty {
                 planNotes.append("\(repair.unrepaired.count) finding\(repair.unrepaired.count == 1 ? "" : "s") in \(store.path) ha\(repair.unrepaired.count == 1 ? "s" : "ve") no automatic repair (\(Set(repair.unrepaired.map(\.id)).sorted().joined(separator: ", "))).")
+            }
+            // Before a release: the same findings `lint` and `migration` give, store by store.
+            if lint {
+                stage("linting the model")
+                section.findings += try CloudKitLint.lint(opened)
+            }
+            if let target {
+                stage("planning the migration")
+                section.findings += try MigrationPlanner.plan([opened], to: target).findings
             }
         } catch {
             section.problems.append("The checks could not run: \(Self.message(error))")

@@ -1,0 +1,91 @@
+import CoreDataStore
+import Findings
+import ModelReview
+
+/// Text, JSON and Markdown views of `storelens migration` (a plan, hop by hop) and
+/// `storelens lint` (findings about one model). The findings go through `FindingsReport`.
+public enum MigrationReport {
+    static func hopTitle(_ hop: MigrationHop, plan: MigrationPlan) -> String {
+        let version = hop.versionIdentifiers.filter { !$0.isEmpty }.joined(separator: ", ")
+        return "hop \(hop.number): \(hop.stores.count) store\(hop.stores.count == 1 ? "" : "s") at version \(version.isEmpty ? "-" : version) (\(hop.versionDigest)) → \(plan.target.name)"
+    }
+
+    static func verdict(_ hop: MigrationHop) -> String {
+        if hop.failsOrLosesData { return "fails or loses data" }
+        if hop.findings.any(atOrAbove: .warning) { return "passes on these stores, with warnings" }
+        return "lightweight"
+    }
+
+    public static func text(_ plan: MigrationPlan) -> String {
+        var out = "target  \(TextTable.sanitized(plan.target.name)) (\(plan.target.model.source.rawValue) model, \(plan.target.model.entities.count) entities)\n"
+        for hop in plan.hops {
+            out += "\n\(TextTable.sanitized(hopTitle(hop, plan: plan)))\n"
+            for s in hop.stores { out += "  store  \(TextTable.sanitized(s))\n" }
+            out += "  model  \(TextTable.sanitized(hop.modelOrigin))\n"
+            if !hop.changes.isEmpty {
+                var rows = [["CHANGE", "ENTITY", "PROPERTY", "CLASS", "SEVERITY"]]
+                for f in hop.findings where f.id != "no-model-changes" {
+                    rows.append([f.id, f.entity ?? "-", propertyName(f) ?? "-", f.evidence["classification"]?.text ?? "-", f.severity.rawValue])
+                }
+                out += "\n" + TextTable.render(rows, indent: 2)
+            }
+            out += "\n  verdict: \(verdict(hop))\n\n"
+            out += FindingsReport.text(hop.findings)
+        }
+        return out
+    }
+
+    static func propertyName(_ f: Finding) -> String? {
+        f.evidence["property"]?.text ?? f.evidence["properties"]?.text
+    }
+
+    public static func json(_ plan: MigrationPlan) -> JSONValue {
+        .object([
+            ("schemaVersion", .int(InspectionReport.schemaVersion)),
+            ("target", .object([("name", .string(plan.target.name)), ("source", .string(plan.target.model.source.rawValue)),
+                                ("origin", .string(plan.target.model.origin)), ("entities", .int(plan.target.model.entities.count))])),
+            ("failsOrLosesData", .bool(plan.failsOrLosesData)),
+            ("hops", .array(plan.hops.map { hop in
+                .object([
+                    ("hop", .int(hop.number)),
+                    ("stores", .array(hop.stores.map(JSONValue.string))),
+                    ("versionIdentifiers", .array(hop.versionIdentifiers.map(JSONValue.string))),
+                    ("versionDigest", .string(hop.versionDigest)),
+                    ("model", .string(hop.modelOrigin)),
+                    ("verdict", .string(verdict(hop))),
+                    ("findings", .array(hop.findings.map(FindingsReport.json))),
+                ])
+            })),
+        ])
+    }
+
+    public static func markdown(_ plan: MigrationPlan) -> String {
+        var out = "## storelens migration to `\(Markdown.code(plan.target.name))`\n\n"
+        for hop in plan.hops {
+            out += "### \(Markdown.escape(hopTitle(hop, plan: plan)))\n\n"
+            out += "Stores: \(hop.stores.map { "`\(Markdown.code($0))`" }.joined(separator: ", ")). Verdict: **\(verdict(hop))**.\n\n"
+            out += FindingsReport.markdown(hop.findings)
+        }
+        return out
+    }
+}
+
+public enum LintReport {
+    public static func text(subject: String, model: StoreModel, findings: [Finding]) -> String {
+        "\(TextTable.sanitized(subject))\n  model  \(TextTable.sanitized(model.source.rawValue)): \(TextTable.sanitized(model.origin)), \(model.entities.filter { !$0.name.hasPrefix("NSCK") }.count) entities\n\n"
+            + FindingsReport.text(findings)
+    }
+
+    public static func json(subjects: [(String, StoreModel)], findings: [Finding]) -> JSONValue {
+        .object([
+            ("schemaVersion", .int(InspectionReport.schemaVersion)),
+            ("inputs", .array(subjects.map { .object([("path", .string($0.0)), ("model", .string($0.1.source.rawValue)), ("origin", .string($0.1.origin))]) })),
+            ("rules", .array(CloudKitLint.Rule.allCases.map { .string($0.rawValue) })),
+            ("findings", .array(findings.map(FindingsReport.json))),
+        ])
+    }
+
+    public static func markdown(subjects: [String], findings: [Finding]) -> String {
+        "## storelens lint of \(subjects.map { "`\(Markdown.code($0))`" }.joined(separator: ", "))\n\n" + FindingsReport.markdown(findings)
+    }
+}

@@ -1,0 +1,75 @@
+import Acquisition
+import CoreDataStore
+import Findings
+import Foundation
+import ModelReview
+import Reports
+
+/// `storelens migration OLD… --to NEW`: each model version among the old stores, migrated to
+/// the new model, change by change, checked against the old stores' rows.
+struct MigrationCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "migration",
+        abstract: "Before a release: will the migration from the stores users have to the new model work? Every change classified, checked against the stores' data.",
+        discussion: """
+        One hop per model version found among the old stores (by their version hashes and
+        identifiers). Each change between a hop's model and the target is classified as
+        lightweight, needing a custom stage, or losing data, by the rules of docs/migration.md,
+        and checked against the old stores' rows: rows a new non-optional property would leave
+        empty, duplicates a new unique constraint would reject (with their keys), values a type
+        change cannot convert. Exits 1 when a hop would fail or lose data.
+        """,
+        arguments: [ArgumentSpec(name: "old", help: "Stores as users have them: store files, containers, .xcappdata, archives or backups.", repeating: true, optional: false)],
+        options: [.value("--to", valueName: "model", help: "The target: an Xcode model (.xcdatamodeld), a compiled model (.momd/.mom from an app bundle), or a store whose cached model is the target."),
+                  .value("--model", valueName: "path", help: "The Xcode model the old stores were written with, for stores without a cached model."),
+                  CommonOptions.formatWithMarkdown]
+            + CommonOptions.input,
+        examples: ["storelens migration v1/default.store v2/default.store --to MyApp.app/MyModel.momd",
+                   "storelens migration users/ --to new.store --format markdown"])
+
+    let paths: [String]
+    let target: String
+    let oldModel: String?
+    let format: String
+    let input: InputSettings
+
+    init(_ parsed: ParsedArguments) throws(ParseError) {
+        guard !parsed.positionals.isEmpty else { throw .missingArgument("old") }
+        guard let to = parsed.value("--to") else { throw .invalid("Missing '--to <model>': migration needs the model the stores migrate to (an .xcdatamodeld, a .momd, or a newer store).") }
+        paths = parsed.positionals
+        target = to
+        oldModel = parsed.value("--model")
+        format = parsed.value("--format") ?? "text"
+        input = try InputSettings(parsed)
+    }
+
+    func run(_ output: Output) throws -> ExitCode {
+        let session = try EvidenceSession(keepScratch: input.keepScratch)
+        defer { session.scratch.remove() }
+        // The target is read first and without --store, which selects among the old stores.
+        let destination = try MigrationTarget.load(target, session: session, options: input.open, limits: input.limits)
+        let acquired = try session.stores(from: paths, select: input.select, options: input.open, limits: input.limits)
+        var opened: [OpenedStore] = []
+        for store in acquired {
+            do {
+                opened.append(try ModelOption.reading(store.displayPath) {
+                    try OpenedStore.open(store.copy, displayPath: store.displayPath, xcodeModel: oldModel.map { URL(fileURLWithPath: $0) })
+                })
+            } catch ModelError.notCoreData {
+                // A plain SQLite database beside the stores (a backup's Manifest.db) is not migrated.
+                output.error("Note: \(store.displayPath) is plain SQLite, not a Core Data store; it is left out.\n")
+            }
+        }
+        guard !opened.isEmpty else { throw InputError(message: "No Core Data store was found in \(paths.joined(separator: ", ")); give the stores users have.") }
+        // The data questions read the old stores: a damaged one is named as such.
+        let plan = try ModelOption.reading(opened.map(\.displayPath).joined(separator: ", ")) { try MigrationPlanner.plan(opened, to: destination) }
+        try session.finish()
+        switch format {
+        case "json": output.write(MigrationReport.json(plan).rendered() + "\n")
+        case "markdown": output.write(MigrationReport.markdown(plan))
+        default: output.write(MigrationReport.text(plan))
+        }
+        if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
+        return plan.failsOrLosesData ? .findings : .success
+    }
+}
