@@ -16,7 +16,8 @@ usage: encrypt-backup.py PLAIN OUT PASSWORD_FILE [--dpic N] [--iter N] [--damage
 
 The password is read from PASSWORD_FILE (one trailing newline dropped), never from argv.
 --damage makes a broken backup: truncated-keybag, missing-class-key, bad-padding:RELATIVE_PATH,
-bad-manifest, pre-10.2. --verify decrypts the result with iphone_backup_decrypt (PyPI) and
+bad-manifest, pre-10.2. --dump-file-key RELATIVE_PATH KEY_FILE writes one file's key (hex) for
+the bench's `openssl enc -d`. --verify decrypts the result with iphone_backup_decrypt (PyPI) and
 checks every file against the plain backup: proof that the test backup is well formed.
 """
 import argparse
@@ -84,7 +85,7 @@ def read_password(path):
     return data[:-1] if data.endswith(b"\n") else data
 
 
-def encrypt(plain, out, password, dpic, iterations, damage):
+def encrypt(plain, out, password, dpic, iterations, damage, dump_key=None):
     kind, _, argument = (damage or "").partition(":")
     if os.path.exists(out):
         shutil.rmtree(out)
@@ -115,6 +116,10 @@ def encrypt(plain, out, password, dpic, iterations, damage):
         with open(source, "rb") as f:
             data = f.read()
         file_key = os.urandom(32)
+        if dump_key and relative_path == dump_key[0]:
+            # For the bench: `openssl enc -d` decrypts the same bytes with this key.
+            with open(dump_key[1], "w") as f:
+                f.write(file_key.hex())
         wrapped = aes_key_wrap(class_keys[FILE_CLASS], file_key)
         db.execute("UPDATE Files SET file = ? WHERE fileID = ?", (mbfile_record(relative_path, len(data), FILE_CLASS, wrapped), file_id))
         os.makedirs(os.path.join(out, file_id[:2]), exist_ok=True)
@@ -168,9 +173,10 @@ def main():
     parser.add_argument("--iter", type=int, default=10_000)
     parser.add_argument("--damage")
     parser.add_argument("--verify", action="store_true")
+    parser.add_argument("--dump-file-key", nargs=2, metavar=("RELATIVE_PATH", "KEY_FILE"))
     args = parser.parse_args()
     password = read_password(args.password_file)
-    rows = encrypt(args.plain, args.out, password, args.dpic, args.iter, args.damage)
+    rows = encrypt(args.plain, args.out, password, args.dpic, args.iter, args.damage, args.dump_file_key)
     if args.verify:
         verify(args.plain, args.out, password, rows)
 
