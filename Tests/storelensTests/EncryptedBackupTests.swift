@@ -154,7 +154,7 @@ struct EncryptedBackupTests {
         #expect(EncryptedBackupWriter.available, "STORELENS_REQUIRE_BACKUP_WRITER=1 but \(EncryptedBackupWriter.skipReason)")
     }
 
-    @Test("right password: inspect, check, audit, scan and wal print what they print for the unencrypted twin",
+    @Test("right password: inspect, check, audit, scan, wal, rows, schema and history print what they print for the unencrypted twin; report works",
           .enabled(if: EncryptedBackupWriter.available, "\(EncryptedBackupWriter.skipReason)"))
     func sameAsPlainTwin() throws {
         let twins = try Twins("same")
@@ -165,6 +165,7 @@ struct EncryptedBackupTests {
             (["inspect", "--format", "json"], []), (["check", "--format", "json"], []), (["audit", "--manifest", manifest, "--format", "json"], []),
             (["scan", "--format", "json"], []), (["wal", "--store", "default.store", "--format", "json"], []),
             (["rows", "--store", "default.store", "--format", "json"], ["TodoItem"]),
+            (["schema", "--store", "default.store", "--format", "json"], []), (["history", "--store", "default.store", "--format", "json"], []),
         ]
         for (command, after) in commands {
             let plain = try twins.run(command + [twins.plain.path] + after, password: false)
@@ -178,6 +179,12 @@ struct EncryptedBackupTests {
         }
         // Stores are named Domain/relativePath, as for a plain backup.
         #expect(results[7].stdout.contains("\(Self.domain)/Library/Application Support/default.store"))
+        // report writes its HTML file (outside the evidence); the password must not be in it either.
+        let html = twins.folder.path("report.html")
+        let report = try twins.run(["report", twins.encrypted.path, "--out", html.path])
+        #expect(report.status == 0, "\(report.stderr)")
+        #expect(try String(contentsOf: html, encoding: .utf8).contains("default.store"))
+        results.append(report)
         // The password from the variable works as from the file.
         let fromVariable = try twins.run(["inspect", "--format", "json", twins.encrypted.path], password: false,
                                          environment: ["STORELENS_BACKUP_PASSWORD": Self.password])
