@@ -162,6 +162,9 @@ enum BackupFileDecryption {
     /// the ciphertext and the plaintext on the way, and removing PKCS#7 padding from the end.
     /// `expectedSize` (the record's Size) trims what is left of padding past it, when less than
     /// a block. `name` names the file in errors. The destination is removed on any error.
+    ///
+    /// Two stages, so a large file keeps both cores busy: this thread reads, hashes the ciphertext
+    /// and decrypts a chunk while a second one hashes and writes the chunk before it.
     static func decrypt(_ source: URL, key: SecretBytes, to destination: URL, expectedSize: Int64?, name: String) throws -> DecryptionOutcome {
         guard let identity = FileIdentity.of(source.path) else {
             throw AcquisitionError.unreadable(path: source.path, reason: String(cString: strerror(errno)))
@@ -178,41 +181,22 @@ enum BackupFileDecryption {
         }
         let output = open(destination.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
         guard output >= 0 else { throw WorkingFolderFailure(folder: destination.deletingLastPathComponent().path, code: errno) }
+        let sink = PlaintextSink(fd: output, folder: destination.deletingLastPathComponent().path, chunk: chunk)
         var finished = false
         defer {
+            sink.drain()
             close(output)
             if !finished { unlink(destination.path) }
         }
         var cipherHash = SHA256()
-        var plainHash = SHA256()
         let decryptor = try CBCDecryptor(key: key)
         let inBuffer = UnsafeMutableRawPointer.allocate(byteCount: chunk, alignment: 64)
-        let outBuffer = UnsafeMutableRawPointer.allocate(byteCount: chunk + 32, alignment: 64)
-        defer {
-            // Plaintext of the evidence stays in scratch only: the buffers are cleared too.
-            memset(outBuffer, 0, chunk + 32)
-            inBuffer.deallocate()
-            outBuffer.deallocate()
-        }
+        defer { inBuffer.deallocate() }
         // The last two blocks are held back until the end, where the padding says how many of
         // their bytes are the file's.
         let heldFrom = max(0, total - 32)
         var tail: [UInt8] = []
         var done: Int64 = 0
-        var written: Int64 = 0
-        func emit(_ pointer: UnsafeRawPointer, _ count: Int) throws {
-            var offset = 0
-            while offset < count {
-                let n = write(output, pointer + offset, count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw WorkingFolderFailure(folder: destination.deletingLastPathComponent().path, code: errno)
-                }
-                offset += n
-            }
-            plainHash.update(UnsafeRawBufferPointer(start: pointer, count: count))
-            written += Int64(count)
-        }
         let progress = ProgressReporter.current
         while done < total {
             var got = 0
@@ -230,14 +214,17 @@ enum BackupFileDecryption {
                 throw AcquisitionError.unreadable(path: source.path, reason: "it became shorter while being read")
             }
             cipherHash.update(UnsafeRawBufferPointer(start: inBuffer, count: got))
-            let n = try decryptor.update(inBuffer, count: got, into: outBuffer)
+            let slot = try sink.freeSlot()
+            let n = try decryptor.update(inBuffer, count: got, into: slot.pointer)
             guard n == got else { throw BackupCryptoError.libcrypto(operation: "EVP_DecryptUpdate(aes-256-cbc)", detail: "\(n) bytes out for \(got) in") }
             let direct = Int(max(0, min(Int64(n), heldFrom - done)))
-            try emit(outBuffer, direct)
-            if direct < n { tail += UnsafeRawBufferPointer(start: outBuffer + direct, count: n - direct) }
+            if direct < n { tail += UnsafeRawBufferPointer(start: slot.pointer + direct, count: n - direct) }
+            sink.submit(slot, count: direct)
             done += Int64(got)
             progress.report("decrypting \(destination.lastPathComponent)", done: done, total: total, unit: .bytes)
         }
+        sink.drain()
+        try sink.failure()
         var note: String?
         if total > 0 {
             let pad = Int(tail.last ?? 0)
@@ -252,15 +239,91 @@ enum BackupFileDecryption {
                 note = "\(name) decrypts to \(stripped) bytes but its Manifest.db record says \(expectedSize); all \(stripped) decrypted bytes are kept"
             }
             let fromTail = Int(keep - heldFrom)
-            if fromTail > 0 { try tail.withUnsafeBytes { try emit($0.baseAddress!, fromTail) } }
+            if fromTail > 0 {
+                let slot = try sink.freeSlot()
+                tail.withUnsafeBytes { slot.pointer.copyMemory(from: $0.baseAddress!, byteCount: fromTail) }
+                sink.submit(slot, count: fromTail)
+                sink.drain()
+                try sink.failure()
+            }
             for i in tail.indices { tail[i] = 0 }
         } else if let expectedSize, expectedSize != 0 {
             note = "\(name) is empty in the backup but its Manifest.db record says \(expectedSize) bytes"
         }
         finished = true
         func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
-        return DecryptionOutcome(plaintextSHA256: hex(plainHash.finalize()),
+        return DecryptionOutcome(plaintextSHA256: hex(sink.finalize()),
                                  ciphertext: FileEvidence(path: source.path, size: Int(total), sha256: hex(cipherHash.finalize()), identity: identity),
-                                 size: written, sizeNote: note)
+                                 size: sink.written, sizeNote: note)
+    }
+}
+
+/// The second stage of `BackupFileDecryption.decrypt`: hashes and writes decrypted chunks, in
+/// order, on a serial queue of its own, from two buffers the first stage fills in turn.
+private final class PlaintextSink: @unchecked Sendable {
+    struct Slot { let index: Int; let pointer: UnsafeMutableRawPointer }
+    private let fd: Int32
+    private let folder: String
+    private let chunk: Int
+    private let buffers: [UnsafeMutableRawPointer]
+    private let free: DispatchSemaphore
+    private var nextSlot = 0
+    private let queue = DispatchQueue(label: "storelens.decrypt.write")
+    // Touched only on `queue`, read after `drain()`.
+    private var hasher = SHA256()
+    private(set) var written: Int64 = 0
+    private var error: Error?
+
+    init(fd: Int32, folder: String, chunk: Int) {
+        self.fd = fd
+        self.folder = folder
+        self.chunk = chunk
+        buffers = (0..<2).map { _ in UnsafeMutableRawPointer.allocate(byteCount: chunk + 32, alignment: 64) }
+        free = DispatchSemaphore(value: buffers.count)
+    }
+
+    /// The next buffer to decrypt into, once the writer is done with it.
+    func freeSlot() throws -> Slot {
+        free.wait()
+        let slot = Slot(index: nextSlot, pointer: buffers[nextSlot])
+        nextSlot = (nextSlot + 1) % buffers.count
+        return slot
+    }
+
+    func submit(_ slot: Slot, count: Int) {
+        let index = slot.index
+        queue.async { [self] in
+            let pointer = buffers[index]
+            defer { self.free.signal() }
+            guard error == nil, count > 0 else { return }
+            var offset = 0
+            while offset < count {
+                let n = write(fd, pointer + offset, count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    error = WorkingFolderFailure(folder: folder, code: errno)
+                    return
+                }
+                offset += n
+            }
+            hasher.update(UnsafeRawBufferPointer(start: pointer, count: count))
+            written += Int64(count)
+        }
+    }
+
+    /// Waits until every chunk submitted is written.
+    func drain() { queue.sync {} }
+
+    func failure() throws { if let error { throw error } }
+
+    func finalize() -> [UInt8] { hasher.finalize() }
+
+    deinit {
+        drain()
+        // Plaintext of the evidence stays in scratch only: the buffers are cleared too.
+        for buffer in buffers {
+            memset(buffer, 0, chunk + 32)
+            buffer.deallocate()
+        }
     }
 }
