@@ -270,6 +270,65 @@ struct EncryptedBackupTests {
         try twins.expectNoScratchLeft()
     }
 
+    static var hasScript: Bool {
+        #if os(Linux)
+        return FileManager.default.isExecutableFile(atPath: "/usr/bin/script")
+        #else
+        return false
+        #endif
+    }
+
+    /// Runs `storelens ARGS` on a pseudo-terminal (util-linux `script`), typing `keys` once the
+    /// prompt is on the screen; returns everything the terminal showed and the exit status.
+    static func onTerminal(_ arguments: [String], typing keys: String, tmp: URL) throws -> (screen: String, status: Int32) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        let command = ([ProjectPaths.executable().path] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+            .joined(separator: " ") + "; echo \"status=$?\""
+        process.arguments = ["-qec", command, "/dev/null"]
+        var env = ProcessInfo.processInfo.environment
+        env["TMPDIR"] = tmp.path
+        env["STORELENS_BACKUP_PASSWORD"] = nil
+        process.environment = env
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        // A watchdog: a prompt that never comes must fail the test, not hang it.
+        let watchdog = DispatchWorkItem { process.terminate() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 120, execute: watchdog)
+        defer { watchdog.cancel() }
+        var screen = Data()
+        while !String(decoding: screen, as: UTF8.self).contains("Password for the encrypted backup") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            screen += chunk
+        }
+        // The prompt is shown once echo is already off.
+        input.fileHandleForWriting.write(Data(keys.utf8))
+        screen += output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: screen, as: UTF8.self)
+        let status = text.range(of: "status=").flatMap { Int32(text[$0.upperBound...].prefix { $0.isNumber }) } ?? -1
+        return (text, status)
+    }
+
+    @Test("on a terminal the password is asked for without echo; Ctrl-C cancels and gives the terminal back",
+          .enabled(if: EncryptedBackupWriter.available && hasScript, "needs the encrypted-backup writer and util-linux script (Linux)"))
+    func terminalPrompt() throws {
+        let twins = try Twins("terminal", verify: false)
+        let typed = try Self.onTerminal(["inspect", "--store", "default.store", twins.encrypted.path], typing: Self.password + "\r", tmp: twins.tmp)
+        #expect(typed.status == 0, "\(typed.screen)")
+        #expect(typed.screen.contains("ZTODOITEM") || typed.screen.contains("TodoItem"))
+        #expect(!typed.screen.contains(Self.password), "the password was echoed")
+        #expect(!typed.screen.contains(String(Self.password.prefix(8))), "part of the password was echoed")
+        let cancelled = try Self.onTerminal(["inspect", twins.encrypted.path], typing: "corr\u{03}", tmp: twins.tmp)
+        #expect(cancelled.status == 2, "\(cancelled.screen)")
+        #expect(cancelled.screen.contains("the prompt was cancelled"))
+        try twins.expectNoScratchLeft()
+    }
+
     /// A damaged backup, what the error must name, and the words that say what is wrong.
     static let damages: [(damage: String, names: String, says: String)] = [
         ("truncated-keybag", "Manifest.plist", "BackupKeyBag cannot be used"),

@@ -7,6 +7,8 @@ public enum BackupPasswordError: Error, Equatable, Sendable, CustomStringConvert
     case fileUnreadable(path: String, reason: String)
     case empty(source: String)
     case tooLong(source: String, limit: Int)
+    /// Ctrl-C or Ctrl-D at the prompt.
+    case cancelled
 
     public var description: String {
         switch self {
@@ -18,6 +20,8 @@ public enum BackupPasswordError: Error, Equatable, Sendable, CustomStringConvert
             return "\(source) gives an empty password; an encrypted backup always has one — check that the right file or variable was used."
         case .tooLong(let source, let limit):
             return "\(source) holds more than \(limit) bytes, too long for a backup password; check that the right file was given."
+        case .cancelled:
+            return "no password was typed (the prompt was cancelled); nothing was decrypted."
         }
     }
 }
@@ -107,33 +111,58 @@ public final class BackupPasswordSource: Sendable {
     }
 
     /// Asks on stderr and reads stdin with echo turned off, restoring the terminal afterwards.
+    /// Signals from the keyboard are off too while it asks: Ctrl-C arrives as a byte and cancels
+    /// here, where the terminal can be restored (the interrupt handler exits at once, and would
+    /// leave it without echo).
     static func readTerminal(prompt: String) throws(BackupPasswordError) -> SecretBytes {
-        _ = prompt.withCString { write(STDERR_FILENO, $0, strlen($0)) }
         var saved = termios()
         let haveTerminal = tcgetattr(STDIN_FILENO, &saved) == 0
         if haveTerminal {
             var quiet = saved
-            quiet.c_lflag &= ~tcflag_t(ECHO)
-            quiet.c_lflag |= tcflag_t(ECHONL)
+            // Byte by byte (ICANON off), so Ctrl-C cancels at once; erase keys are handled below.
+            quiet.c_lflag &= ~(tcflag_t(ECHO) | tcflag_t(ISIG) | tcflag_t(ICANON))
+            withUnsafeMutableBytes(of: &quiet.c_cc) { cc in
+                cc[Int(VMIN)] = 1
+                cc[Int(VTIME)] = 0
+            }
             _ = tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
         }
+        // Asked only once echo is off: whatever is typed after the prompt appears stays unseen.
+        _ = prompt.withCString { write(STDERR_FILENO, $0, strlen($0)) }
         defer {
-            if haveTerminal { _ = tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved) }
+            if haveTerminal {
+                _ = tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
+                // The Enter typed was not echoed: end the prompt's line.
+                _ = write(STDERR_FILENO, "\n", 1)
+            }
         }
         let secret = SecretBytes(capacity: maxBytes + 1)
         var used = 0
-        secret.withUnsafeMutableBytes { buffer in
+        let cancelled: Bool = secret.withUnsafeMutableBytes { buffer in
             var byte: UInt8 = 0
+            defer { byte = 0 }
             while used < buffer.count {
                 let n = read(STDIN_FILENO, &byte, 1)
                 if n < 0 && errno == EINTR { continue }
-                if n <= 0 || byte == UInt8(ascii: "\n") { break }
-                buffer[used] = byte
-                used += 1
+                if n <= 0 || byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") { break }
+                switch byte {
+                case 3: return true                       // Ctrl-C
+                case 4 where used == 0: return true       // Ctrl-D on an empty line
+                case 0x7f, 0x08:                          // erase one character (all its UTF-8 bytes)
+                    while used > 0 && buffer[used - 1] & 0xC0 == 0x80 { used -= 1; buffer[used] = 0 }
+                    if used > 0 { used -= 1; buffer[used] = 0 }
+                case 0x15:                                // Ctrl-U: erase the line
+                    for i in 0..<used { buffer[i] = 0 }
+                    used = 0
+                default:
+                    buffer[used] = byte
+                    used += 1
+                }
             }
-            byte = 0
+            return false
         }
         secret.setCount(used)
+        if cancelled { secret.clear(); throw .cancelled }
         if used > maxBytes { secret.clear(); throw .tooLong(source: "the terminal", limit: maxBytes) }
         if secret.count > 0 { dropTrailing(secret, UInt8(ascii: "\r")) }
         guard secret.count > 0 else { throw .empty(source: "the terminal") }
