@@ -215,7 +215,8 @@ struct BackupInventory {
         // Which files to decrypt: every SQLite file (known by its first block), every sidecar and
         // support file by name, and the files asked for by pattern.
         struct Job { let entry: Entry; let record: BackupFileRecord; let destination: URL }
-        var jobs: [Job] = []
+        struct Candidate { let entry: Entry; let record: BackupFileRecord; let byName: Bool }
+        var candidates: [Candidate] = []
         let output = try session.scratch.makeSubfolder(named: "decrypted")
         var paths = Set<String>()
         for entry in try entries(connection, withRecords: true, into: &result) {
@@ -223,7 +224,6 @@ struct BackupInventory {
                 result.skipped.append(SkippedEntry(path: entry.path, reason: "listed more than once in Manifest.db; the first is read"))
                 continue
             }
-            let name = "\(entry.path) (\(entry.fileID.prefix(2))/\(entry.fileID) in \(root.path))"
             let record: BackupFileRecord?
             do {
                 record = try entry.blob.flatMap { blob throws(BackupFileRecord.Unreadable) in try BackupFileRecord.parse(blob) }
@@ -235,23 +235,30 @@ struct BackupInventory {
                 result.skipped.append(SkippedEntry(path: entry.path, reason: "its Manifest.db record holds no encryption key"))
                 continue
             }
-            var needed = FamilyGrouping.sidecarSuffixes.keys.contains { entry.path.hasSuffix($0) }
+            let byName = FamilyGrouping.sidecarSuffixes.keys.contains { entry.path.hasSuffix($0) }
                 || entry.path.contains("_SUPPORT/")
                 || wanted.contains { $0.matches(entry.path, ignoringCase: true) }
-            if !needed {
-                let key = try backup.fileKey(protectionClass: record.protectionClass, wrappedKey: record.wrappedKey, name: name)
-                defer { key.clear() }
-                needed = try BackupFileDecryption.firstBlock(of: entry.url, key: key).map { DatabaseHeader.isSQLite(Data($0)) } ?? false
-            }
-            guard needed else { continue }
-            jobs.append(Job(entry: entry, record: record, destination: try Self.destination(for: entry.path, under: output)))
+            candidates.append(Candidate(entry: entry, record: record, byName: byName))
+        }
+        func name(_ entry: Entry) -> String { "\(entry.path) (\(entry.fileID.prefix(2))/\(entry.fileID) in \(root.path))" }
+        // The rest by their first block, on both threads: an app domain can hold many thousands of files.
+        let needed = try FileWork.map(candidates, weights: candidates.map { _ in 1 }) { candidate -> Bool in
+            if candidate.byName { return true }
+            let key = try backup.fileKey(protectionClass: candidate.record.protectionClass, wrappedKey: candidate.record.wrappedKey,
+                                         name: name(candidate.entry))
+            defer { key.clear() }
+            return try BackupFileDecryption.firstBlock(of: candidate.entry.url, key: key).map { DatabaseHeader.isSQLite(Data($0)) } ?? false
+        }
+        var jobs: [Job] = []
+        for (candidate, isNeeded) in zip(candidates, needed) where isNeeded {
+            jobs.append(Job(entry: candidate.entry, record: candidate.record,
+                            destination: try Self.destination(for: candidate.entry.path, under: output)))
         }
         let started = Date()
         let outcomes = try FileWork.map(jobs, weights: jobs.map { Int64($0.entry.size) }) { job -> DecryptionOutcome in
-            let name = "\(job.entry.path) (\(job.entry.fileID.prefix(2))/\(job.entry.fileID) in \(root.path))"
-            let key = try backup.fileKey(protectionClass: job.record.protectionClass, wrappedKey: job.record.wrappedKey, name: name)
+            let key = try backup.fileKey(protectionClass: job.record.protectionClass, wrappedKey: job.record.wrappedKey, name: name(job.entry))
             defer { key.clear() }
-            return try BackupFileDecryption.decrypt(job.entry.url, key: key, to: job.destination, expectedSize: job.record.size, name: name)
+            return try BackupFileDecryption.decrypt(job.entry.url, key: key, to: job.destination, expectedSize: job.record.size, name: name(job.entry))
         }
         if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
             // make bench (scripts/bench-backup.sh): decryption alone, beside `openssl enc -d`.
