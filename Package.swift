@@ -7,6 +7,7 @@
 //     -> Reports -> CoreDataStore -> Acquisition -> SQLiteAccess -> CSQLite
 //                                  \-> StoreFormats (pure Swift: header, WAL, -shm, plist, keyed archive)
 //                                  \-> Deflate -> CZlib
+//                     Acquisition -> CCrypto (libcrypto: encrypted backups)
 //   StoreBuilder (writes stores in Apple's layout; used by tests, fixtures and the demo)
 import PackageDescription
 
@@ -27,6 +28,9 @@ let package = Package(
                        providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
         // ISA-L's igzip, on Linux only: the gzip layer of .tar.gz archives (libarchive reads the rest).
         .systemLibrary(name: "CISAL", pkgConfig: "libisal", providers: [.apt(["libisal-dev"])]),
+        // OpenSSL's libcrypto: PBKDF2, AES key unwrap and AES-CBC for encrypted iOS backups.
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto",
+                       providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
 
         // SHA-256 with the CPU's SHA instructions, behind the portable Swift implementation.
         .target(name: "CSHA"),
@@ -37,7 +41,7 @@ let package = Package(
         // A small SQLite access layer: connections, statements, typed errors, identifier quoting.
         .target(name: "SQLiteAccess", dependencies: ["CSQLite"]),
         // Getting evidence in without changing it: store families, hashing, scratch copies, safe opening.
-        .target(name: "Acquisition", dependencies: ["StoreFormats", "SQLiteAccess", "CArchive",
+        .target(name: "Acquisition", dependencies: ["StoreFormats", "SQLiteAccess", "CArchive", "CCrypto",
                                                   .target(name: "CISAL", condition: .when(platforms: [.linux]))]),
         // The Core Data / SwiftData store model: metadata, entities, history.
         .target(name: "CoreDataStore", dependencies: ["StoreFormats", "SQLiteAccess", "Acquisition", "Deflate"]),

@@ -4,7 +4,8 @@
 set -euo pipefail
 
 missing_pc=()
-for pc in sqlite3 libarchive zlib; do
+# libcrypto (OpenSSL) decrypts encrypted iOS backups (Sources/Acquisition/BackupDecryption).
+for pc in sqlite3 libarchive zlib libcrypto; do
   pkg-config --exists "$pc" 2>/dev/null || missing_pc+=("$pc")
 done
 # ISA-L decodes the gzip layer of .tar.gz archives on Linux (Sources/Acquisition/GzipSource.swift).
@@ -12,9 +13,11 @@ if [ "$(uname -s)" = Linux ]; then
   pkg-config --exists libisal 2>/dev/null || missing_pc+=(libisal)
 fi
 missing_tools=()
-for tool in sqlite3 bsdtar zip bc /usr/bin/time; do
+for tool in sqlite3 bsdtar zip bc /usr/bin/time openssl; do
   command -v "$tool" >/dev/null 2>&1 || missing_tools+=("$tool")
 done
+# The encrypted-backup tests make a virtualenv (python3 -m venv) for their independent writer.
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing_tools+=(python3-venv)
 
 # The browser test of `storelens report` loads reports in headless chromium. With --with-browser
 # (make test) it is installed when it can be (root on Debian or Ubuntu); elsewhere the test prints
@@ -36,7 +39,8 @@ fi
 case "$(uname -s)" in
   Darwin)
     echo "storelens needs: ${missing_pc[*]} ${missing_tools[*]}"
-    echo "Install them with: brew install sqlite libarchive zlib pkg-config"
+    echo "Install them with: brew install sqlite libarchive zlib openssl@3 pkg-config python"
+    echo "(and put Homebrew's openssl@3 on PKG_CONFIG_PATH: export PKG_CONFIG_PATH=\"\$(brew --prefix openssl@3)/lib/pkgconfig:\$PKG_CONFIG_PATH\")"
     exit 1
     ;;
   Linux)
@@ -44,10 +48,10 @@ case "$(uname -s)" in
       echo "Installing missing dependencies: ${missing_pc[*]} ${missing_tools[*]}"
       export DEBIAN_FRONTEND=noninteractive
       apt-get update -qq
-      apt-get install -y -qq pkg-config libsqlite3-dev libarchive-dev zlib1g-dev libisal-dev sqlite3 libarchive-tools zip bc time >/dev/null
+      apt-get install -y -qq pkg-config libsqlite3-dev libarchive-dev zlib1g-dev libisal-dev libssl-dev openssl python3-venv sqlite3 libarchive-tools zip bc time >/dev/null
     else
       echo "storelens needs: ${missing_pc[*]} ${missing_tools[*]}"
-      echo "On Debian or Ubuntu: sudo apt-get install pkg-config libsqlite3-dev libarchive-dev zlib1g-dev libisal-dev sqlite3 libarchive-tools zip bc time"
+      echo "On Debian or Ubuntu: sudo apt-get install pkg-config libsqlite3-dev libarchive-dev zlib1g-dev libisal-dev libssl-dev openssl python3-venv sqlite3 libarchive-tools zip bc time"
       exit 1
     fi
     ;;

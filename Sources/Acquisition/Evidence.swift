@@ -60,6 +60,16 @@ public struct EvidenceLedger: Sendable {
         index[path].map { entries[$0] }
     }
 
+    /// Adds evidence taken elsewhere (an encrypted file hashed while it was decrypted).
+    mutating func add(_ evidence: FileEvidence) {
+        if let at = index[evidence.path] {
+            entries[at] = evidence
+        } else {
+            index[evidence.path] = entries.count
+            entries.append(evidence)
+        }
+    }
+
     public mutating func record(_ urls: [URL], hash: Bool = true) throws {
         try record(urls, hash: hash, copying: [])
     }

@@ -7,13 +7,27 @@ public final class EvidenceSession {
     public let scratch: ScratchFolder
     public private(set) var ledger = EvidenceLedger()
 
-    public init(keepScratch: Bool = false, scratchParent: URL? = nil) throws {
+    /// Where an encrypted backup's password comes from; nil refuses encrypted backups with a
+    /// sentence saying how to give it.
+    public let backupPassword: BackupPasswordSource?
+
+    public init(keepScratch: Bool = false, scratchParent: URL? = nil, backupPassword: BackupPasswordSource?) throws {
         scratch = try ScratchFolder(parent: scratchParent, keep: keepScratch)
+        self.backupPassword = backupPassword
+    }
+
+    public convenience init(keepScratch: Bool = false, scratchParent: URL? = nil) throws {
+        try self.init(keepScratch: keepScratch, scratchParent: scratchParent, backupPassword: nil)
     }
 
     /// Hashes files before anything reads them (once per file).
     public func record(_ files: [URL], hash: Bool = true) throws {
         try ledger.record(files, hash: hash)
+    }
+
+    /// Records an encrypted original whose hash was taken while it was decrypted (one read for both).
+    func recordDecrypted(_ evidence: FileEvidence) {
+        ledger.add(evidence)
     }
 
     /// Copies made while hashing (original path → the copy in the scratch folder), waiting for the

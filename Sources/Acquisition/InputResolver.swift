@@ -145,23 +145,40 @@ public struct InputResolver {
     }
 
     func backup(_ url: URL, input: String) throws -> Inventory {
-        let result = try BackupInventory(root: url, session: session).read()
+        let result = try BackupInventory(root: url, session: session, wanted: wanted).read()
         var (stores, orphans) = FamilyGrouping.group(result.files, containers: result.containers)
         let progress = ProgressReporter.current
         defer { progress.setContext(nil) }
         for i in stores.indices {
+            if result.encrypted {
+                // The encrypted originals are in the ledger already; a store's hashes are those
+                // of the plaintext storelens reads, as for a plain backup.
+                stores[i].sha256 = Self.hashes(result.plaintextHashes, for: stores[i].family, naming: stores[i].path)
+                continue
+            }
             progress.setContext("store \(i + 1) of \(ProgressReporter.Update.grouped(Int64(stores.count)))")
             try session.record(stores[i].family.files)
             stores[i].sha256 = session.hashes(for: stores[i].family, naming: stores[i].path)
         }
         FamilyGrouping.markSecondCopies(&stores)
         var inventory = Inventory(input: input, kind: .backup, inputSHA256: nil, stores: stores, orphans: orphans,
-                                  skipped: result.skipped, warnings: [], extracted: [])
+                                  skipped: result.skipped, warnings: result.warnings, extracted: [])
+        inventory.encrypted = result.encrypted
+        inventory.decrypted = result.decrypted
         for file in result.files where !file.isSQLite && wanted.contains(where: { $0.matches(file.path, ignoringCase: true) }) {
-            try session.record([file.url])
+            if !result.encrypted { try session.record([file.url]) }
             inventory.otherFiles.append((file.path, file.url))
         }
         return inventory
+    }
+
+    /// A family's hashes from a table of hashes by file path, named like `EvidenceSession.hashes`.
+    static func hashes(_ table: [String: String], for family: StoreFamily, naming: String) -> [String: String] {
+        var result: [String: String] = [:]
+        for (url, suffix) in [(family.main, ""), (family.wal, "-wal"), (family.shm, "-shm"), (family.journal, "-journal")] {
+            if let url, let hash = table[url.path] { result[naming + suffix] = hash }
+        }
+        return result
     }
 
     private func size(_ url: URL) -> Int {

@@ -101,6 +101,11 @@ public struct Inventory: Sendable {
     /// The input as typed was a symbolic link, followed to this path (links given on the command
     /// line are followed; links inside the evidence never are).
     public var linkTarget: String?
+    /// An encrypted backup, read through the decrypted copies in the scratch folder.
+    public var encrypted = false
+    /// Each file decrypted from an encrypted backup, with the hashes of its encrypted original
+    /// and of its plaintext (`--evidence` lists them).
+    public var decrypted: [DecryptedFile] = []
 
     public init(input: String, kind: InputKind, inputSHA256: String?, stores: [FoundStore], orphans: [OrphanSidecar],
                 skipped: [SkippedEntry], warnings: [String], extracted: [(path: String, sha256: String)]) {

@@ -119,7 +119,13 @@ public enum ScanReport {
             ("inputs", .array(inventories.map { inv in
                 .object([("input", .string(inv.input)), ("kind", .string(inv.kind.rawValue)), ("sha256", .optional(inv.inputSHA256)),
                          ("symlinkTarget", .optional(inv.linkTarget)),
-                         ("extracted", .array(inv.extracted.map { .object([("path", .string($0.path)), ("sha256", .string($0.sha256))]) }))])
+                         ("extracted", .array(inv.extracted.map { .object([("path", .string($0.path)), ("sha256", .string($0.sha256))]) })),
+                         // An encrypted backup: each decrypted file tied to its encrypted original by both hashes.
+                         ("encrypted", .bool(inv.encrypted)),
+                         ("decrypted", .array(inv.decrypted.map {
+                             .object([("path", .string($0.path)), ("original", .string($0.original)), ("size", .int(Int($0.size))),
+                                      ("encryptedSHA256", .string($0.encryptedSHA256)), ("plaintextSHA256", .string($0.plaintextSHA256))])
+                         }))])
             })),
             ("originals", .array(ledger.entries.map {
                 .object([("path", .string($0.path)), ("size", .int($0.size)), ("sha256", .optional($0.sha256))])

@@ -96,8 +96,11 @@ public struct CommandResult: Sendable {
 
 public enum CLI {
     /// Runs the built `storelens` with `arguments`, capturing both streams.
-    public static func run(_ arguments: [String], environment: [String: String] = [:], file: String = #filePath) throws -> CommandResult {
+    /// - Parameter standardInput: what the child reads as stdin (nil: the test runner's own).
+    public static func run(_ arguments: [String], environment: [String: String] = [:], standardInput: FileHandle? = nil,
+                           file: String = #filePath) throws -> CommandResult {
         let process = Process()
+        if let standardInput { process.standardInput = standardInput }
         process.executableURL = ProjectPaths.executable(from: file)
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment

@@ -277,7 +277,8 @@ struct InventoryTests {
         try FileManager.default.createDirectory(at: encrypted, withIntermediateDirectories: true)
         try BinaryPlistWriter.encode(.dictionary(["IsEncrypted": .bool(true)])).write(to: encrypted.appendingPathComponent("Manifest.plist"))
         try Data(repeating: 0xAB, count: 4096).write(to: encrypted.appendingPathComponent("Manifest.db"))
-        #expect(throws: BackupError.encrypted(path: encrypted.path)) { _ = try Self.inventory(encrypted) }
+        // Encrypted, without the ManifestKey of iOS 10.2 and later: the older format, refused by name.
+        #expect(throws: BackupError.unsupportedEncryption(path: encrypted.path, iosVersion: nil)) { _ = try Self.inventory(encrypted) }
 
         let noManifest = folder.path("nomanifest")
         try FileManager.default.createDirectory(at: noManifest, withIntermediateDirectories: true)

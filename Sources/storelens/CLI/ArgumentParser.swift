@@ -71,6 +71,10 @@ struct ParsedArguments {
                 name = String(token[..<eq])
                 inlineValue = String(token[token.index(after: eq)...])
             }
+            if name == "--password" || name == "-p", spec(for: name) == nil, spec(for: "--password-file") != nil {
+                // Said without the value, which must not be echoed anywhere.
+                throw .invalid("storelens never takes a password as a command-line value (it would stay in shell history and show in ps); give it with --password-file FILE or the STORELENS_BACKUP_PASSWORD variable, or type it when asked in a terminal.")
+            }
             guard let option = spec(for: name) else {
                 let candidates = options.flatMap(\.names).filter { $0.hasPrefix("--") } + ["--help"]
                 throw .unknownOption(name, suggestion: Suggestion.closest(to: name, in: candidates))

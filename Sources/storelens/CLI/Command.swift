@@ -83,10 +83,13 @@ enum CommonOptions {
     static let maxEntries = OptionSpec.value("--max-entries", valueName: "count",
                                              help: "Stop after this many archive entries.", default: "2000000")
 
+    static let passwordFile = OptionSpec.value("--password-file", valueName: "file",
+                                               help: "An encrypted backup's password, read from this file (one trailing newline is dropped). Without it: the STORELENS_BACKUP_PASSWORD variable, else a prompt when stdin is a terminal; never a plain command-line value.")
+
     static let quiet = OptionSpec.flag("--quiet", "-q", help: "Show no progress line (one is shown on stderr only when stderr is a terminal).")
 
     /// The options every command that reads stores accepts, in help order.
-    static let input: [OptionSpec] = [store, keepScratch, rollBackJournal, maxExtractBytes, maxEntryBytes, maxRatio, maxEntries, quiet]
+    static let input: [OptionSpec] = [store, keepScratch, rollBackJournal, passwordFile, maxExtractBytes, maxEntryBytes, maxRatio, maxEntries, quiet]
 }
 
 /// What every reading command takes from the input options.
@@ -105,9 +108,18 @@ struct InputSettings {
     let keepScratch: Bool
     let open: OpenOptions
     let limits: ArchiveLimits
+    /// `--password-file`, when given (the password itself is read only if an encrypted backup is met).
+    let passwordFile: String?
+
+    /// A session for one command (or one input of a batch), knowing where an encrypted backup's
+    /// password comes from.
+    func makeSession() throws -> EvidenceSession {
+        try EvidenceSession(keepScratch: keepScratch, backupPassword: BackupPasswordSource.implied(passwordFile: passwordFile))
+    }
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
         select = parsed.value("--store")
+        passwordFile = parsed.value("--password-file")
         keepScratch = parsed.flag("--keep-scratch")
         open = OpenOptions(rollBackJournal: parsed.flag("--roll-back-journal"))
         var limits = ArchiveLimits()

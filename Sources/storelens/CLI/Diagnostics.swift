@@ -66,6 +66,8 @@ enum Diagnostics {
         case let e as OutputPathError: return (e.description, false)
         case let e as ArchiveError: return (e.description, false)
         case let e as BackupError: return (e.description, false)
+        case let e as BackupPasswordError: return (e.description, false)
+        case let e as BackupCryptoError: return (e.description, true)
         case let e as ManifestError: return (e.description, false)
         case let e as CoreDataStoreError: return (e.description, false)
         case let e as ModelError: return (e.description, false)

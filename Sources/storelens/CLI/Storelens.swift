@@ -75,7 +75,7 @@ enum OutputPaths {
     static let files = ["--out", "--jsonl", "--log", "--evidence"]
     static let folders = ["--backup"]
     /// Files read besides the positional inputs; an output may not be one of them either.
-    static let readOptions = ["--manifest", "--model", "--to", "--migration-to"]
+    static let readOptions = ["--manifest", "--model", "--to", "--migration-to", "--password-file"]
 
     static func check(_ parsed: ParsedArguments) throws {
         let outputs = files.flatMap { option in parsed.values(option).map { OutputGuard.Output(option: option, path: $0) } }

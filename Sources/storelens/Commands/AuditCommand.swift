@@ -47,7 +47,7 @@ struct AuditCommand: Command {
         if let batch {
             // Each input is one container audited on its own against the same manifest.
             return try Batch.run(command: "audit", inputs: paths, settings: batch, output: output) { path, context in
-                let session = try EvidenceSession(keepScratch: input.keepScratch)
+                let session = try input.makeSession()
                 defer { session.scratch.remove() }
                 context.hashInput(path, in: session)
                 let result = try audit([path], manifest: manifest, session: session)
@@ -56,7 +56,7 @@ struct AuditCommand: Command {
                                     summary: AuditReport.batchSummary(result), findings: result.findings)
             }
         }
-        let session = try EvidenceSession(keepScratch: input.keepScratch)
+        let session = try input.makeSession()
         defer { session.scratch.remove() }
         let result = try audit(paths, manifest: manifest, session: session)
         try session.finish()

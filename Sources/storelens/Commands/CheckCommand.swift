@@ -60,7 +60,7 @@ struct CheckCommand: Command {
     func run(_ output: Output) throws -> ExitCode {
         if let batch {
             return try Batch.run(command: "check", inputs: paths, settings: batch, output: output) { path, context in
-                let session = try EvidenceSession(keepScratch: input.keepScratch)
+                let session = try input.makeSession()
                 defer { session.scratch.remove() }
                 context.hashInput(path, in: session)
                 let (findings, stores) = try check([path], session: session, output: output)
@@ -72,7 +72,7 @@ struct CheckCommand: Command {
                                     findings: findings.bySeverity)
             }
         }
-        let session = try EvidenceSession(keepScratch: input.keepScratch)
+        let session = try input.makeSession()
         defer { session.scratch.remove() }
         var refused: [RefusedStore] = []
         let (unsorted, stores) = try check(paths, session: session, output: output, refused: &refused)

@@ -58,7 +58,7 @@ struct HistoryCommand: Command {
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        let session = try EvidenceSession(keepScratch: input.keepScratch)
+        let session = try input.makeSession()
         defer { session.scratch.remove() }
         let acquired = try input.singleStore(path, in: session)
         let opened = try OpenedStore.open(acquired.copy, displayPath: acquired.displayPath,

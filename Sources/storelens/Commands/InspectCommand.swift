@@ -45,7 +45,7 @@ struct InspectCommand: Command {
     func run(_ output: Output) throws -> ExitCode {
         if let batch {
             return try Batch.run(command: "inspect", inputs: paths, settings: batch, output: output) { path, context in
-                let session = try EvidenceSession(keepScratch: input.keepScratch)
+                let session = try input.makeSession()
                 defer { session.scratch.remove() }
                 context.hashInput(path, in: session)
                 let inspections = try inspect([path], session: session)
@@ -53,7 +53,7 @@ struct InspectCommand: Command {
                 return BatchOutcome(exitCode: .success, summary: InspectionReport.batchSummary(inspections))
             }
         }
-        let session = try EvidenceSession(keepScratch: input.keepScratch)
+        let session = try input.makeSession()
         defer { session.scratch.remove() }
         var refused: [RefusedStore] = []
         let inspections = try inspect(paths, session: session, refused: &refused)

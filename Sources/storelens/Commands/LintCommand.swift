@@ -48,7 +48,7 @@ struct LintCommand: Command {
             subjects.append((model, read))
             findings.append(CloudKitLint.lint(model: read, name: model))
         } else {
-            let session = try EvidenceSession(keepScratch: input.keepScratch)
+            let session = try input.makeSession()
             defer { session.scratch.remove() }
             for store in try session.stores(from: paths, select: input.select, options: input.open, limits: input.limits) {
                 let found = try ModelOption.reading(store.displayPath) { () throws -> [Finding]? in

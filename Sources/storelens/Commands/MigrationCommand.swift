@@ -44,7 +44,7 @@ struct MigrationCommand: Command {
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        let session = try EvidenceSession(keepScratch: input.keepScratch)
+        let session = try input.makeSession()
         defer { session.scratch.remove() }
         // The target is read first and without --store, which selects among the old stores.
         let destination = try MigrationTarget.load(target, session: session, options: input.open, limits: input.limits)

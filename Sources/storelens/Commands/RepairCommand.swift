@@ -108,7 +108,7 @@ struct RepairCommand: Command {
 
     func run(_ output: Output) throws -> ExitCode {
         try validateOutputs()
-        let session = try EvidenceSession(keepScratch: input.keepScratch)
+        let session = try input.makeSession()
         defer { session.scratch.remove() }
         let store: AcquiredStore
         var migrationPlan: RepairPlan?

@@ -68,7 +68,7 @@ struct ReportCommand: Command {
     func run(_ output: Output) throws -> ExitCode {
         if out != "-" { try ReportFile.checkWritable(out, force: force) }
         let manifest = try manifestPath.map { try Manifest.load(path: $0) }
-        let session = try EvidenceSession(keepScratch: input.keepScratch)
+        let session = try input.makeSession()
         defer { session.scratch.remove() }
         let progress = ProgressReporter.current
 

@@ -65,7 +65,7 @@ struct RowsCommand: Command {
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        let session = try EvidenceSession(keepScratch: input.keepScratch)
+        let session = try input.makeSession()
         defer { session.scratch.remove() }
         let acquired = try input.singleStore(path, in: session)
         let copy = acquired.copy

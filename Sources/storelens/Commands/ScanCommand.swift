@@ -42,7 +42,7 @@ struct ScanCommand: Command {
     func run(_ output: Output) throws -> ExitCode {
         if let batch {
             return try Batch.run(command: "scan", inputs: paths, settings: batch, output: output) { path, context in
-                let session = try EvidenceSession(keepScratch: input.keepScratch)
+                let session = try input.makeSession()
                 defer { session.scratch.remove() }
                 context.hashInput(path, in: session)
                 let (inventories, scanned) = try scan([path], session: session, hashArchives: true)
@@ -53,7 +53,7 @@ struct ScanCommand: Command {
                                     error: damaged.map { "\($0.input): \($0.damage ?? ""); copy the archive again — it was cut off or corrupted." })
             }
         }
-        let session = try EvidenceSession(keepScratch: input.keepScratch)
+        let session = try input.makeSession()
         defer { session.scratch.remove() }
         // Machine-readable output carries the archive's SHA-256 (docs/json-output.md); the text
         // view skips it, as hashing a large archive costs more than reading it.

@@ -107,7 +107,7 @@ struct WALCommand: Command {
         if case .write(_, let out) = mode, FileManager.default.fileExists(atPath: out) || isSymbolicLink(out) {
             throw WALForensicsError.outputExists(path: out)
         }
-        let session = try EvidenceSession(keepScratch: input.keepScratch)
+        let session = try input.makeSession()
         defer { session.scratch.remove() }
         let stores = try session.stores(from: paths, select: input.select, options: input.open, limits: input.limits)
         switch mode {

@@ -1,0 +1,362 @@
+import Foundation
+import StoreBuilder
+import StoreFormats
+import StoreTestSupport
+import Testing
+
+/// The independent writer of encrypted test backups: scripts/encrypt-backup.py, run in a
+/// virtualenv (under .build/) holding PyPI's `cryptography` and `iphone_backup_decrypt`. Made
+/// once per test run; when PyPI cannot be reached the tests that need it are skipped, and under
+/// CI (STORELENS_REQUIRE_BACKUP_WRITER=1) that is a failure instead.
+enum EncryptedBackupWriter {
+    static let venv = ProjectPaths.root().appendingPathComponent(".build/encrypted-backup-venv")
+    static let script = ProjectPaths.root().appendingPathComponent("scripts/encrypt-backup.py")
+    static let skipReason = "the encrypted-backup writer's virtualenv (cryptography, iphone_backup_decrypt from PyPI) could not be made; PyPI may be unreachable"
+
+    /// The virtualenv's python, or why there is none (printed once).
+    static let python: Result<URL, WriterUnavailable> = {
+        let python = venv.appendingPathComponent("bin/python")
+        if FileManager.default.isExecutableFile(atPath: python.path),
+           (try? run(python, ["-c", "import cryptography, iphone_backup_decrypt"]))?.status == 0 {
+            return .success(python)
+        }
+        do {
+            try? FileManager.default.removeItem(at: venv)
+            let made = try run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-m", "venv", venv.path])
+            guard made.status == 0 else { throw WriterUnavailable(reason: "python3 -m venv failed: \(made.stderr.suffix(300))") }
+            let pip = try run(venv.appendingPathComponent("bin/pip"),
+                              ["install", "--quiet", "--disable-pip-version-check", "--timeout", "30", "cryptography", "iphone_backup_decrypt"])
+            guard pip.status == 0 else { throw WriterUnavailable(reason: "pip install failed: \(pip.stderr.suffix(300))") }
+            return .success(python)
+        } catch let error as WriterUnavailable {
+            print("note: encrypted-backup tests skipped: \(error.reason)")
+            return .failure(error)
+        } catch {
+            print("note: encrypted-backup tests skipped: \(error)")
+            return .failure(WriterUnavailable(reason: "\(error)"))
+        }
+    }()
+
+    static var available: Bool { (try? python.get()) != nil }
+
+    struct WriterUnavailable: Error { let reason: String }
+
+    /// Encrypts the plain backup `plain` into `out` with the password in `passwordFile`; with
+    /// `verify`, iphone_backup_decrypt then decrypts every file and compares it with `plain`.
+    @discardableResult
+    static func encrypt(_ plain: URL, into out: URL, passwordFile: URL, damage: String? = nil, verify: Bool = true) throws -> String {
+        // Few PBKDF2 rounds keep the tests quick; the format is the same as with iOS's 10,000,000.
+        var arguments = [script.path, plain.path, out.path, passwordFile.path, "--dpic", "2000", "--iter", "100"]
+        if let damage { arguments += ["--damage", damage] }
+        if verify { arguments.append("--verify") }
+        let result = try run(try python.get(), arguments)
+        guard result.status == 0 else { throw WriterUnavailable(reason: "encrypt-backup.py failed: \(result.stderr)") }
+        return result.stdout
+    }
+
+    struct Ran { let status: Int32; let stdout: String; let stderr: String }
+
+    static func run(_ executable: URL, _ arguments: [String]) throws -> Ran {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Ran(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                   stderr: String(decoding: errData, as: UTF8.self))
+    }
+}
+
+/// Encrypted Finder/iTunes backups (issue 19): decrypted only into the scratch folder, read by
+/// every command as the unencrypted twin is, the password never written anywhere.
+@Suite("encrypted backups")
+struct EncryptedBackupTests {
+    static let password = "correct horse ✓ battery 19"
+    static let domain = "AppDomain-com.example.todo"
+    static let walPath = "Library/Application Support/default.store-wal"
+
+    /// A SwiftData store with -wal and -shm, a Core Data store and plain files, as a plain backup
+    /// and its encrypted twin; TMPDIR for the commands is a folder of the test's own.
+    struct Twins {
+        let folder: TemporaryFolder
+        let plain: URL
+        let encrypted: URL
+        let passwordFile: URL
+        let tmp: URL
+
+        init(_ name: String, damage: String? = nil, verify: Bool = true) throws {
+            folder = try TemporaryFolder("encbackup-\(name)")
+            let container = folder.path("container")
+            try DemoContainer.write(into: container)
+            try Data("a plain file\n".utf8).write(to: container.appendingPathComponent("Documents/readme.txt"))
+            plain = folder.path("plain/00008120-001A2B3C4D5E802E")
+            try EvidenceGuaranteeTests.makeBackup(of: container, at: plain, domain: EncryptedBackupTests.domain)
+            passwordFile = folder.path("password.txt")
+            // As `echo` writes it: one trailing newline, which is not part of the password.
+            try Data((EncryptedBackupTests.password + "\n").utf8).write(to: passwordFile)
+            encrypted = folder.path("encrypted/00008120-001A2B3C4D5E802E")
+            try FileManager.default.createDirectory(at: encrypted.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try EncryptedBackupWriter.encrypt(plain, into: encrypted, passwordFile: passwordFile, damage: damage, verify: verify)
+            tmp = folder.path("tmp")
+            try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+        }
+
+        func run(_ arguments: [String], password: Bool = true, environment: [String: String] = [:]) throws -> CommandResult {
+            var env = environment
+            env["TMPDIR"] = tmp.path
+            return try CLI.run(arguments + (password ? ["--password-file", passwordFile.path] : []), environment: env,
+                               standardInput: FileHandle.nullDevice)
+        }
+
+        /// The fileID (hashed name) of `relative` in the app domain.
+        func fileID(_ relative: String) -> String {
+            String(SHA256.hex(Data("\(EncryptedBackupTests.domain)-\(relative)".utf8)).prefix(40))
+        }
+
+        /// Nothing of ours is left in TMPDIR: the scratch folder and its plaintext are gone.
+        func expectNoScratchLeft(_ comment: Comment? = nil) throws {
+            let left = try FileManager.default.contentsOfDirectory(atPath: tmp.path)
+            #expect(left.isEmpty, "left in TMPDIR: \(left) \(comment?.description ?? "")")
+        }
+    }
+
+    /// Every byte written: stdout, stderr and each file under `folders`; the password's bytes
+    /// (and the password without its last character, in case a prefix leaked) appear in none.
+    static func expectPasswordAbsent(_ results: [CommandResult], files folders: [URL]) throws {
+        let needles = [password, String(password.dropLast())]
+        for result in results {
+            for needle in needles {
+                #expect(!result.stdout.contains(needle) && !result.stderr.contains(needle), "the password appeared in a command's output")
+            }
+        }
+        for folder in folders {
+            let walker = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: [.isRegularFileKey])
+            while let url = walker?.nextObject() as? URL {
+                guard (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true,
+                      url.lastPathComponent != "password.txt" else { continue }
+                let data = try Data(contentsOf: url)
+                for needle in needles {
+                    #expect(data.range(of: Data(needle.utf8)) == nil, "the password appeared in \(url.path)")
+                }
+            }
+        }
+    }
+
+    @Test("under CI the encrypted-backup writer is available (STORELENS_REQUIRE_BACKUP_WRITER=1)",
+          .enabled(if: ProjectPaths.isRequired("STORELENS_REQUIRE_BACKUP_WRITER")))
+    func writerRequired() {
+        #expect(EncryptedBackupWriter.available, "STORELENS_REQUIRE_BACKUP_WRITER=1 but \(EncryptedBackupWriter.skipReason)")
+    }
+
+    @Test("right password: inspect, check, audit, scan, wal, rows, schema and history print what they print for the unencrypted twin; report works",
+          .enabled(if: EncryptedBackupWriter.available, "\(EncryptedBackupWriter.skipReason)"))
+    func sameAsPlainTwin() throws {
+        let twins = try Twins("same")
+        let before = try FolderSnapshot(twins.encrypted.deletingLastPathComponent())
+        let manifest = ProjectPaths.root().appendingPathComponent("Fixtures/demo-container.storelens.json").path
+        var results: [CommandResult] = []
+        let commands: [(arguments: [String], after: [String])] = [
+            (["inspect", "--format", "json"], []), (["check", "--format", "json"], []), (["audit", "--manifest", manifest, "--format", "json"], []),
+            (["scan", "--format", "json"], []), (["wal", "--store", "default.store", "--format", "json"], []),
+            (["rows", "--store", "default.store", "--format", "json"], ["TodoItem"]),
+            (["schema", "--store", "default.store", "--format", "json"], []), (["history", "--store", "default.store", "--format", "json"], []),
+        ]
+        for (command, after) in commands {
+            let plain = try twins.run(command + [twins.plain.path] + after, password: false)
+            let encrypted = try twins.run(command + [twins.encrypted.path] + after)
+            results += [plain, encrypted]
+            #expect(encrypted.status == plain.status, "\(command[0]): \(encrypted.stderr)")
+            #expect(!plain.stdout.isEmpty, "\(command[0]): \(plain.stderr)")
+            #expect(encrypted.stdout.replacingOccurrences(of: twins.encrypted.path, with: twins.plain.path) == plain.stdout,
+                    "\(command[0]) --format json differs between the encrypted backup and its plain twin")
+            try twins.expectNoScratchLeft("after \(command[0])")
+        }
+        // Stores are named Domain/relativePath, as for a plain backup.
+        #expect(results[7].stdout.contains("\(Self.domain)/Library/Application Support/default.store"))
+        // report writes its HTML file (outside the evidence); the password must not be in it either.
+        let html = twins.folder.path("report.html")
+        let report = try twins.run(["report", twins.encrypted.path, "--out", html.path])
+        #expect(report.status == 0, "\(report.stderr)")
+        #expect(try String(contentsOf: html, encoding: .utf8).contains("default.store"))
+        results.append(report)
+        // The password from the variable works as from the file.
+        let fromVariable = try twins.run(["inspect", "--format", "json", twins.encrypted.path], password: false,
+                                         environment: ["STORELENS_BACKUP_PASSWORD": Self.password])
+        #expect(fromVariable.status == 0, "\(fromVariable.stderr)")
+        #expect(fromVariable.stdout == results[1].stdout)
+        results.append(fromVariable)
+        #expect(try FolderSnapshot(twins.encrypted.deletingLastPathComponent()) == before, "the encrypted backup was changed or added to")
+        try Self.expectPasswordAbsent(results, files: [twins.folder.url])
+    }
+
+    @Test("--evidence records the encrypted originals' hashes and each decrypted file's plaintext hash",
+          .enabled(if: EncryptedBackupWriter.available, "\(EncryptedBackupWriter.skipReason)"))
+    func evidence() throws {
+        let twins = try Twins("evidence")
+        let evidence = twins.folder.path("evidence.json")
+        let result = try twins.run(["scan", "--evidence", evidence.path, twins.encrypted.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: evidence)) as? [String: Any])
+        let input = try #require((json["inputs"] as? [[String: Any]])?.first)
+        #expect(input["encrypted"] as? Bool == true)
+        let decrypted = try #require(input["decrypted"] as? [[String: Any]])
+        let originals = try #require(json["originals"] as? [[String: Any]])
+        let originalHashes = Dictionary(uniqueKeysWithValues: originals.compactMap { o in (o["path"] as? String).map { ($0, o["sha256"] as? String) } })
+        for relative in ["Library/Application Support/default.store", Self.walPath, "Library/Application Support/default.store-shm",
+                         "Library/Application Support/Model.sqlite"] {
+            let id = twins.fileID(relative)
+            let entry = try #require(decrypted.first { $0["path"] as? String == "\(Self.domain)/\(relative)" }, "\(relative) not listed")
+            let encryptedFile = twins.encrypted.appendingPathComponent("\(id.prefix(2))/\(id)")
+            let plainFile = twins.plain.appendingPathComponent("\(id.prefix(2))/\(id)")
+            // The hashes are the files' own: the encrypted original in the backup, the plain twin's bytes.
+            #expect(entry["encryptedSHA256"] as? String == (try SHA256.hexOfFile(at: encryptedFile)))
+            #expect(entry["plaintextSHA256"] as? String == (try SHA256.hexOfFile(at: plainFile)))
+            #expect(entry["original"] as? String == encryptedFile.path)
+            #expect(originalHashes[encryptedFile.path] == (try SHA256.hexOfFile(at: encryptedFile)), "\(relative)'s original is in the ledger")
+        }
+        #expect(originalHashes[twins.encrypted.appendingPathComponent("Manifest.db").path] != nil)
+        #expect(originalHashes[twins.encrypted.appendingPathComponent("Manifest.plist").path] != nil)
+        // A plain file is not decrypted: nothing but stores and their sidecars leaves the backup.
+        #expect(!decrypted.contains { ($0["path"] as? String)?.hasSuffix("readme.txt") == true })
+        try twins.expectNoScratchLeft()
+        try Self.expectPasswordAbsent([result], files: [twins.folder.url])
+    }
+
+    @Test("a wrong password is exit 2 with the keybag sentence, before any file is decrypted",
+          .enabled(if: EncryptedBackupWriter.available, "\(EncryptedBackupWriter.skipReason)"))
+    func wrongPassword() throws {
+        let twins = try Twins("wrong", verify: false)
+        let wrong = twins.folder.path("wrong.txt")
+        try Data("correct horse ✓ battery 91\n".utf8).write(to: wrong)
+        // --keep-scratch keeps the working folder: it must hold no decrypted byte.
+        let result = try CLI.run(["inspect", "--keep-scratch", "--password-file", wrong.path, twins.encrypted.path],
+                                 environment: ["TMPDIR": twins.tmp.path], standardInput: FileHandle.nullDevice)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("the password does not unlock this backup's keybag"))
+        #expect(result.stderr.contains(twins.encrypted.path))
+        let kept = try FileManager.default.contentsOfDirectory(at: twins.tmp, includingPropertiesForKeys: nil)
+        for folder in kept {
+            let inside = try FileManager.default.subpathsOfDirectory(atPath: folder.path)
+            #expect(inside.isEmpty, "decrypted before the password was checked: \(inside)")
+            try FileManager.default.removeItem(at: folder)
+        }
+        try Self.expectPasswordAbsent([result], files: [twins.folder.url])
+    }
+
+    @Test("no password, or one on the command line: a sentence saying how to give it, the value never echoed",
+          .enabled(if: EncryptedBackupWriter.available, "\(EncryptedBackupWriter.skipReason)"))
+    func noPassword() throws {
+        let twins = try Twins("nopassword", verify: false)
+        let none = try twins.run(["inspect", twins.encrypted.path], password: false)
+        #expect(none.status == 2)
+        #expect(none.stderr.contains("is an encrypted backup and no password was given"))
+        #expect(none.stderr.contains("--password-file"))
+        for form in [["--password", Self.password], ["--password=\(Self.password)"]] {
+            let refused = try twins.run(["inspect"] + form + [twins.encrypted.path], password: false)
+            #expect(refused.status == 2)
+            #expect(refused.stderr.contains("never takes a password as a command-line value"))
+            try Self.expectPasswordAbsent([refused], files: [])
+        }
+        let missingFile = try CLI.run(["inspect", "--password-file", twins.folder.path("nope.txt").path, twins.encrypted.path],
+                                      environment: ["TMPDIR": twins.tmp.path], standardInput: FileHandle.nullDevice)
+        #expect(missingFile.status == 2)
+        #expect(missingFile.stderr.contains("nope.txt"))
+        try twins.expectNoScratchLeft()
+    }
+
+    static var hasScript: Bool {
+        #if os(Linux)
+        return FileManager.default.isExecutableFile(atPath: "/usr/bin/script")
+        #else
+        return false
+        #endif
+    }
+
+    /// Runs `storelens ARGS` on a pseudo-terminal (util-linux `script`), typing `keys` once the
+    /// prompt is on the screen; returns everything the terminal showed and the exit status.
+    static func onTerminal(_ arguments: [String], typing keys: String, tmp: URL) throws -> (screen: String, status: Int32) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        let command = ([ProjectPaths.executable().path] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+            .joined(separator: " ") + "; echo \"status=$?\""
+        process.arguments = ["-qec", command, "/dev/null"]
+        var env = ProcessInfo.processInfo.environment
+        env["TMPDIR"] = tmp.path
+        env["STORELENS_BACKUP_PASSWORD"] = nil
+        process.environment = env
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        // A watchdog: a prompt that never comes must fail the test, not hang it.
+        let watchdog = DispatchWorkItem { process.terminate() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 120, execute: watchdog)
+        defer { watchdog.cancel() }
+        var screen = Data()
+        while !String(decoding: screen, as: UTF8.self).contains("Password for the encrypted backup") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            screen += chunk
+        }
+        // The prompt is shown once echo is already off.
+        input.fileHandleForWriting.write(Data(keys.utf8))
+        screen += output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: screen, as: UTF8.self)
+        let status = text.range(of: "status=").flatMap { Int32(text[$0.upperBound...].prefix { $0.isNumber }) } ?? -1
+        return (text, status)
+    }
+
+    @Test("on a terminal the password is asked for without echo; Ctrl-C cancels and gives the terminal back",
+          .enabled(if: EncryptedBackupWriter.available && hasScript, "needs the encrypted-backup writer and util-linux script (Linux)"))
+    func terminalPrompt() throws {
+        let twins = try Twins("terminal", verify: false)
+        let typed = try Self.onTerminal(["inspect", "--store", "default.store", twins.encrypted.path], typing: Self.password + "\r", tmp: twins.tmp)
+        #expect(typed.status == 0, "\(typed.screen)")
+        #expect(typed.screen.contains("ZTODOITEM") || typed.screen.contains("TodoItem"))
+        #expect(!typed.screen.contains(Self.password), "the password was echoed")
+        #expect(!typed.screen.contains(String(Self.password.prefix(8))), "part of the password was echoed")
+        let cancelled = try Self.onTerminal(["inspect", twins.encrypted.path], typing: "corr\u{03}", tmp: twins.tmp)
+        #expect(cancelled.status == 2, "\(cancelled.screen)")
+        #expect(cancelled.screen.contains("the prompt was cancelled"))
+        try twins.expectNoScratchLeft()
+    }
+
+    /// A damaged backup, what the error must name, and the words that say what is wrong.
+    static let damages: [(damage: String, names: String, says: String)] = [
+        ("truncated-keybag", "Manifest.plist", "BackupKeyBag cannot be used"),
+        // The first file whose key cannot be unwrapped is named, whichever it is.
+        ("missing-class-key", "\(domain)/", "is encrypted with protection class 3, for which the backup's keybag holds no key"),
+        ("bad-padding:\(walPath)", "default.store-wal", "valid padding"),
+        ("bad-manifest", "Manifest.db", "does not decrypt"),
+        ("pre-10.2", "9.3.5", "before iOS 10.2"),
+    ]
+
+    @Test("damaged encrypted backups: a clear exit-2 sentence naming the file, no plaintext left, nothing beside the evidence",
+          .enabled(if: EncryptedBackupWriter.available, "\(EncryptedBackupWriter.skipReason)"),
+          arguments: damages.indices)
+    func damaged(_ index: Int) throws {
+        let (damage, names, says) = Self.damages[index]
+        let twins = try Twins("damaged-\(index)", damage: damage, verify: false)
+        let before = try FolderSnapshot(twins.encrypted.deletingLastPathComponent())
+        var results: [CommandResult] = []
+        for command in [["inspect"], ["check", "--format", "json"], ["scan"]] {
+            let result = try twins.run(command + [twins.encrypted.path])
+            results.append(result)
+            #expect(result.status == 2, "\(damage), \(command[0]): \(result.stderr)")
+            #expect(result.stderr.contains(names), "\(damage): \(result.stderr)")
+            #expect(result.stderr.contains(says), "\(damage): \(result.stderr)")
+            #expect(!result.stderr.contains("internal error"))
+            try twins.expectNoScratchLeft("after \(command[0]) on \(damage)")
+        }
+        #expect(try FolderSnapshot(twins.encrypted.deletingLastPathComponent()) == before)
+        try Self.expectPasswordAbsent(results, files: [twins.folder.url])
+    }
+}
