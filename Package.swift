@@ -57,7 +57,7 @@ let package = Package(
         // Writes stores in exactly Apple's layout, for tests, fixtures and the demo.
         .target(name: "StoreBuilder", dependencies: ["SQLiteAccess", "StoreFormats", "Deflate"]),
         // Helpers shared by test targets: temporary folders, hashes, the real fixtures' location.
-        .target(name: "StoreTestSupport", dependencies: ["Acquisition", "CArchive"]),
+        .target(name: "StoreTestSupport", dependencies: ["Acquisition", "SQLiteAccess", "CArchive"]),
 
         .executableTarget(name: "storelens", dependencies: ["Reports", "CoreDataStore", "Acquisition", "WALForensics", "Findings", "Coexistence", "Checks", "Repair", "StoreFormats"]),
         // Regenerates Fixtures/ (`make fixtures`) with the store builder.
@@ -68,7 +68,7 @@ let package = Package(
         .testTarget(name: "SQLiteAccessTests", dependencies: ["SQLiteAccess", "StoreTestSupport"]),
         .testTarget(name: "AcquisitionTests", dependencies: ["Acquisition", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "CoreDataStoreTests", dependencies: ["CoreDataStore", "StoreBuilder", "StoreTestSupport"]),
-        .testTarget(name: "StoreBuilderTests", dependencies: ["StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
+        .testTarget(name: "StoreBuilderTests", dependencies: ["StoreBuilder", "CoreDataStore", "Acquisition", "SQLiteAccess", "StoreTestSupport"]),
         .testTarget(name: "WALForensicsTests", dependencies: ["WALForensics", "StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
         .testTarget(name: "ChecksTests", dependencies: ["Checks", "Findings", "CoreDataStore", "Acquisition", "StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
         .testTarget(name: "RepairTests", dependencies: ["Repair", "Checks", "Findings", "CoreDataStore", "Acquisition", "StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
