@@ -97,11 +97,15 @@ public struct WALFrameOracle: Sendable, Equatable {
 /// SQLite's `WalIndexHdr` / `WalCkptInfo` (native byte order: little-endian on every platform
 /// this project runs on), independently of `StoreFormats.SharedMemoryIndex`.
 public struct SharedMemoryOracle: Sendable, Equatable {
+    public let iVersion: UInt32
+    public let iChange: UInt32
     public let mxFrame: UInt32
     public let nPage: UInt32
     public let salt1: UInt32
     public let salt2: UInt32
     public let nBackfill: UInt32
+    public let readMarks: [UInt32]
+    public let nBackfillAttempted: UInt32
     /// Both header copies are byte-identical (SQLite writes them so when it is not mid-update).
     public let copiesMatch: Bool
 
@@ -111,6 +115,8 @@ public struct SharedMemoryOracle: Sendable, Equatable {
         func le(_ at: Int) -> UInt32 {
             UInt32(data[at]) | UInt32(data[at + 1]) << 8 | UInt32(data[at + 2]) << 16 | UInt32(data[at + 3]) << 24
         }
+        iVersion = le(0)
+        iChange = le(8)
         mxFrame = le(16)
         nPage = le(20)
         // The salts are copied from the WAL header as raw bytes: big-endian there.
@@ -120,6 +126,8 @@ public struct SharedMemoryOracle: Sendable, Equatable {
         salt1 = be(32)
         salt2 = be(36)
         nBackfill = le(96)
+        readMarks = (0..<5).map { le(100 + 4 * $0) }
+        nBackfillAttempted = le(128)
         copiesMatch = data[0..<48] == data[48..<96]
     }
 }
