@@ -118,16 +118,22 @@ public final class StoreWriter {
             all.update(hash)
         }
         let digest = all.finalize()
-        let plist: PlistValue = .dictionary([
+        var keys: [String: PlistValue] = [
             "NSStoreType": .string("SQLite"),
             "NSPersistenceFrameworkVersion": .integer(Int64(options.frameworkVersion)),
             "NSStoreModelVersionHashes": .dictionary(hashes),
             "NSStoreModelVersionHashesVersion": .integer(3),
             "NSStoreModelVersionIdentifiers": .array(layout.model.versionIdentifiers.map(PlistValue.string)),
-            "NSStoreModelVersionHashesDigest": .string(Data(digest + digest).base64EncodedString()),
-            "NSStoreModelVersionChecksumKey": .string(Data(digest).base64EncodedString()),
             "_NSAutoVacuumLevel": .string("2"),
-        ])
+        ]
+        // Keys later frameworks added, as the real stores show them (RealStoreRebuildTests).
+        if options.frameworkVersion >= StoreLayout.FrameworkVersion.hashesDigest {
+            keys["NSStoreModelVersionHashesDigest"] = .string(Data(digest + digest).base64EncodedString())
+        }
+        if options.frameworkVersion >= StoreLayout.FrameworkVersion.modelChecksum {
+            keys["NSStoreModelVersionChecksumKey"] = .string(Data(digest).base64EncodedString())
+        }
+        let plist: PlistValue = .dictionary(keys)
         return BinaryPlistWriter.encode(plist)
     }
 

@@ -109,6 +109,11 @@ public struct SharedMemoryOracle: Sendable, Equatable {
     /// Both header copies are byte-identical (SQLite writes them so when it is not mid-update).
     public let copiesMatch: Bool
 
+    /// Whether this index describes `wal` as SQLite would use it: same salts, same last commit frame.
+    public func agrees(with wal: WALFrameOracle) -> Bool {
+        salt1 == wal.salt1 && salt2 == wal.salt2 && Int(mxFrame) == wal.lastCommitFrame
+    }
+
     public init?(data bytes: Data) {
         let data = [UInt8](bytes)
         guard data.count >= 136 else { return nil }
