@@ -342,7 +342,9 @@ public struct StoreLayout: Sendable {
                 statements.append("CREATE VIRTUAL TABLE \(name) USING RTREE (Z_PK INTEGER PRIMARY KEY, "
                                   + boxes.map { "\($0) FLOAT" }.joined(separator: ", ") + ")")
                 statements.append("CREATE TRIGGER \(name)_INSERT AFTER INSERT ON \(e.table) FOR EACH ROW BEGIN \(insert) ; END")
-                statements.append("CREATE TRIGGER \(name)_UPDATE AFTER UPDATE ON \(e.table) FOR EACH ROW BEGIN DELETE FROM \(name) WHERE Z_PK = NEW.Z_PK ; \(insert) ; END")
+                // The update trigger re-inserts with a plain INSERT (the row was just deleted).
+                let reinsert = "INSERT INTO \(name) (Z_PK, \(boxes.joined(separator: ", "))) VALUES (NEW.Z_PK, \(values))"
+                statements.append("CREATE TRIGGER \(name)_UPDATE AFTER UPDATE ON \(e.table) FOR EACH ROW BEGIN DELETE FROM \(name) WHERE Z_PK = NEW.Z_PK ; \(reinsert) ; END")
                 statements.append("CREATE TRIGGER \(name)_DELETE AFTER DELETE ON \(e.table) FOR EACH ROW BEGIN DELETE FROM \(name) WHERE Z_PK = OLD.Z_PK ; END")
             }
         }
