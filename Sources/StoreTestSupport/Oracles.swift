@@ -217,18 +217,18 @@ public final class SQLiteOracle: @unchecked Sendable {
         try rows("SELECT Z_PK FROM \(Identifier.quoted(table)) ORDER BY Z_PK").compactMap { $0[0].int }
     }
 
-    /// Which commit frames SQLite itself accepts: for each candidate `c`, SQLite on a copy whose
-    /// WAL is cut after frame `c` must report mxFrame `c`, and cut after `c - 1` the previous
-    /// candidate. Returns the disagreements in words (empty when SQLite agrees with every one).
-    public static func disagreements(commitFrames: [Int], of store: URL) throws -> [String] {
+    /// Which commit frames SQLite itself accepts: for each candidate `c` (all of them, or those at
+    /// the positions in `checking`), SQLite on a copy whose WAL is cut after frame `c` must report
+    /// mxFrame `c`, and cut after `c - 1` the previous candidate. Returns the disagreements in
+    /// words (empty when SQLite agrees with every one).
+    public static func disagreements(commitFrames: [Int], of store: URL, checking positions: [Int]? = nil) throws -> [String] {
         var problems: [String] = []
-        var previous = 0
-        for c in commitFrames {
+        for i in positions ?? Array(commitFrames.indices) where commitFrames.indices.contains(i) {
+            let c = commitFrames[i], previous = i == 0 ? 0 : commitFrames[i - 1]
             let at = try SQLiteOracle(copying: store, wal: .frames(c)).walLastCommitFrame()
             if at != c { problems.append("WAL cut after frame \(c): SQLite's last commit is frame \(at)") }
             let before = try SQLiteOracle(copying: store, wal: .frames(c - 1)).walLastCommitFrame()
             if before != previous { problems.append("WAL cut after frame \(c - 1): SQLite's last commit is frame \(before), not \(previous)") }
-            previous = c
         }
         return problems
     }
