@@ -103,6 +103,11 @@ public struct AttributeDescription: Sendable {
     public var valueTransformerName: String?
     /// `preservesValueInHistoryOnDeletion`: a delete keeps the value in `ACHANGE.ZTOMBSTONE<n>`.
     public var preservesValueOnDeletion = false
+    /// A derived attribute's derivation (`NSDerivedAttributeDescription`), e.g. `otherAccount.serverId`.
+    /// A key path through a to-one relationship gets Core Data's four `Z_DA_` triggers; they call
+    /// functions only Core Data registers, so rows of such a table cannot be written in plain
+    /// SQLite while the triggers are on (as in Apple's own stores).
+    public var derivation: String?
     /// The members of a composite attribute (type `.composite`): SwiftData's Codable structs.
     /// Each is stored in its own column named after the element, `Z<ELEMENT>` (suffixed on a
     /// collision), as the genuine SwiftData store swiftdata-cocktails-preloaded shows.

@@ -325,6 +325,7 @@ public struct StoreLayout: Sendable {
             statements.append("CREATE INDEX \(j.name)_\(j.secondColumn)_INDEX ON \(j.name) (\(j.secondColumn), \(j.firstColumn))")
         }
         statements.append(contentsOf: rtreeDDL)
+        statements.append(contentsOf: derivedAttributeDDL)
         return statements
     }
 
@@ -358,6 +359,37 @@ public struct StoreLayout: Sendable {
         public static let hashesDigest = 900
         /// `NSStoreModelVersionChecksumKey`: absent at 1152 (Notes, macOS 12), present at 1340 (iOS 17).
         public static let modelChecksum = 1300
+    }
+
+    /// Derived attributes that copy a value through a to-one relationship (`rel.attribute`): the
+    /// four triggers Core Data writes, in the form the iOS 17 and Photos stores show. Derivations
+    /// of any other form (aggregates, functions) get none here.
+    public var derivedAttributeDDL: [String] {
+        var statements: [String] = []
+        for e in entities {
+            for a in e.description.attributes {
+                guard let derivation = a.derivation else { continue }
+                let parts = derivation.split(separator: ".").map(String.init)
+                guard parts.count == 2,
+                      let relationship = e.lineage.compactMap({ model.entity($0) }).flatMap(\.relationships).first(where: { $0.name == parts[0] && !$0.isToMany }),
+                      let destination = entity(relationship.destination),
+                      let derived = column(entity: e.description.name, property: a.name),
+                      let key = column(entity: e.description.name, property: relationship.name),
+                      let source = column(entity: destination.description.name, property: parts[1]) else { continue }
+                let (table, other, entityName) = (e.table, destination.table, e.description.name)
+                func notify(_ inserted: Bool, _ condition: String) -> String {
+                    "SELECT NSCoreDataDATrigger\(inserted ? "Insert" : "")UpdatedAffectedObjectValue('\(table)', Z_ENT, Z_PK, '\(a.name)', \(derived)) FROM \(table) WHERE \(condition); END"
+                }
+                let fromSource = "UPDATE \(table) SET \(derived) = (SELECT \(source) FROM \(other) WHERE Z_PK = NEW.\(key)) WHERE Z_PK = NEW.Z_PK;"
+                let fromParameter = "UPDATE \(table) SET \(derived) = NEW.\(source) WHERE \(key) = NEW.Z_PK;"
+                let prefix = "Z_DA_\(table)_\(entityName)_\(a.name)", parameterPrefix = "Z_DA_\(other)_\(entityName)_\(a.name)"
+                statements.append("CREATE TRIGGER \(prefix)_SOURCE_INSERT AFTER INSERT ON \(table) FOR EACH ROW BEGIN \(fromSource) \(notify(true, "Z_PK = NEW.Z_PK"))")
+                statements.append("CREATE TRIGGER \(prefix)_SOURCE_UPDATE AFTER UPDATE OF \(key) ON \(table) FOR EACH ROW BEGIN \(fromSource) \(notify(false, "Z_PK = NEW.Z_PK"))")
+                statements.append("CREATE TRIGGER \(parameterPrefix)_PARAMETER_INSERT AFTER INSERT ON \(other) FOR EACH ROW BEGIN \(fromParameter) \(notify(true, "\(key) = NEW.Z_PK"))")
+                statements.append("CREATE TRIGGER \(parameterPrefix)_PARAMETER_UPDATE AFTER UPDATE OF \(source) ON \(other) FOR EACH ROW BEGIN \(fromParameter) \(notify(false, "\(key) = NEW.Z_PK"))")
+            }
+        }
+        return statements
     }
 
     public static let metadataDDL = [

@@ -29,6 +29,7 @@ enum DecodedModel {
                                      externalStorage: a.allowsExternalBinaryDataStorage, transformer: a.valueTransformerName,
                                      elements: a.elements.compactMap(attribute))
         d.preservesValueOnDeletion = a.preservesValueOnDeletion
+        d.derivation = a.derivation
         return d
     }
 

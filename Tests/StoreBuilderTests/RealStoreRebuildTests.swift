@@ -117,9 +117,6 @@ struct RealStoreRebuildTests {
         Known(reason: "the app's own SQL, not the model's: Photos' ZT_ count triggers and RADAR_ indexes", open: false) { d, _ in
             d.built == nil && (d.name.hasPrefix("ZT_") || d.name.hasPrefix("RADAR_"))
         },
-        Known(reason: "derived-attribute triggers (Z_DA_): the decoded model keeps the derivation, but the builder does not write these triggers (they call functions only Core Data registers)", open: true) { d, _ in
-            d.built == nil && d.name.hasPrefix("Z_DA_") && d.real?.type == "trigger"
-        },
         Known(reason: "an index named after a table or column of an earlier model version: migrations renumbered entities and renamed tables, the index kept its name (or the builder's correctly named copy of one)", open: false) { d, c in
             guard let o = d.real ?? d.built, o.type == "index", d.name.hasSuffix("_INDEX") else { return false }
             let shape = d.real != nil ? c.real : c.built, other = d.real != nil ? c.built : c.real
