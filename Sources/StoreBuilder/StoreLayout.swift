@@ -359,6 +359,9 @@ public struct StoreLayout: Sendable {
         public static let hashesDigest = 900
         /// `NSStoreModelVersionChecksumKey`: absent at 1152 (Notes, macOS 12), present at 1340 (iOS 17).
         public static let modelChecksum = 1300
+        /// History strings interned in ATRANSACTIONSTRING (the `…TS` columns): absent at 851
+        /// (knowledgeC, which keeps author, bundle, context and process as text), present at 977.
+        public static let internedHistoryStrings = 900
     }
 
     /// Derived attributes that copy a value through a to-one relationship (`rel.attribute`): the
@@ -412,6 +415,13 @@ public struct StoreLayout: Sendable {
         "CREATE INDEX Z_TRANSACTION_TransactionTimestampIndex ON ATRANSACTION (ZTIMESTAMP COLLATE BINARY ASC)",
         "CREATE UNIQUE INDEX Z_TRANSACTIONSTRING_UNIQUE_NAME ON ATRANSACTIONSTRING (ZNAME COLLATE BINARY ASC)",
     ]
+
+    /// Persistent history as framework 851 wrote it (knowledgeC, macOS 10.13): the writer's names
+    /// as text in ATRANSACTION, no ATRANSACTIONSTRING.
+    public static let legacyHistoryDDL = [
+        historyDDL[0],
+        "CREATE TABLE ATRANSACTION ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZTIMESTAMP FLOAT, ZAUTHOR VARCHAR, ZBUNDLEID VARCHAR, ZCONTEXTNAME VARCHAR, ZPROCESSID VARCHAR, ZQUERYGEN BLOB )",
+    ] + historyDDL.filter { $0.contains("INDEX") && !$0.contains("TS_INDEX") && !$0.contains("ATRANSACTIONSTRING") }
 
     /// The attributes a delete keeps in `ZTOMBSTONE0…n`: root level first, each level's
     /// preserved attributes by name (knowledgeC's Event, Screen Time's InstalledApp).

@@ -143,11 +143,6 @@ struct RealStoreRebuildTests {
         Known(reason: "metadata keys the app or an ancillary model set (Photos' PL… keys, Screen Time's STUnique, knowledgeC's ancillary hashes), not derived from the model", open: false) { d, _ in
             d.name.hasPrefix("plist ") && d.built == nil
         },
-        Known(reason: "history as framework 851 wrote it: no interned-string table (ATRANSACTIONSTRING) and no …TS columns; the builder writes only the later layout", open: true) { d, c in
-            c.real.objects["ATRANSACTIONSTRING"] == nil
-                && (["ATRANSACTION", "ATRANSACTIONSTRING", "Z_TRANSACTIONSTRING_UNIQUE_NAME", "Z_PRIMARYKEY 16003"].contains(d.name)
-                    || d.name.hasPrefix("ATRANSACTION_Z") && d.name.hasSuffix("TS_INDEX"))
-        },
         Known(reason: "a uniqueness constraint as framework 851 wrote it: a column-level UNIQUE (sqlite_autoindex) instead of a Z_…_UNIQUE_… index", open: true) { d, c in
             if d.name.hasPrefix("sqlite_autoindex_"), d.built == nil, let t = d.real?.table { return c.real.objects[t]?.sql.contains(" UNIQUE") == true }
             if d.name.contains("_UNIQUE_"), d.real == nil, let t = d.built?.table { return c.real.objects[t]?.sql.contains(" UNIQUE") == true }
@@ -241,7 +236,7 @@ struct RealStoreRebuildTests {
         for (reason, count) in explained.sorted(by: { $0.key < $1.key }) { print("\(name): \(count) known: \(reason)") }
         #expect(unexplained.isEmpty, "\(name): \(unexplained.count) differences no rule explains:\n\(unexplained.map(\.description).joined(separator: "\n"))")
         // Every entity Core Data numbered is in the rebuilt store under the same number, name and parent.
-        #expect(realRows.filter { $0.key != "16003" }.allSatisfy { builtRows[$0.key] == $0.value }, "\(name): Z_PRIMARYKEY")
+        #expect(realRows == builtRows, "\(name): Z_PRIMARYKEY")
         #expect(try FolderSnapshot(folder) == before)
     }
 }
