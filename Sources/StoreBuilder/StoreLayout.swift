@@ -30,6 +30,8 @@ public struct StoreLayout: Sendable {
         public let name: String
         public let sqlType: String
         public let role: Role
+        /// A column-level `UNIQUE`: how framework 851 stores a one-property uniqueness constraint.
+        public var isUnique = false
     }
 
     public struct Table: Sendable {
@@ -54,6 +56,8 @@ public struct StoreLayout: Sendable {
     }
 
     public let model: ModelDescription
+    /// The NSPersistenceFrameworkVersion whose layout is written (some details changed over time).
+    public let frameworkVersion: Int
     public let entities: [Entity]
     public let tables: [Table]
     public let joinTables: [JoinTable]
@@ -69,8 +73,9 @@ public struct StoreLayout: Sendable {
         }
     }
 
-    public init(model: ModelDescription) throws {
+    public init(model: ModelDescription, frameworkVersion: Int = 1345) throws {
         self.model = model
+        self.frameworkVersion = frameworkVersion
         let byName = Dictionary(model.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for e in model.entities {
             if let p = e.parent, byName[p] == nil { throw LayoutError.unknownParent(entity: e.name, parent: p) }
@@ -141,8 +146,10 @@ public struct StoreLayout: Sendable {
                 // alone, suffixed on a collision (SwiftData cocktails: author.person → ZPERSON, prep.id → ZID1).
                 for leaf in e.attributes.sorted(by: { $0.name < $1.name }).flatMap(\.storedLeaves) {
                     let a = leaf.attribute
-                    let column = Column(name: unique("Z" + (leaf.path.last ?? a.name).uppercased()), sqlType: a.type.sqlType,
+                    var column = Column(name: unique("Z" + (leaf.path.last ?? a.name).uppercased()), sqlType: a.type.sqlType,
                                         role: .attribute(entity: e.name, name: leaf.path.joined(separator: ".")))
+                    column.isUnique = frameworkVersion < FrameworkVersion.uniquenessIndexes && leaf.path.count == 1
+                        && e.uniqueConstraints.contains([a.name])
                     let b = bucket(a.type)
                     if b < 0 { attributeInts.append(column) } else { buckets[b].append(column) }
                 }
@@ -272,7 +279,7 @@ public struct StoreLayout: Sendable {
         for t in tables {
             // Core Data writes names bare; a name no Xcode model allows (a hostile store's) is quoted.
             let name = t.name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") } ? t.name : Identifier.quoted(t.name)
-            statements.append("CREATE TABLE \(name) ( " + t.columns.map { "\($0.name) \($0.sqlType)" }.joined(separator: ", ") + " )")
+            statements.append("CREATE TABLE \(name) ( " + t.columns.map { "\($0.name) \($0.sqlType)\($0.isUnique ? " UNIQUE" : "")" }.joined(separator: ", ") + " )")
         }
         for j in joinTables {
             var cols = "\(j.firstColumn) INTEGER, \(j.secondColumn) INTEGER"
@@ -297,7 +304,8 @@ public struct StoreLayout: Sendable {
                 }
             }
             for e in entities where e.table == t.name {
-                for constraint in e.description.uniqueConstraints {
+                for constraint in e.description.uniqueConstraints
+                    where frameworkVersion >= FrameworkVersion.uniquenessIndexes || constraint.count != 1 {
                     let cols = constraint.compactMap { column(entity: e.description.name, property: $0) }
                     forTable.append("CREATE UNIQUE INDEX Z_\(e.description.name)_UNIQUE_\(constraint.joined(separator: "_")) ON \(t.name) ("
                                     + cols.map { "\($0) COLLATE BINARY ASC" }.joined(separator: ", ") + ")")
@@ -359,6 +367,9 @@ public struct StoreLayout: Sendable {
         public static let hashesDigest = 900
         /// `NSStoreModelVersionChecksumKey`: absent at 1152 (Notes, macOS 12), present at 1340 (iOS 17).
         public static let modelChecksum = 1300
+        /// Uniqueness constraints as `Z_<Entity>_UNIQUE_…` indexes: framework 851 (knowledgeC) writes a
+        /// one-property constraint as a column-level `UNIQUE`; 977 (Photos 10.15) writes indexes.
+        public static let uniquenessIndexes = 900
         /// History strings interned in ATRANSACTIONSTRING (the `…TS` columns): absent at 851
         /// (knowledgeC, which keeps author, bundle, context and process as text), present at 977.
         public static let internedHistoryStrings = 900

@@ -70,7 +70,7 @@ public final class StoreWriter {
         guard !FileManager.default.fileExists(atPath: url.path) else { throw BuilderError.exists(url.path) }
         self.url = url
         self.options = options
-        self.layout = try StoreLayout(model: model)
+        self.layout = try StoreLayout(model: model, frameworkVersion: options.frameworkVersion)
         let db = try Connection.open(path: url.path, mode: .create)
         connection = db
         // This store is ours, not evidence: its R-tree triggers (as Core Data writes them) may run.
