@@ -133,7 +133,7 @@ struct RealStoreRebuildTests {
             guard let r = d.real?.sql, let b = d.built?.sql, r.contains(")WHERE") else { return false }
             return r.hasPrefix(String(b.dropLast())) || r.components(separatedBy: ")WHERE").first.map { $0 + ")" } == b
         },
-        Known(reason: "the index of an attribute flagged indexed (the pre-fetch-index form), a flag the model reader does not decode", open: true) { d, c in
+        Known(reason: "an index Z_<Entity>_<attribute> on one attribute that the decoded model lists as no fetch index (most likely the attribute's indexed flag, which the model reader does not decode)", open: true) { d, c in
             d.built == nil && d.real?.type == "index" && c.attributeIndexNames.contains(d.name)
         },
         Known(reason: "an ordered many-to-many: which side owns the join table is not yet known for ordered pairs (4 of 6 real ones follow the builder's rule; Photos' AlbumList.albums does not)", open: true) { d, c in
