@@ -75,7 +75,7 @@ let package = Package(
         .testTarget(name: "SQLiteAccessTests", dependencies: ["SQLiteAccess", "StoreTestSupport"]),
         .testTarget(name: "AcquisitionTests", dependencies: ["Acquisition", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "CoreDataStoreTests", dependencies: ["CoreDataStore", "StoreBuilder", "StoreTestSupport"]),
-        .testTarget(name: "StoreBuilderTests", dependencies: ["StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
+        .testTarget(name: "StoreBuilderTests", dependencies: ["StoreBuilder", "CoreDataStore", "Acquisition", "SQLiteAccess", "StoreTestSupport"]),
         .testTarget(name: "WALForensicsTests", dependencies: ["WALForensics", "CoreDataStore", "StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
         .testTarget(name: "ChecksTests", dependencies: ["Checks", "Findings", "CoreDataStore", "Acquisition", "StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
         .testTarget(name: "RepairTests", dependencies: ["Repair", "Checks", "Findings", "CoreDataStore", "Acquisition", "StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),

@@ -103,9 +103,14 @@ public struct AttributeDescription: Sendable {
     public var valueTransformerName: String?
     /// `preservesValueInHistoryOnDeletion`: a delete keeps the value in `ACHANGE.ZTOMBSTONE<n>`.
     public var preservesValueOnDeletion = false
+    /// A derived attribute's derivation (`NSDerivedAttributeDescription`), e.g. `otherAccount.serverId`.
+    /// A key path through a to-one relationship gets Core Data's four `Z_DA_` triggers; they call
+    /// functions only Core Data registers, so rows of such a table cannot be written in plain
+    /// SQLite while the triggers are on (as in Apple's own stores).
+    public var derivation: String?
     /// The members of a composite attribute (type `.composite`): SwiftData's Codable structs.
-    /// Each is stored in its own column, `Z<ATTRIBUTE>_<ELEMENT>` — an assumption: no real store
-    /// showing composite columns has been examined (coredata-sqlite-format.md §10).
+    /// Each is stored in its own column named after the element, `Z<ELEMENT>` (suffixed on a
+    /// collision), as the genuine SwiftData store swiftdata-cocktails-preloaded shows.
     public var elements: [AttributeDescription]
 
     public init(_ name: String, _ type: AttributeType, optional: Bool = true, default defaultValue: BuilderValue? = nil,
@@ -167,10 +172,13 @@ public struct FetchIndexDescription: Sendable {
     /// names its `_NSLocationAttributeDerivedComponents`, stored as the virtual table
     /// `Z_RT_<Entity>_<name>` with `<COLUMN>_MIN`/`_MAX` pairs, kept by triggers on the entity table.
     public var isRTree: Bool
-    public init(_ name: String, properties: [String], rtree: Bool = false) {
+    /// Per property: ascending (the default) or descending (`COLLATE BINARY DESC`, as Photos' indexes show).
+    public var ascending: [Bool]
+    public init(_ name: String, properties: [String], rtree: Bool = false, ascending: [Bool]? = nil) {
         self.name = name
         self.properties = properties
         self.isRTree = rtree
+        self.ascending = ascending ?? properties.map { _ in true }
     }
 }
 

@@ -30,6 +30,8 @@ public struct StoreLayout: Sendable {
         public let name: String
         public let sqlType: String
         public let role: Role
+        /// A column-level `UNIQUE`: how framework 851 stores a one-property uniqueness constraint.
+        public var isUnique = false
     }
 
     public struct Table: Sendable {
@@ -54,6 +56,8 @@ public struct StoreLayout: Sendable {
     }
 
     public let model: ModelDescription
+    /// The NSPersistenceFrameworkVersion whose layout is written (some details changed over time).
+    public let frameworkVersion: Int
     public let entities: [Entity]
     public let tables: [Table]
     public let joinTables: [JoinTable]
@@ -69,26 +73,32 @@ public struct StoreLayout: Sendable {
         }
     }
 
-    public init(model: ModelDescription) throws {
+    public init(model: ModelDescription, frameworkVersion: Int = 1345) throws {
         self.model = model
+        self.frameworkVersion = frameworkVersion
         let byName = Dictionary(model.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for e in model.entities {
             if let p = e.parent, byName[p] == nil { throw LayoutError.unknownParent(entity: e.name, parent: p) }
             for r in e.relationships where byName[r.destination] == nil { throw LayoutError.unknownEntity(r.destination) }
         }
         // Entity numbers: depth-first over the inheritance forest, parent before children,
-        // siblings in alphabetical order (matches every real store examined).
+        // siblings in alphabetical order ignoring case (Photos numbers ComputedAssetAttributes
+        // before ComputeSyncAttributes).
+        func alphabetically(_ a: EntityDescription, _ b: EntityDescription) -> Bool {
+            let (x, y) = (a.name.lowercased(), b.name.lowercased())
+            return x != y ? x < y : a.name < b.name
+        }
         var ordered: [Entity] = []
         func visit(_ e: EntityDescription, superNumber: Int, root: String, lineage: [String]) {
             let number = ordered.count + 1
             let entity = Entity(description: e, number: number, superNumber: superNumber, rootName: root,
                                 table: "Z" + root.uppercased(), lineage: lineage + [e.name])
             ordered.append(entity)
-            for child in model.entities.filter({ $0.parent == e.name }).sorted(by: { $0.name < $1.name }) {
+            for child in model.entities.filter({ $0.parent == e.name }).sorted(by: alphabetically) {
                 visit(child, superNumber: number, root: root, lineage: lineage + [e.name])
             }
         }
-        for root in model.entities.filter({ $0.parent == nil }).sorted(by: { $0.name < $1.name }) {
+        for root in model.entities.filter({ $0.parent == nil }).sorted(by: alphabetically) {
             visit(root, superNumber: 0, root: root.name, lineage: [])
         }
         self.entities = ordered
@@ -107,28 +117,48 @@ public struct StoreLayout: Sendable {
                 return base + String(n)
             }
             // Names are assigned in entity order (so collisions get suffixes in that order),
-            // then columns are laid out by storage class.
-            var integerGroup: [Column] = [], floatGroup: [Column] = [], textGroup: [Column] = [], blobGroup: [Column] = []
+            // then columns are laid out by storage class; within a class, entity by entity
+            // (inheritance order) and each entity's attributes by name — as every real store with
+            // subentities shows (Notes, iOS 17 app stores: a subentity's VARCHARs follow its parent's).
+            // After the integers, columns come in buckets by attribute type, each bucket entity by
+            // entity (inheritance order) and each entity's attributes by property name (not column
+            // name: knowledgeC's `_CDEntityMetadataKey__name` sorts before `com_apple…`), a
+            // composite's elements in their declared order. The buckets, as the real stores show
+            // them: dates and numbers; strings, then URIs (a URI column follows every string column
+            // of the table, iOS 17's ManagedEventBase); UUIDs, then transformables, then binary data
+            // (Screen Time's InstalledApp and Blueprint, Photos' Memory).
+            func bucket(_ type: AttributeType) -> Int {
+                switch type {
+                case .integer16, .integer32, .integer64, .boolean: return -1
+                case .decimal, .double, .float, .date: return 0
+                case .string: return 1
+                case .uri: return 2
+                case .uuid: return 3
+                case .transformable: return 4
+                case .binaryData, .objectID, .composite: return 5
+                }
+            }
+            var integerGroup: [Column] = [], buckets: [[Column]] = Array(repeating: [], count: 6)
             for member in members {
                 let e = member.description
                 var attributeInts: [Column] = []
-                // A composite attribute stores each element in `Z<ATTRIBUTE>_<ELEMENT>` (assumed).
+                // A composite attribute stores each element in a column named after the element
+                // alone, suffixed on a collision (SwiftData cocktails: author.person → ZPERSON, prep.id → ZID1).
                 for leaf in e.attributes.sorted(by: { $0.name < $1.name }).flatMap(\.storedLeaves) {
                     let a = leaf.attribute
-                    let column = Column(name: unique("Z" + leaf.path.map { $0.uppercased() }.joined(separator: "_")), sqlType: a.type.sqlType,
+                    var column = Column(name: unique("Z" + (leaf.path.last ?? a.name).uppercased()), sqlType: a.type.sqlType,
                                         role: .attribute(entity: e.name, name: leaf.path.joined(separator: ".")))
-                    switch a.type.sqlType {
-                    case "INTEGER": attributeInts.append(column)
-                    case "FLOAT", "TIMESTAMP", "DECIMAL": floatGroup.append(column)
-                    case "VARCHAR": textGroup.append(column)
-                    default: blobGroup.append(column)
-                    }
+                    column.isUnique = frameworkVersion < FrameworkVersion.uniquenessIndexes && leaf.path.count == 1
+                        && e.uniqueConstraints.contains([a.name])
+                    let b = bucket(a.type)
+                    if b < 0 { attributeInts.append(column) } else { buckets[b].append(column) }
                 }
                 var keys: [Column] = []
-                // Foreign keys this entity holds: its to-one relationships, the order keys of
-                // ordered to-many relationships pointing at it, and hidden keys of to-many
-                // relationships without an inverse.
-                var keyed: [(sortName: String, columns: [Column])] = []
+                // Foreign keys this entity holds: its to-one relationships by name (each with its
+                // entity key), then the order keys of those whose inverse is an ordered to-many
+                // (MeWe's Emoji: ZCHATMESSAGE, ZCOMMENT, ZPOST, then Z_FOK_CHATMESSAGE …), then the
+                // hidden keys of other entities' to-many relationships without an inverse.
+                var toOneKeys: [(sortName: String, columns: [Column], order: Column?)] = []
                 for r in e.relationships where !r.isToMany {
                     var cols = [Column(name: unique("Z" + r.name.uppercased()), sqlType: "INTEGER",
                                        role: .foreignKey(entity: e.name, relationship: r.name))]
@@ -136,13 +166,17 @@ public struct StoreLayout: Sendable {
                         cols.append(Column(name: unique("Z\(n)_" + r.name.uppercased()), sqlType: "INTEGER",
                                            role: .foreignEntityKey(entity: e.name, relationship: r.name)))
                     }
+                    var order: Column?
                     if let inverseName = r.inverse, let dest = byName[r.destination],
                        let inverse = dest.relationships.first(where: { $0.name == inverseName }), inverse.isToMany, inverse.isOrdered {
-                        cols.append(Column(name: unique("Z_FOK_" + r.name.uppercased()), sqlType: "INTEGER",
-                                           role: .foreignOrderKey(entity: e.name, relationship: r.name)))
+                        order = Column(name: unique("Z_FOK_" + r.name.uppercased()), sqlType: "INTEGER",
+                                       role: .foreignOrderKey(entity: e.name, relationship: r.name))
                     }
-                    keyed.append((r.name, cols))
+                    toOneKeys.append((r.name, cols, order))
                 }
+                toOneKeys.sort { $0.sortName < $1.sortName }
+                keys += toOneKeys.flatMap(\.columns) + toOneKeys.compactMap(\.order)
+                var keyed: [(sortName: String, columns: [Column])] = []
                 for source in ordered {
                     for r in source.description.relationships where r.isToMany && r.inverse == nil && r.destination == e.name {
                         var cols = [Column(name: unique("Z\(source.number)" + r.name.uppercased()), sqlType: "INTEGER",
@@ -158,37 +192,49 @@ public struct StoreLayout: Sendable {
                 for k in keyed.sorted(by: { $0.sortName < $1.sortName }) { keys.append(contentsOf: k.columns) }
                 integerGroup.append(contentsOf: attributeInts + keys)
             }
-            func alphabetical(_ columns: [Column]) -> [Column] { columns.sorted { $0.name < $1.name } }
             let fixed = [Column(name: "Z_PK", sqlType: "INTEGER PRIMARY KEY", role: .attribute(entity: root.description.name, name: "Z_PK")),
                          Column(name: "Z_ENT", sqlType: "INTEGER", role: .attribute(entity: root.description.name, name: "Z_ENT")),
                          Column(name: "Z_OPT", sqlType: "INTEGER", role: .attribute(entity: root.description.name, name: "Z_OPT"))]
             tables.append(Table(name: root.table, rootEntity: root.description.name,
-                                columns: fixed + integerGroup + alphabetical(floatGroup) + alphabetical(textGroup) + alphabetical(blobGroup),
+                                columns: fixed + integerGroup + buckets.flatMap { $0 },
                                 hasSubentities: members.count > 1))
         }
         self.tables = tables
 
-        // Many-to-many join tables, named after the alphabetically later relationship of the pair.
+        // Many-to-many join tables, named after the owning side's relationship (see below).
         var joins: [JoinTable] = []
         var seen = Set<String>()
+        // Column names are unique across all join tables: Photos' Asset has two pairs whose
+        // other side is `representativeAssets`, and the second gets Z_34REPRESENTATIVEASSETS1.
+        var joinColumns = Set<String>()
+        func uniqueJoinColumn(_ base: String) -> String {
+            if joinColumns.insert(base).inserted { return base }
+            var n = 1
+            while !joinColumns.insert(base + String(n)).inserted { n += 1 }
+            return base + String(n)
+        }
         for source in ordered {
             for r in source.description.relationships where r.isToMany {
                 guard let inverseName = r.inverse, let dest = byName[r.destination],
                       let inverse = dest.relationships.first(where: { $0.name == inverseName }), inverse.isToMany else { continue }
                 let key = [source.description.name + "." + r.name, dest.name + "." + inverseName].sorted().joined(separator: "|")
                 guard seen.insert(key).inserted else { continue }
-                // The owner is the side whose relationship name sorts later.
-                let (ownerEntity, ownerRel, otherEntity, otherRel) = r.name >= inverseName
+                // The owner: the entity with the lower number (every unordered join table of the
+                // real stores: 31 of 31). Between two relationships of one entity, or when either
+                // side is ordered, the side whose relationship name sorts later (4 of the 6
+                // ordered join tables seen; Photos' AlbumList.albums pairs do not follow it).
+                let sourceNumber = number[source.description.name] ?? 0, destNumber = number[dest.name] ?? 0
+                let sourceOwns = r.isOrdered || inverse.isOrdered || sourceNumber == destNumber
+                    ? r.name >= inverseName : sourceNumber < destNumber
+                let (ownerEntity, ownerRel, otherEntity, otherRel) = sourceOwns
                     ? (source.description.name, r, dest.name, inverse)
                     : (dest.name, inverse, source.description.name, r)
                 let ownerNumber = number[ownerEntity] ?? 0
                 let otherNumber = number[otherEntity] ?? 0
-                let firstColumn = "Z_\(ownerNumber)" + otherRel.name.uppercased()
-                var secondColumn = "Z_\(otherNumber)" + ownerRel.name.uppercased()
-                if ownerEntity == otherEntity && ownerRel.name == otherRel.name {
+                let firstColumn = uniqueJoinColumn("Z_\(ownerNumber)" + otherRel.name.uppercased())
+                let secondColumn = ownerEntity == otherEntity && ownerRel.name == otherRel.name
                     // A relationship that is its own inverse (Photos' Person.mergeCandidates).
-                    secondColumn = "REFLEXIVE"
-                } else if secondColumn == firstColumn { secondColumn += "1" }
+                    ? "REFLEXIVE" : uniqueJoinColumn("Z_\(otherNumber)" + ownerRel.name.uppercased())
                 joins.append(JoinTable(name: "Z_\(ownerNumber)" + ownerRel.name.uppercased(),
                                        firstColumn: firstColumn, firstEntity: ownerEntity,
                                        secondColumn: secondColumn, secondEntity: otherEntity,
@@ -233,7 +279,7 @@ public struct StoreLayout: Sendable {
         for t in tables {
             // Core Data writes names bare; a name no Xcode model allows (a hostile store's) is quoted.
             let name = t.name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") } ? t.name : Identifier.quoted(t.name)
-            statements.append("CREATE TABLE \(name) ( " + t.columns.map { "\($0.name) \($0.sqlType)" }.joined(separator: ", ") + " )")
+            statements.append("CREATE TABLE \(name) ( " + t.columns.map { "\($0.name) \($0.sqlType)\($0.isUnique ? " UNIQUE" : "")" }.joined(separator: ", ") + " )")
         }
         for j in joinTables {
             var cols = "\(j.firstColumn) INTEGER, \(j.secondColumn) INTEGER"
@@ -258,15 +304,27 @@ public struct StoreLayout: Sendable {
                 }
             }
             for e in entities where e.table == t.name {
-                for constraint in e.description.uniqueConstraints {
+                for constraint in e.description.uniqueConstraints
+                    where frameworkVersion >= FrameworkVersion.uniquenessIndexes || constraint.count != 1 {
                     let cols = constraint.compactMap { column(entity: e.description.name, property: $0) }
                     forTable.append("CREATE UNIQUE INDEX Z_\(e.description.name)_UNIQUE_\(constraint.joined(separator: "_")) ON \(t.name) ("
                                     + cols.map { "\($0) COLLATE BINARY ASC" }.joined(separator: ", ") + ")")
                 }
-                for index in e.description.fetchIndexes where !index.isRTree {
-                    let cols = index.properties.compactMap { column(entity: e.description.name, property: $0) }
-                    forTable.append("CREATE INDEX Z_\(e.description.name)_\(index.name) ON \(t.name) ("
-                                    + cols.map { "\($0) COLLATE BINARY ASC" }.joined(separator: ", ") + ")")
+                // A name given twice is one index (photoanalysisd's cache lists Moment.identifier twice; its store has one).
+                var seenIndexes = Set<String>()
+                for index in e.description.fetchIndexes where !index.isRTree && seenIndexes.insert(index.name).inserted {
+                    let cols = zip(index.properties, index.ascending).compactMap { property, ascending in
+                        column(entity: e.description.name, property: property).map { "\($0) COLLATE BINARY \(ascending ? "ASC" : "DESC")" }
+                    }
+                    // An index on a to-many relationship alone has no column, and one on a single
+                    // to-one repeats its foreign-key index: Core Data creates neither (Photos'
+                    // AlbumList.byAlbumsIndex and LegacyFace.byAssetIndex, Screen Time's Usage.byUser).
+                    guard !cols.isEmpty else { continue }
+                    if index.properties.count == 1, e.description.relationships.contains(where: { $0.name == index.properties[0] && !$0.isToMany })
+                        || model.entities.contains(where: { m in e.lineage.contains(m.name) && m.relationships.contains { $0.name == index.properties[0] && !$0.isToMany } }) {
+                        continue
+                    }
+                    forTable.append("CREATE INDEX Z_\(e.description.name)_\(index.name) ON \(t.name) (" + cols.joined(separator: ", ") + ")")
                 }
             }
             statements.append(contentsOf: forTable)
@@ -275,6 +333,7 @@ public struct StoreLayout: Sendable {
             statements.append("CREATE INDEX \(j.name)_\(j.secondColumn)_INDEX ON \(j.name) (\(j.secondColumn), \(j.firstColumn))")
         }
         statements.append(contentsOf: rtreeDDL)
+        statements.append(contentsOf: derivedAttributeDDL)
         return statements
     }
 
@@ -292,8 +351,56 @@ public struct StoreLayout: Sendable {
                 statements.append("CREATE VIRTUAL TABLE \(name) USING RTREE (Z_PK INTEGER PRIMARY KEY, "
                                   + boxes.map { "\($0) FLOAT" }.joined(separator: ", ") + ")")
                 statements.append("CREATE TRIGGER \(name)_INSERT AFTER INSERT ON \(e.table) FOR EACH ROW BEGIN \(insert) ; END")
-                statements.append("CREATE TRIGGER \(name)_UPDATE AFTER UPDATE ON \(e.table) FOR EACH ROW BEGIN DELETE FROM \(name) WHERE Z_PK = NEW.Z_PK ; \(insert) ; END")
+                // The update trigger re-inserts with a plain INSERT (the row was just deleted).
+                let reinsert = "INSERT INTO \(name) (Z_PK, \(boxes.joined(separator: ", "))) VALUES (NEW.Z_PK, \(values))"
+                statements.append("CREATE TRIGGER \(name)_UPDATE AFTER UPDATE ON \(e.table) FOR EACH ROW BEGIN DELETE FROM \(name) WHERE Z_PK = NEW.Z_PK ; \(reinsert) ; END")
                 statements.append("CREATE TRIGGER \(name)_DELETE AFTER DELETE ON \(e.table) FOR EACH ROW BEGIN DELETE FROM \(name) WHERE Z_PK = OLD.Z_PK ; END")
+            }
+        }
+        return statements
+    }
+
+    /// Framework versions (NSPersistenceFrameworkVersion) from which Core Data writes a metadata
+    /// key, bounded by the real stores: the last version seen without it and the first seen with it.
+    public enum FrameworkVersion {
+        /// `NSStoreModelVersionHashesDigest`: absent at 851 (knowledgeC, macOS 10.13), present at 977 (Photos, macOS 10.15).
+        public static let hashesDigest = 900
+        /// `NSStoreModelVersionChecksumKey`: absent at 1152 (Notes, macOS 12), present at 1340 (iOS 17).
+        public static let modelChecksum = 1300
+        /// Uniqueness constraints as `Z_<Entity>_UNIQUE_…` indexes: framework 851 (knowledgeC) writes a
+        /// one-property constraint as a column-level `UNIQUE`; 977 (Photos 10.15) writes indexes.
+        public static let uniquenessIndexes = 900
+        /// History strings interned in ATRANSACTIONSTRING (the `…TS` columns): absent at 851
+        /// (knowledgeC, which keeps author, bundle, context and process as text), present at 977.
+        public static let internedHistoryStrings = 900
+    }
+
+    /// Derived attributes that copy a value through a to-one relationship (`rel.attribute`): the
+    /// four triggers Core Data writes, in the form the iOS 17 and Photos stores show. Derivations
+    /// of any other form (aggregates, functions) get none here.
+    public var derivedAttributeDDL: [String] {
+        var statements: [String] = []
+        for e in entities {
+            for a in e.description.attributes {
+                guard let derivation = a.derivation else { continue }
+                let parts = derivation.split(separator: ".").map(String.init)
+                guard parts.count == 2,
+                      let relationship = e.lineage.compactMap({ model.entity($0) }).flatMap(\.relationships).first(where: { $0.name == parts[0] && !$0.isToMany }),
+                      let destination = entity(relationship.destination),
+                      let derived = column(entity: e.description.name, property: a.name),
+                      let key = column(entity: e.description.name, property: relationship.name),
+                      let source = column(entity: destination.description.name, property: parts[1]) else { continue }
+                let (table, other, entityName) = (e.table, destination.table, e.description.name)
+                func notify(_ inserted: Bool, _ condition: String) -> String {
+                    "SELECT NSCoreDataDATrigger\(inserted ? "Insert" : "")UpdatedAffectedObjectValue('\(table)', Z_ENT, Z_PK, '\(a.name)', \(derived)) FROM \(table) WHERE \(condition); END"
+                }
+                let fromSource = "UPDATE \(table) SET \(derived) = (SELECT \(source) FROM \(other) WHERE Z_PK = NEW.\(key)) WHERE Z_PK = NEW.Z_PK;"
+                let fromParameter = "UPDATE \(table) SET \(derived) = NEW.\(source) WHERE \(key) = NEW.Z_PK;"
+                let prefix = "Z_DA_\(table)_\(entityName)_\(a.name)", parameterPrefix = "Z_DA_\(other)_\(entityName)_\(a.name)"
+                statements.append("CREATE TRIGGER \(prefix)_SOURCE_INSERT AFTER INSERT ON \(table) FOR EACH ROW BEGIN \(fromSource) \(notify(true, "Z_PK = NEW.Z_PK"))")
+                statements.append("CREATE TRIGGER \(prefix)_SOURCE_UPDATE AFTER UPDATE OF \(key) ON \(table) FOR EACH ROW BEGIN \(fromSource) \(notify(false, "Z_PK = NEW.Z_PK"))")
+                statements.append("CREATE TRIGGER \(parameterPrefix)_PARAMETER_INSERT AFTER INSERT ON \(other) FOR EACH ROW BEGIN \(fromParameter) \(notify(true, "\(key) = NEW.Z_PK"))")
+                statements.append("CREATE TRIGGER \(parameterPrefix)_PARAMETER_UPDATE AFTER UPDATE OF \(source) ON \(other) FOR EACH ROW BEGIN \(fromParameter) \(notify(false, "\(key) = NEW.Z_PK"))")
             }
         }
         return statements
@@ -319,6 +426,13 @@ public struct StoreLayout: Sendable {
         "CREATE INDEX Z_TRANSACTION_TransactionTimestampIndex ON ATRANSACTION (ZTIMESTAMP COLLATE BINARY ASC)",
         "CREATE UNIQUE INDEX Z_TRANSACTIONSTRING_UNIQUE_NAME ON ATRANSACTIONSTRING (ZNAME COLLATE BINARY ASC)",
     ]
+
+    /// Persistent history as framework 851 wrote it (knowledgeC, macOS 10.13): the writer's names
+    /// as text in ATRANSACTION, no ATRANSACTIONSTRING.
+    public static let legacyHistoryDDL = [
+        historyDDL[0],
+        "CREATE TABLE ATRANSACTION ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZTIMESTAMP FLOAT, ZAUTHOR VARCHAR, ZBUNDLEID VARCHAR, ZCONTEXTNAME VARCHAR, ZPROCESSID VARCHAR, ZQUERYGEN BLOB )",
+    ] + historyDDL.filter { $0.contains("INDEX") && !$0.contains("TS_INDEX") && !$0.contains("ATRANSACTIONSTRING") }
 
     /// The attributes a delete keeps in `ZTOMBSTONE0…n`: root level first, each level's
     /// preserved attributes by name (knowledgeC's Event, Screen Time's InstalledApp).

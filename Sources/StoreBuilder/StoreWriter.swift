@@ -63,11 +63,14 @@ public final class StoreWriter {
 
     public static let historyChange = 16001, historyTransaction = 16002, historyString = 16003
 
+    /// Whether this framework version keeps history strings in ATRANSACTIONSTRING (else as text).
+    var internsHistoryStrings: Bool { options.frameworkVersion >= StoreLayout.FrameworkVersion.internedHistoryStrings }
+
     public init(url: URL, model: ModelDescription, options: Options = Options()) throws {
         guard !FileManager.default.fileExists(atPath: url.path) else { throw BuilderError.exists(url.path) }
         self.url = url
         self.options = options
-        self.layout = try StoreLayout(model: model)
+        self.layout = try StoreLayout(model: model, frameworkVersion: options.frameworkVersion)
         let db = try Connection.open(path: url.path, mode: .create)
         connection = db
         // This store is ours, not evidence: its R-tree triggers (as Core Data writes them) may run.
@@ -82,7 +85,7 @@ public final class StoreWriter {
             for sql in StoreLayout.metadataDDL { try db.execute(sql) }
             if options.modelCache { try db.execute(StoreLayout.modelCacheDDL) }
             if options.historyTracking {
-                for sql in StoreLayout.historyDDL { try db.execute(sql) }
+                for sql in internsHistoryStrings ? StoreLayout.historyDDL : StoreLayout.legacyHistoryDDL { try db.execute(sql) }
                 for n in 0..<layout.tombstoneColumnCount { try db.execute("ALTER TABLE ACHANGE ADD COLUMN ZTOMBSTONE\(n) BLOB") }
             }
             for e in layout.entities {
@@ -90,7 +93,8 @@ public final class StoreWriter {
                            [.integer(Int64(e.number)), .text(e.description.name), .integer(Int64(e.superNumber))])
             }
             if options.historyTracking {
-                for (number, name) in [(Self.historyChange, "CHANGE"), (Self.historyTransaction, "TRANSACTION"), (Self.historyString, "TRANSACTIONSTRING")] {
+                for (number, name) in [(Self.historyChange, "CHANGE"), (Self.historyTransaction, "TRANSACTION"), (Self.historyString, "TRANSACTIONSTRING")]
+                    where number != Self.historyString || internsHistoryStrings {
                     try db.run("INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, 0, 0)",
                                [.integer(Int64(number)), .text(name)])
                 }
@@ -118,16 +122,22 @@ public final class StoreWriter {
             all.update(hash)
         }
         let digest = all.finalize()
-        let plist: PlistValue = .dictionary([
+        var keys: [String: PlistValue] = [
             "NSStoreType": .string("SQLite"),
             "NSPersistenceFrameworkVersion": .integer(Int64(options.frameworkVersion)),
             "NSStoreModelVersionHashes": .dictionary(hashes),
             "NSStoreModelVersionHashesVersion": .integer(3),
             "NSStoreModelVersionIdentifiers": .array(layout.model.versionIdentifiers.map(PlistValue.string)),
-            "NSStoreModelVersionHashesDigest": .string(Data(digest + digest).base64EncodedString()),
-            "NSStoreModelVersionChecksumKey": .string(Data(digest).base64EncodedString()),
             "_NSAutoVacuumLevel": .string("2"),
-        ])
+        ]
+        // Keys later frameworks added, as the real stores show them (RealStoreRebuildTests).
+        if options.frameworkVersion >= StoreLayout.FrameworkVersion.hashesDigest {
+            keys["NSStoreModelVersionHashesDigest"] = .string(Data(digest + digest).base64EncodedString())
+        }
+        if options.frameworkVersion >= StoreLayout.FrameworkVersion.modelChecksum {
+            keys["NSStoreModelVersionChecksumKey"] = .string(Data(digest).base64EncodedString())
+        }
+        let plist: PlistValue = .dictionary(keys)
         return BinaryPlistWriter.encode(plist)
     }
 
@@ -321,12 +331,22 @@ public final class StoreWriter {
             return .integer(Int64(pk))
         }
         let transactionPK = try currentZMax(Self.historyTransaction) + 1
-        try db.run("""
-            INSERT INTO ATRANSACTION (Z_PK, Z_ENT, Z_OPT, ZAUTHORTS, ZBUNDLEIDTS, ZCONTEXTNAMETS, ZPROCESSIDTS, ZTIMESTAMP)
-            VALUES (?, ?, NULL, ?, ?, ?, ?, ?)
-            """, [.integer(Int64(transactionPK)), .integer(Int64(Self.historyTransaction)),
-                  try interned(writer.author), try interned(writer.bundleID), try interned(writer.contextName),
-                  try interned(writer.processName), .real(timestamp.timeIntervalSinceReferenceDate)])
+        if internsHistoryStrings {
+            try db.run("""
+                INSERT INTO ATRANSACTION (Z_PK, Z_ENT, Z_OPT, ZAUTHORTS, ZBUNDLEIDTS, ZCONTEXTNAMETS, ZPROCESSIDTS, ZTIMESTAMP)
+                VALUES (?, ?, NULL, ?, ?, ?, ?, ?)
+                """, [.integer(Int64(transactionPK)), .integer(Int64(Self.historyTransaction)),
+                      try interned(writer.author), try interned(writer.bundleID), try interned(writer.contextName),
+                      try interned(writer.processName), .real(timestamp.timeIntervalSinceReferenceDate)])
+        } else {
+            func text(_ s: String?) -> DatabaseValue { s.map { .text($0) } ?? .null }
+            try db.run("""
+                INSERT INTO ATRANSACTION (Z_PK, Z_ENT, Z_OPT, ZAUTHOR, ZBUNDLEID, ZCONTEXTNAME, ZPROCESSID, ZTIMESTAMP)
+                VALUES (?, ?, NULL, ?, ?, ?, ?, ?)
+                """, [.integer(Int64(transactionPK)), .integer(Int64(Self.historyTransaction)),
+                      text(writer.author), text(writer.bundleID), text(writer.contextName), text(writer.processName),
+                      .real(timestamp.timeIntervalSinceReferenceDate)])
+        }
         try setZMax(Self.historyTransaction, transactionPK)
         var changePK = try currentZMax(Self.historyChange)
         for change in changes {

@@ -1,4 +1,5 @@
 import Foundation
+import StoreTestSupport
 import Testing
 @testable import StoreFormats
 
@@ -20,20 +21,31 @@ struct DatabaseHeaderTests {
           .enabled(if: Fixture.isAvailable, Fixture.skipReason))
     func realSwiftDataStore() throws {
         let data = try Fixture.data("swiftdata-resources/default.store")
-        #expect(data.count == 98_304)  // unchanged evidence
         let header = try DatabaseHeader(data: data)
+        // SQLite itself on a copy of the main file alone (no -wal), and the raw bytes at the
+        // offsets of the file format, read here.
+        let sqlite = try SQLiteOracle(copying: try Fixture.url("swiftdata-resources/default.store"), wal: .none)
+        func pragma(_ name: String) throws -> (int: Int?, string: String?) {
+            let value = try sqlite.scalar("PRAGMA \(name)")
+            return (value.int, value.string)
+        }
         #expect(header.isWALMode)
         #expect(header.writeVersion == 2 && header.readVersion == 2)
-        #expect(header.pageSize == 4096)
-        #expect(header.pageCount == 24)
+        #expect(header.pageSize == (try pragma("page_size").int))
+        #expect(Int(header.pageCount) == (try pragma("page_count").int))
         #expect(Int(header.pageCount) * header.pageSize == data.count)
         #expect(header.pageCountIsValid)
+        #expect(try pragma("encoding").string == header.textEncodingName)
         #expect(header.textEncoding == 1)
-        #expect(header.textEncodingName == "UTF-8")
-        #expect(header.schemaFormat == 4)
+        #expect(Int(header.schemaFormat) == data[44..<48].reduce(0) { $0 << 8 | Int($1) })
+        #expect(Int(header.schemaCookie) == (try pragma("schema_version").int))
+        #expect(Int(header.freelistPageCount) == (try pragma("freelist_count").int))
+        // auto_vacuum 2 = incremental: both header flags set.
+        #expect(try pragma("auto_vacuum").int == 2)
         #expect(header.autoVacuum)
         #expect(header.incrementalVacuum)
-        #expect(header.sqliteVersionNumber == 3_043_002)
+        let version = data[96..<100].reduce(0) { $0 << 8 | Int($1) }
+        #expect(Int(header.sqliteVersionNumber) == version)
         #expect(DatabaseHeader.isSQLite(data))
         print("""
             default.store header: change counter \(header.fileChangeCounter), pages \(header.pageCount), \

@@ -1,4 +1,5 @@
 import Foundation
+import StoreTestSupport
 import Testing
 @testable import StoreFormats
 
@@ -297,12 +298,15 @@ struct DatabaseImageTests {
     func realImage() throws {
         let main = try Fixture.data("swiftdata-resources/default.store")
         let walData = try Fixture.data("swiftdata-resources/default.store-wal")
-        #expect(walData.count == 1_462_632)  // unchanged evidence
         let wal = WAL(data: walData)
+        // The WAL's own frame headers, read by the test's independent reader.
+        let truth = try #require(WALFrameOracle(data: walData))
+        #expect(wal.commitFrames == truth.commitFrames)
         let last = try #require(wal.transactions.last)
 
         let image = try DatabaseImage.make(mainFile: main, wal: wal, walData: walData)
-        #expect(image.count == last.databaseSizeInPages * 4096)
+        #expect(last.databaseSizeInPages == truth.commitSizes.last)
+        #expect(image.count == last.databaseSizeInPages * truth.pageSize)
         #expect(image[18] == 1 && image[19] == 1)
         let header = try DatabaseHeader(data: image)
         #expect(Int(header.pageCount) == last.databaseSizeInPages)
@@ -320,16 +324,16 @@ struct DatabaseImageTests {
         }
 
         let mainOnly = try DatabaseImage.make(mainFile: main)
-        #expect(mainOnly.count == 98_304)
+        #expect(mainOnly.count == main.count)
         #expect(mainOnly[18] == 1 && mainOnly[19] == 1)
         #expect(mainOnly[20...] == main[20...])
 
         let first = try DatabaseImage.make(mainFile: main, wal: wal, walData: walData, upToCommit: 1)
-        #expect(first.count == wal.transactions[0].databaseSizeInPages * 4096)
+        #expect(first.count == truth.commitSizes[0] * truth.pageSize)
         print("real image: \(image.count) bytes (\(last.databaseSizeInPages) pages); after commit 1: \(first.count) bytes")
     }
 
-    @Test("sqlite3 counts the expected rows in the real images",
+    @Test("sqlite3 counts in the real images the rows it counts in copies of the store, with and without the WAL",
           .enabled(if: Fixture.isAvailable, Fixture.skipReason),
           .enabled(if: SQLiteShell.path != nil, "The sqlite3 command-line tool is not installed."))
     func realImageRowsWithSQLiteShell() throws {
@@ -344,15 +348,28 @@ struct DatabaseImageTests {
         let query = """
             PRAGMA quick_check; SELECT count(*) FROM ZCOMPONENT; SELECT count(*) FROM ZCRAFTINGRECIPE;
             SELECT count(*) FROM ZITEM; SELECT count(*) FROM ACHANGE; SELECT count(*) FROM ATRANSACTION;
-            SELECT count(*) FROM ATRANSACTIONSTRING;
+            SELECT count(*) FROM ATRANSACTIONSTRING; SELECT group_concat(Z_ENT || ':' || Z_MAX) FROM Z_PRIMARYKEY;
             """
+        // The truth: sqlite3 itself on a copy of the store family (it applies the WAL), and on a
+        // copy of the main file alone. Never the originals.
+        let family = directory.appendingPathComponent("family")
+        let lone = directory.appendingPathComponent("lone")
+        for folder in [family, lone] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+        try main.write(to: family.appendingPathComponent("default.store"))
+        try walData.write(to: family.appendingPathComponent("default.store-wal"))
+        try main.write(to: lone.appendingPathComponent("default.store"))
+        let withWAL = try SQLiteShell.run(family.appendingPathComponent("default.store"), query, readOnly: false)
+        let mainAlone = try SQLiteShell.run(lone.appendingPathComponent("default.store"), query, readOnly: false)
+        #expect(withWAL.first == "ok" && withWAL.count == 8)
+        #expect(withWAL != mainAlone, "the WAL holds rows the main file does not")
+
         let full = directory.appendingPathComponent("full.sqlite")
         try DatabaseImage.make(mainFile: main, wal: wal, walData: walData).write(to: full)
-        #expect(try SQLiteShell.run(full, query) == ["ok", "5", "4", "7", "55", "38", "2"])
+        #expect(try SQLiteShell.run(full, query) == withWAL)
 
         let alone = directory.appendingPathComponent("main.sqlite")
         try DatabaseImage.make(mainFile: main).write(to: alone)
-        #expect(try SQLiteShell.run(alone, query) == ["ok", "1", "2", "4", "19", "13", "2"])
+        #expect(try SQLiteShell.run(alone, query) == mainAlone)
     }
 
     /// The `sqlite3` command-line tool, used only to cross-check images.
@@ -360,10 +377,10 @@ struct DatabaseImageTests {
         static let path: String? = ["/usr/bin/sqlite3", "/usr/local/bin/sqlite3", "/opt/homebrew/bin/sqlite3"]
             .first { FileManager.default.isExecutableFile(atPath: $0) }
 
-        static func run(_ database: URL, _ sql: String) throws -> [String] {
+        static func run(_ database: URL, _ sql: String, readOnly: Bool = true) throws -> [String] {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: try #require(path))
-            process.arguments = ["-readonly", database.path, sql]
+            process.arguments = (readOnly ? ["-readonly"] : []) + [database.path, sql]
             let output = Pipe()
             process.standardOutput = output
             try process.run()

@@ -7,7 +7,7 @@ import Testing
 
 @Suite("WAL: the real SwiftData store")
 struct RealWALTests {
-    @Test("matches the ground truth read with sqlite3",
+    @Test("matches the WAL's own frame headers (an independent reader) and SQLite's last commit",
           .enabled(if: WALTestSupport.RealFixture.isAvailable, WALTestSupport.RealFixture.skipReason))
     func groundTruth() throws {
         let data = try WALTestSupport.RealFixture.data("swiftdata-resources/default.store-wal")
@@ -19,21 +19,28 @@ struct RealWALTests {
         #expect(wal.magic == WALHeader.littleEndianMagic)
         #expect(wal.bigEndianChecksums == false)
         #expect(wal.formatVersion == 3_007_000)
-        #expect(wal.checkpointSequence == 0)
-        #expect(wal.salt1 == 0xe1f3_7357)
-        #expect(wal.salt2 == 0xaa79_144c)
-        #expect(wal.validFrameCount == 355)
-        #expect(wal.commitFrames.count == 42)
-        #expect(wal.lastCommitFrame == 355)
+        let truth = try #require(WALFrameOracle(data: data))
+        // SQLite itself, on a copy of the store family without the -shm: its recovered mxFrame.
+        let store = try WALTestSupport.RealFixture.url("swiftdata-resources/default.store")
+        #expect(try SQLiteOracle(copying: store).walLastCommitFrame() == truth.lastCommitFrame)
+        #expect(wal.formatVersion == truth.formatVersion)
+        #expect(wal.checkpointSequence == truth.checkpointSequence)
+        #expect(wal.salt1 == truth.salt1)
+        #expect(wal.salt2 == truth.salt2)
+        #expect(wal.validFrameCount == truth.validFrames)
+        #expect(wal.commitFrames == truth.commitFrames)
+        #expect(wal.lastCommitFrame == truth.lastCommitFrame)
         #expect(wal.stopReason == .endOfFile)
-        #expect(wal.uncommittedFrameCount == 0)
-        #expect(wal.totalFrameSlots == 355)
-        #expect(wal.staleFrameCount == 0)
+        #expect(wal.uncommittedFrameCount == truth.uncommittedFrames)
+        #expect(wal.totalFrameSlots == truth.frameSlots)
+        #expect(wal.staleFrameCount == truth.frameSlots - truth.validFrames)
+        #expect(data.count == 32 + truth.frameSlots * (24 + truth.pageSize), "whole frames only")
 
         // Transactions tile the committed frames exactly.
-        #expect(wal.transactions.count == 42)
-        #expect(wal.transactions.map(\.commitFrame) == wal.commitFrames)
-        #expect(wal.transactions.reduce(0) { $0 + $1.frameCount } == 355)
+        #expect(wal.transactions.map(\.commitFrame) == truth.commitFrames)
+        #expect(wal.transactions.map(\.databaseSizeInPages) == truth.commitSizes)
+        #expect(wal.transactions.map { $0.pages.map(Int.init) } == truth.pagesByCommit)
+        #expect(wal.transactions.reduce(0) { $0 + $1.frameCount } == truth.lastCommitFrame)
         #expect(wal.transactions.first?.firstFrame == 1)
         for (previous, next) in zip(wal.transactions, wal.transactions.dropFirst()) {
             #expect(next.firstFrame == previous.commitFrame + 1)
@@ -58,7 +65,7 @@ struct RealWALTests {
         let afterFirst = wal.latestFrames(upToCommit: 1)
         #expect(afterFirst.values.allSatisfy { $0.index <= wal.commitFrames[0] })
         #expect(wal.latestFrames(upToCommit: 0).isEmpty)
-        #expect(wal.latestFrames(upToCommit: 43).isEmpty)
+        #expect(wal.latestFrames(upToCommit: truth.commitFrames.count + 1).isEmpty)
 
         print("""
             real WAL: \(wal.validFrameCount) frames, \(wal.commitFrames.count) commits, \
@@ -79,7 +86,7 @@ struct RealWALTests {
         #expect(wal.stopReason == .checksumMismatch(frame: 200))
         #expect(wal.validFrameCount == 199)
         #expect(wal.lastCommitFrame == original.commitFrames.last { $0 < 200 })
-        #expect(wal.staleFrameCount == 355 - 199)
+        #expect(wal.staleFrameCount == original.totalFrameSlots - 199)
     }
 
     @Test("every truncation of the real WAL is handled",

@@ -34,6 +34,17 @@ struct ModelCommandsTests {
         (entity?[kind] as? [[String: Any]])?.first { $0["name"] as? String == name }
     }
 
+    /// SQLite on a private copy of a genuine store (WAL applied): the truth the commands must show.
+    static func sqlite(_ relative: String) throws -> SQLiteOracle {
+        try SQLiteOracle(copying: try #require(ProjectPaths.realFixtures()).appendingPathComponent(relative))
+    }
+
+    /// A 16-byte blob as the canonical UUID string.
+    static func uuid(_ value: DatabaseValue) -> String? {
+        guard case .blob(let data) = value, data.count == 16 else { return nil }
+        return UUID(uuid: data.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }).uuidString
+    }
+
     // MARK: - swiftdata-resources
 
     @Test("swiftdata-resources: schema from the cached model, every column mapped", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
@@ -77,74 +88,89 @@ struct ModelCommandsTests {
         #expect(produced?["column"] as? String == "ZPRODUCEDITEM")
     }
 
-    @Test("swiftdata-resources: rows Item lists the seven names; Component UUIDs are canonical strings", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
+    @Test("swiftdata-resources: rows Item lists the names SQLite holds; Component UUIDs are canonical strings", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func resourcesRows() throws {
         guard let items = try Self.runReal("swiftdata-resources/default.store", ["rows", "STORE", "Item"]) else { return }
         #expect(items.status == 0, "\(items.stderr)")
-        for name in ["Stone Axe", "Wooden Chest", "Wooden Plank", "Tree Bark Rope", "Bolts", "Nails", "Small Wooden Stick"] {
-            #expect(items.stdout.contains(name), "\(name)")
-        }
-        #expect(items.stdout.contains("7 rows"))
+        let truth = try Self.sqlite("swiftdata-resources/default.store")
+        let names = try truth.rows("SELECT ZNAME FROM ZITEM ORDER BY Z_PK").compactMap { $0[0].string }
+        #expect(!names.isEmpty)
+        for name in names { #expect(items.stdout.contains(name), "\(name)") }
+        #expect(items.stdout.contains("\(names.count) rows"))
 
         guard let components = try Self.runReal("swiftdata-resources/default.store", ["rows", "STORE", "Component", "--format", "json"]) else { return }
         #expect(components.status == 0, "\(components.stderr)")
         let output = try Self.json(components.stdout)
         let rows = try #require(output["rows"] as? [[String: Any]])
-        #expect(rows.count == 5)
-        #expect(output["count"] as? Int == 5)
+        let componentRows = try truth.rows("SELECT Z_PK, ZID, ZCRAFTINGRECIPE, ZITEM FROM ZCOMPONENT ORDER BY Z_PK")
+        #expect(rows.count == componentRows.count)
+        #expect(output["count"] as? Int == componentRows.count)
         let values = rows.compactMap { $0["values"] as? [String: Any] }
         let ids = values.compactMap { $0["id"] as? String }
-        #expect(ids.count == 5)
-        #expect(ids.contains("7C1EA5A6-0D9B-4B74-A530-13251F4943D8"))
+        #expect(ids.sorted() == componentRows.compactMap { Self.uuid($0[1]) }.sorted(), "the 16-byte ZID blobs, as UUID strings")
         #expect(ids.allSatisfy { UUID(uuidString: $0)?.uuidString == $0 })
-        // Row 3 is the orphan with no recipe; its item is a to-one as Entity#pk.
-        let orphan = try #require(rows.first { $0["pk"] as? Int == 3 }?["values"] as? [String: Any])
+        // The orphan (README: a component with no recipe, a true anomaly): its item is a to-one as Entity#pk.
+        let orphanRow = try #require(componentRows.first { $0[2] == .null && $0[3].int != nil }, "SQLite holds a component without a recipe")
+        let orphan = try #require(rows.first { $0["pk"] as? Int == orphanRow[0].int }?["values"] as? [String: Any])
         #expect(orphan["craftingRecipe"] is NSNull)
-        #expect(orphan["item"] as? String == "Item#8")
+        #expect(orphan["item"] as? String == "Item#\(orphanRow[3].int ?? -1)")
 
         guard let filtered = try Self.runReal("swiftdata-resources/default.store",
                                               ["rows", "STORE", "Component", "--where", "item=Item#8", "--format", "jsonl"]) else { return }
-        #expect(filtered.stdout.split(separator: "\n").count == 2)
+        #expect(filtered.stdout.split(separator: "\n").count == componentRows.filter { $0[3].int == 8 }.count)
     }
 
-    @Test("swiftdata-resources: history --summary shows one writer with the README's counts", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
+    @Test("swiftdata-resources: history --summary shows one writer with the counts SQLite finds in ACHANGE", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func resourcesHistory() throws {
         guard let result = try Self.runReal("swiftdata-resources/default.store", ["history", "STORE", "--summary", "--format", "json"]) else { return }
         #expect(result.status == 0, "\(result.stderr)")
         let output = try Self.json(result.stdout)
         let entities = try #require(output["entities"] as? [[String: Any]])
+        let truth = try Self.sqlite("swiftdata-resources/default.store")
+        // The one writer, as ATRANSACTION's interned strings name it.
+        let writers = try truth.rows("""
+            SELECT DISTINCT b.ZNAME, p.ZNAME FROM ATRANSACTION t
+            LEFT JOIN ATRANSACTIONSTRING b ON b.Z_PK = t.ZBUNDLEIDTS LEFT JOIN ATRANSACTIONSTRING p ON p.Z_PK = t.ZPROCESSIDTS
+            """).map { [$0[0].string ?? "-", $0[1].string ?? "-"] }
+        let writer = try #require(writers.first)
+        #expect(writers.count == 1)
         var counts: [String: [Int]] = [:]
         for e in entities {
             let writers = e["writers"] as? [[String: Any]] ?? []
             #expect(writers.count == 1)
-            #expect(writers.first?["bundleID"] as? String == "com.sdsoftware.ResourcesManager")
-            #expect(writers.first?["processName"] as? String == "ResourcesManager")
+            #expect(writers.first?["bundleID"] as? String == writer[0])
+            #expect(writers.first?["processName"] as? String == writer[1])
             #expect(writers.first?["author"] is NSNull)
             counts[e["entity"] as? String ?? "?"] = ["inserts", "updates", "deletes"].map { writers.first?[$0] as? Int ?? -1 }
         }
-        #expect(counts == ["Component": [7, 1, 2], "CraftingRecipe": [4, 17, 0], "Item": [12, 7, 5]])
+        var expected: [String: [Int]] = [:]
+        for k in try truth.primaryKeys() where k.ent < 16000 {
+            expected[k.name] = try (0...2).map { try truth.count("ACHANGE", where: "ZENTITY = \(k.ent) AND ZCHANGETYPE = \($0)") }
+        }
+        #expect(counts == expected)
 
         guard let full = try Self.runReal("swiftdata-resources/default.store", ["history", "STORE", "--format", "json"]) else { return }
         let transactions = try #require(try Self.json(full.stdout)["transactions"] as? [[String: Any]])
-        #expect(transactions.count == 38)
+        #expect(transactions.count == (try truth.count("ATRANSACTION")))
         let changes = transactions.flatMap { $0["changes"] as? [[String: Any]] ?? [] }
-        #expect(changes.count == 55)
+        #expect(changes.count == (try truth.count("ACHANGE")))
         let updates = changes.filter { $0["type"] as? String == "update" }
-        #expect(updates.count == 25)
+        #expect(updates.count == (try truth.count("ACHANGE", where: "ZCHANGETYPE = 1")))
         #expect(updates.allSatisfy { ($0["updatedProperties"] as? [String])?.isEmpty == false }, "every mask decodes")
         let recipeMasks = Set(updates.filter { $0["entity"] as? String == "CraftingRecipe" }.compactMap { ($0["updatedProperties"] as? [String])?.joined(separator: ",") })
         #expect(recipeMasks.contains("requiredComponents"))
-        #expect(transactions.first?["bundleID"] as? String == "com.sdsoftware.ResourcesManager")
+        #expect(transactions.first?["bundleID"] as? String == writer[0])
 
         guard let items = try Self.runReal("swiftdata-resources/default.store", ["history", "STORE", "--entity", "Item", "--format", "json"]) else { return }
         let itemChanges = (try Self.json(items.stdout)["transactions"] as? [[String: Any]] ?? []).flatMap { $0["changes"] as? [[String: Any]] ?? [] }
-        #expect(itemChanges.count == 24)
+        let itemEnt = try #require(try truth.primaryKeys().first { $0.name == "Item" }?.ent)
+        #expect(itemChanges.count == (try truth.count("ACHANGE", where: "ZENTITY = \(itemEnt)")))
         #expect(itemChanges.allSatisfy { $0["entity"] as? String == "Item" })
     }
 
     // MARK: - coredata-2014
 
-    @Test("coredata-2014: --model and the inferred model both map FeedbackCategory/FeedbackSubCategory; 79 rows", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
+    @Test("coredata-2014: --model and the inferred model both map FeedbackCategory/FeedbackSubCategory; every row SQLite holds", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func coreData2014() throws {
         guard let xml = try Self.runReal("coredata-2014/Model.sqlite",
                                          ["schema", "STORE", "--model", "FOLDER/Model.xcdatamodeld", "--format", "json"]) else { return }
@@ -179,7 +205,7 @@ struct ModelCommandsTests {
         #expect(rows.status == 0, "\(rows.stderr)")
         let lines = rows.stdout.split(separator: "\r\n")
         #expect(lines.first == "entity,pk,name,category")
-        #expect(lines.count == 80)
+        #expect(lines.count == 1 + (try Self.sqlite("coredata-2014/Model.sqlite").count("ZFEEDBACKSUBCATEGORY")))
         #expect(lines.dropFirst().allSatisfy { $0.contains(",FeedbackCategory#") })
 
         guard let noHistory = try Self.runReal("coredata-2014/Model.sqlite", ["history", "STORE"]) else { return }
@@ -212,7 +238,7 @@ struct ModelCommandsTests {
         #expect(Self.property(borrower, "attributes", "fullName")?["renamingIdentifier"] as? String == "name")
         #expect(Self.property(borrower, "attributes", "fullName")?["optional"] as? Bool == true)
         let elements = Self.property(borrower, "attributes", "address")?["elements"] as? [[String: Any]]
-        #expect(elements?.compactMap { $0["column"] as? String } == ["ZADDRESS_STREET", "ZADDRESS_CITY", "ZADDRESS_POSTCODE"])
+        #expect(elements?.compactMap { $0["column"] as? String } == ["ZSTREET", "ZCITY", "ZPOSTCODE"], "a composite element is stored in a column named after the element alone, as SwiftData does")
         #expect(Self.property(borrower, "relationships", "favorite")?["entityKeyColumn"] as? String == "Z2_FAVORITE")
         let film = Self.entity(schema, "Film")
         #expect(film?["parent"] as? String == "Media")

@@ -52,26 +52,38 @@ struct WALCommandTests {
         return (store, try FolderSnapshot(store.deletingLastPathComponent()))
     }
 
+    /// The WAL as its own frame headers describe it (StoreTestSupport's reader, not the tool's),
+    /// and the -shm's header, read from the original's bytes.
+    static func truth(_ store: URL) throws -> (wal: WALFrameOracle, shm: SharedMemoryOracle) {
+        let wal = try #require(try WALFrameOracle.read(URL(fileURLWithPath: store.path + "-wal")))
+        let shm = try #require(SharedMemoryOracle(data: try Data(contentsOf: URL(fileURLWithPath: store.path + "-shm"))))
+        return (wal, shm)
+    }
+
+    static func hex(_ value: UInt32) -> String { "0x" + String(format: "%08x", value) }
+
     static func expectUnchanged(_ store: URL, _ before: FolderSnapshot, sourceLocation: SourceLocation = #_sourceLocation) throws {
         #expect(try FolderSnapshot(store.deletingLastPathComponent()) == before, "the evidence must stay byte-identical", sourceLocation: sourceLocation)
     }
 
-    @Test("text report on the genuine store: frames, commits, salts, tables per transaction, the stale -shm", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
+    @Test("text report on the genuine store: frames, commits, salts, tables per transaction, the -shm as its header says", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func textReport() throws {
         guard let (store, before) = try Self.realStore() else { return }
         let result = try CLI.run(["wal", store.path])
         try Self.expectUnchanged(store, before)
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stderr.isEmpty)
-        #expect(result.stdout.contains("355 of 355 frames valid, 42 commits, last commit at frame 355"))
-        #expect(result.stdout.contains("salts 0xe1f37357 0xaa79144c, checkpoint sequence 0"))
-        #expect(result.stdout.contains("4096-byte pages, header says WAL mode"))
-        #expect(result.stdout.contains("mxFrame 29, nBackfill 0, header intact, does not agree with the WAL"))
+        let (wal, shm) = try Self.truth(store)
+        #expect(result.stdout.contains("\(wal.validFrames) of \(wal.frameSlots) frames valid, \(wal.commitFrames.count) commits, last commit at frame \(wal.lastCommitFrame)"))
+        #expect(result.stdout.contains("salts \(Self.hex(wal.salt1)) \(Self.hex(wal.salt2)), checkpoint sequence \(wal.checkpointSequence)"))
+        #expect(result.stdout.contains("\(wal.pageSize)-byte pages, header says WAL mode"))
+        let agreement = shm.agrees(with: wal) ? "agrees with the WAL" : "does not agree with the WAL"
+        #expect(result.stdout.contains("mxFrame \(shm.mxFrame), nBackfill \(shm.nBackfill), header intact, \(agreement)"))
         #expect(result.stdout.contains("ZITEM (Item)"))
-        #expect(result.stdout.contains("[shmStale]"))
+        #expect(result.stdout.contains("[shmStale]") == !shm.agrees(with: wal))
     }
 
-    @Test("JSON report on the genuine store matches its README", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
+    @Test("JSON report on the genuine store: what the WAL's frame headers and the -shm's header say", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func jsonReport() throws {
         guard let (store, before) = try Self.realStore() else { return }
         let result = try CLI.run(["wal", store.path, "--format", "json"])
@@ -81,28 +93,32 @@ struct WALCommandTests {
         #expect(report.schemaVersion == 1)
         let s = try #require(report.stores.first)
         #expect(s.format == "coredata")
-        #expect(s.pageSize == 4096)
+        let (wal, shm) = try Self.truth(store)
+        let sqlite = try SQLiteOracle(copying: store)
+        #expect(s.pageSize == (try sqlite.connection.scalar("PRAGMA page_size").int))
         #expect(s.wal.present)
-        #expect(s.wal.frames == 355 && s.wal.validFrames == 355)
-        #expect(s.wal.commits == 42 && s.wal.lastCommitFrame == 355)
-        #expect(s.wal.pageSize == 4096)
-        #expect(s.wal.salt1 == "0xe1f37357" && s.wal.salt2 == "0xaa79144c")
-        #expect(s.wal.checkpointSequence == 0)
+        #expect(s.wal.frames == wal.frameSlots && s.wal.validFrames == wal.validFrames)
+        #expect(s.wal.commits == wal.commitFrames.count && s.wal.lastCommitFrame == wal.lastCommitFrame)
+        #expect(try sqlite.walLastCommitFrame() == wal.lastCommitFrame, "SQLite recovers the same last commit")
+        #expect(s.wal.pageSize == wal.pageSize)
+        #expect(s.wal.salt1 == Self.hex(wal.salt1) && s.wal.salt2 == Self.hex(wal.salt2))
+        #expect(s.wal.checkpointSequence == Int(wal.checkpointSequence))
         #expect(s.wal.stopReason == nil)
-        #expect(s.wal.uncommittedFrames == 0 && s.wal.staleFrames == 0)
-        #expect(s.wal.transactions.count == 42)
-        #expect(s.wal.transactions.map(\.number) == Array(1...42))
-        #expect(s.wal.transactions.reduce(0) { $0 + $1.frames } == 355)
+        #expect(s.wal.uncommittedFrames == wal.uncommittedFrames && s.wal.staleFrames == wal.frameSlots - wal.validFrames)
+        #expect(s.wal.transactions.map(\.commitFrame) == wal.commitFrames)
+        #expect(s.wal.transactions.map(\.pages) == wal.pagesByCommit)
+        #expect(s.wal.transactions.map(\.number) == Array(1...wal.commitFrames.count))
+        #expect(s.wal.transactions.reduce(0) { $0 + $1.frames } == wal.lastCommitFrame)
         // Commit 1 rewrote page 1's database header only: sqlite_schema itself did not change.
         #expect(s.wal.transactions.first?.tables == ["Z_PRIMARYKEY"])
         #expect(s.wal.transactions.last?.tables.contains("ZITEM") == true)
         #expect(s.wal.transactions.last?.entities.contains("Item") == true)
-        #expect(s.shm.present && s.shm.mxFrame == 29 && s.shm.nBackfill == 0)
-        #expect(s.shm.valid == true && s.shm.agreesWithWal == false)
-        #expect(s.warnings.map(\.code) == ["shmStale"])
+        #expect(s.shm.present && s.shm.mxFrame == Int(shm.mxFrame) && s.shm.nBackfill == Int(shm.nBackfill))
+        #expect(s.shm.valid == true && s.shm.agreesWithWal == shm.agrees(with: wal))
+        #expect(s.warnings.map(\.code) == (shm.agrees(with: wal) ? [] : ["shmStale"]))
     }
 
-    @Test("--diff on the genuine store: Component, CraftingRecipe and Item as the issue states", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
+    @Test("--diff on the genuine store: Component, CraftingRecipe and Item as SQLite diffs the two copies", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func diffRealStore() throws {
         guard let (store, before) = try Self.realStore() else { return }
         let json = try CLI.run(["wal", store.path, "--diff", "--format", "json"])
@@ -111,31 +127,56 @@ struct WALCommandTests {
         #expect(json.status == 0, "stderr: \(json.stderr)")
         let report = try JSONDecoder().decode(DiffReport.self, from: Data(json.stdout.utf8))
         let diff = try #require(report.stores.first)
-        #expect(diff.from == 0 && diff.to == 42)
+        let commits = try Self.truth(store).wal.commitFrames.count
+        #expect(diff.from == 0 && diff.to == commits)
         func change(_ entity: String) throws -> Change { try #require(diff.changes.first { $0.entity == entity }) }
-        let component = try change("Component")
-        #expect(component.inserted == [3, 4, 5, 6, 7] && component.deleted == [2] && component.updatedCount == 0)
-        let recipe = try change("CraftingRecipe")
-        #expect(recipe.inserted == [3, 4] && recipe.deletedCount == 0)
-        #expect(recipe.updated?.map(\.key) == [1, 2])
-        let item = try change("Item")
-        #expect(item.inserted == [7, 8, 9, 10, 11, 12] && item.deleted == [3, 4, 5])
-        #expect(item.updatedCount == 0 && item.unchangedCount == 1)
-
         #expect(text.status == 0)
-        #expect(text.stdout.contains("Item (ZITEM)\n    6 inserted, 0 updated, 3 deleted, 1 unchanged"))
-        #expect(text.stdout.contains("inserted   Z_PK 7-12"))
-        #expect(text.stdout.contains("deleted    Z_PK 3-5"))
-        #expect(text.stdout.contains("Component (ZCOMPONENT)\n    5 inserted, 0 updated, 1 deleted, 0 unchanged"))
+        for (entity, table) in [("Component", "ZCOMPONENT"), ("CraftingRecipe", "ZCRAFTINGRECIPE"), ("Item", "ZITEM")] {
+            let c = try change(entity)
+            let truth = try Self.sqliteDiff(store, table)
+            #expect(c.inserted == truth.inserted && c.insertedCount == truth.inserted.count, "\(entity) inserted")
+            #expect(c.deleted == truth.deleted && c.deletedCount == truth.deleted.count, "\(entity) deleted")
+            #expect((c.updated?.map(\.key) ?? []).sorted() == truth.updated && c.updatedCount == truth.updated.count, "\(entity) updated")
+            #expect(c.unchangedCount == truth.unchanged, "\(entity) unchanged")
+            #expect(text.stdout.contains("\(entity) (\(table))\n    \(truth.inserted.count) inserted, \(truth.updated.count) updated, \(truth.deleted.count) deleted, \(truth.unchanged) unchanged"), "\(entity) in text")
+            // A run of consecutive keys is printed as a range.
+            if let first = truth.inserted.first, let last = truth.inserted.last, truth.inserted.count > 1, last - first + 1 == truth.inserted.count {
+                #expect(text.stdout.contains("inserted   Z_PK \(first)-\(last)"), "\(entity) inserted range")
+            }
+        }
 
-        let range = try CLI.run(["wal", store.path, "--diff", "--from", "41", "--to", "42", "--format", "json"])
+        let range = try CLI.run(["wal", store.path, "--diff", "--from", String(commits - 1), "--to", String(commits), "--format", "json"])
         #expect(range.status == 0)
         let step = try #require(try JSONDecoder().decode(DiffReport.self, from: Data(range.stdout.utf8)).stores.first)
-        #expect(step.from == 41 && step.to == 42)
+        #expect(step.from == commits - 1 && step.to == commits)
         try Self.expectUnchanged(store, before)
     }
 
-    @Test("--as-of N --out FILE writes a normal SQLite file with the rows SQLite itself shows at commit N", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)), arguments: [0, 12, 42])
+    /// SQLite's own diff of the main file alone and the store with its WAL (two copies, by Z_PK).
+    static func sqliteDiff(_ store: URL, _ table: String) throws -> (inserted: [Int], deleted: [Int], updated: [Int], unchanged: Int) {
+        let old = try SQLiteOracle(copying: store, wal: .none)
+        let new = try SQLiteOracle(copying: store)
+        try new.connection.run("ATTACH DATABASE ? AS old", [.text(old.url.path)])
+        defer { withExtendedLifetime(old) {} }
+        let t = Identifier.quoted(table)
+        func keys(_ sql: String) throws -> [Int] { try new.connection.rows(sql).compactMap { $0[0].int } }
+        let inserted = try keys("SELECT Z_PK FROM main.\(t) WHERE Z_PK NOT IN (SELECT Z_PK FROM old.\(t)) ORDER BY Z_PK")
+        let deleted = try keys("SELECT Z_PK FROM old.\(t) WHERE Z_PK NOT IN (SELECT Z_PK FROM main.\(t)) ORDER BY Z_PK")
+        let updated = try keys("SELECT Z_PK FROM (SELECT * FROM main.\(t) EXCEPT SELECT * FROM old.\(t)) WHERE Z_PK IN (SELECT Z_PK FROM old.\(t)) ORDER BY Z_PK")
+        let both = try new.connection.scalar("SELECT count(*) FROM main.\(t) WHERE Z_PK IN (SELECT Z_PK FROM old.\(t))").int ?? 0
+        return (inserted, deleted, updated, both - updated.count)
+    }
+
+    /// Commits 0 (the main file), 1, one in the middle and the last, as the WAL's frame headers count them.
+    static let asOfCommits: [Int] = {
+        guard let real = ProjectPaths.realFixtures(),
+              let wal = try? WALFrameOracle.read(real.appendingPathComponent("swiftdata-resources/default.store-wal")),
+              !wal.commitFrames.isEmpty else { return [0] }
+        let n = wal.commitFrames.count
+        return Array(Set([0, 1, n / 3, n])).sorted()
+    }()
+
+    @Test("--as-of N --out FILE writes a normal SQLite file with the rows SQLite itself shows at commit N", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)), arguments: asOfCommits)
     func pointInTime(commit: Int) throws {
         guard let (store, before) = try Self.realStore() else { return }
         let folder = try TemporaryFolder("wal-out")
@@ -145,25 +186,22 @@ struct WALCommandTests {
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stdout.contains("written to \(out.path)"))
 
-        // What SQLite itself shows at that commit: a scratch copy whose WAL ends at the commit frame.
-        let report = try JSONDecoder().decode(Report.self, from: Data(try CLI.run(["wal", store.path, "--format", "json"]).stdout.utf8))
-        let frames = commit == 0 ? 0 : report.stores[0].wal.transactions[commit - 1].commitFrame
-        let scratch = folder.path("truth")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        let db = scratch.appendingPathComponent("default.store")
-        try FileManager.default.copyItem(at: store, to: db)
-        let wal = try Data(contentsOf: URL(fileURLWithPath: store.path + "-wal"))
-        try wal.prefix(32 + frames * (24 + 4096)).write(to: URL(fileURLWithPath: db.path + "-wal"))
-        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: db.path)
+        // What SQLite itself shows at that commit: a copy whose WAL ends at the commit frame, the
+        // frame found from the WAL's own frame headers (not from the tool) and confirmed by SQLite.
+        let wal = try Self.truth(store).wal
+        let frames = commit == 0 ? 0 : wal.commitFrames[commit - 1]
+        let truthCopy = try SQLiteOracle(copying: store, wal: .frames(frames))
+        #expect(try truthCopy.walLastCommitFrame() == frames, "SQLite ends commit \(commit) at frame \(frames) too")
         let counts = "SELECT (SELECT count(*) FROM ZITEM), (SELECT count(*) FROM ZCOMPONENT), (SELECT count(*) FROM ZCRAFTINGRECIPE), (SELECT count(*) FROM ACHANGE), (SELECT group_concat(ZNAME) FROM ZITEM)"
-        let truth = try Connection.open(path: db.path, mode: .readWrite).rows(counts).first?.values
+        let truth = try truthCopy.connection.rows(counts).first?.values
+        // And the two ends: the main file alone, the WAL applied whole.
+        if commit == 0 { #expect(truth == (try SQLiteOracle(copying: store, wal: .none).rows(counts).first?.values)) }
+        if commit == wal.commitFrames.count { #expect(truth == (try SQLiteOracle(copying: store).rows(counts).first?.values)) }
 
         let written = try Connection.open(path: out.path, mode: .readOnly)
         #expect(try written.rows(counts).first?.values == truth)
         #expect(try written.journalMode() == "delete")
         #expect(try written.integrityCheck() == ["ok"])
-        if commit == 0 { #expect(try written.scalar("SELECT count(*) FROM ZITEM").int == 4) }
-        if commit == 42 { #expect(try written.scalar("SELECT count(*) FROM ZITEM").int == 7) }
         #expect(!FileManager.default.fileExists(atPath: out.path + "-wal"))
 
         // Never overwritten: a second run fails and leaves the file as it was.
@@ -180,9 +218,10 @@ struct WALCommandTests {
         guard let (store, before) = try Self.realStore() else { return }
         let folder = try TemporaryFolder("wal-bad")
         let out = folder.path("never.sqlite")
-        let outOfRange = try CLI.run(["wal", store.path, "--as-of", "43", "--out", out.path])
+        let commits = try Self.truth(store).wal.commitFrames.count
+        let outOfRange = try CLI.run(["wal", store.path, "--as-of", String(commits + 1), "--out", out.path])
         #expect(outOfRange.status == 2)
-        #expect(outOfRange.stderr == "Error: \(store.path) has 42 valid WAL commits, so --as-of 43 is out of range; give 0 (the main file alone) to 42.\n")
+        #expect(outOfRange.stderr == "Error: \(store.path) has \(commits) valid WAL commits, so --as-of \(commits + 1) is out of range; give 0 (the main file alone) to \(commits).\n")
         #expect(!FileManager.default.fileExists(atPath: out.path))
 
         let diffOutOfRange = try CLI.run(["wal", store.path, "--diff", "--to", "99"])
