@@ -225,6 +225,7 @@ struct EvidenceGuaranteeTests {
             for format in ["text", "json", "jsonl", "csv"] { runs.append(["wal", input.path, "--diff", "--each", "--format", format] + store) }
             for format in ["text", "json", "jsonl", "csv"] { runs.append(["recover", input.path, "--format", format] + store) }
             runs.append(["recover", input.path, "--state", "deleted,superseded", "--entity", target.entity] + store)
+            runs.append(["recover", input.path, "--out", out("recovered.sqlite")] + store)
             runs.append(["wal", input.path, "--out", out("as-of.sqlite")] + store)
             for format in ["text", "json", "markdown"] { runs.append(["check", input.path, "--format", format] + store + model) }
             runs.append(["repair", input.path, "--plan"] + store + model)

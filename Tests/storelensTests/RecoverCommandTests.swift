@@ -65,6 +65,25 @@ struct RecoverCommandTests {
         #expect(filtered.status == 0)
         let filteredLines = try filtered.stdout.split(separator: "\n").map { try WALDiffValuesTests.json(String($0)) }
         #expect(deletedItems(filteredLines) == deleted && filteredLines.count == deleted.count)
+
+        // --out: the same versions as a SQLite file, one table per entity, read back by SQLite.
+        let out = folder.path("recovered.sqlite").path
+        let written = try CLI.run(["recover", store.path, "--out", out, "--format", "json"])
+        #expect(written.status == 0, "stderr: \(written.stderr)")
+        #expect(try WALDiffValuesTests.json(written.stdout)["versions"] as? Int == versions.count)
+        let db = try Connection.open(path: out, mode: .readOnly)
+        let tables = Set(try db.rows("SELECT name FROM sqlite_master WHERE type = 'table'").compactMap { $0[0].string })
+        #expect(tables == Set(versions.compactMap { $0["entity"] as? String }))
+        var rows = 0
+        for table in tables { rows += try db.scalar("SELECT count(*) FROM \(Identifier.quoted(table))").int ?? 0 }
+        #expect(rows == versions.count)
+        let fromFile = Set(try db.rows("SELECT name, _end_commit FROM Item WHERE _state = 'deleted'").map { "\($0[0].string ?? "") @\($0[1].int ?? -1)" })
+        #expect(fromFile == deleted)
+        // Never overwritten; never inside the evidence.
+        let again = try CLI.run(["recover", store.path, "--out", out])
+        #expect(again.status != 0 && again.stderr.contains(out))
+        let family = try CLI.run(["recover", store.path, "--out", store.path + "-journal"])
+        #expect(family.status != 0 && family.stderr.contains("--out"), "\(family.stderr)")
         #expect(try FolderSnapshot(store.deletingLastPathComponent()) == before, "the evidence must stay byte-identical")
     }
 

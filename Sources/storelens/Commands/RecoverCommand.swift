@@ -23,16 +23,19 @@ struct RecoverCommand: Command {
                                    allowed: RecoveryWriter.Format.allCases.map(\.rawValue), default: "text"),
                   OptionSpec.value("--entity", valueName: "name", help: "Only versions of this entity (its name as Z_PRIMARYKEY has it; case-insensitive)."),
                   OptionSpec.value("--pk", valueName: "n", help: "Only versions of the record with this Z_PK."),
-                  OptionSpec.value("--state", valueName: "state", help: "Only versions in this state: live, superseded or deleted (repeatable, or comma-separated).", repeatable: true)]
+                  OptionSpec.value("--state", valueName: "state", help: "Only versions in this state: live, superseded or deleted (repeatable, or comma-separated).", repeatable: true),
+                  OptionSpec.value("--out", valueName: "file", help: "Write the versions to this new SQLite file (never overwritten): one table per entity with provenance columns; prints a summary.")]
             + CommonOptions.input,
         examples: ["storelens recover default.store",
                    "storelens recover default.store --state deleted,superseded",
                    "storelens recover default.store --entity Item --pk 3 --format json",
-                   "storelens recover App.xcappdata --format csv"])
+                   "storelens recover App.xcappdata --format csv",
+                   "storelens recover default.store --out /tmp/recovered.sqlite"])
 
     let path: String
     let format: RecoveryWriter.Format
     let filter: RecordRecovery.Filter
+    let out: String?
     let input: InputSettings
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
@@ -58,27 +61,72 @@ struct RecoverCommand: Command {
             filter.states = set
         }
         self.filter = filter
+        out = parsed.value("--out")
+        if let out {
+            guard !out.isEmpty, out != "-" else { throw .invalid("--out needs a file name (the versions go to stdout without it).") }
+            guard format == .text || format == .json else {
+                throw .invalid("--out writes the versions to a SQLite file and prints a summary; use --format text or json with it (or drop --out for \(format.rawValue)).")
+            }
+        }
         input = try InputSettings(parsed)
     }
 
     func run(_ output: Output) throws -> ExitCode {
+        if let out, FileManager.default.fileExists(atPath: out) || (try? FileManager.default.destinationOfSymbolicLink(atPath: out)) != nil {
+            throw WALForensicsError.outputExists(path: out)
+        }
         let session = try EvidenceSession(keepScratch: input.keepScratch)
         defer { session.scratch.remove() }
         let stores = try session.stores(from: [path], select: input.select, options: input.open, limits: input.limits)
-        // Streamed: versions are printed as the library hands them out.
-        let writer = RecoveryWriter(format: format, write: output.write)
-        writer.begin()
-        for store in stores {
-            let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
-            writer.beginStore(path: store.displayPath, commits: evidence.commitCount)
-            try RecordRecovery.forEachVersion(evidence, filter: filter, decoder: WALCommand.decoder(store.copy)) {
-                writer.add(path: store.displayPath, $0)
+        if let out {
+            try write(stores, to: out, output)
+        } else {
+            // Streamed: versions are printed as the library hands them out.
+            let writer = RecoveryWriter(format: format, write: output.write)
+            writer.begin()
+            for store in stores {
+                let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
+                writer.beginStore(path: store.displayPath, commits: evidence.commitCount)
+                try RecordRecovery.forEachVersion(evidence, filter: filter, decoder: WALCommand.decoder(store.copy)) {
+                    writer.add(path: store.displayPath, $0)
+                }
+                writer.endStore()
             }
-            writer.endStore()
+            writer.end()
         }
-        writer.end()
         try session.finish()
         if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
         return .success
+    }
+
+    /// `--out`: every version into a new SQLite file, then a summary.
+    func write(_ stores: [AcquiredStore], to out: String, _ output: Output) throws {
+        let database = try RecoveredDatabase.create(at: out)
+        var counts: [(String, Int)] = []
+        do {
+            for store in stores {
+                let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
+                let before = database.versions
+                try RecordRecovery.forEachVersion(evidence, filter: filter, decoder: WALCommand.decoder(store.copy)) {
+                    try database.add(store: store.displayPath, $0)
+                }
+                counts.append((store.displayPath, database.versions - before))
+            }
+            try database.finish()
+        } catch {
+            database.abandon()
+            throw error
+        }
+        if format == .json {
+            output.write(JSONValue.object([
+                ("schemaVersion", .int(RecoveryWriter.schemaVersion)),
+                ("output", .string(out)),
+                ("versions", .int(database.versions)),
+                ("tables", .array(database.tableNames.map(JSONValue.string))),
+                ("stores", .array(counts.map { .object([("path", .string($0.0)), ("versions", .int($0.1))]) })),
+            ]).rendered() + "\n")
+        } else {
+            output.write(TextTable.sanitized("wrote \(database.versions) version\(database.versions == 1 ? "" : "s") of \(stores.count) store\(stores.count == 1 ? "" : "s") to \(out): tables \(database.tableNames.joined(separator: ", "))") + "\n")
+        }
     }
 }
