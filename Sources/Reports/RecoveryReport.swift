@@ -60,8 +60,7 @@ public final class RecoveryWriter {
         case .json:
             write((inStore == 1 ? "\n" : ",\n") + ValueRendering.indented(Self.json(v), by: 8))
         case .jsonl:
-            guard case .object(let body) = Self.json(v) else { return }
-            write(JSONValue.object([("path", .string(path))] + body).rendered(pretty: false) + "\n")
+            write(Self.jsonLine(path: path, v).rendered(pretty: false) + "\n")
         case .csv:
             for row in csvRows(path: path, v) { write(row.map(csvCell).joined(separator: ",") + "\r\n") }
         case .text:
@@ -96,6 +95,31 @@ public final class RecoveryWriter {
             ("firstCommit", .int(v.sources.first?.firstCommit ?? 0)),
             ("lastCommit", .int(v.sources.last?.lastCommit ?? 0)),
             ("endedBy", ending.map { json(ending: $0) } ?? .null),
+            ("values", .object(v.values.map { ($0.name, ValueRendering.json($0.value)) })),
+            ("sources", .array(v.sources.map(json(source:)))),
+        ])
+    }
+
+    /// One version as a flat object: the first source and the ending as plain members (the
+    /// values and every run of commits stay nested, as they vary in shape).
+    static func jsonLine(path: String, _ v: RecordVersion) -> JSONValue {
+        let first = v.sources.first, ending = v.endedBy
+        return .object([
+            ("path", .string(path)),
+            ("entity", .string(v.entity)),
+            ("table", .string(v.table)),
+            ("pk", Int(exactly: v.pk).map(JSONValue.int) ?? .string(String(v.pk))),
+            ("state", .string(v.state.rawValue)),
+            ("confidence", .string(v.confidence.rawValue)),
+            ("firstCommit", .int(first?.firstCommit ?? 0)),
+            ("lastCommit", .int(v.sources.last?.lastCommit ?? 0)),
+            ("file", .string(first?.file ?? "")),
+            ("writtenByCommit", .int(first?.writtenBy ?? 0)),
+            ("firstFrame", .optional(first?.firstFrame)),
+            ("commitFrame", .optional(first?.commitFrame)),
+            ("endedBy", ending.map { .string($0.kind.rawValue) } ?? .null),
+            ("endCommit", .optional(ending?.commit)),
+            ("transactions", .array((ending?.transactions ?? []).map { Int(exactly: $0.id).map(JSONValue.int) ?? .null })),
             ("values", .object(v.values.map { ($0.name, ValueRendering.json($0.value)) })),
             ("sources", .array(v.sources.map(json(source:)))),
         ])

@@ -43,7 +43,15 @@ struct RecoverCommandTests {
         #expect(deletedItems(versions) == deleted)
         let lines = try #require(outputs["jsonl"]).split(separator: "\n").map { try WALDiffValuesTests.json(String($0)) }
         #expect(lines.count == versions.count)
-        #expect(deletedItems(lines) == deleted)
+        // JSON Lines: flat members, the ending as endedBy and endCommit.
+        func flatDeleted(_ objects: [[String: Any]]) -> Set<String> {
+            Set(objects.filter { $0["entity"] as? String == "Item" && $0["state"] as? String == "deleted" && $0["endedBy"] as? String == "deleted" }
+                .compactMap { v in
+                    guard let name = (v["values"] as? [String: Any])?["name"] as? String, let commit = v["endCommit"] as? Int else { return nil }
+                    return "\(name) @\(commit)"
+                })
+        }
+        #expect(flatDeleted(lines) == deleted)
         // CSV: one line per property; the name line carries the deleting commit.
         let csv = try #require(outputs["csv"]).components(separatedBy: "\r\n")
         #expect(csv.first == "path,entity,table,pk,state,confidence,firstCommit,lastCommit,sources,endedBy,endCommit,transactions,property,value")
@@ -64,7 +72,7 @@ struct RecoverCommandTests {
         let filtered = try CLI.run(["recover", store.path, "--entity", "Item", "--state", "deleted", "--format", "jsonl"])
         #expect(filtered.status == 0)
         let filteredLines = try filtered.stdout.split(separator: "\n").map { try WALDiffValuesTests.json(String($0)) }
-        #expect(deletedItems(filteredLines) == deleted && filteredLines.count == deleted.count)
+        #expect(flatDeleted(filteredLines) == deleted && filteredLines.count == deleted.count)
 
         // --out: the same versions as a SQLite file, one table per entity, read back by SQLite.
         let out = folder.path("recovered.sqlite").path
