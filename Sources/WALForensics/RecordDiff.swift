@@ -85,6 +85,13 @@ public struct RecordDiff: Sendable {
     /// table is compared.
     public static func forEachCommit(_ evidence: WALEvidence, decoder: ValueDecoder = ValueDecoder(supportFolder: nil),
                                      _ body: (_ commit: Int, RecordDiff) throws -> Void) throws {
+        try forEachCommitStates(evidence, decoder: decoder) { commit, diff, _, _ in try body(commit, diff) }
+    }
+
+    /// `forEachCommit` with the two states compared, for callers that read more of them
+    /// (`RecordRecovery` reads an updated record's whole values on both sides).
+    static func forEachCommitStates(_ evidence: WALEvidence, decoder: ValueDecoder,
+                                    _ body: (_ commit: Int, RecordDiff, _ earlier: StateReader, _ later: StateReader) throws -> Void) throws {
         let count = evidence.commitCount
         guard count > 0, let wal = evidence.wal else { return }
         let tracker = try? PageOwnershipTracker(mainFile: evidence.mainFile, wal: wal, walData: evidence.walData)
@@ -96,10 +103,10 @@ public struct RecordDiff: Sendable {
                 touched = Set(wal.transactions[commit - 1].pages.compactMap { tracker.use(of: $0)?.object?.tableName })
             }
             let diff = try compute(evidence, earlier: earlier, later: later, onlyTables: touched)
+            try body(commit, diff, earlier, later)
             let previous = earlier.commit
             earlier = later
             PointInTime.discardImage(evidence, commit: previous)
-            try body(commit, diff)
         }
         PointInTime.discardImage(evidence, commit: count)
     }

@@ -223,6 +223,9 @@ struct EvidenceGuaranteeTests {
             runs.append(["wal", input.path, "--diff"] + store)
             for format in ["json", "jsonl", "csv"] { runs.append(["wal", input.path, "--diff", "--format", format] + store) }
             for format in ["text", "json", "jsonl", "csv"] { runs.append(["wal", input.path, "--diff", "--each", "--format", format] + store) }
+            for format in ["text", "json", "jsonl", "csv"] { runs.append(["recover", input.path, "--format", format] + store) }
+            runs.append(["recover", input.path, "--state", "deleted,superseded", "--entity", target.entity] + store)
+            runs.append(["recover", input.path, "--out", out("recovered.sqlite")] + store)
             runs.append(["wal", input.path, "--out", out("as-of.sqlite")] + store)
             for format in ["text", "json", "markdown"] { runs.append(["check", input.path, "--format", format] + store + model) }
             for format in ["text", "json", "markdown"] { runs.append(["lint", input.path, "--format", format] + store + model) }

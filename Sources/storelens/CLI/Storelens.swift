@@ -4,7 +4,7 @@ import Foundation
 /// The root command: dispatches to subcommands, prints help and version, and funnels errors.
 enum Storelens {
     /// Every subcommand, in the order help lists them.
-    static let commands: [any Command.Type] = [ScanCommand.self, InspectCommand.self, SchemaCommand.self, RowsCommand.self, HistoryCommand.self, WALCommand.self, AuditCommand.self, CheckCommand.self, MigrationCommand.self, LintCommand.self, RepairCommand.self, ReportCommand.self]
+    static let commands: [any Command.Type] = [ScanCommand.self, InspectCommand.self, SchemaCommand.self, RowsCommand.self, HistoryCommand.self, WALCommand.self, RecoverCommand.self, AuditCommand.self, CheckCommand.self, MigrationCommand.self, LintCommand.self, RepairCommand.self, ReportCommand.self]
     static let version = "0.1.0"
 
     static func run(_ arguments: [String]) -> ExitCode {

@@ -1,0 +1,198 @@
+import CoreDataStore
+import Foundation
+import WALForensics
+
+/// `recover`: one entry per record version, written as each arrives (the library streams them).
+///
+/// - `text`: per store, one line per version: state, `Entity#pk`, the commits it was seen at and
+///   what ended it, then its values.
+/// - `json`: one document, versions per store (docs/recover.md).
+/// - `jsonl`: one object per version.
+/// - `csv`: one line per property of each version, formula cells neutralised.
+public final class RecoveryWriter {
+    public enum Format: String, Sendable, CaseIterable {
+        case text, json, jsonl, csv
+    }
+
+    public static let schemaVersion = 1
+
+    let format: Format
+    let write: (String) -> Void
+    private var stores = 0
+    private var inStore = 0
+    private var counts: [RecordVersion.State: Int] = [:]
+    public private(set) var versions = 0
+
+    public init(format: Format, write: @escaping (String) -> Void) {
+        self.format = format
+        self.write = write
+    }
+
+    public func begin() {
+        switch format {
+        case .json: write("{\n  \"schemaVersion\": \(Self.schemaVersion),\n  \"stores\": [")
+        case .csv: write(Self.csvHeader.map(csvCell).joined(separator: ",") + "\r\n")
+        case .text, .jsonl: break
+        }
+    }
+
+    /// - Parameter commits: the store's valid WAL commits (0: the main file alone).
+    public func beginStore(path: String, commits: Int) {
+        stores += 1
+        inStore = 0
+        counts = [:]
+        switch format {
+        case .json:
+            var name = ""
+            JSONValue.escape(path, into: &name)
+            write((stores == 1 ? "\n" : ",\n") + "    {\n      \"path\": \(name),\n      \"commits\": \(commits),\n      \"versions\": [")
+        case .text:
+            write((stores == 1 ? "" : "\n") + TextTable.sanitized(path) + "  (main file = commit 0, \(commits) WAL commit\(commits == 1 ? "" : "s"))\n")
+        case .jsonl, .csv: break
+        }
+    }
+
+    public func add(path: String, _ v: RecordVersion) {
+        inStore += 1
+        versions += 1
+        counts[v.state, default: 0] += 1
+        switch format {
+        case .json:
+            write((inStore == 1 ? "\n" : ",\n") + ValueRendering.indented(Self.json(v), by: 8))
+        case .jsonl:
+            write(Self.jsonLine(path: path, v).rendered(pretty: false) + "\n")
+        case .csv:
+            for row in csvRows(path: path, v) { write(row.map(csvCell).joined(separator: ",") + "\r\n") }
+        case .text:
+            write("  " + Self.text(v) + "\n")
+        }
+    }
+
+    public func endStore() {
+        switch format {
+        case .json: write((inStore == 0 ? "]\n" : "\n      ]\n") + "    }")
+        case .text:
+            let parts = RecordVersion.State.allCases.compactMap { s in counts[s].map { "\($0) \(s.rawValue)" } }
+            write("  " + (inStore == 0 ? "no record versions" : "\(inStore) version\(inStore == 1 ? "" : "s"): " + parts.joined(separator: ", ")) + "\n")
+        case .jsonl, .csv: break
+        }
+    }
+
+    public func end() {
+        if format == .json { write((stores == 0 ? "]\n" : "\n  ]\n") + "}\n") }
+    }
+
+    // MARK: - JSON
+
+    static func json(_ v: RecordVersion) -> JSONValue {
+        let ending = v.endedBy
+        return .object([
+            ("entity", .string(v.entity)),
+            ("table", .string(v.table)),
+            ("pk", Int(exactly: v.pk).map(JSONValue.int) ?? .string(String(v.pk))),
+            ("state", .string(v.state.rawValue)),
+            ("confidence", .string(v.confidence.rawValue)),
+            ("firstCommit", .int(v.sources.first?.firstCommit ?? 0)),
+            ("lastCommit", .int(v.sources.last?.lastCommit ?? 0)),
+            ("endedBy", ending.map { json(ending: $0) } ?? .null),
+            ("values", .object(v.values.map { ($0.name, ValueRendering.json($0.value)) })),
+            ("sources", .array(v.sources.map(json(source:)))),
+        ])
+    }
+
+    /// One version as a flat object: the first source and the ending as plain members (the
+    /// values and every run of commits stay nested, as they vary in shape).
+    static func jsonLine(path: String, _ v: RecordVersion) -> JSONValue {
+        let first = v.sources.first, ending = v.endedBy
+        return .object([
+            ("path", .string(path)),
+            ("entity", .string(v.entity)),
+            ("table", .string(v.table)),
+            ("pk", Int(exactly: v.pk).map(JSONValue.int) ?? .string(String(v.pk))),
+            ("state", .string(v.state.rawValue)),
+            ("confidence", .string(v.confidence.rawValue)),
+            ("firstCommit", .int(first?.firstCommit ?? 0)),
+            ("lastCommit", .int(v.sources.last?.lastCommit ?? 0)),
+            ("file", .string(first?.file ?? "")),
+            ("writtenByCommit", .int(first?.writtenBy ?? 0)),
+            ("firstFrame", .optional(first?.firstFrame)),
+            ("commitFrame", .optional(first?.commitFrame)),
+            ("endedBy", ending.map { .string($0.kind.rawValue) } ?? .null),
+            ("endCommit", .optional(ending?.commit)),
+            ("transactions", .array((ending?.transactions ?? []).map { Int(exactly: $0.id).map(JSONValue.int) ?? .null })),
+            ("values", .object(v.values.map { ($0.name, ValueRendering.json($0.value)) })),
+            ("sources", .array(v.sources.map(json(source:)))),
+        ])
+    }
+
+    static func json(source s: RecordVersion.Source) -> JSONValue {
+        .object([
+            ("file", .string(s.file)),
+            ("writtenByCommit", .int(s.writtenBy)),
+            ("firstFrame", .optional(s.firstFrame)),
+            ("commitFrame", .optional(s.commitFrame)),
+            ("firstCommit", .int(s.firstCommit)),
+            ("lastCommit", .int(s.lastCommit)),
+            ("endedBy", s.endedBy.map { json(ending: $0) } ?? .null),
+        ])
+    }
+
+    /// The change and its history transactions (without their other changes: `history` lists those).
+    static func json(ending e: RecordVersion.Ending) -> JSONValue {
+        .object([
+            ("change", .string(e.kind.rawValue)),
+            ("commit", .int(e.commit)),
+            ("transactions", .array(e.transactions.map { t in
+                guard case .object(let members) = HistoryWriter.json(t) else { return .null }
+                return .object(members.filter { $0.0 != "changes" })
+            })),
+        ])
+    }
+
+    // MARK: - CSV
+
+    static let csvHeader = ["path", "entity", "table", "pk", "state", "confidence", "firstCommit", "lastCommit",
+                            "sources", "endedBy", "endCommit", "transactions", "property", "value"]
+
+    func csvRows(path: String, _ v: RecordVersion) -> [[String]] {
+        let lead = [path, v.entity, v.table, String(v.pk), v.state.rawValue, v.confidence.rawValue,
+                    String(v.sources.first?.firstCommit ?? 0), String(v.sources.last?.lastCommit ?? 0),
+                    v.sources.map(Self.text(source:)).joined(separator: "; "),
+                    v.endedBy?.kind.rawValue ?? "", v.endedBy.map { String($0.commit) } ?? "",
+                    (v.endedBy?.transactions ?? []).map { String($0.id) }.joined(separator: " ")]
+        if v.values.isEmpty { return [lead + ["", ""]] }
+        return v.values.map { lead + [$0.name, ValueRendering.cell($0.value)] }
+    }
+
+    private func csvCell(_ s: String) -> String {
+        RowsWriter.csvField(RowsWriter.neutralisingFormula(s))
+    }
+
+    // MARK: - Text
+
+    /// `deleted     Item#3  commits 0-2 (main file); deleted by commit 3 (history #5 …)  name "Stone", …`
+    static func text(_ v: RecordVersion) -> String {
+        var line = v.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0) + "\(v.entity)#\(v.pk)  "
+        line += v.sources.map(text(source:)).joined(separator: "; ")
+        if let e = v.endedBy {
+            line += "; \(e.kind == .deleted ? "deleted" : "changed") by commit \(e.commit)"
+            if !e.transactions.isEmpty { line += " (" + e.transactions.map(RecordDiffWriter.text(transaction:)).joined(separator: "; ") + ")" }
+        }
+        line += "  " + v.values.map { "\($0.name) \(ValueRendering.inline($0.value))" }.joined(separator: ", ")
+        return TextTable.sanitized(line)
+    }
+
+    /// `commits 2-3 (-wal frames 7-9)` or `commit 0 (main file)`.
+    static func text(source s: RecordVersion.Source) -> String {
+        let commits = s.firstCommit == s.lastCommit ? "commit \(s.firstCommit)" : "commits \(s.firstCommit)-\(s.lastCommit)"
+        let origin: String
+        if s.writtenBy == 0 {
+            origin = "main file"
+        } else if let first = s.firstFrame, let last = s.commitFrame {
+            origin = "-wal " + (first == last ? "frame \(first)" : "frames \(first)-\(last)")
+        } else {
+            origin = "-wal"
+        }
+        return "\(commits) (\(origin))"
+    }
+}

@@ -1,0 +1,273 @@
+import CoreDataStore
+import Foundation
+import SQLiteAccess
+
+/// Every version of every record the WAL proves: the main file is commit 0, each valid commit a
+/// later state, and each record's values at each of them are one version (identical values folded
+/// into one, with every run of commits they were seen in).
+///
+/// Built on `RecordDiff.forEachCommit`: only two states are open at a time, and only records some
+/// commit touched are held in memory (their versions so far); records no commit touched are read
+/// from the last state at the end and handed out one at a time.
+public enum RecordRecovery {
+    /// Which versions to hand out. Nil members keep everything.
+    public struct Filter: Sendable {
+        public var entity: String?
+        public var pk: Int64?
+        public var states: Set<RecordVersion.State>?
+
+        public init(entity: String? = nil, pk: Int64? = nil, states: Set<RecordVersion.State>? = nil) {
+            self.entity = entity
+            self.pk = pk
+            self.states = states
+        }
+
+        func keeps(entity name: String) -> Bool {
+            guard let entity else { return true }
+            return name == entity || name.lowercased() == entity.lowercased()
+        }
+
+        func keeps(_ version: RecordVersion) -> Bool {
+            keeps(entity: version.entity) && (pk.map { $0 == version.pk } ?? true) && (states.map { $0.contains(version.state) } ?? true)
+        }
+    }
+
+    /// Hands every version to `body`, by entity number, then primary key, then first commit seen.
+    public static func forEachVersion(_ evidence: WALEvidence, filter: Filter = Filter(),
+                                      decoder: ValueDecoder = ValueDecoder(supportFolder: nil),
+                                      _ body: (RecordVersion) throws -> Void) throws {
+        do {
+            var history = Tracker(evidence: evidence)
+            try RecordDiff.forEachCommitStates(evidence, decoder: decoder) { commit, diff, earlier, later in
+                try history.apply(commit: commit, diff: diff, earlier: earlier, later: later, filter: filter)
+            }
+            let last = try StateReader(evidence, commit: evidence.commitCount, option: "--to", decoder: decoder)
+            try history.finish(last: last, filter: filter, body)
+            PointInTime.discardImage(evidence, commit: evidence.commitCount)
+        } catch let error as SQLiteError {
+            throw WALForensicsError.sqlite(path: evidence.displayPath, error)
+        }
+    }
+
+    /// All versions at once (tests, small stores).
+    public static func versions(_ evidence: WALEvidence, filter: Filter = Filter(),
+                                decoder: ValueDecoder = ValueDecoder(supportFolder: nil)) throws -> [RecordVersion] {
+        var out: [RecordVersion] = []
+        try forEachVersion(evidence, filter: filter, decoder: decoder) { out.append($0) }
+        return out
+    }
+
+    /// Persistent-history tables are the store's bookkeeping, not records of the model.
+    static let historyTables: Set<String> = ["ATRANSACTION", "ACHANGE", "ATRANSACTIONSTRING"]
+
+    static func isRecordGroup(_ group: WALDiff.Group) -> Bool {
+        group.entityNumber != nil && group.keyColumns == ["Z_PK"] && !historyTables.contains(group.table.uppercased())
+    }
+
+    /// Two versions are one when every value is the same; `FieldValue` is compared by its full
+    /// description (names, cases and payloads).
+    static func fingerprint(_ values: [RecordChange.Value]) -> String {
+        var out = ""
+        for v in values { out += v.name + "\u{0}" + String(reflecting: v.value) + "\u{1}" }
+        return out
+    }
+}
+
+/// The records some commit touched, with the runs of commits each held each set of values.
+struct Tracker {
+    struct Key: Hashable, Comparable {
+        let entity: Int
+        let pk: Int64
+        static func < (a: Key, b: Key) -> Bool { (a.entity, a.pk) < (b.entity, b.pk) }
+    }
+
+    struct Span {
+        let values: [RecordChange.Value]
+        let fingerprint: String
+        let first: Int
+        var last: Int?
+        var ending: RecordVersion.Ending?
+    }
+
+    struct Record {
+        let entity: String
+        let table: String
+        var spans: [Span] = []
+        var isOpen: Bool { spans.last.map { $0.last == nil } ?? false }
+    }
+
+    let evidence: WALEvidence
+    var records: [Key: Record] = [:]
+
+    init(evidence: WALEvidence) {
+        self.evidence = evidence
+    }
+
+    mutating func apply(commit: Int, diff: RecordDiff, earlier: StateReader, later: StateReader, filter: RecordRecovery.Filter) throws {
+        for entry in diff.groups where RecordRecovery.isRecordGroup(entry.group) {
+            let group = entry.group
+            guard let number = group.entityNumber else { continue }
+            let name = group.entity ?? "#\(number)"
+            // Filtered records are not held: what is not shown need not be remembered.
+            guard filter.keeps(entity: name) else { continue }
+            let wanted = entry.records.filter { r in r.pk.map { pk in filter.pk.map { $0 == pk } ?? true } ?? false }
+            let updated = wanted.filter { $0.kind == .updated }.compactMap(\.pk)
+            // An updated record's whole values on both sides (the diff carries only what changed).
+            var after: [Int64: [RecordChange.Value]] = [:]
+            var before: [Int64: [RecordChange.Value]] = [:]
+            if !updated.isEmpty {
+                for (key, values) in try later.values(of: group, keys: updated.map { [.integer($0)] }) {
+                    if let pk = key.first?.int64 { after[pk] = values }
+                }
+                let unknown = updated.filter { records[Key(entity: number, pk: $0)] == nil }
+                for (key, values) in try earlier.values(of: group, keys: unknown.map { [.integer($0)] }) {
+                    if let pk = key.first?.int64 { before[pk] = values }
+                }
+            }
+            for r in wanted {
+                guard let pk = r.pk else { continue }
+                let key = Key(entity: number, pk: pk)
+                var record = records[key] ?? Record(entity: name, table: group.table)
+                switch r.kind {
+                case .inserted:
+                    record.spans.append(span(r.values, from: commit))
+                case .deleted:
+                    // Untouched so far: these values stood since the main file.
+                    if !record.isOpen { record.spans.append(span(r.values, from: 0)) }
+                    close(&record, at: commit, kind: .deleted, transactions: matching(diff, number, name, pk, .delete))
+                case .updated:
+                    if !record.isOpen { record.spans.append(span(before[pk] ?? [], from: 0)) }
+                    let new = after[pk] ?? []
+                    // Only Z_OPT (or nothing shown) changed: the same version goes on.
+                    if RecordRecovery.fingerprint(new) != record.spans.last?.fingerprint {
+                        close(&record, at: commit, kind: .changed, transactions: matching(diff, number, name, pk, .update))
+                        record.spans.append(span(new, from: commit))
+                    }
+                }
+                records[key] = record
+            }
+        }
+    }
+
+    func span(_ values: [RecordChange.Value], from commit: Int) -> Span {
+        Span(values: values, fingerprint: RecordRecovery.fingerprint(values), first: commit)
+    }
+
+    func close(_ record: inout Record, at commit: Int, kind: RecordVersion.Ending.Kind, transactions: [HistoryTransaction]) {
+        guard let index = record.spans.indices.last, record.spans[index].last == nil else { return }
+        record.spans[index].last = commit - 1
+        record.spans[index].ending = .init(kind: kind, commit: commit, transactions: transactions)
+    }
+
+    /// The commit's history transactions that record this change of this record.
+    func matching(_ diff: RecordDiff, _ number: Int, _ name: String, _ pk: Int64, _ type: HistoryChange.ChangeType) -> [HistoryTransaction] {
+        (diff.transactions ?? []).filter { t in
+            t.changes.contains { c in
+                c.pk == pk && c.type == type && (c.entityNumber.map { $0 == number } ?? (c.entity == name))
+            }
+        }
+    }
+
+    /// The versions of the touched records (folded), merged in key order with the live rows no
+    /// commit touched, read from the last state a bounded number at a time.
+    func finish(last: StateReader, filter: RecordRecovery.Filter, _ body: (RecordVersion) throws -> Void) throws {
+        let lastCommit = evidence.commitCount
+        var entities: [Int: (name: String, table: String)] = [:]
+        let wantLive = filter.states.map { $0.contains(.live) } ?? true
+        if wantLive {
+            for (number, name, table) in try entityTables(last) where filter.keeps(entity: name) && entities[number] == nil {
+                entities[number] = (name, table)
+            }
+        }
+        var touched: [Int: [Int64]] = [:]
+        for (key, record) in records {
+            touched[key.entity, default: []].append(key.pk)
+            if entities[key.entity] == nil { entities[key.entity] = (record.entity, record.table) }
+        }
+        for number in entities.keys.sorted() {
+            guard let (name, table) = entities[number] else { continue }
+            let keys = (touched[number] ?? []).sorted()
+            var next = 0
+            func emitTouched(below limit: Int64?) throws {
+                while next < keys.count, limit.map({ keys[next] < $0 }) ?? true {
+                    for version in versions(of: Key(entity: number, pk: keys[next]), lastCommit: lastCommit) where filter.keeps(version) {
+                        try body(version)
+                    }
+                    next += 1
+                }
+            }
+            if wantLive, try last.connection.tableExists(table) {
+                let group = WALDiff.Group(entity: name, entityNumber: number, table: table, keyColumns: ["Z_PK"])
+                var after = Int64.min
+                while true {
+                    var sql = "SELECT Z_PK FROM \(Identifier.quoted(table)) WHERE Z_ENT = ? AND Z_PK > ?"
+                    var arguments: [DatabaseValue] = [.integer(Int64(number)), .integer(after)]
+                    if let pk = filter.pk {
+                        sql += " AND Z_PK = ?"
+                        arguments.append(.integer(pk))
+                    }
+                    let pks = try last.connection.rows(sql + " ORDER BY Z_PK LIMIT 500", arguments).compactMap { $0[0].int64 }
+                    guard let end = pks.last else { break }
+                    after = end
+                    let untouched = pks.filter { records[Key(entity: number, pk: $0)] == nil }
+                    for (key, values) in try last.values(of: group, keys: untouched.map { [.integer($0)] }) {
+                        guard let pk = key.first?.int64 else { continue }
+                        try emitTouched(below: pk)
+                        try body(RecordVersion(entity: name, entityNumber: number, table: table, pk: pk, values: values, state: .live,
+                                               sources: [source(Span(values: values, fingerprint: "", first: 0), lastCommit: lastCommit)],
+                                               confidence: .whole))
+                    }
+                }
+            }
+            try emitTouched(below: nil)
+        }
+    }
+
+    /// Entity tables of the last state: every table with `Z_PK` and `Z_ENT`, each `Z_ENT` in it,
+    /// named by `Z_PRIMARYKEY` (as `WALDiff` groups them).
+    func entityTables(_ state: StateReader) throws -> [(Int, String, String)] {
+        let c = state.connection
+        var names: [Int: String] = [:]
+        if try c.tableExists("Z_PRIMARYKEY"), try c.scalar("SELECT count(*) FROM pragma_table_info('Z_PRIMARYKEY') WHERE name IN ('Z_ENT', 'Z_NAME')").int == 2 {
+            for row in try c.rows("SELECT Z_ENT, Z_NAME FROM Z_PRIMARYKEY") {
+                if let n = row[0].int, let s = row[1].string { names[n] = s }
+            }
+        }
+        var out: [(Int, String, String)] = []
+        let tables = try c.rows("SELECT name FROM sqlite_master WHERE type = 'table' AND rootpage > 0 AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
+            .compactMap { $0[0].string }.filter { !RecordRecovery.historyTables.contains($0.uppercased()) }
+        for table in tables {
+            let columns = Set(try state.columns(of: table))
+            guard columns.contains("Z_PK"), columns.contains("Z_ENT") else { continue }
+            for row in try c.rows("SELECT DISTINCT Z_ENT FROM \(Identifier.quoted(table)) WHERE Z_ENT IS NOT NULL ORDER BY Z_ENT") {
+                if let n = row[0].int { out.append((n, names[n] ?? "#\(n)", table)) }
+            }
+        }
+        return out
+    }
+
+    /// A touched record's versions: spans with the same values folded, in order of first appearance.
+    func versions(of key: Key, lastCommit: Int) -> [RecordVersion] {
+        guard let record = records[key] else { return [] }
+        var order: [String] = []
+        var spans: [String: [Span]] = [:]
+        for span in record.spans {
+            if spans[span.fingerprint] == nil { order.append(span.fingerprint) }
+            spans[span.fingerprint, default: []].append(span)
+        }
+        return order.compactMap { fp in
+            guard let runs = spans[fp], let final = runs.last else { return nil }
+            let state: RecordVersion.State = final.last == nil ? .live : (final.ending?.kind == .deleted ? .deleted : .superseded)
+            return RecordVersion(entity: record.entity, entityNumber: key.entity, table: record.table, pk: key.pk,
+                                 values: runs[0].values, state: state,
+                                 sources: runs.map { source($0, lastCommit: lastCommit) }, confidence: .whole)
+        }
+    }
+
+    func source(_ span: Span, lastCommit: Int) -> RecordVersion.Source {
+        let transaction = span.first > 0 ? evidence.wal?.transactions[span.first - 1] : nil
+        return RecordVersion.Source(file: span.first == 0 ? evidence.displayPath : evidence.walName, writtenBy: span.first,
+                                    firstFrame: transaction?.firstFrame, commitFrame: transaction?.commitFrame,
+                                    firstCommit: span.first, lastCommit: span.last ?? lastCommit, endedBy: span.ending)
+    }
+}
