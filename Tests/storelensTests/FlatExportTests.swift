@@ -283,4 +283,49 @@ struct FlatExportTests {
         let misuse = try CLI.run(["rows", store.path, "Entry", "--format", "jsonl", "--raw-csv"])
         #expect(misuse.status == 2 && misuse.stderr.contains("--raw-csv is for --format csv or tsv"), "\(misuse.stderr)")
     }
+
+    @Test("a hierarchy: Book, Audiobook and Film rows of Media have the same keys, a sibling's property is null, and load as one table",
+          .enabled(if: SQLiteUtils.available, Comment(rawValue: SQLiteUtils.unavailable)))
+    func subentitiesShareColumns() throws {
+        let tool = try #require(SQLiteUtils.executable)
+        let folder = try TemporaryFolder("flat-hierarchy")
+        let url = folder.path("Library.sqlite")
+        try LibraryStore.write(url)
+        let json = try CLI.run(["rows", url.path, "Media", "--format", "json"])
+        let jsonl = try CLI.run(["rows", url.path, "Media", "--format", "jsonl"])
+        #expect(json.status == 0 && jsonl.status == 0, "\(json.stderr) \(jsonl.stderr)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let fields = try #require(document["fields"] as? [String])
+        let rows = try #require(document["rows"] as? [[String: Any]])
+        let lines = try jsonl.stdout.split(separator: "\n").map(Self.object)
+        #expect(Set(lines.compactMap { $0["_entity"] as? String }) == ["Book", "Audiobook", "Film"])
+        #expect(lines.count == rows.count)
+        for (line, row) in zip(lines, rows) {
+            #expect(line.keys.sorted() == (["_entity", "_pk"] + fields).sorted(), "every line has every field")
+            // A sibling's label is `Entity.name` (Film.summary beside Book's summary); json keys by name.
+            let values = try #require(row["values"] as? [String: Any])
+            let entity = try #require(row["entity"] as? String)
+            var named: [String: NSObject] = [:]
+            for field in fields {
+                let parts = field.split(separator: ".", maxSplits: 1).map(String.init)
+                // An owner column (`Shelf.items`) is keyed by its label in json too.
+                let name = values[field] != nil || parts.count < 2 ? field : parts[1]
+                let value = try #require(line[field] as? NSObject)
+                if name != field && parts[0] != entity || values[name] == nil {
+                    #expect(value is NSNull, "\(entity) has no \(field): null in the flat line")
+                } else {
+                    named[name] = value
+                }
+            }
+            #expect(named as NSDictionary == values as NSDictionary, "\(entity): the flat line holds the json values")
+        }
+        let file = folder.path("media.jsonl")
+        try Data(jsonl.stdout.utf8).write(to: file)
+        let db = folder.path("media.db")
+        let insert = SQLiteUtils.run(tool, ["insert", db.path, "media", file.path, "--nl"])
+        #expect(insert.status == 0, "\(insert.stderr)")
+        let loaded = try Connection.open(path: db.path, mode: .readOnly)
+        #expect(try loaded.columns(of: "media").map(\.name) == ["_entity", "_pk"] + fields)
+        #expect(try loaded.rows("SELECT _entity FROM media ORDER BY _pk").compactMap { $0[0].string } == rows.compactMap { $0["entity"] as? String })
+    }
 }
