@@ -1,19 +1,24 @@
 import CoreDataStore
 import Foundation
 
-/// Streams the rows of `storelens rows` in one of four formats, writing as rows arrive so that
+/// Streams the rows of `storelens rows` in one of six formats, writing as rows arrive so that
 /// a table of any size never has to fit in memory.
 ///
 /// - `json`: one document, `rows[]` written member by member.
-/// - `jsonl`: one JSON object per line.
+/// - `jsonl`: one flat object per line (`flat(_:keys:)`): what `sqlite-utils insert --nl`,
+///   `jq` and `pandas.read_json(lines=True)` load as one row per record.
+/// - `array`: a JSON array of those flat objects, one per line, written as rows arrive.
 /// - `csv`: RFC 4180, a header line first; NULL is an empty field. A cell a spreadsheet would
 ///   run as a formula (starting with `=`, `+`, `-`, `@`, tab or CR) gets a leading `'`, as
 ///   OWASP recommends against CSV injection, unless `rawCSV` (docs/rows.md).
+/// - `tsv`: the csv cells separated by tabs, LF-terminated; a cell holding a tab, CR, LF or `"`
+///   is quoted as in CSV (what Python's `excel-tab` dialect, sqlite-utils `--tsv`, pandas and
+///   spreadsheets read), with the same formula protection.
 /// - `table`: aligned columns; widths come from the first `tablePage` rows, later cells are cut
 ///   to those widths (with `…`), and no cell is wider than `maxCellWidth`.
 public final class RowsWriter {
     public enum Format: String, Sendable, CaseIterable {
-        case table, json, jsonl, csv
+        case table, json, jsonl, array, csv, tsv
     }
 
     public static let schemaVersion = 1
@@ -27,6 +32,8 @@ public final class RowsWriter {
     /// CSV cells exactly as stored, formulas included (`--raw-csv`).
     let rawCSV: Bool
     public private(set) var count = 0
+    /// The flat objects' keys for `fields`, in order (`flatKey`).
+    private let flatKeys: [String]
     private var pending: [[String]] = []
     private var widths: [Int]?
 
@@ -39,6 +46,7 @@ public final class RowsWriter {
         self.fields = fields
         self.header = header
         self.write = write
+        self.flatKeys = fields.map(Self.flatKey)
     }
 
     public func begin() {
@@ -53,6 +61,10 @@ public final class RowsWriter {
             write(text + "  \"rows\": [")
         case .csv:
             write((["entity", "pk"] + fields).map(csvCell).joined(separator: ",") + "\r\n")
+        case .tsv:
+            write((["entity", "pk"] + fields).map(tsvCell).joined(separator: "\t") + "\n")
+        case .array:
+            write("[")
         case .jsonl, .table:
             break
         }
@@ -66,19 +78,48 @@ public final class RowsWriter {
         ])
     }
 
+    /// The key reserved for the row's own entity in a flat object.
+    public static let entityKey = "_entity"
+    /// The key reserved for the row's `Z_PK` in a flat object.
+    public static let pkKey = "_pk"
+
+    /// A field label as a flat object's key. A label starting with `_` gets one more `_` in
+    /// front, so a property named `_entity` or `_pk` (a hostile or odd model) can never take the
+    /// reserved keys' place, and no two labels map to the same key (labels are unique, and only
+    /// escaped ones start with `__`).
+    public static func flatKey(_ label: String) -> String {
+        label.hasPrefix("_") ? "_" + label : label
+    }
+
+    /// A row as one flat object: `_entity`, `_pk`, then every field under its `flatKey(label)`
+    /// with the value exactly as `json(_:)` writes it. Every object has every key, in `fields`
+    /// order, so that each line describes the same columns (a table's shape): a property the
+    /// row's entity does not have (a sibling subentity's) is `null`, as it is empty in CSV.
+    ///
+    /// - Parameter keys: `fields.map(flatKey)`, in `RowReader.fields` order.
+    public static func flat(_ row: DecodedRow, keys: [String]) -> JSONValue {
+        var values = [JSONValue](repeating: .null, count: keys.count)
+        for (index, value) in zip(row.fieldIndexes, row.values) where index >= 0 && index < values.count {
+            values[index] = ValueRendering.json(value.value)
+        }
+        return .object([(entityKey, .string(row.entity)),
+                         (pkKey, Int(exactly: row.pk).map(JSONValue.int) ?? .string(String(row.pk)))]
+                        + zip(keys, values).map { ($0, $1) })
+    }
+
     public func add(_ row: DecodedRow) {
         count += 1
         switch format {
         case .json:
             write((count == 1 ? "\n" : ",\n") + ValueRendering.indented(Self.json(row), by: 4))
         case .jsonl:
-            write(Self.json(row).rendered(pretty: false) + "\n")
+            write(Self.flat(row, keys: flatKeys).rendered(pretty: false) + "\n")
+        case .array:
+            write((count == 1 ? "\n" : ",\n") + Self.flat(row, keys: flatKeys).rendered(pretty: false))
         case .csv:
-            var cells = [String](repeating: "", count: fields.count)
-            for (index, value) in zip(row.fieldIndexes, row.values) where index < cells.count {
-                cells[index] = ValueRendering.cell(value.value)
-            }
-            write(([row.entity, String(row.pk)] + cells).map(csvCell).joined(separator: ",") + "\r\n")
+            write(([row.entity, String(row.pk)] + cells(row)).map(csvCell).joined(separator: ",") + "\r\n")
+        case .tsv:
+            write(([row.entity, String(row.pk)] + cells(row)).map(tsvCell).joined(separator: "\t") + "\n")
         case .table:
             var values = [String](repeating: "", count: fields.count)
             for (index, value) in zip(row.fieldIndexes, row.values) where index < values.count {
@@ -99,12 +140,23 @@ public final class RowsWriter {
         switch format {
         case .json:
             write((count == 0 ? "],\n" : "\n  ],\n") + "  \"count\": \(count)\n}\n")
+        case .array:
+            write(count == 0 ? "]\n" : "\n]\n")
         case .table:
             flushTable()
             if count == 0 { write("  (no rows)\n") }
-        case .csv, .jsonl:
+        case .csv, .tsv, .jsonl:
             break
         }
+    }
+
+    /// The row's cells in `fields` order, empty for NULL and for properties its entity lacks.
+    private func cells(_ row: DecodedRow) -> [String] {
+        var cells = [String](repeating: "", count: fields.count)
+        for (index, value) in zip(row.fieldIndexes, row.values) where index >= 0 && index < cells.count {
+            cells[index] = ValueRendering.cell(value.value)
+        }
+        return cells
     }
 
     private func flushTable() {
@@ -139,6 +191,10 @@ public final class RowsWriter {
         Self.csvField(rawCSV ? s : Self.neutralisingFormula(s))
     }
 
+    private func tsvCell(_ s: String) -> String {
+        Self.tsvField(rawCSV ? s : Self.neutralisingFormula(s))
+    }
+
     /// `s` with a `'` in front when a spreadsheet would read it as a formula: it starts with
     /// `=`, `+`, `-`, `@`, tab or CR (OWASP, "CSV Injection"). A plain number such as `-12.5` or
     /// `+3e5` is left alone: it is a value, not a formula, and keeps sorting as a number.
@@ -167,6 +223,13 @@ public final class RowsWriter {
             guard digits() > 0 else { return false }
         }
         return scalars.isEmpty
+    }
+
+    /// A TSV field: as is, or quoted as in CSV when it holds a tab, CR, LF or `"`, so that the
+    /// separators never appear bare inside a value (Python's `excel-tab` dialect).
+    static func tsvField(_ s: String) -> String {
+        guard s.utf8.contains(where: { $0 == 0x09 || $0 == 0x22 || $0 == 0x0A || $0 == 0x0D }) else { return s }
+        return "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
     static func csvField(_ s: String) -> String {

@@ -216,7 +216,7 @@ struct EvidenceGuaranteeTests {
             let model = target.model.map { ["--model", $0] } ?? []
             for format in ["text", "json", "markdown"] { runs.append(["inspect", input.path, "--format", format] + store) }
             for format in ["text", "json"] { runs.append(["schema", input.path, "--format", format] + store + model) }
-            for format in ["table", "json", "jsonl", "csv"] { runs.append(["rows", input.path, target.entity, "--format", format] + store + model) }
+            for format in ["table", "json", "jsonl", "array", "csv", "tsv"] { runs.append(["rows", input.path, target.entity, "--format", format] + store + model) }
             for format in ["text", "json"] { runs.append(["history", input.path, "--format", format] + store) }
             runs.append(["history", input.path, "--summary"] + store)
             for format in ["text", "json"] { runs.append(["wal", input.path, "--format", format] + store) }

@@ -45,7 +45,7 @@ struct InterruptTests {
 
 @Suite("Scratch folders when the reader of stdout goes away")
 struct ClosedPipeTests {
-    @Test("rows into a pipe whose reader closes early: a quiet stop with 141, no scratch left, input unchanged", arguments: ["table", "csv", "jsonl"])
+    @Test("rows into a pipe whose reader closes early: a quiet stop with 141, no scratch left, input unchanged", arguments: ["table", "csv", "jsonl", "array", "tsv"])
     func closedPipeRemovesScratch(format: String) throws {
         let folder = try TemporaryFolder("pipe")
         let scratchParent = try TemporaryFolder("pipe-scratch")

@@ -258,8 +258,9 @@ struct ModelCommandsTests {
         let media = try CLI.run(["rows", url.path, "Media", "--format", "jsonl"])
         #expect(media.status == 0, "\(media.stderr)")
         let lines = media.stdout.split(separator: "\n").map { try? Self.json(String($0)) }
-        #expect(lines.map { $0?["entity"] as? String } == ["Book", "Audiobook", "Film"])
-        let bookValues = lines.first??["values"] as? [String: Any]
+        #expect(lines.map { $0?["_entity"] as? String } == ["Book", "Audiobook", "Film"])
+        #expect(lines.allSatisfy { $0?["values"] == nil }, "jsonl lines are flat")
+        let bookValues = lines.first ?? nil
         #expect(bookValues?["added"] as? String == "2024-07-29T03:19:53.5Z")
         let cover = bookValues?["cover"] as? [String: Any]
         #expect(cover?["storage"] as? String == "external")

@@ -3,8 +3,9 @@ import StoreTestSupport
 import Testing
 
 /// Tests that need the genuine stores or a browser are skipped (and shown as skipped) where they
-/// are absent. CI must not lose them silently: `.ci/run` sets STORELENS_REQUIRE_REAL_FIXTURES=1 and
-/// STORELENS_REQUIRE_BROWSER=1, and then a missing folder or browser is a failure here.
+/// are absent. CI must not lose them silently: `.ci/run` sets STORELENS_REQUIRE_REAL_FIXTURES=1,
+/// STORELENS_REQUIRE_BROWSER=1 and STORELENS_REQUIRE_SQLITE_UTILS=1, and then a missing folder,
+/// browser or sqlite-utils (FlatExportTests) is a failure here.
 @Suite("required test environment")
 struct RequiredEnvironmentTests {
     @Test("the genuine stores are present when STORELENS_REQUIRE_REAL_FIXTURES=1",
@@ -27,5 +28,11 @@ struct RequiredEnvironmentTests {
           .enabled(if: ProjectPaths.isRequired("STORELENS_REQUIRE_BROWSER")))
     func browserPresent() {
         #expect(BrowserTests.chromium() != nil, "STORELENS_REQUIRE_BROWSER=1 but \(BrowserTests.chromiumMissing)")
+    }
+
+    @Test("sqlite-utils installs from PyPI when STORELENS_REQUIRE_SQLITE_UTILS=1",
+          .enabled(if: ProjectPaths.isRequired("STORELENS_REQUIRE_SQLITE_UTILS")))
+    func sqliteUtilsPresent() {
+        #expect(SQLiteUtils.available, "STORELENS_REQUIRE_SQLITE_UTILS=1 but \(SQLiteUtils.unavailable)")
     }
 }

@@ -189,11 +189,10 @@ struct WALDiffValuesTests {
         func rows(_ entity: String, asOf commit: Int) throws -> [Int: NSDictionary] {
             let key = "\(entity)@\(commit)"
             if let cached = rowsByState[key] { return cached }
-            let result = try CLI.run(["rows", store.path, entity, "--as-of", String(commit), "--format", "jsonl"])
+            let result = try CLI.run(["rows", store.path, entity, "--as-of", String(commit), "--format", "json"])
             #expect(result.status == 0, "stderr: \(result.stderr)")
             var out: [Int: NSDictionary] = [:]
-            for line in result.stdout.split(separator: "\n") {
-                let row = try Self.json(String(line))
+            for row in try Self.json(result.stdout)["rows"] as? [[String: Any]] ?? [] {
                 if let pk = row["pk"] as? Int, let values = row["values"] as? NSDictionary { out[pk] = values }
             }
             rowsByState[key] = out

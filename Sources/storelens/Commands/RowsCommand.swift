@@ -14,6 +14,8 @@ struct RowsCommand: Command {
         name. Rows of subentities are included and carry their own entity name. --where filters by
         an attribute or to-one relationship (ATTR=VALUE, repeatable, all must hold); values are bound
         as parameters and typed by the model. Rows are streamed in primary-key order.
+        jsonl writes one flat object per row (_entity, _pk, then every field); array the same
+        objects as one JSON array; tsv is csv with tabs (docs/rows.md).
         """,
         arguments: [ArgumentSpec(name: "input", help: "A store file, an app container, an archive or a backup folder.", repeating: false, optional: false),
                     ArgumentSpec(name: "entity", help: "Entity name, legacy name or class name.", repeating: false, optional: false)],
@@ -22,11 +24,12 @@ struct RowsCommand: Command {
                   OptionSpec.value("--where", valueName: "attr=value", help: "Keep rows whose attribute or to-one relationship equals the value (Entity#pk or pk for relationships, null for NULL).", repeatable: true),
                   OptionSpec.value("--limit", valueName: "n", help: "Print at most this many rows."),
                   OptionSpec.value("--as-of", valueName: "commit", help: "Read the store as it stood after WAL commit N (0: the main file alone)."),
-                  OptionSpec.flag("--raw-csv", help: "With --format csv: write cells exactly as stored; by default a cell a spreadsheet would run as a formula (=, +, -, @, tab, CR) gets a leading ' (docs/rows.md)."),
+                  OptionSpec.flag("--raw-csv", help: "With --format csv or tsv: write cells exactly as stored; by default a cell a spreadsheet would run as a formula (=, +, -, @, tab, CR) gets a leading ' (docs/rows.md)."),
                   ModelOption.model] + CommonOptions.input,
         examples: ["storelens rows default.store Item",
                    "storelens rows default.store Component --where item=Item#7 --format json",
-                   "storelens rows default.store Item --as-of 3 --format csv"])
+                   "storelens rows default.store Item --as-of 3 --format csv",
+                   "storelens rows default.store Item --format jsonl | sqlite-utils insert items.db items - --nl"])
 
     let path: String
     let entityName: String
@@ -60,7 +63,7 @@ struct RowsCommand: Command {
         }
         modelPath = parsed.value("--model")
         rawCSV = parsed.flag("--raw-csv")
-        if rawCSV && format != .csv { throw .invalid("--raw-csv is for --format csv; the other formats never neutralise cells.") }
+        if rawCSV && format != .csv && format != .tsv { throw .invalid("--raw-csv is for --format csv or tsv; the other formats never neutralise cells.") }
         input = try InputSettings(parsed)
     }
 
