@@ -66,7 +66,7 @@ let package = Package(
         .testTarget(name: "StoreFormatsTests", dependencies: ["StoreFormats", "StoreTestSupport"]),
         .testTarget(name: "DeflateTests", dependencies: ["Deflate"]),
         .testTarget(name: "SQLiteAccessTests", dependencies: ["SQLiteAccess", "StoreTestSupport"]),
-        .testTarget(name: "AcquisitionTests", dependencies: ["Acquisition", "StoreBuilder", "StoreTestSupport"]),
+        .testTarget(name: "AcquisitionTests", dependencies: ["Acquisition", "SQLiteAccess", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "CoreDataStoreTests", dependencies: ["CoreDataStore", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "StoreBuilderTests", dependencies: ["StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
         .testTarget(name: "WALForensicsTests", dependencies: ["WALForensics", "StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
