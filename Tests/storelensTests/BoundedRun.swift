@@ -20,6 +20,8 @@ enum BoundedRun {
         var inSubcommands = false
         for line in help.stdout.split(separator: "\n", omittingEmptySubsequences: false) {
             if line.hasPrefix("SUBCOMMANDS:") { inSubcommands = true; continue }
+            // The list ends at its first blank line.
+            if inSubcommands && line.trimmingCharacters(in: .whitespaces).isEmpty { break }
             guard inSubcommands, line.hasPrefix("  "), !line.hasPrefix("   ") else { continue }
             if let word = line.split(separator: " ").first { names.insert(String(word)) }
         }

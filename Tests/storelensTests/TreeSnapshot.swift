@@ -9,9 +9,15 @@ import StoreTestSupport
 /// and (through the folders' mtimes) a file made and removed again in the meantime.
 ///
 /// Walked with lstat: links are recorded, never followed; FIFOs and devices are never opened.
+///
+/// A snapshot taken `reusing` an earlier one hashes only the files whose inode, size, mtime or
+/// ctime differ from it: no write can leave all four as they were (ctime is set by the kernel on
+/// every change and cannot be set back), so an unchanged identity means unchanged bytes. A
+/// snapshot taken without one hashes every file.
 struct TreeSnapshot: Equatable {
     struct Entry: Equatable, CustomStringConvertible {
         let kind: String
+        let inode: UInt64
         let mode: UInt32
         let size: Int64
         let sha256: String?
@@ -20,9 +26,14 @@ struct TreeSnapshot: Equatable {
         let changed: timespec
 
         static func == (a: Entry, b: Entry) -> Bool {
-            a.kind == b.kind && a.mode == b.mode && a.size == b.size && a.sha256 == b.sha256 && a.linkTarget == b.linkTarget
-                && a.modified.tv_sec == b.modified.tv_sec && a.modified.tv_nsec == b.modified.tv_nsec
-                && a.changed.tv_sec == b.changed.tv_sec && a.changed.tv_nsec == b.changed.tv_nsec
+            a.sameIdentity(b) && a.sha256 == b.sha256 && a.linkTarget == b.linkTarget
+        }
+
+        /// Everything but the bytes: what any write to the file changes.
+        func sameIdentity(_ b: Entry) -> Bool {
+            kind == b.kind && inode == b.inode && mode == b.mode && size == b.size
+                && modified.tv_sec == b.modified.tv_sec && modified.tv_nsec == b.modified.tv_nsec
+                && changed.tv_sec == b.changed.tv_sec && changed.tv_nsec == b.changed.tv_nsec
         }
 
         var description: String {
@@ -34,7 +45,7 @@ struct TreeSnapshot: Equatable {
     /// Relative path ("." for the root itself) → entry.
     let entries: [String: Entry]
 
-    init(_ root: URL) throws {
+    init(_ root: URL, reusing earlier: TreeSnapshot? = nil) throws {
         var entries: [String: Entry] = [:]
         func visit(_ path: String, relative: String) throws {
             var st = stat()
@@ -44,7 +55,6 @@ struct TreeSnapshot: Equatable {
             switch type {
             case S_IFREG:
                 kind = "file"
-                sha = try SHA256.hexOfFile(at: URL(fileURLWithPath: path))
             case S_IFDIR: kind = "folder"
             case S_IFLNK:
                 kind = "link"
@@ -57,8 +67,18 @@ struct TreeSnapshot: Equatable {
             #else
             let modified = st.st_mtimespec, changed = st.st_ctimespec
             #endif
-            entries[relative] = Entry(kind: kind, mode: UInt32(st.st_mode) & 0o7777, size: Int64(st.st_size), sha256: sha,
-                                      linkTarget: link, modified: modified, changed: changed)
+            var entry = Entry(kind: kind, inode: UInt64(st.st_ino), mode: UInt32(st.st_mode) & 0o7777, size: Int64(st.st_size), sha256: nil,
+                              linkTarget: link, modified: modified, changed: changed)
+            if type == S_IFREG {
+                if let was = earlier?.entries[relative], was.sha256 != nil, was.sameIdentity(entry) {
+                    sha = was.sha256
+                } else {
+                    sha = try SHA256.hexOfFile(at: URL(fileURLWithPath: path))
+                }
+                entry = Entry(kind: kind, inode: entry.inode, mode: entry.mode, size: entry.size, sha256: sha, linkTarget: nil,
+                              modified: modified, changed: changed)
+            }
+            entries[relative] = entry
             if type == S_IFDIR {
                 for name in try FileManager.default.contentsOfDirectory(atPath: path) {
                     try visit(path + "/" + name, relative: relative == "." ? name : relative + "/" + name)
