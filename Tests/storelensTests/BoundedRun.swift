@@ -8,7 +8,7 @@ enum BoundedRun {
     typealias Outcome = CLI.Outcome
 
     /// - Parameter tool: another program to run instead of storelens (a shell that sets a limit first).
-    static func run(_ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 30, tool: String? = nil) throws -> Outcome {
+    static func run(_ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = CLI.defaultTimeout, tool: String? = nil) throws -> Outcome {
         try CLI.bounded(arguments, environment: environment, timeout: timeout, executable: tool.map { URL(fileURLWithPath: $0) })
     }
 

@@ -57,6 +57,7 @@ struct HostileCorpusTests {
                 #expect(lines.count == 1, "one line: \(what)")
                 #expect(result.stderr.hasPrefix("Error: "), "\(what)")
                 #expect(Self.names(result.stderr, input), "the error must name the input: \(what)")
+                #expect(!result.stderr.contains(tmp.path), "the error names a scratch copy, gone by the time it is read, not the input: \(what)")
             }
             let asksForStore = result.stderr.contains("choose one with --store")
             if select != nil || stores.count < 2 {
