@@ -40,7 +40,7 @@ struct HostileCorpusTests {
         var tree = try TreeSnapshot(root.url)
         let initial = tree
         var stores: [String] = []
-        var runs = 0
+        var runs = 0, selectedRuns = 0
 
         func execute(_ command: CommandPlan.Command, _ run: CommandPlan.Run, select: String?) throws -> BoundedRun.Outcome {
             let result = try BoundedRun.run(run.arguments, environment: ["TMPDIR": tmp.path], timeout: Self.timeout)
@@ -62,6 +62,10 @@ struct HostileCorpusTests {
                 #expect(!result.stderr.contains(tmp.path), "the error names a scratch copy, gone by the time it is read, not the input: \(what)")
             }
             let asksForStore = result.stderr.contains("choose one with --store")
+            if let select {
+                #expect(!result.stderr.contains("--store \(select) match"), "the --store value scan's path gives must pick that one store: \(what)")
+                selectedRuns += 1
+            }
             if select != nil || stores.count < 2 {
                 #expect(!asksForStore, "only an input with several stores, and no --store, asks for one: \(what)")
             } else if command.singleStore {
@@ -111,6 +115,9 @@ struct HostileCorpusTests {
             }
         }
         #expect(runs >= CommandPlan.commands.count, "\(item.name): every command ran")
+        if stores.count > 1 {
+            #expect(selectedRuns >= min(stores.count, Self.storesPerItem) * 7, "\(item.name): every per-store command ran on each of its \(stores.count) stores")
+        }
         // Hashed afresh: every file's bytes against the first snapshot.
         let changed = try TreeSnapshot(root.url).differences(from: initial, ignoringInside: ["outputs", "tmp"])
         #expect(changed.isEmpty, "\(item.name): the test root differs from before the first run: \(changed.prefix(10))")
