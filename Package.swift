@@ -73,7 +73,7 @@ let package = Package(
         .testTarget(name: "StoreFormatsTests", dependencies: ["StoreFormats", "StoreTestSupport"]),
         .testTarget(name: "DeflateTests", dependencies: ["Deflate"]),
         .testTarget(name: "SQLiteAccessTests", dependencies: ["SQLiteAccess", "StoreTestSupport"]),
-        .testTarget(name: "AcquisitionTests", dependencies: ["Acquisition", "StoreBuilder", "StoreTestSupport"]),
+        .testTarget(name: "AcquisitionTests", dependencies: ["Acquisition", "SQLiteAccess", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "CoreDataStoreTests", dependencies: ["CoreDataStore", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "StoreBuilderTests", dependencies: ["StoreBuilder", "CoreDataStore", "Acquisition", "SQLiteAccess", "StoreTestSupport"]),
         .testTarget(name: "WALForensicsTests", dependencies: ["WALForensics", "CoreDataStore", "StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),

@@ -73,8 +73,10 @@ public final class EvidenceSession {
             try recordCopying(family)
         }
         let folder = try scratch.makeSubfolder(named: main.lastPathComponent)
-        return try WorkingCopy(family: family, name: main.lastPathComponent, displayPath: main.path, into: folder, options: options,
-                               staged: takeStaged(family))
+        let copy = try WorkingCopy(family: family, name: main.lastPathComponent, displayPath: main.path, into: folder, options: options,
+                                   staged: takeStaged(family))
+        TestPause.reach("working-copy")
+        return copy
     }
 
     /// Copies a found store (from a folder, archive or backup) into a fresh subfolder.
@@ -82,8 +84,11 @@ public final class EvidenceSession {
         let folder = try scratch.makeSubfolder(named: store.name)
         // Files extracted from an archive are already storelens's own copies in the scratch folder.
         let extracted = store.family.main.standardizedFileURL.path.hasPrefix(scratch.url.standardizedFileURL.path + "/")
-        return try WorkingCopy(family: store.family, name: store.name, displayPath: store.path, into: folder, options: options,
-                               alreadyPrivate: extracted, staged: takeStaged(store.family))
+        let copy = try WorkingCopy(family: store.family, name: store.name, displayPath: store.path, into: folder, options: options,
+                                   alreadyPrivate: extracted, staged: takeStaged(store.family))
+        // Tests interrupt here: the copy exists in the scratch folder and must be removed.
+        TestPause.reach("working-copy")
+        return copy
     }
 
     /// Starts hashing the originals again on a background thread. Call it once the command has

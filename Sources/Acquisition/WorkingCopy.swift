@@ -223,7 +223,7 @@ public final class WorkingCopy {
     /// `query_only` on, so the copy's WAL survives for frame analysis and our own SQL cannot write.
     public func open() throws -> Connection {
         do {
-            let connection = try Connection.open(path: copiedMain.path, mode: .readWrite)
+            let connection = try Connection.open(path: copiedMain.path, mode: .readWrite, label: displayPath)
             try connection.disableCheckpointOnClose()
             if hasJournal {
                 // The first read rolls the hot journal back in the copy.
@@ -255,7 +255,8 @@ public final class WorkingCopy {
             try handle.close()
         }
         do {
-            let connection = try Connection.open(path: mainOnly.appendingPathComponent(copiedMain.lastPathComponent).path, mode: .readOnly)
+            let connection = try Connection.open(path: mainOnly.appendingPathComponent(copiedMain.lastPathComponent).path, mode: .readOnly,
+                                                 label: displayPath)
             try connection.makeQueryOnly()
             _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
             return connection

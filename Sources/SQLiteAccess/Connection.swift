@@ -35,6 +35,15 @@ public final class Connection {
 
     /// Opens the file at `path`. Closing happens on deinit.
     public static func open(path: String, mode: Mode) throws(SQLiteError) -> Connection {
+        try open(path: path, mode: mode, label: nil)
+    }
+
+    /// Opens the file at `path`, as above.
+    ///
+    /// - Parameter label: how errors name the database, when not by `path`: a working copy is
+    ///   named by the original it was copied from, never by its scratch path (gone by the time
+    ///   the user reads the message).
+    public static func open(path: String, mode: Mode, label: String?) throws(SQLiteError) -> Connection {
         var db: OpaquePointer?
         let rc = sqlite3_open_v2(path, &db, mode.flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)
         guard rc == SQLITE_OK, let db else {
@@ -42,9 +51,9 @@ public final class Connection {
             // > Whether or not an error occurs when it is opened, resources associated with the
             // > database connection handle should be released by passing it to sqlite3_close().
             if let db { sqlite3_close_v2(db) }
-            throw SQLiteError(extendedCode: rc, message: message, path: path)
+            throw SQLiteError(extendedCode: rc, message: message, path: label ?? path)
         }
-        let connection = Connection(handle: db, path: path)
+        let connection = Connection(handle: db, path: label ?? path)
         try connection.hardenAgainstHostileSchema()
         return connection
     }

@@ -26,6 +26,9 @@ public struct SQLiteError: Error, Equatable, CustomStringConvertible, Sendable {
 
     public var isCorrupt: Bool { primaryCode == SQLITE_CORRUPT }
     public var isNotADatabase: Bool { primaryCode == SQLITE_NOTADB }
+    /// The file's header names a schema format or text encoding SQLite does not know: a fact
+    /// about the input, like corruption (SQLite reports it as a plain SQLITE_ERROR).
+    public var isUnsupportedFileFormat: Bool { primaryCode == SQLITE_ERROR && message.hasPrefix("unsupported file format") }
 
     public var description: String {
         var text = "SQLite error \(extendedCode): \(message)"

@@ -86,35 +86,3 @@ public struct FolderSnapshot: Equatable {
         self.entries = entries
     }
 }
-
-/// The result of running the `storelens` executable.
-public struct CommandResult: Sendable {
-    public let status: Int32
-    public let stdout: String
-    public let stderr: String
-}
-
-public enum CLI {
-    /// Runs the built `storelens` with `arguments`, capturing both streams.
-    /// - Parameter standardInput: what the child reads as stdin (nil: the test runner's own).
-    public static func run(_ arguments: [String], environment: [String: String] = [:], standardInput: FileHandle? = nil,
-                           file: String = #filePath) throws -> CommandResult {
-        let process = Process()
-        if let standardInput { process.standardInput = standardInput }
-        process.executableURL = ProjectPaths.executable(from: file)
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment
-        for (k, v) in environment { env[k] = v }
-        process.environment = env
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        // Read both pipes before waiting so a large output cannot block the child.
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return CommandResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                             stderr: String(decoding: errData, as: UTF8.self))
-    }
-}

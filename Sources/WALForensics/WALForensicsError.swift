@@ -40,7 +40,7 @@ public enum WALForensicsError: Error, Equatable, Sendable, CustomStringConvertib
     /// Whether this is the input's fault (exit 2) rather than storelens' (exit 3).
     public var isInputError: Bool {
         switch self {
-        case .sqlite(_, let error): return error.isCorrupt || error.isNotADatabase
+        case .sqlite(_, let error): return error.isCorrupt || error.isNotADatabase || error.isUnsupportedFileFormat
         default: return true
         }
     }

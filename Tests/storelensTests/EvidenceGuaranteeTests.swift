@@ -10,7 +10,9 @@ import Testing
 /// Finder/iTunes backup — over the genuine Apple stores in ../shared/fixtures/real/ and over
 /// builder-made containers, leaves every input file's SHA-256, size and mtime as it was, adds
 /// nothing beside them (not even for a moment: directory mtimes are compared too), and leaves
-/// nothing in TMPDIR.
+/// nothing in TMPDIR, and changes nothing anywhere in the test's root folder but the run's own
+/// named output in its outputs folder (`TreeSnapshot`: type, mode, size, SHA-256, link target,
+/// mtime and ctime of every entry).
 ///
 /// Each input is read with its folder made read-only (directories 555, files 444), then writable
 /// again. The machine runs the tests as root, which permissions do not stop, so the read-only
@@ -206,10 +208,9 @@ struct EvidenceGuaranteeTests {
         for format in ["text", "json", "markdown"] { runs.append(["scan", input.path, "--format", format]) }
         runs.append(["scan", input.path, "--evidence", out("evidence.json")])
         for format in ["text", "json", "markdown"] { runs.append(["audit", input.path, "--manifest", input.manifest.path, "--format", format]) }
-        if BoundedRun.availableCommands.contains("report") {
-            runs.append(["report", input.path, "--out", out("report.html")])
-            runs.append(["report", input.path, "--manifest", input.manifest.path, "--out", "-"])
-        }
+        // report always runs: HostileCorpusTests.everyCommandIsRun fails if the binary lacks it.
+        runs.append(["report", input.path, "--out", out("report.html")])
+        runs.append(["report", input.path, "--manifest", input.manifest.path, "--out", "-"])
         // Commands that read one store.
         for target in input.targets {
             let store = target.select.map { ["--store", $0] } ?? []
@@ -306,6 +307,9 @@ struct EvidenceGuaranteeTests {
         for writable in kind.inPlace ? [true] : [false, true] {
             if !kind.inPlace { try Self.setWritable(writable, folder) }
             defer { if !kind.inPlace { try? Self.setWritable(true, folder) } }
+            // The whole test root too (evidence, manifests, outputs, TMPDIR): nothing may appear,
+            // change or go anywhere in it but the run's own named output in outputs/.
+            var tree = try TreeSnapshot(root.url)
             for input in inputs {
                 for arguments in Self.runs(for: input, outputs: outputs, migrationTarget: migrationTarget) {
                     let run = try BoundedRun.run(arguments, environment: ["TMPDIR": tmp.path], timeout: 60)
@@ -321,9 +325,16 @@ struct EvidenceGuaranteeTests {
                     #expect(try Self.directoryTimes(folder) == beforeDirectories, "a folder of the input was written to: \(what)")
                     let left = try FileManager.default.contentsOfDirectory(atPath: tmp.path)
                     #expect(left.isEmpty, "left in TMPDIR: \(left): \(what)")
+                    let after = try TreeSnapshot(root.url, reusing: tree)
+                    let changed = after.differences(from: tree, ignoringInside: ["outputs", "tmp"])
+                    #expect(changed.isEmpty, "the test root changed outside outputs/: \(changed.prefix(10).joined(separator: "; ")): \(what)")
+                    let named = Set(arguments.filter { $0.hasPrefix(outputs.path + "/") }.map { URL(fileURLWithPath: $0).lastPathComponent })
+                    let produced = after.contents(of: "outputs")
+                    #expect(Set(produced).isSubset(of: named), "in outputs/, more than \(named.sorted()): \(produced.prefix(10)): \(what)")
                     for name in try FileManager.default.contentsOfDirectory(atPath: outputs.path) {
                         try FileManager.default.removeItem(at: outputs.appendingPathComponent(name))
                     }
+                    tree = produced.isEmpty ? after : try TreeSnapshot(root.url, reusing: after)
                 }
             }
         }

@@ -5,39 +5,38 @@ import Testing
 
 @Suite("Scratch folders on interrupt")
 struct InterruptTests {
-    @Test("Ctrl-C while storelens works removes its scratch folder and leaves the input unchanged")
-    func interruptRemovesScratch() throws {
+    /// Ctrl-C arrives at a known point, not after a guessed delay: storelens waits at the
+    /// `working-copy` pause (`STORELENS_TEST_PAUSE_AT`, Acquisition/TestPause.swift) with its working
+    /// copy made, so the scratch folder is known to exist and the process to be running.
+    @Test("Ctrl-C while storelens works removes its scratch folder and leaves the input unchanged", arguments: ["inspect", "check", "wal"])
+    func interruptRemovesScratch(command: String) throws {
         let folder = try TemporaryFolder("interrupt")
         let scratchParent = try TemporaryFolder("interrupt-scratch")
-        let store = folder.path("big.sqlite")
-        do {
-            // Big enough that hashing and copying take a while.
-            let db = try Connection.open(path: store.path, mode: .create)
-            try db.execute("CREATE TABLE t (x BLOB)")
-            try db.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 25) INSERT INTO t SELECT randomblob(1000000) FROM n")
-        }
+        let store = try BadInputTests.builtStore(in: folder.url, rows: 50)
         let before = try FolderSnapshot(folder.url)
+        let gates = try TemporaryFolder("interrupt-gate")
+        let gate = gates.path("gate")
 
         let process = Process()
         process.executableURL = ProjectPaths.executable()
-        process.arguments = ["inspect", store.path]
-        var env = ProcessInfo.processInfo.environment
-        env["TMPDIR"] = scratchParent.url.path
-        process.environment = env
+        process.arguments = [command, store.path]
+        process.environment = ProcessInfo.processInfo.environment.merging([
+            "TMPDIR": scratchParent.url.path, "STORELENS_TEST_PAUSE_AT": "working-copy", "STORELENS_TEST_PAUSE_FILE": gate.path,
+        ]) { $1 }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        // Wait until the scratch folder exists, then interrupt.
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline,
-              (try? FileManager.default.contentsOfDirectory(atPath: scratchParent.url.path).isEmpty) ?? true {
-            usleep(2_000)
-        }
-        #expect(process.isRunning, "storelens finished before it could be interrupted; make the store bigger")
+        // Not a timing bound: the pause holds for up to 60 s, so the wait ends when it is reached
+        // (or the process has ended, which the next expectation reports).
+        while process.isRunning, !FileManager.default.fileExists(atPath: gate.path + ".reached") { usleep(5_000) }
+        let paused = process.isRunning
+        #expect(paused, "storelens must be waiting at the pause when interrupted")
+        let scratch = try FileManager.default.contentsOfDirectory(atPath: scratchParent.url.path)
+        #expect(scratch.count == 1 && scratch.allSatisfy { $0.hasPrefix("storelens-") }, "the working folder exists when the signal arrives: \(scratch)")
         process.interrupt()
         process.waitUntilExit()
 
-        #expect(process.terminationStatus == 130)
+        #expect(process.terminationStatus == 130, "Ctrl-C exits with 128 + SIGINT")
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratchParent.url.path).isEmpty)
         #expect(try FolderSnapshot(folder.url) == before)
     }

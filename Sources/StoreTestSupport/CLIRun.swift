@@ -1,0 +1,142 @@
+import Foundation
+
+/// The result of running the `storelens` executable.
+public struct CommandResult: Sendable {
+    public let status: Int32
+    public let stdout: String
+    public let stderr: String
+}
+
+/// Why a `CLI.run` failed the test that called it: it hung, or it left scratch behind.
+public struct CLIRunFailure: Error, CustomStringConvertible {
+    public let arguments: [String]
+    public let problem: String
+    public var description: String { "storelens \(arguments.joined(separator: " ")): \(problem)" }
+}
+
+/// Runs the built `storelens`. The one runner of the tests: `CLI.run` for tests that expect an
+/// answer, `CLI.bounded` for those that look for hangs and crashes themselves (the hostile corpus,
+/// the evidence guarantee).
+public enum CLI {
+    /// How long one run may take before it counts as a hang. Generous: the machine is shared.
+    public static let defaultTimeout: TimeInterval = 120
+
+    /// What one bounded run did.
+    public struct Outcome: Sendable {
+        public let status: Int32
+        /// Killed by a signal (a crash, or our kill after a hang).
+        public let signaled: Bool
+        public let timedOut: Bool
+        public let stdout: String
+        public let stderr: String
+        public let seconds: Double
+
+        /// Whether the process died the way a crash does: a signal, an exit code of 128 or more,
+        /// or Swift's fatal-error message.
+        public var crashed: Bool { signaled || status >= 128 || stderr.contains("Fatal error") || stderr.contains("Program crashed") }
+    }
+
+    /// Runs storelens with `arguments` and returns its answer. Each run gets a TMPDIR of its own
+    /// (unless `environment` names one: then the caller checks it) that must be empty afterwards;
+    /// a run that leaves scratch there, or is still going after `timeout` (then killed), throws
+    /// `CLIRunFailure` naming the arguments, which fails the calling test.
+    /// - Parameter standardInput: what the child reads as stdin (the null device unless given).
+    public static func run(_ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = defaultTimeout,
+                           standardInput: FileHandle? = nil, file: String = #filePath) throws -> CommandResult {
+        var environment = environment
+        var privateTMPDIR: URL?
+        if environment["TMPDIR"] == nil {
+            let url = FileManager.default.temporaryDirectory.appendingPathComponent("sltest-cli-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
+            environment["TMPDIR"] = url.path
+            privateTMPDIR = url
+        }
+        defer { if let privateTMPDIR { try? FileManager.default.removeItem(at: privateTMPDIR) } }
+        let outcome = try bounded(arguments, environment: environment, timeout: timeout, executable: ProjectPaths.executable(from: file),
+                                  standardInput: standardInput)
+        if outcome.timedOut {
+            throw CLIRunFailure(arguments: arguments, problem: "still running after \(Int(timeout)) s; killed")
+        }
+        if let privateTMPDIR {
+            let left = (try? FileManager.default.contentsOfDirectory(atPath: privateTMPDIR.path)) ?? []
+            if !left.isEmpty {
+                throw CLIRunFailure(arguments: arguments, problem: "left \(left.sorted().joined(separator: ", ")) in its TMPDIR (exit \(outcome.status))")
+            }
+        }
+        return CommandResult(status: outcome.status, stdout: outcome.stdout, stderr: outcome.stderr)
+    }
+
+    private final class Collected: @unchecked Sendable {
+        let lock = NSLock()
+        var stdout = Data()
+        var stderr = Data()
+    }
+
+    /// Runs `executable` (storelens unless given: e.g. a shell that sets a limit first) and kills
+    /// it after `timeout` seconds (SIGTERM, then SIGKILL): the outcome says so instead of throwing.
+    public static func bounded(_ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = defaultTimeout,
+                               executable: URL? = nil, standardInput: FileHandle? = nil) throws -> Outcome {
+        let process = Process()
+        process.executableURL = executable ?? ProjectPaths.executable()
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = standardInput ?? FileHandle.nullDevice
+        let exited = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in exited.signal() }
+        let start = Date()
+        try process.run()
+
+        // Drain both pipes while the child runs so a large output cannot block it. (Not
+        // FileHandle.readDataToEndOfFile: it traps when read(2) is interrupted by a signal, which
+        // happens with many children exiting at once.)
+        let collected = Collected()
+        let readers = DispatchGroup()
+        for (fd, isOut) in [(out.fileHandleForReading.fileDescriptor, true), (err.fileHandleForReading.fileDescriptor, false)] {
+            readers.enter()
+            DispatchQueue.global().async {
+                let data = drain(fd)
+                collected.lock.lock()
+                if isOut { collected.stdout = data } else { collected.stderr = data }
+                collected.lock.unlock()
+                readers.leave()
+            }
+        }
+        var timedOut = false
+        if exited.wait(timeout: .now() + timeout) == .timedOut {
+            timedOut = true
+            process.terminate()
+            if exited.wait(timeout: .now() + 3) == .timedOut {
+                kill(process.processIdentifier, SIGKILL)
+                exited.wait()
+            }
+        }
+        _ = readers.wait(timeout: .now() + 10)
+        withExtendedLifetime((out, err)) {}
+        collected.lock.lock()
+        defer { collected.lock.unlock() }
+        return Outcome(status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
+                       timedOut: timedOut, stdout: String(decoding: collected.stdout, as: UTF8.self),
+                       stderr: String(decoding: collected.stderr, as: UTF8.self), seconds: Date().timeIntervalSince(start))
+    }
+
+    /// Everything up to end of file, retrying reads a signal interrupted.
+    static func drain(_ fd: Int32) -> Data {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n > 0 {
+                data.append(contentsOf: buffer[0..<n])
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else {
+                return data
+            }
+        }
+    }
+}
