@@ -86,6 +86,10 @@ public final class RecoveredDatabase {
             try connection.run("INSERT INTO \(Identifier.quoted(table.name)) (\(all.map(Identifier.quoted).joined(separator: ", "))) VALUES ("
                                + all.map { _ in "?" }.joined(separator: ", ") + ")", provenance + values)
             versions += 1
+        } catch let error as SQLiteError {
+            // Our output failed, not the evidence: said as such, never as a damaged store.
+            abandon()
+            throw WALForensicsError.outputFailed(path: path, reason: error.message)
         } catch {
             abandon()
             throw error
@@ -111,10 +115,11 @@ public final class RecoveredDatabase {
     func table(for entity: String) throws -> Table {
         if let table = tables[entity] { return table }
         // A table name SQLite reserves, or one another entity took (names differ only in case).
-        var name = entity.lowercased().hasPrefix("sqlite_") || entity.isEmpty ? "entity_" + entity : entity
+        let base = Self.identifier(entity)
+        var name = base.lowercased().hasPrefix("sqlite_") || base.isEmpty ? "entity_" + base : base
         var n = 2
         while usedTableNames.contains(name.lowercased()) {
-            name = "\(entity)_\(n)"
+            name = "\(base)_\(n)"
             n += 1
         }
         usedTableNames.insert(name.lowercased())
@@ -128,16 +133,23 @@ public final class RecoveredDatabase {
     /// The column for a property, added on first use (without a type, so values keep their own).
     func column(_ property: String, in table: inout Table) throws -> String {
         if let column = table.columns[property] { return column }
-        var name = property.isEmpty ? "column" : property
+        let base = Self.identifier(property)
+        var name = base.isEmpty ? "column" : base
         var n = 2
         while table.usedColumns.contains(name.lowercased()) {
-            name = "\(property)_\(n)"
+            name = "\(base)_\(n)"
             n += 1
         }
         try connection.execute("ALTER TABLE \(Identifier.quoted(table.name)) ADD COLUMN \(Identifier.quoted(name))")
         table.usedColumns.insert(name.lowercased())
         table.columns[property] = name
         return name
+    }
+
+    /// A name from the store as a name SQLite can take: SQL text ends at a NUL, so a NUL inside an
+    /// entity or property name (the store is untrusted) becomes U+FFFD; everything else is quoted.
+    static func identifier(_ name: String) -> String {
+        name.contains("\u{0}") ? name.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : name
     }
 
     static func stored(_ value: FieldValue) -> DatabaseValue {
