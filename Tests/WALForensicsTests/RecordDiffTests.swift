@@ -188,11 +188,7 @@ struct RecordDiffTests {
         let main = try Data(contentsOf: url)
         let walData = try Data(contentsOf: URL(fileURLWithPath: url.path + "-wal"))
         try writer.close(leavingWAL: true)
-        let copyFolder = folder.path("copy")
-        try FileManager.default.createDirectory(at: copyFolder, withIntermediateDirectories: true)
-        let copy = SQLiteWALBuilder.Copy(folder: copyFolder)
-        try main.write(to: copy.db)
-        try walData.write(to: copy.wal)
+        let copy = try SQLiteWALBuilder.Copy.holding(main: main, wal: walData, in: folder.path("copy"))
         let evidence = WALEvidence(displayPath: "default.store", mainFile: main, walData: walData)
         #expect(evidence.commitCount == 3)
 
@@ -255,11 +251,8 @@ struct RecordDiffTests {
     func realStore() throws {
         let real = try #require(ProjectPaths.realFixtures()).appendingPathComponent("swiftdata-resources")
         let folder = try TemporaryFolder("record-real")
-        let copy = SQLiteWALBuilder.Copy(folder: folder.url)
-        try FileManager.default.copyItem(at: real.appendingPathComponent("default.store"), to: copy.db)
-        try FileManager.default.copyItem(at: real.appendingPathComponent("default.store-wal"), to: copy.wal)
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: copy.db.path)
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: copy.wal.path)
+        let copy = try SQLiteWALBuilder.Copy.of(store: real.appendingPathComponent("default.store"),
+                                                wal: real.appendingPathComponent("default.store-wal"), in: folder.url)
         let evidence = try copy.evidence(withSharedMemory: false)
         let diffs = try Self.checkEveryCommit(copy, evidence: evidence)
         #expect(diffs.count == evidence.commitCount)

@@ -21,6 +21,27 @@ struct SQLiteWALBuilder {
         var wal: URL { folder.appendingPathComponent("db.sqlite-wal") }
         var shm: URL { folder.appendingPathComponent("db.sqlite-shm") }
 
+        /// A copy holding these bytes as main file and -wal, in a new folder (created here).
+        static func holding(main: Data, wal: Data, in folder: URL) throws -> Copy {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let copy = Copy(folder: folder)
+            try main.write(to: copy.db)
+            try wal.write(to: copy.wal)
+            return copy
+        }
+
+        /// A writable copy of a store's main file and -wal (never its -shm) in `folder`: SQLite
+        /// rewrites a -shm even on a read-only open, so the originals are never opened.
+        static func of(store: URL, wal: URL, in folder: URL) throws -> Copy {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let copy = Copy(folder: folder)
+            for (from, to) in [(store, copy.db), (wal, copy.wal)] {
+                try FileManager.default.copyItem(at: from, to: to)
+                try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: to.path)
+            }
+            return copy
+        }
+
         func evidence(withSharedMemory: Bool = true) throws -> WALEvidence {
             let walData = FileManager.default.fileExists(atPath: wal.path) ? try Data(contentsOf: wal) : nil
             let shmData = withSharedMemory && FileManager.default.fileExists(atPath: shm.path) ? try Data(contentsOf: shm) : nil
