@@ -150,7 +150,7 @@ struct BadInputTests {
         #expect(weird["table"] as? String == #"ZWEIRD "NAME"; X"#)
     }
 
-    @Test("usage errors: unknown option with a suggestion, missing argument, exit 2")
+    @Test("usage errors: unknown option with a suggestion, missing argument, an empty argument, exit 2")
     func usageErrors() throws {
         let unknown = try CLI.run(["inspect", "--formt", "json", "x"])
         #expect(unknown.status == 2)
@@ -165,6 +165,12 @@ struct BadInputTests {
         let command = try CLI.run(["inspekt"])
         #expect(command.status == 2)
         #expect(command.stderr.contains("Did you mean 'inspect'?"))
+        // An empty word (an unset variable) is refused, not read as the current folder.
+        for arguments in [["inspect", ""], ["scan", ""], ["rows", "x", ""], ["inspect", "--", ""]] {
+            let empty = try CLI.run(arguments)
+            #expect(empty.status == 2, "\(arguments)")
+            #expect(empty.stderr.contains("An empty argument was given"), "\(arguments): \(empty.stderr)")
+        }
     }
 
     @Test("help is the same three ways and exits 0")

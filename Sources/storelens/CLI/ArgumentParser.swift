@@ -60,6 +60,8 @@ struct ParsedArguments {
         func spec(for name: String) -> OptionSpec? { options.first { $0.names.contains(name) } }
         while let token = tokens.next() {
             if optionsEnded || !token.hasPrefix("-") || token == "-" {
+                // An empty word (an unset shell variable) would otherwise read the current folder.
+                if token.isEmpty { throw .invalid("An empty argument was given where a path or name belongs (an unset shell variable?); give the store, container, archive or backup to read.") }
                 result.positionals.append(token)
                 continue
             }
