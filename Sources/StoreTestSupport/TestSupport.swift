@@ -4,6 +4,32 @@ import StoreFormats
 
 /// Where the project and the shared real fixtures are, from any test file.
 public enum ProjectPaths {
+    /// The one argument a parameterised real-store test gets when the fixtures are absent, so it
+    /// shows as skipped with a reason (never as zero cases).
+    public static let realFixturesAbsent = "(no real fixtures)"
+
+    /// The folder names under `../shared/fixtures/real`, sorted; `[realFixturesAbsent]` without them.
+    public static func realFixtureFolders(from file: String = #filePath) -> [String] {
+        guard let real = realFixtures(from: file),
+              let names = try? FileManager.default.contentsOfDirectory(atPath: real.path) else { return [realFixturesAbsent] }
+        let folders = names.filter { name in
+            var isDir: ObjCBool = false
+            return FileManager.default.fileExists(atPath: real.appendingPathComponent(name).path, isDirectory: &isDir) && isDir.boolValue
+        }.sorted()
+        return folders.isEmpty ? [realFixturesAbsent] : folders
+    }
+
+    /// The store file of a real fixture folder: the first file that is not a -wal, -shm or hidden.
+    public static func realStoreFile(in folder: URL) throws -> URL? {
+        try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+            .filter { !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") && !$0.hasPrefix(".") }
+            .map { folder.appendingPathComponent($0) }
+            .first { url in
+                var isDir: ObjCBool = false
+                return FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir) && !isDir.boolValue
+            }
+    }
+
     /// The package root: the nearest folder above `file` holding Package.swift.
     public static func root(from file: String = #filePath) -> URL {
         var url = URL(fileURLWithPath: file).deletingLastPathComponent()

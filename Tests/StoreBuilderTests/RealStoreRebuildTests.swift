@@ -13,27 +13,9 @@ import Testing
 /// legitimately cannot reproduce is listed below with the reason; everything else must match.
 @Suite("Store builder fidelity: every decodable genuine store rebuilt from its own model")
 struct RealStoreRebuildTests {
-    static let absent = "(no real fixtures)"
-
-    static let folders: [String] = {
-        guard let real = ProjectPaths.realFixtures(),
-              let names = try? FileManager.default.contentsOfDirectory(atPath: real.path) else { return [absent] }
-        let folders = names.filter { name in
-            var isDir: ObjCBool = false
-            return FileManager.default.fileExists(atPath: real.appendingPathComponent(name).path, isDirectory: &isDir) && isDir.boolValue
-        }.sorted()
-        return folders.isEmpty ? [absent] : folders
-    }()
-
-    static func storeFile(in folder: URL) throws -> URL? {
-        try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
-            .filter { !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") && !$0.hasPrefix(".") }
-            .map { folder.appendingPathComponent($0) }
-            .first { url in
-                var isDir: ObjCBool = false
-                return FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir) && !isDir.boolValue
-            }
-    }
+    static let absent = ProjectPaths.realFixturesAbsent
+    static let folders = ProjectPaths.realFixtureFolders()
+    static func storeFile(in folder: URL) throws -> URL? { try ProjectPaths.realStoreFile(in: folder) }
 
     /// SQL text with whitespace normalised: runs collapsed, none next to parentheses and commas;
     /// double quotes dropped (SQLite's ALTER TABLE … RENAME quotes the names it rewrites).

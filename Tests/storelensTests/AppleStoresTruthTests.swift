@@ -11,29 +11,9 @@ import Testing
 /// report the test cannot confirm fails it).
 @Suite("Apple's own stores, read exactly")
 struct AppleStoresTruthTests {
-    static let absent = "(no real fixtures)"
-
-    /// The folder names, or one placeholder that makes the test skip with a reason.
-    static let folders: [String] = {
-        guard let real = ProjectPaths.realFixtures(),
-              let names = try? FileManager.default.contentsOfDirectory(atPath: real.path) else { return [absent] }
-        let folders = names.filter { name in
-            var isDir: ObjCBool = false
-            return FileManager.default.fileExists(atPath: real.appendingPathComponent(name).path, isDirectory: &isDir) && isDir.boolValue
-        }.sorted()
-        return folders.isEmpty ? [absent] : folders
-    }()
-
-    /// The store file of a folder: the one file that is not a -wal, -shm or model.
-    static func storeFile(in folder: URL) throws -> URL? {
-        try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
-            .filter { !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") && !$0.hasPrefix(".") }
-            .map { folder.appendingPathComponent($0) }
-            .first { url in
-                var isDir: ObjCBool = false
-                return FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir) && !isDir.boolValue
-            }
-    }
+    static let absent = ProjectPaths.realFixturesAbsent
+    static let folders = ProjectPaths.realFixtureFolders()
+    static func storeFile(in folder: URL) throws -> URL? { try ProjectPaths.realStoreFile(in: folder) }
 
     // MARK: - Facts from SQLite, on a copy
 
