@@ -15,6 +15,16 @@ real=../shared/fixtures/real
 fingerprint() { (cd "$real" && find . -print0 | sort -z | xargs -0 stat -c '%n %s %a %Y' && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
 [ -d "$real" ] && fingerprint > "$run_tmp.real-before"
 
+# The compiler keeps files of its own in TMPDIR (macro expansions it reports warnings in, under
+# TemporaryDirectory.*), so the tests are built first with the caller's TMPDIR and the watched run
+# only runs them: what is left afterwards is then ours, never the compiler's.
+skip_build=0
+for arg in "$@"; do [ "$arg" = "--skip-build" ] && skip_build=1; done
+if [ "$skip_build" -eq 0 ]; then
+    ${SWIFT:-swift} build --build-tests || { rm -rf "$run_tmp" "$run_tmp.real-before"; exit 1; }
+    set -- --skip-build "$@"
+fi
+
 TMPDIR="$run_tmp" ${SWIFT:-swift} test "$@"
 status=$?
 
