@@ -7,7 +7,7 @@
 //     -> Reports -> CoreDataStore -> Acquisition -> SQLiteAccess -> CSQLite
 //                                  \-> StoreFormats (pure Swift: header, WAL, -shm, plist, keyed archive)
 //                                  \-> Deflate -> CZlib
-//                     Acquisition -> CCrypto (libcrypto: encrypted backups)
+//                     Acquisition -> CCrypto (libcrypto: encrypted backups; SHA-256 for StoreFormats)
 //   StoreBuilder (writes stores in Apple's layout; used by tests, fixtures and the demo)
 import PackageDescription
 
@@ -28,14 +28,12 @@ let package = Package(
                        providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
         // ISA-L's igzip, on Linux only: the gzip layer of .tar.gz archives (libarchive reads the rest).
         .systemLibrary(name: "CISAL", pkgConfig: "libisal", providers: [.apt(["libisal-dev"])]),
-        // OpenSSL's libcrypto: PBKDF2, AES key unwrap and AES-CBC for encrypted iOS backups.
+        // OpenSSL's libcrypto: SHA-256 of the evidence; PBKDF2, AES key unwrap and AES-CBC for encrypted iOS backups.
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
 
-        // SHA-256 with the CPU's SHA instructions, behind the portable Swift implementation.
-        .target(name: "CSHA"),
-        // Pure-Swift readers of on-disk formats. No SQLite C API here.
-        .target(name: "StoreFormats", dependencies: ["CSHA"]),
+        // Pure-Swift readers of on-disk formats (SHA-256 through libcrypto). No SQLite C API here.
+        .target(name: "StoreFormats", dependencies: ["CCrypto"]),
         // Raw DEFLATE (Z_MODELCACHE) through zlib.
         .target(name: "Deflate", dependencies: ["CZlib"]),
         // A small SQLite access layer: connections, statements, typed errors, identifier quoting.

@@ -149,7 +149,7 @@ build_target() {
   [ -x "$bin" ] && [ -z "$newer" ] && return 0
   echo "  linking fuzz-$t"
   if ! "$SWIFTC" "${FLAGS[@]}" "${INCLUDES[@]}" -module-name "$e" "Fuzz/$e.swift" "${objs[@]}" \
-       -lsqlite3 -larchive -lz $(pkg-config --libs libisal 2>/dev/null) -o "$bin" >"$OUT/logs/fuzz-$t.log" 2>&1; then
+       -lsqlite3 -larchive -lz -lcrypto $(pkg-config --libs libisal 2>/dev/null) -o "$bin" >"$OUT/logs/fuzz-$t.log" 2>&1; then
     grep -v 'Cannot export local symbol' "$OUT/logs/fuzz-$t.log" | head -30 >&2
     echo "fuzz.sh: linking fuzz-$t failed (log: $OUT/logs/fuzz-$t.log)" >&2
     exit 1

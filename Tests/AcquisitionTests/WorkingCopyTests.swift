@@ -103,28 +103,60 @@ struct WorkingCopyTests {
     }
 }
 
-@Suite("SHA-256 implementations")
+@Suite("SHA-256 through libcrypto")
 struct SHA256ImplementationTests {
-    @Test("the CPU-instruction path and the portable Swift path agree on every length around block edges")
-    func pathsAgree() {
-        var state: UInt64 = 99
+    /// coreutils' sha256sum: an implementation that is not libcrypto, on the same bytes.
+    static func sha256sum(_ bytes: [UInt8], in folder: TemporaryFolder, name: String) throws -> String {
+        let file = folder.path(name)
+        try Data(bytes).write(to: file)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["sha256sum", file.path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: output, as: UTF8.self).split(separator: " ").first.map(String.init) ?? ""
+    }
+
+    static func bytes(_ length: Int, seed: UInt64) -> [UInt8] {
+        var state = seed
+        return (0..<length).map { _ -> UInt8 in
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return UInt8(truncatingIfNeeded: state >> 33)
+        }
+    }
+
+    @Test("fed in uneven pieces, every length around block edges hashes as sha256sum does")
+    func piecesAgreeWithSha256sum() throws {
+        let folder = try TemporaryFolder("sha")
         for length in [0, 1, 55, 56, 63, 64, 65, 119, 120, 127, 128, 129, 1000, 4096, 100_003] {
-            let bytes = (0..<length).map { _ -> UInt8 in
-                state = state &* 6364136223846793005 &+ 1442695040888963407
-                return UInt8(truncatingIfNeeded: state >> 33)
-            }
-            var fast = SHA256()
-            var slow = SHA256(portable: true)
-            // Feed in uneven pieces so buffered partial blocks are exercised too.
+            let bytes = Self.bytes(length, seed: UInt64(length) + 99)
+            var hasher = SHA256()
             var i = 0
             while i < bytes.count {
                 let n = min(bytes.count - i, 1 + (i * 7) % 97)
-                fast.update(bytes[i..<i + n])
-                slow.update(bytes[i..<i + n])
+                hasher.update(bytes[i..<i + n])
                 i += n
             }
-            #expect(fast.finalize() == slow.finalize(), "length \(length)")
+            let ours = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+            #expect(ours == (try Self.sha256sum(bytes, in: folder, name: "\(length)")), "length \(length)")
         }
+    }
+
+    @Test("a copy of a hasher goes on from where the original was, and changes nothing in it")
+    func copiesAreIndependent() throws {
+        let folder = try TemporaryFolder("sha-copy")
+        let start = Self.bytes(1000, seed: 1), left = Self.bytes(333, seed: 2), right = Self.bytes(77, seed: 3)
+        var original = SHA256()
+        original.update(start)
+        var copy = original
+        copy.update(right)
+        original.update(left)
+        let hex = { (h: inout SHA256) in h.finalize().map { String(format: "%02x", $0) }.joined() }
+        #expect(hex(&original) == (try Self.sha256sum(start + left, in: folder, name: "left")))
+        #expect(hex(&copy) == (try Self.sha256sum(start + right, in: folder, name: "right")))
     }
 }
 
