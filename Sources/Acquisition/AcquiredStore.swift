@@ -55,10 +55,15 @@ extension EvidenceSession {
         let resolver = InputResolver(session: self, limits: limits)
         var found: [FoundStore] = []
         var damage: [String: String] = [:]
+        var emptyBackups: [(input: String, listed: Int)] = []
         for input in InputResolver.distinct(inputs) {
             let inventory = try resolver.inventory(of: input)
             found += inventory.stores
             if let d = inventory.damage { damage[input] = d }
+            let missing = inventory.skipped.filter { $0.reason == SkippedEntry.missingFromBackup }.count
+            if inventory.kind == .backup, inventory.stores.isEmpty, missing > 0, missing == inventory.skipped.count {
+                emptyBackups.append((input, missing))
+            }
         }
         if let select {
             let matches = found.filter { $0.path.hasSuffix(select) }
@@ -69,6 +74,9 @@ extension EvidenceSession {
         }
         if found.isEmpty, let (input, detail) = damage.first {
             throw AcquisitionError.corrupt(path: input, detail: detail)
+        }
+        if found.isEmpty, emptyBackups.count == InputResolver.distinct(inputs).count, let (input, listed) = emptyBackups.first {
+            throw AcquisitionError.backupFilesMissing(backup: input, listed: listed)
         }
         if found.isEmpty {
             throw AcquisitionError.noStores(inputs: inputs)

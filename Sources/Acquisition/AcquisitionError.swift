@@ -20,6 +20,9 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
     case storeSelection(select: String, candidates: [String], matched: Int)
     /// The inputs hold no SQLite store at all.
     case noStores(inputs: [String])
+    /// A backup folder whose Manifest.db lists files, none of which came with it (Manifest.db
+    /// copied alone, say): no store can be read, and the cure is the whole folder.
+    case backupFilesMissing(backup: String, listed: Int)
     /// A link given on the command line points at nothing.
     case brokenLink(path: String, target: String)
     /// A file of the evidence (a store's -wal, say) is a symbolic link: never followed.
@@ -51,6 +54,8 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
             return error.description
         case .noStores(let inputs):
             return "no SQLite store was found in \(inputs.joined(separator: ", ")); check that the container or archive holds the app's Library folder (run `storelens scan` to see what it holds)."
+        case .backupFilesMissing(let backup, let listed):
+            return "\(backup) is an iOS backup whose Manifest.db lists \(listed) files, but none of them is in the folder; copy the whole backup folder (Manifest.db with its two-hex-digit subfolders), or give \(backup)/Manifest.db itself to read the manifest as a plain SQLite database."
         case .brokenLink(let path, let target):
             return "\(path) is a symbolic link to \(target), which does not exist; give the path of the store, folder or archive itself."
         case .linkInEvidence(let path, let target):

@@ -151,7 +151,7 @@ struct BackupInventory {
                 let path = ([domain] + components).joined(separator: "/")
                 guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
                       (attributes[.type] as? FileAttributeType) == .typeRegular else {
-                    skipped.append(SkippedEntry(path: path, reason: "listed in Manifest.db but missing from the backup"))
+                    skipped.append(SkippedEntry(path: path, reason: SkippedEntry.missingFromBackup))
                     return
                 }
                 if domains.insert(domain).inserted {

@@ -71,6 +71,9 @@ public struct OrphanSidecar: Equatable, Sendable {
 public struct SkippedEntry: Equatable, Sendable {
     public let path: String
     public let reason: String
+
+    /// The reason a backup gives for a file its Manifest.db lists but the folder lacks.
+    public static let missingFromBackup = "listed in Manifest.db but missing from the backup"
 }
 
 /// Everything found in one input.
