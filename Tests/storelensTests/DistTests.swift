@@ -35,12 +35,12 @@ struct DistTests {
     /// Runs `executable` with nothing of this process's environment but `environment`.
     static func bare(_ executable: URL, _ arguments: [String], environment: [String: String]) throws -> CLI.Outcome {
         try CLI.bounded(["-i"] + environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" } + [executable.path] + arguments,
-                        timeout: 300, executable: URL(fileURLWithPath: "/usr/bin/env"))
+                        timeout: 600, executable: URL(fileURLWithPath: "/usr/bin/env"))
     }
 
     static func run(_ tool: String, _ arguments: [String], in folder: URL? = nil) throws -> (status: Int32, output: String) {
         let outcome = try CLI.bounded(folder.map { ["-C", $0.path, tool] + arguments } ?? [tool] + arguments,
-                                      timeout: 300, executable: URL(fileURLWithPath: "/usr/bin/env"))
+                                      timeout: 600, executable: URL(fileURLWithPath: "/usr/bin/env"))
         return (outcome.status, outcome.stdout + outcome.stderr)
     }
 
@@ -95,7 +95,7 @@ struct DistTests {
         let before = try FolderSnapshot(copy)
         for arguments in [["inspect", copy.path, "--format", "json"], ["scan", copy.path, "--format", "json"]] {
             let dist = try Self.bare(binary, arguments, environment: environment)
-            let debug = try CLI.run(arguments)
+            let debug = try CLI.run(arguments, timeout: 600)
             #expect(!dist.crashed && !dist.timedOut, "\(arguments): \(dist.stderr)")
             #expect(dist.status == debug.status, "\(arguments): dist exit \(dist.status), debug build \(debug.status): \(dist.stderr)")
             #expect(dist.stdout == debug.stdout, "\(arguments): the dist binary reads the store as the debug build does\n\(dist.stderr)")
