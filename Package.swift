@@ -9,14 +9,21 @@
 //                                  \-> Deflate -> CZlib
 //                     Acquisition -> CCrypto (libcrypto: encrypted backups; SHA-256 for StoreFormats)
 //   StoreBuilder (writes stores in Apple's layout; used by tests, fixtures and the demo)
+//   StorelensKit (one import for an app's tests: every capability above, docs/library.md)
 import PackageDescription
 
 let package = Package(
     name: "storelens",
-    platforms: [.macOS(.v13)],
+    // iOS: what an app's debug build can link (docs/library.md says which modules need libarchive
+    // and libcrypto, which the iOS SDK does not ship).
+    platforms: [.macOS(.v13), .iOS(.v16)],
     products: [
         .executable(name: "storelens", targets: ["storelens"]),
-        .library(name: "StorelensKit", targets: ["CoreDataStore", "Acquisition", "Reports", "StoreFormats", "ModelReview"]),
+        // Every capability: `import StorelensKit` re-exports the modules listed, each importable alone.
+        .library(name: "StorelensKit", targets: ["StorelensKit", "Acquisition", "CoreDataStore", "WALForensics", "Findings", "Checks",
+                                                 "Repair", "Coexistence", "ModelReview", "Reports", "StoreFormats", "SQLiteAccess"]),
+        // Stores in Apple's layout, for an app's migration tests (legacy and new stores from code).
+        .library(name: "StoreBuilder", targets: ["StoreBuilder"]),
     ],
     targets: [
         // C libraries from the system (Debian -dev packages / Homebrew).
@@ -59,12 +66,17 @@ let package = Package(
         .target(name: "ModelReview", dependencies: ["CoreDataStore", "Findings", "SQLiteAccess", "Acquisition", "StoreFormats"]),
         // Text, JSON, Markdown and HTML views of what the other targets found.
         .target(name: "Reports", dependencies: ["CoreDataStore", "Acquisition", "StoreFormats", "WALForensics", "Findings", "Coexistence", "Checks", "Repair", "ModelReview"]),
+        // One import and a few calls for an app's tests: inspect, check, WAL, audit (docs/library.md).
+        .target(name: "StorelensKit", dependencies: ["Acquisition", "CoreDataStore", "WALForensics", "Findings", "Checks", "Repair",
+                                                     "Coexistence", "ModelReview", "Reports", "StoreFormats", "SQLiteAccess"]),
         // Writes stores in exactly Apple's layout, for tests, fixtures and the demo.
         .target(name: "StoreBuilder", dependencies: ["SQLiteAccess", "StoreFormats", "Deflate"]),
         // Helpers shared by test targets: temporary folders, hashes, the real fixtures' location.
         .target(name: "StoreTestSupport", dependencies: ["Acquisition", "SQLiteAccess", "CArchive"]),
 
-        .executableTarget(name: "storelens", dependencies: ["Reports", "CoreDataStore", "Acquisition", "WALForensics", "Findings", "Coexistence", "Checks", "Repair", "StoreFormats", "ModelReview"]),
+        // The commit `make dist` bakes into the binary (a C macro, "unknown" without it).
+        .target(name: "CBuildInfo"),
+        .executableTarget(name: "storelens", dependencies: ["CBuildInfo", "Reports", "CoreDataStore", "Acquisition", "WALForensics", "Findings", "Coexistence", "Checks", "Repair", "StoreFormats", "ModelReview"]),
         // Regenerates Fixtures/ (`make fixtures`) with the store builder.
         .executableTarget(name: "storelens-fixtures", dependencies: ["StoreBuilder"]),
 

@@ -28,7 +28,7 @@ enum CommandPlan {
 
     /// Every subcommand of storelens the corpus runs; `report` included, it is not optional. A test
     /// holds this list, with `coveredElsewhere`, against `storelens --help`.
-    static let commands: Set<String> = ["scan", "inspect", "schema", "rows", "history", "wal", "recover", "audit", "check", "repair", "report"]
+    static let commands: Set<String> = ["scan", "inspect", "schema", "rows", "history", "wal", "recover", "audit", "check", "repair", "report", "merge"]
 
     /// Commands that another suite runs on every corpus item with the same expectations (no crash,
     /// no hang, exit 2 as one line naming the input, TMPDIR empty, the input unchanged), and why
@@ -53,6 +53,9 @@ enum CommandPlan {
             Command(name: "report", singleStore: false,
                     main: Run(label: "report --out", arguments: ["report", input, "--out", out("report.html")], outputs: ["report.html"]),
                     more: [Run(label: "report --manifest --out -", arguments: ["report", input, "--manifest", manifest.path, "--out", "-"], outputs: [])]),
+            // merge reads batch results, not stores: on a store, an archive or a folder it must refuse, in one line.
+            Command(name: "merge", singleStore: false, main: Run(label: "merge", arguments: ["merge", input], outputs: []),
+                    more: [Run(label: "merge --format json --out", arguments: ["merge", input, "--format", "json", "--out", out("merged.jsonl")], outputs: ["merged.jsonl"])]),
         ]
     }
 

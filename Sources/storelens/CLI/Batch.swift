@@ -15,8 +15,10 @@ enum BatchOptions {
     static let jobs = OptionSpec.value("--jobs", "-j", valueName: "n", help: "With --jsonl: how many inputs to read at once.", default: "1")
     static let resume = OptionSpec.flag("--resume", help: "With --jsonl: skip inputs that already have a line in the file.")
     static let each = OptionSpec.flag("--each", help: "With --jsonl: every entry of a folder given is a separate input (a folder of tickets' archives and containers).")
+    static let shard = OptionSpec.value("--shard", valueName: "k/n",
+                                        help: "With --jsonl: run only shard K of N (counted from 1), split by a hash of each input's path; auto reads a Kubernetes Indexed Job's or Slurm array's index (docs/scale-out.md).")
 
-    static let all: [OptionSpec] = [jsonl, jobs, resume, each]
+    static let all: [OptionSpec] = [jsonl, jobs, resume, each, shard]
 }
 
 /// What `--jsonl`, `--jobs`, `--resume` and `--each` asked for.
@@ -25,8 +27,10 @@ struct BatchSettings: Sendable {
     let jobs: Int
     let resume: Bool
     let each: Bool
+    /// `--shard`: this process's share of the inputs; nil runs them all.
+    var shard: BatchShard? = nil
 
-    /// nil when `--jsonl` is not given (then `--jobs`, `--resume` and `--each` are usage errors).
+    /// nil when `--jsonl` is not given (then `--jobs`, `--resume`, `--each` and `--shard` are usage errors).
     static func parse(_ parsed: ParsedArguments) throws(ParseError) -> BatchSettings? {
         let jobsText = parsed.value("--jobs") ?? "1"
         guard let jobs = Int(jobsText), jobs >= 1, jobs <= 256 else {
@@ -36,11 +40,16 @@ struct BatchSettings: Sendable {
             if jobs != 1 { throw .invalid("--jobs runs a batch; add --jsonl FILE for the results (one JSON line per input).") }
             if parsed.flag("--resume") { throw .invalid("--resume continues a batch; add --jsonl FILE, the results file to continue.") }
             if parsed.flag("--each") { throw .invalid("--each runs a batch over a folder's entries; add --jsonl FILE for the results.") }
+            if parsed.value("--shard") != nil { throw .invalid("--shard runs a share of a batch; add --jsonl FILE for the results (one JSON line per input).") }
             return nil
         }
         guard !file.isEmpty else { throw .invalid("--jsonl needs a file name (or - for stdout).") }
         if file == "-" && parsed.flag("--resume") { throw .invalid("--resume reads the results file; give --jsonl a file, not -.") }
-        return BatchSettings(file: file, jobs: jobs, resume: parsed.flag("--resume"), each: parsed.flag("--each"))
+        var settings = BatchSettings(file: file, jobs: jobs, resume: parsed.flag("--resume"), each: parsed.flag("--each"))
+        if let text = parsed.value("--shard") {
+            do { settings.shard = try BatchShard.parse(text) } catch { throw .invalid(error.description) }
+        }
+        return settings
     }
 }
 
@@ -106,9 +115,11 @@ enum Batch {
     static func run(command: String, inputs positionals: [String], settings: BatchSettings, output: Output, job: @escaping Job) throws -> ExitCode {
         // The results file may sit in the folder of inputs: it is never an input itself.
         let resultsPath = settings.file == "-" ? nil : URL(fileURLWithPath: settings.file).standardizedFileURL.path
-        let inputs = try self.inputs(positionals, each: settings.each).filter {
+        let all = try self.inputs(positionals, each: settings.each).filter {
             URL(fileURLWithPath: $0).standardizedFileURL.path != resultsPath
         }
+        // Every shard lists the same inputs and keeps its own share of them.
+        let inputs = settings.shard?.select(all) ?? all
         let sink = try BatchSink(path: settings.file, output: output)
         defer { sink.close() }
         var done: [String: Int32] = [:]
@@ -148,7 +159,9 @@ enum Batch {
         progress.clear()
         let codes = state.exitCodes + skippedCodes
         let counts = state.statusCounts
-        var summary = "\(command) batch: \(inputs.count) input\(inputs.count == 1 ? "" : "s"); ran \(todo.count) "
+        var summary = "\(command) batch: \(inputs.count) input\(inputs.count == 1 ? "" : "s")"
+        if let shard = settings.shard { summary += " (shard \(shard) of \(all.count))" }
+        summary += "; ran \(todo.count) "
         summary += "(\(counts[.ok, default: 0]) ok, \(counts[.findings, default: 0]) with findings, \(counts[.error, default: 0]) failed)"
         summary += " with \(settings.jobs) job\(settings.jobs == 1 ? "" : "s")"
         summary += "; skipped \(skippedCodes.count) already done"

@@ -8,7 +8,7 @@ enum Help {
         out += "working folder and opened there, and the originals are hashed before and after.\n\n"
         out += "USAGE: storelens <subcommand> [<options>]\n\n"
         out += "OPTIONS:\n"
-        out += row("--version", "Show the version.")
+        out += row("--version", "Show the version and the commit it was built from.")
         out += row("-h, --help", "Show help information.")
         out += "\nSUBCOMMANDS:\n"
         for c in commands { out += row(c.name, c.abstract) }

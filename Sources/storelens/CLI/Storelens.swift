@@ -1,11 +1,14 @@
 import Acquisition
+import CBuildInfo
 import Foundation
 
 /// The root command: dispatches to subcommands, prints help and version, and funnels errors.
 enum Storelens {
     /// Every subcommand, in the order help lists them.
-    static let commands: [any Command.Type] = [ScanCommand.self, InspectCommand.self, SchemaCommand.self, RowsCommand.self, HistoryCommand.self, WALCommand.self, RecoverCommand.self, AuditCommand.self, CheckCommand.self, MigrationCommand.self, LintCommand.self, RepairCommand.self, ReportCommand.self]
+    static let commands: [any Command.Type] = [ScanCommand.self, InspectCommand.self, SchemaCommand.self, RowsCommand.self, HistoryCommand.self, WALCommand.self, RecoverCommand.self, AuditCommand.self, CheckCommand.self, MigrationCommand.self, LintCommand.self, RepairCommand.self, ReportCommand.self, MergeCommand.self]
     static let version = "0.1.0"
+    /// The commit `make dist` built from, or "unknown".
+    static let commit = String(cString: storelens_build_commit())
 
     static func run(_ arguments: [String]) -> ExitCode {
         let output = Output()
@@ -18,7 +21,7 @@ enum Storelens {
             return .success
         }
         if first == "--version" {
-            output.write("storelens \(version)\n")
+            output.write("storelens \(version) (commit \(commit))\n")
             return .success
         }
         if first == "help" {

@@ -1,0 +1,257 @@
+import Foundation
+
+/// `storelens merge`: the results files of a batch's shards (or of any runs of batch mode) joined
+/// into one account (docs/scale-out.md). An input is known by its command and its path; when it
+/// has several lines (done twice: overlapping shards, a rerun without `--resume`) the last one read
+/// counts and the input is listed among the duplicates.
+public struct BatchMerge: Sendable {
+    public struct CommandTotals: Sendable, Equatable {
+        public let command: String
+        public var inputs = 0
+        public var ok = 0
+        public var findings = 0
+        public var errors = 0
+        public var worstExitCode: Int32 = 0
+    }
+
+    public struct Duplicate: Sendable, Equatable {
+        public let command: String
+        public let input: String
+        public let lines: Int
+        /// The hosts that wrote its lines, in the order read (`null` hosts left out).
+        public let hosts: [String]
+    }
+
+    /// A line that is not a batch line: cut off, hand-edited, or another file.
+    public struct Malformed: Sendable, Equatable {
+        public let file: String
+        public let line: Int
+        public let reason: String
+    }
+
+    public struct Failure: Sendable, Equatable {
+        public let command: String
+        public let input: String
+        public let error: String
+    }
+
+    public private(set) var files: [String] = []
+    public private(set) var lineCount = 0
+    public private(set) var commands: [CommandTotals] = []
+    public private(set) var duplicates: [Duplicate] = []
+    public private(set) var malformedCount = 0
+    /// The first `malformedLimit` malformed lines.
+    public private(set) var malformed: [Malformed] = []
+    public private(set) var failures: [Failure] = []
+    public private(set) var hosts: [String] = []
+    /// The line that counts for each input, ordered by command and input: the merged results file.
+    public private(set) var lines: [String] = []
+
+    public static let schemaVersion = 1
+    static let malformedLimit = 20
+    /// Longer than any line storelens writes (a line holds at most a store list and findings).
+    static let maximumLineBytes = 64 << 20
+
+    public var inputCount: Int { commands.reduce(0) { $0 + $1.inputs } }
+
+    /// The batch's exit code: the worst of every input's (as a batch run gives), at least 2 when a
+    /// line could not be read (the account would be partial).
+    public var exitCode: Int32 {
+        let worst = commands.map(\.worstExitCode).max() ?? 0
+        return malformedCount > 0 ? max(worst, 2) : worst
+    }
+
+    private struct Entry {
+        var line: String
+        var status: String
+        var exitCode: Int32
+        var error: String?
+        var hosts: [String]
+        var count: Int
+    }
+
+    /// Reads every file, in the order given, line by line.
+    public static func merge(files: [URL]) throws(BatchMergeError) -> BatchMerge {
+        var merge = BatchMerge()
+        var entries: [String: [String: Entry]] = [:]
+        var hosts = Set<String>()
+        for file in files {
+            merge.files.append(file.path)
+            try forEachLine(of: file) { number, text in
+                merge.lineCount += 1
+                let parsed = parse(text)
+                guard case .success(let line) = parsed else {
+                    if case .failure(let reason) = parsed {
+                        merge.malformedCount += 1
+                        if merge.malformed.count < malformedLimit { merge.malformed.append(Malformed(file: file.path, line: number, reason: reason.text)) }
+                    }
+                    return
+                }
+                if let host = line.host { hosts.insert(host) }
+                var entry = entries[line.command, default: [:]][line.input]
+                    ?? Entry(line: text, status: line.status, exitCode: line.exitCode, error: line.error, hosts: [], count: 0)
+                entry.line = text
+                entry.status = line.status
+                entry.exitCode = line.exitCode
+                entry.error = line.error
+                entry.count += 1
+                if let host = line.host { entry.hosts.append(host) }
+                entries[line.command, default: [:]][line.input] = entry
+            }
+        }
+        merge.hosts = hosts.sorted()
+        for command in entries.keys.sorted() {
+            var totals = CommandTotals(command: command)
+            for (input, entry) in entries[command, default: [:]].sorted(by: { $0.key < $1.key }) {
+                totals.inputs += 1
+                switch entry.status {
+                case "ok": totals.ok += 1
+                case "findings": totals.findings += 1
+                default:
+                    totals.errors += 1
+                    merge.failures.append(Failure(command: command, input: input, error: entry.error ?? "(no error given)"))
+                }
+                totals.worstExitCode = max(totals.worstExitCode, entry.exitCode)
+                if entry.count > 1 { merge.duplicates.append(Duplicate(command: command, input: input, lines: entry.count, hosts: entry.hosts)) }
+                merge.lines.append(entry.line)
+            }
+            merge.commands.append(totals)
+        }
+        return merge
+    }
+
+    private struct Line {
+        let command: String
+        let input: String
+        let status: String
+        let exitCode: Int32
+        let error: String?
+        let host: String?
+    }
+
+    private struct Reason: Error { let text: String }
+
+    private static func parse(_ text: String) -> Result<Line, Reason> {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else {
+            return .failure(Reason(text: "not a JSON object (a line cut off, or not a results file)"))
+        }
+        guard let version = object["schemaVersion"] as? Int, version == BatchLine.schemaVersion else {
+            return .failure(Reason(text: "not a batch line of schemaVersion \(BatchLine.schemaVersion)"))
+        }
+        guard let command = object["command"] as? String, let input = object["input"] as? String,
+              let status = object["status"] as? String, ["ok", "findings", "error"].contains(status),
+              let code = (object["exitCode"] as? NSNumber)?.int32Value else {
+            return .failure(Reason(text: "a batch line without its command, input, status or exitCode"))
+        }
+        return .success(Line(command: command, input: input, status: status, exitCode: code,
+                             error: object["error"] as? String, host: object["host"] as? String))
+    }
+
+    /// Streams `file` in bounded chunks; `body` gets each non-empty line with its 1-based number.
+    private static func forEachLine(of file: URL, _ body: (Int, String) -> Void) throws(BatchMergeError) {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: file.path, isDirectory: &isDirectory) else {
+            throw BatchMergeError(file: file.path, detail: "no such file")
+        }
+        guard !isDirectory.boolValue else { throw BatchMergeError(file: file.path, detail: "it is a folder") }
+        // Not a pipe or a device: one nobody writes to would never end.
+        guard let type = try? FileManager.default.attributesOfItem(atPath: file.resolvingSymlinksInPath().path)[.type] as? FileAttributeType,
+              type == .typeRegular else {
+            throw BatchMergeError(file: file.path, detail: "it is not a regular file")
+        }
+        let handle: FileHandle
+        do { handle = try FileHandle(forReadingFrom: file) } catch {
+            throw BatchMergeError(file: file.path, detail: error.localizedDescription)
+        }
+        defer { try? handle.close() }
+        var pending = Data()
+        var number = 0
+        func emit(_ bytes: Data) {
+            number += 1
+            guard !bytes.isEmpty else { return }
+            body(number, String(decoding: bytes, as: UTF8.self))
+        }
+        while true {
+            let chunk: Data
+            do { chunk = try handle.read(upToCount: 1 << 20) ?? Data() } catch {
+                throw BatchMergeError(file: file.path, detail: error.localizedDescription)
+            }
+            if chunk.isEmpty { break }
+            pending.append(chunk)
+            // A cursor through the buffer, so a chunk of many short lines is not copied once per line.
+            var start = pending.startIndex
+            while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                emit(pending[start..<newline])
+                start = newline + 1
+            }
+            if start > pending.startIndex { pending = Data(pending[start...]) }
+            guard pending.count <= maximumLineBytes else {
+                throw BatchMergeError(file: file.path, detail: "line \(number + 1) is longer than \(maximumLineBytes >> 20) MiB, so this is no batch results file")
+            }
+        }
+        if !pending.isEmpty { emit(pending) }
+    }
+
+    // MARK: views
+
+    public func json() -> JSONValue {
+        .object([
+            ("schemaVersion", .int(Self.schemaVersion)),
+            ("files", .array(files.map(JSONValue.string))),
+            ("lines", .int(lineCount)),
+            ("inputs", .int(inputCount)),
+            ("exitCode", .int(Int(exitCode))),
+            ("commands", .array(commands.map { c in
+                .object([("command", .string(c.command)), ("inputs", .int(c.inputs)), ("ok", .int(c.ok)),
+                         ("findings", .int(c.findings)), ("error", .int(c.errors)), ("exitCode", .int(Int(c.worstExitCode)))])
+            })),
+            ("hosts", .array(hosts.map(JSONValue.string))),
+            ("duplicates", .array(duplicates.map { d in
+                .object([("command", .string(d.command)), ("input", .string(d.input)), ("lines", .int(d.lines)),
+                         ("hosts", .array(d.hosts.map(JSONValue.string)))])
+            })),
+            ("failed", .array(failures.map { f in
+                .object([("command", .string(f.command)), ("input", .string(f.input)), ("error", .string(f.error))])
+            })),
+            ("malformedLines", .int(malformedCount)),
+            ("malformed", .array(malformed.map { m in
+                .object([("file", .string(m.file)), ("line", .int(m.line)), ("reason", .string(m.reason))])
+            })),
+        ])
+    }
+
+    /// For a terminal: every name sanitised, long lists cut.
+    public func text(listLimit: Int = 20) -> String {
+        let s = TextTable.sanitized
+        func plural(_ n: Int, _ word: String) -> String { "\(n) \(word)\(n == 1 ? "" : "s")" }
+        var out = "merged \(plural(files.count, "file")), \(plural(lineCount, "line")): \(plural(inputCount, "input"))\n"
+        for c in commands {
+            out += "  \(s(c.command)): \(plural(c.inputs, "input")): \(c.ok) ok, \(c.findings) with findings, \(c.errors) failed (worst exit code \(c.worstExitCode))\n"
+        }
+        if !hosts.isEmpty { out += "hosts: \(hosts.prefix(listLimit).map(s).joined(separator: ", "))\(hosts.count > listLimit ? ", …" : "")\n" }
+        if duplicates.isEmpty {
+            out += "duplicates: none (no input has more than one line)\n"
+        } else {
+            out += "duplicates: \(plural(duplicates.count, "input")) done more than once (the last line read counts):\n"
+            for d in duplicates.prefix(listLimit) {
+                out += "  \(s(d.command)) \(s(d.input)): \(d.lines) lines\(d.hosts.isEmpty ? "" : " (\(d.hosts.map(s).joined(separator: ", ")))")\n"
+            }
+            if duplicates.count > listLimit { out += "  … and \(duplicates.count - listLimit) more (--format json lists them all)\n" }
+        }
+        if !failures.isEmpty {
+            out += "failed:\n"
+            for f in failures.prefix(listLimit) { out += "  \(s(f.command)) \(s(f.input)): \(s(f.error))\n" }
+            if failures.count > listLimit { out += "  … and \(failures.count - listLimit) more (--format json lists them all)\n" }
+        }
+        return out
+    }
+}
+
+/// A results file that cannot be read at all.
+public struct BatchMergeError: Error, CustomStringConvertible {
+    public let file: String
+    public let detail: String
+    public var description: String {
+        "cannot read \(TextTable.sanitized(file)) (\(TextTable.sanitized(detail))); give merge the results files (--jsonl) of the batch's shards."
+    }
+}

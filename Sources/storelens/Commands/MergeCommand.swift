@@ -1,0 +1,58 @@
+import Foundation
+import Reports
+
+/// `storelens merge FILE...`: the results files of a batch's shards joined into one summary.
+struct MergeCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "merge",
+        abstract: "Join the results files (--jsonl) of a batch's shards into one summary: inputs, outcomes, inputs done twice.",
+        discussion: """
+        Reads every line of every file given (the --jsonl results of scan, inspect, check and audit
+        batches, one file per shard or one shared file) and sums them up per command: how many
+        inputs, how many ok, with findings and failed, which hosts ran them, and every input that has
+        more than one line (done twice; the last line read counts). With --out the merged results
+        (one line per input, ordered by command and input) are written to a new file. The exit code
+        is the batch's: the worst of every input's, and 2 when a line is not a batch line.
+        """,
+        arguments: [ArgumentSpec(name: "results", help: "Batch results files (JSON Lines from --jsonl).", repeating: true, optional: false)],
+        options: [CommonOptions.format,
+                  OptionSpec.value("--out", valueName: "file", help: "Also write the merged results, one line per input, to this new file.")],
+        examples: ["storelens merge results/audit-*.jsonl",
+                   "storelens merge results/*.jsonl --format json --out audit.jsonl"])
+
+    let files: [String]
+    let format: String
+    let out: String?
+
+    init(_ parsed: ParsedArguments) throws(ParseError) {
+        guard !parsed.positionals.isEmpty else { throw .missingArgument("results") }
+        files = parsed.positionals
+        format = parsed.value("--format") ?? "text"
+        out = parsed.value("--out")
+        if let out, out.isEmpty || out == "-" { throw .invalid("--out needs a new file name for the merged results; the summary itself goes to stdout.") }
+    }
+
+    func run(_ output: Output) throws -> ExitCode {
+        if let out, FileManager.default.fileExists(atPath: out) || (try? FileManager.default.destinationOfSymbolicLink(atPath: out)) != nil {
+            throw InputError(message: "\(out) already exists; give --out a new file name (merge never overwrites).")
+        }
+        let merge: BatchMerge
+        do { merge = try BatchMerge.merge(files: files.map { URL(fileURLWithPath: $0) }) } catch { throw InputError(message: error.description) }
+        // A partial account is not written as if it were whole.
+        if let out, merge.malformedCount == 0 {
+            let text = merge.lines.map { $0 + "\n" }.joined()
+            guard FileManager.default.createFile(atPath: out, contents: Data(text.utf8)) else {
+                throw InputError(message: "cannot write \(out); check that its folder exists and is writable.")
+            }
+        }
+        output.write(format == "json" ? merge.json().rendered() + "\n" : merge.text())
+        // One sentence for all of them (--format json lists the first ones).
+        if let first = merge.malformed.first {
+            let more = merge.malformedCount - 1
+            output.error("Error: \(TextTable.sanitized(first.file)) line \(first.line) is \(first.reason)"
+                         + (more > 0 ? "; \(more) more line\(more == 1 ? "" : "s") could not be read either" : "")
+                         + "; the summary leaves them out\(out == nil ? "" : " and --out was not written"), so give merge the batch's results files only.\n")
+        }
+        return ExitCode(rawValue: merge.exitCode) ?? .internalError
+    }
+}

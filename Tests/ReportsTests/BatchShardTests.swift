@@ -1,0 +1,70 @@
+import Foundation
+import Reports
+import StoreTestSupport
+import Testing
+
+@Suite("BatchShard and BatchMerge")
+struct BatchShardTests {
+    @Test("K/N, counted from 1; every input in exactly one of N shards")
+    func split() throws {
+        let shard = try BatchShard.parse("3/8", environment: [:])
+        #expect(shard.index == 3 && shard.count == 8 && shard.description == "3/8")
+        let inputs = (0..<500).map { "/mnt/tickets/\($0).tar.gz" }
+        let shards = try (1...8).map { try BatchShard(index: $0, count: 8) }
+        var seen: [String: Int] = [:]
+        for s in shards { for input in s.select(inputs) { seen[input, default: 0] += 1 } }
+        #expect(seen.count == inputs.count && seen.values.allSatisfy { $0 == 1 })
+        // Spread, not all in one: each of 8 shards gets some of 500 inputs.
+        #expect(shards.allSatisfy { !$0.select(inputs).isEmpty })
+        #expect(try BatchShard(index: 1, count: 1).select(inputs) == inputs)
+        for bad in ["0/8", "9/8", "1/0", "8", "a/b", "1/2/3", "", "-1/4", "1/100001"] {
+            #expect(throws: BatchShardError.self, "\(bad)") { try BatchShard.parse(bad, environment: [:]) }
+        }
+    }
+
+    @Test("auto: Kubernetes' 0-based index with the count the manifest sets; Slurm's id less the array's first id, over its step")
+    func auto() throws {
+        #expect(try BatchShard.parse("auto", environment: ["JOB_COMPLETION_INDEX": "0", "JOB_COMPLETION_COUNT": "5"]) == BatchShard(index: 1, count: 5))
+        #expect(try BatchShard.parse("auto", environment: ["SLURM_ARRAY_TASK_ID": "7", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "8"]) == BatchShard(index: 7, count: 8))
+        #expect(try BatchShard.parse("auto", environment: ["SLURM_ARRAY_TASK_ID": "6", "SLURM_ARRAY_TASK_STEP": "2", "SLURM_ARRAY_TASK_COUNT": "4"]) == BatchShard(index: 4, count: 4))
+        // Kubernetes first when both are set.
+        #expect(try BatchShard.parse("auto", environment: ["JOB_COMPLETION_INDEX": "1", "JOB_COMPLETION_COUNT": "2",
+                                                           "SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "2"]) == BatchShard(index: 2, count: 2))
+        for env in [[:], ["JOB_COMPLETION_INDEX": "2", "JOB_COMPLETION_COUNT": "2"], ["JOB_COMPLETION_INDEX": "1"],
+                    ["SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_STEP": "2", "SLURM_ARRAY_TASK_COUNT": "4"],
+                    ["SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "4"],
+                    ["JOB_COMPLETION_INDEX": "-1", "JOB_COMPLETION_COUNT": "4"]] {
+            #expect(throws: BatchShardError.self, "\(env)") { try BatchShard.parse("auto", environment: env) }
+        }
+    }
+
+    static func line(_ command: String, _ input: String, _ status: String, _ code: Int, host: String) -> String {
+        "{\"schemaVersion\":1,\"command\":\"\(command)\",\"input\":\"\(input)\",\"status\":\"\(status)\",\"exitCode\":\(code),\"error\":\(status == "error" ? "\"bad \(input)\"" : "null"),\"host\":\"\(host)\"}"
+    }
+
+    @Test("merge: counts per command, the last line of an input counts, duplicates with their hosts, malformed lines make it partial")
+    func merge() throws {
+        let folder = try TemporaryFolder("merge-unit")
+        let a = folder.path("a.jsonl"), b = folder.path("b.jsonl")
+        try Data([Self.line("scan", "x", "error", 2, host: "h1"), Self.line("scan", "y", "ok", 0, host: "h1"),
+                  Self.line("audit", "x", "findings", 1, host: "h1")].joined(separator: "\n").utf8).write(to: a)   // no final newline
+        try Data(([Self.line("scan", "x", "ok", 0, host: "h2"), ""].joined(separator: "\n") + "\n").utf8).write(to: b)
+        let m = try BatchMerge.merge(files: [a, b])
+        #expect(m.lineCount == 4 && m.inputCount == 3)
+        #expect(m.commands.map(\.command) == ["audit", "scan"])
+        let scan = try #require(m.commands.last)
+        #expect(scan.inputs == 2 && scan.ok == 2 && scan.errors == 0, "x's later line (ok, from h2) counts")
+        #expect(m.duplicates.map { "\($0.command) \($0.input) \($0.lines) \($0.hosts)" } == ["scan x 2 [\"h1\", \"h2\"]"])
+        #expect(m.hosts == ["h1", "h2"])
+        #expect(m.exitCode == 1, "the audit's findings")
+        #expect(m.lines.count == 3 && m.lines[1].contains("\"host\":\"h2\""))
+
+        let c = folder.path("c.jsonl")
+        try Data((Self.line("scan", "z", "ok", 0, host: "h3") + "\n{\"schemaVersion\":1,\"comm\n[1]\n{\"schemaVersion\":2}\n").utf8).write(to: c)
+        let partial = try BatchMerge.merge(files: [c])
+        #expect(partial.malformedCount == 3 && partial.malformed.map(\.line) == [2, 3, 4])
+        #expect(partial.exitCode == 2)
+        #expect(throws: BatchMergeError.self) { try BatchMerge.merge(files: [folder.path("missing.jsonl")]) }
+        #expect(throws: BatchMergeError.self) { try BatchMerge.merge(files: [folder.url]) }
+    }
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# `make dist`: a release build of storelens with the Swift runtime and Foundation linked in
+# (--static-swift-stdlib), so it runs without a Swift toolchain. Packs it with the licence and a
+# SHA-256 file as dist/storelens-VERSION-linux-ARCH.tar.gz, with the archive's own SHA-256 beside
+# it. The build has a folder of its own (.build/dist): other flags than `swift build`'s.
+# The binary still needs the system libraries README.md ("A binary without a toolchain") lists.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+swift=${SWIFT:-swift}
+
+version=$(sed -n 's/^ *static let version = "\([^"]*\)".*/\1/p' Sources/storelens/CLI/Storelens.swift)
+[ -n "$version" ] || { echo "make dist: cannot read the version from Sources/storelens/CLI/Storelens.swift" >&2; exit 1; }
+# The commit is baked in as a C macro (Sources/CBuildInfo); outside git it stays "unknown".
+commit=unknown
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    commit=$(git rev-parse --short=12 HEAD)
+    git diff --quiet HEAD -- 2>/dev/null || commit="$commit-dirty"
+fi
+case "$(uname -s)" in Linux) os=linux ;; Darwin) os=macos ;; *) os=$(uname -s | tr 'A-Z' 'a-z') ;; esac
+name="storelens-$version-$os-$(uname -m)"
+scratch=.build/dist
+flags=(-c release --static-swift-stdlib --scratch-path "$scratch" -Xcc "-DSTORELENS_COMMIT=$commit")
+
+echo "make dist: building storelens $version (commit $commit), release, Swift runtime linked statically"
+"$swift" build "${flags[@]}" --product storelens
+bin="$("$swift" build "${flags[@]}" --show-bin-path)/storelens"
+
+stage=$(mktemp -d "${TMPDIR:-/tmp}/storelens-dist-stage-XXXXXX")
+trap 'rm -rf "$stage"' EXIT
+mkdir "$stage/$name"
+cp "$bin" "$stage/$name/storelens"
+# Symbols are for debugging the build, not for running it: a third of the size.
+if command -v strip >/dev/null; then strip "$stage/$name/storelens"; fi
+cp LICENSE "$stage/$name/LICENSE"
+(cd "$stage/$name" && sha256sum storelens LICENSE > SHA256SUMS)
+mkdir -p dist
+rm -f "dist/$name.tar.gz" "dist/$name.tar.gz.sha256"
+tar -C "$stage" --owner=0 --group=0 --numeric-owner --sort=name -czf "dist/$name.tar.gz" "$name"
+(cd dist && sha256sum "$name.tar.gz" > "$name.tar.gz.sha256")
+echo "make dist: dist/$name.tar.gz ($(du -h "dist/$name.tar.gz" | cut -f1)); SHA-256 in dist/$name.tar.gz.sha256"
