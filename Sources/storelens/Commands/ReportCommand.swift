@@ -34,7 +34,7 @@ struct ReportCommand: Command {
                   ModelOption.model,
                   .value("--migration-to", valueName: "model", help: "Also plan each store's migration to this model (.xcdatamodeld, .momd or a store; docs/migration.md)."),
                   .flag("--lint", help: "Also lint each store's model for CloudKit (docs/lint.md).")]
-            + CommonOptions.input,
+            + [CommonOptions.timeZone] + CommonOptions.input,
         examples: ["storelens report Todo.xcappdata --out report.html",
                    "storelens report Todo.xcappdata --lint --migration-to MyApp.app/Model.momd --out release-check.html",
                    "storelens report container.tar.gz --manifest storelens.json --out ticket-4711.html"])

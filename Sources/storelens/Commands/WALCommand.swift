@@ -32,7 +32,7 @@ struct WALCommand: Command {
                   OptionSpec.value("--to", valueName: "commit", help: "With --diff: the later state (default: the last commit)."),
                   OptionSpec.flag("--each", help: "With --diff: every commit's changes in one pass (commit k against k-1), with its history transactions."),
                   OptionSpec.flag("--no-integrity-check", help: "Skip SQLite's quick_check of the WAL view (faster on very large stores).")]
-            + CommonOptions.input,
+            + [CommonOptions.timeZone] + CommonOptions.input,
         examples: ["storelens wal default.store",
                    "storelens wal default.store --as-of 12 --out /tmp/default-commit12.sqlite",
                    "storelens wal default.store --diff",
