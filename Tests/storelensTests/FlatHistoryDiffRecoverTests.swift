@@ -51,15 +51,21 @@ struct FlatHistoryDiffRecoverTests {
     static func same(_ loaded: DatabaseValue, _ expected: Any?) -> Bool {
         switch expected {
         case nil, is NSNull: return loaded == .null || loaded.string == ""
-        case let s as String: return loaded.string == s
+        // sqlite-utils types csv cells that look like numbers (`1080` becomes 1080).
+        case let s as String: return loaded.string == s || loaded.int64.map(String.init) == s
         case let n as NSNumber:
+            if case .real(let d) = loaded { return abs(d - n.doubleValue) <= 1e-9 * max(1, abs(n.doubleValue)) }
+            // A column of mixed types gets TEXT affinity: SQLite writes a real there with 15 digits.
+            if case .text(let s) = loaded, let d = Double(s), s.contains(".") || s.contains("e") {
+                return abs(d - n.doubleValue) <= 1e-9 * max(1, abs(n.doubleValue))
+            }
             if let i = loaded.int64 { return NSNumber(value: i) == n }
             if let d = loaded.double { return d == n.doubleValue }
             if let s = loaded.string { return s == n.stringValue || Double(s) == n.doubleValue || (s == "true") == n.boolValue && (s == "true" || s == "false") }
             return false
         case let other?:
             guard let text = loaded.string, let parsed = try? JSONSerialization.jsonObject(with: Data(text.utf8)) else { return false }
-            return (parsed as AnyObject).isEqual(other)
+            return JSONText.same(parsed, other)
         }
     }
 
@@ -117,9 +123,15 @@ struct FlatHistoryDiffRecoverTests {
                                                 "entity": group["entity"], "table": group["table"], "pk": r["pk"], "change": change]
                     var cells: [(String, Any?, Any?)] = []
                     if change == "updated" {
-                        cells = (r["changes"] as? [String: [String: Any]] ?? [:]).map { ($0.key, $0.value["old"], $0.value["new"]) }
+                        for (name, pair) in r["changes"] as? [String: [String: Any]] ?? [:] {
+                            let entry: (String, Any?, Any?) = (name, pair["old"], pair["new"])
+                            cells.append(entry)
+                        }
                     } else {
-                        cells = (r["values"] as? [String: Any] ?? [:]).map { change == "inserted" ? ($0.key, nil, $0.value) : ($0.key, $0.value, nil) }
+                        for (name, value) in r["values"] as? [String: Any] ?? [:] {
+                            let entry: (String, Any?, Any?) = change == "inserted" ? (name, nil, value) : (name, value, nil)
+                            cells.append(entry)
+                        }
                     }
                     if cells.isEmpty { cells = [("", nil, nil)] }
                     for (name, old, new) in cells { expected.append(lead.merging(["property": name.isEmpty ? nil : name, "old": old, "new": new]) { $1 }) }
@@ -151,6 +163,8 @@ struct FlatHistoryDiffRecoverTests {
                     // csv cells: a formula gets its leading ' (as rows does), the JSON keeps the bytes.
                     var value = want[column] ?? nil
                     if format == "csv", let s = value as? String, s.hasPrefix("=") { value = "'" + s }
+                    // csv cells of bytes are their summary (`<2 bytes 1080>`), as rows' csv has them.
+                    if format == "csv", value is [String: Any] { continue }
                     #expect(Self.same(row[column], value), "\(format) \(key(found)) \(column): loaded \(row[column]), --format json says \(String(describing: value))")
                 }
             }

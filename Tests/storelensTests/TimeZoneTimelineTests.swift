@@ -160,7 +160,7 @@ struct TimeZoneTimelineTests {
         let rows = try loaded.rows("SELECT datetime, timestamp, timestamp_desc, source FROM events ORDER BY rowid")
         #expect(rows.count == lines.count)
         for (row, line) in zip(rows, lines) {
-            #expect(row[1].string == (line["timestamp"] as? Int).map(String.init))
+            #expect((row[1].string ?? row[1].int64.map(String.init)) == (line["timestamp"] as? Int).map(String.init))
             #expect(row[2].string == line["timestamp_desc"] as? String && row[3].string == line["source"] as? String)
             #expect(row[0].string?.hasSuffix("+05:30") == true, "datetime in the zone: \(row[0])")
         }

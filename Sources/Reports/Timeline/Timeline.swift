@@ -50,9 +50,15 @@ public enum StoreTimeline {
         var events: [TimelineEvent] = []
         var undated = 0
 
-        // History transactions (WAL applied: the latest state).
-        if var reader = try? HistoryReader(connection: opened.connection, store: opened.store, model: opened.model,
-                                           displayPath: opened.displayPath) {
+        // History transactions (WAL applied: the latest state). A store without history has none;
+        // a history that cannot be read is an error, never a timeline silently without it.
+        var history: HistoryReader?
+        do {
+            history = try HistoryReader(connection: opened.connection, store: opened.store, model: opened.model, displayPath: opened.displayPath)
+        } catch ModelError.noHistory {
+            history = nil
+        }
+        if var reader = history {
             try reader.forEachTransaction { t in
                 guard let seconds = t.referenceSeconds, seconds.isFinite else { undated += 1; return }
                 var event = TimelineEvent(referenceSeconds: seconds, description: "History transaction",
