@@ -216,7 +216,8 @@ struct WALCommandTests {
         let other = commit == 0 ? wal.commitFrames.count : 0
         let forced = try CLI.run(["wal", store.path, "--as-of", String(other), "--out", out.path, "--force"])
         #expect(forced.status == 0, "stderr: \(forced.stderr)")
-        let otherTruth = try SQLiteOracle(copying: store, wal: .frames(other == 0 ? 0 : wal.commitFrames[other - 1])).connection.rows(counts).first?.values
+        let otherOracle = try SQLiteOracle(copying: store, wal: .frames(other == 0 ? 0 : wal.commitFrames[other - 1]))
+        let otherTruth = try otherOracle.connection.rows(counts).first?.values
         let replaced = try Connection.open(path: out.path, mode: .readOnly)
         #expect(try replaced.rows(counts).first?.values == otherTruth)
         #expect(try replaced.integrityCheck() == ["ok"])

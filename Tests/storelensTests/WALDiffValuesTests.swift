@@ -174,9 +174,11 @@ struct WALDiffValuesTests {
                     """, [.integer(id)]).string
                 #expect(t["bundleID"] as? String == bundle, "commit \(commit) transaction \(id)")
             }
-            // JSON Lines carry the same Item records, each with its commit.
+            // JSON Lines carry the same Item records, each with its commit: one line per changed property.
             let itemLines = lines.compactMap { $0 }.filter { $0["commit"] as? Int == commit && $0["entity"] as? String == "Item" }
-            #expect(itemLines.count == records.count, "commit \(commit) jsonl")
+            #expect(itemLines.count == records.reduce(0) { $0 + max(1, (($1["values"] ?? $1["changes"]) as? [String: Any])?.count ?? 0) }, "commit \(commit) jsonl")
+            #expect(Set(itemLines.compactMap { line in (line["pk"] as? Int).map { "\($0) \(line["change"] as? String ?? "")" } })
+                    == Set(records.compactMap { r in (r["pk"] as? Int).map { "\($0) \(r["change"] as? String ?? "")" } }), "commit \(commit) jsonl records")
             if !records.isEmpty { #expect(text.stdout.contains("\n  commit \(commit) ("), "commit \(commit) text") }
             previous = now
             previousItems = items
