@@ -496,7 +496,7 @@ public enum HTMLReport {
         }
         var line = "\(plural(h.transactions, "transaction")), \(plural(h.changes, "change"))"
         if let t = s.timeline, let first = t.firstSeconds, let last = t.lastSeconds {
-            line += ", \(ValueDecoder.iso8601(referenceSeconds: first)) to \(ValueDecoder.iso8601(referenceSeconds: last))"
+            line += ", \(DisplayZone.current.iso8601(referenceSeconds: first)) to \(DisplayZone.current.iso8601(referenceSeconds: last))"
         }
         return line
     }
@@ -512,6 +512,7 @@ public enum HTMLReport {
     static func iso(_ date: Date) -> String {
         let f = ISO8601DateFormatter()
         f.formatOptions = [.withInternetDateTime]
+        f.timeZone = DisplayZone.current.zone ?? TimeZone(secondsFromGMT: 0)
         return f.string(from: date)
     }
 
@@ -634,7 +635,7 @@ enum SVGChart {
                 let h = max(2, Int(Double(laneHeight - 6) * Double(count) / Double(maxBucket)))
                 let x = Double(labelWidth) + Double(b) * barWidth
                 let from = (t.firstSeconds ?? 0) + Double(b) * t.bucketSeconds
-                let tip = "\(writer.label): \(plural(count, "transaction")) from \(ValueDecoder.iso8601(referenceSeconds: from)) to \(ValueDecoder.iso8601(referenceSeconds: from + t.bucketSeconds))"
+                let tip = "\(writer.label): \(plural(count, "transaction")) from \(DisplayZone.current.iso8601(referenceSeconds: from)) to \(DisplayZone.current.iso8601(referenceSeconds: from + t.bucketSeconds))"
                 s += "<rect x=\"\(String(format: "%.1f", x))\" y=\"\(top + laneHeight - 2 - h)\" width=\"\(String(format: "%.1f", max(1, barWidth - 1)))\" height=\"\(h)\" fill=\"\(color)\">"
                 s += "<title>\(HTML.escape(tip))</title></rect>"
             }
@@ -644,7 +645,7 @@ enum SVGChart {
         if let first = t.firstSeconds, let last = t.lastSeconds {
             for (fraction, anchor) in [(0.0, "start"), (0.5, "middle"), (1.0, "end")] {
                 let x = labelWidth + Int(Double(plotWidth) * fraction)
-                let when = ValueDecoder.iso8601(referenceSeconds: first + (last - first) * fraction)
+                let when = DisplayZone.current.iso8601(referenceSeconds: first + (last - first) * fraction)
                 s += "<line x1=\"\(x)\" x2=\"\(x)\" y1=\"\(axisY)\" y2=\"\(axisY + 5)\" stroke=\"#5f6368\"/>"
                 s += "<text x=\"\(x)\" y=\"\(axisY + 18)\" text-anchor=\"\(anchor)\">\(HTML.escape(when))</text>"
             }

@@ -2,24 +2,47 @@ import CoreDataStore
 import Foundation
 import SQLiteAccess
 
-/// The views of `storelens history`: transactions streamed one at a time (text or JSON), or the
-/// per-entity writer summary.
+/// The views of `storelens history`: transactions streamed one at a time, or the per-entity
+/// writer summary.
+///
+/// - `text`, `json` (one document, docs/json-output.md).
+/// - `jsonl`, `csv`: one flat record per change, its transaction's columns repeated on each
+///   (`flatColumns`), so that sqlite-utils, pandas and spreadsheets load one table of changes
+///   (docs/history.md).
 public final class HistoryWriter {
     public static let schemaVersion = 1
 
-    let json: Bool
+    public enum Format: String, Sendable, CaseIterable {
+        case text, json, jsonl, csv
+    }
+
+    let format: Format
     let header: [(String, JSONValue)]
+    let path: String
     let write: (String) -> Void
     public private(set) var transactions = 0
     public private(set) var changes = 0
 
-    public init(json: Bool, header: [(String, JSONValue)], write: @escaping (String) -> Void) {
-        self.json = json
+    public convenience init(json: Bool, header: [(String, JSONValue)], write: @escaping (String) -> Void) {
+        self.init(format: json ? .json : .text, header: header, path: "", write: write)
+    }
+
+    /// - Parameter path: the store as the flat records name it (their `path` column).
+    public init(format: Format, header: [(String, JSONValue)], path: String, write: @escaping (String) -> Void) {
+        self.format = format
         self.header = header
+        self.path = path
         self.write = write
     }
 
+    var json: Bool { format == .json }
+
     public func begin(title: String) {
+        if format == .csv {
+            write(Self.flatColumns.map { RowsWriter.csvField(RowsWriter.neutralisingFormula($0)) }.joined(separator: ",") + "\r\n")
+            return
+        }
+        if format == .jsonl { return }
         if json {
             var text = "{\n"
             for (key, value) in header {
@@ -74,9 +97,51 @@ public final class HistoryWriter {
         }
     }
 
+    /// The columns of a flat record, in order.
+    public static let flatColumns = ["path", "transaction", "timestamp", "author", "bundleID", "processName", "contextName",
+                                     "change", "entity", "pk", "updatedProperties", "columns", "columnsNote", "tombstone"]
+
+    /// One flat record per change (one with the change columns null for a transaction without
+    /// changes, so that no transaction is lost): values as JSON, as `jsonl` writes them.
+    public static func flatRecords(path: String, _ t: HistoryTransaction) -> [[JSONValue]] {
+        let lead: [JSONValue] = [.string(path), Int(exactly: t.id).map(JSONValue.int) ?? .string(String(t.id)), .optional(t.timestamp),
+                                 .optional(t.author), .optional(t.bundleID), .optional(t.processName), .optional(t.contextName)]
+        if t.changes.isEmpty { return [lead + Array(repeating: JSONValue.null, count: 7)] }
+        return t.changes.map { c in
+            lead + [.string(c.type.name), .string(c.entity), c.pk.flatMap { Int(exactly: $0) }.map(JSONValue.int) ?? .null,
+                    c.updatedProperties.map { .array($0.map(JSONValue.string)) } ?? .null,
+                    .optional(c.columnsHex), .optional(c.columnsNote),
+                    c.tombstoneValues.isEmpty ? .null : .object(c.tombstoneValues.map { ($0.name, ValueRendering.json($0.value)) })]
+        }
+    }
+
+    /// A flat value as one CSV cell: text as it is, null empty, arrays and objects as the JSON
+    /// text sqlite-utils stores for them from `jsonl`, so both formats load to the same table.
+    static func cell(_ value: JSONValue) -> String {
+        switch value {
+        case .null: return ""
+        case .string(let s): return s
+        default: return value.rendered(pretty: false)
+        }
+    }
+
     public func add(_ t: HistoryTransaction) {
         transactions += 1
         changes += t.changes.count
+        if format == .jsonl || format == .csv {
+            var out = ""
+            for var record in Self.flatRecords(path: path, t) {
+                if format == .jsonl {
+                    out += JSONValue.object(zip(Self.flatColumns, record).map { ($0, $1) }).rendered(pretty: false) + "\n"
+                } else {
+                    // For people: the time in the --tz zone; JSON Lines keep UTC.
+                    if let shown = ValueRendering.time(t.timestamp, referenceSeconds: t.referenceSeconds) { record[2] = .string(shown) }
+                    out += record.map { RowsWriter.csvField(RowsWriter.neutralisingFormula(Self.cell($0))) }.joined(separator: ",") + "\r\n"
+                }
+            }
+            write(out)
+            return
+        }
         if json {
             write((transactions == 1 ? "\n" : ",\n") + ValueRendering.indented(Self.json(t), by: 4))
             return
@@ -86,7 +151,7 @@ public final class HistoryWriter {
         if let p = t.processName { facts.append("process \(p)") }
         if let a = t.author { facts.append("author \(a)") }
         if let c = t.contextName { facts.append("context \(c)") }
-        var out = "  #\(t.id)  \(t.timestamp ?? "(no timestamp)")  " + (facts.isEmpty ? "(no writer recorded)" : facts.joined(separator: "  "))
+        var out = "  #\(t.id)  \(ValueRendering.time(t.timestamp, referenceSeconds: t.referenceSeconds) ?? "(no timestamp)")  " + (facts.isEmpty ? "(no writer recorded)" : facts.joined(separator: "  "))
         out = TextTable.sanitized(out) + "\n"
         if t.changes.isEmpty { out += "      (no changes: a migration or history-only transaction)\n" }
         for c in t.changes {
@@ -103,6 +168,7 @@ public final class HistoryWriter {
     }
 
     public func end() {
+        if format == .jsonl || format == .csv { return }
         if json {
             write((transactions == 0 ? "],\n" : "\n  ],\n") + "  \"count\": \(transactions)\n}\n")
         } else {
@@ -114,6 +180,8 @@ public final class HistoryWriter {
 /// `history --summary`: per entity, who inserted, updated and deleted it, and when.
 public enum HistorySummaryReport {
     static func iso(_ seconds: Double?) -> String? { seconds.map { ValueDecoder.iso8601(referenceSeconds: $0) } }
+    /// For people: in the `--tz` zone.
+    static func local(_ seconds: Double?) -> String? { seconds.map { DisplayZone.current.iso8601(referenceSeconds: $0) } }
 
     public static func json(_ summary: [HistoryEntitySummary], header: [(String, JSONValue)]) -> JSONValue {
         .object(header + [
@@ -152,7 +220,7 @@ public enum HistorySummaryReport {
                     : (i == 0 ? e.entity : "")
                 rows.append([label, w.bundleID ?? "-", w.processName ?? "-", w.author ?? "-", w.contextName ?? "-",
                              String(w.inserts), String(w.updates), String(w.deletes),
-                             iso(w.firstSeconds) ?? "-", iso(w.lastSeconds) ?? "-"])
+                             local(w.firstSeconds) ?? "-", local(w.lastSeconds) ?? "-"])
             }
         }
         out += TextTable.render(rows, rightAligned: [5, 6, 7], indent: 2)

@@ -104,7 +104,7 @@ public enum InspectionReport {
         case .unsignedInteger(let v): return String(v)
         case .real(let v): return String(v)
         case .bool(let v): return v ? "true" : "false"
-        case .date(let v): return ValueDecoder.iso8601(referenceSeconds: v)
+        case .date(let v): return DisplayZone.current.iso8601(referenceSeconds: v)
         case .data(let d): return "<\(d.count) bytes>"
         case .uid(let u): return "<UID \(u)>"
         case .array(let items): return "[" + items.prefix(8).map(metadataText).joined(separator: ", ") + (items.count > 8 ? ", …" : "") + "]"

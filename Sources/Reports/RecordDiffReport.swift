@@ -11,7 +11,7 @@ import WALForensics
 ///   with old → new, `-` deleted with its last values); history tables are only counted (the
 ///   transaction line shows them).
 /// - `json`: one document (docs/json-output.md, `wal --diff`).
-/// - `jsonl`: one flat object per changed record.
+/// - `jsonl`: one flat object per changed property, the csv's columns with JSON values.
 /// - `csv`: one line per changed property of each record, formula cells neutralised.
 public final class RecordDiffWriter {
     public enum Format: String, Sendable, CaseIterable {
@@ -147,15 +147,31 @@ public final class RecordDiffWriter {
         return [("key", .array(r.key.map(WALReport.json(value:))))]
     }
 
+    /// One flat object per changed property, with the csv's columns (`csvHeader`) and the diff's
+    /// history transaction ids: every line has the same keys, so sqlite-utils, pandas and jq load
+    /// one table; `old` and `new` keep their JSON types (docs/json-output.md, `wal --diff`).
     static func jsonLines(path: String, position: Position, diff: RecordDiff) -> [JSONValue] {
         let transactionIDs: JSONValue = diff.transactions.map { .array($0.map { Int(exactly: $0.id).map(JSONValue.int) ?? .null }) } ?? .null
         return diff.groups.flatMap { entry in
-            entry.records.map { r in
-                guard case .object(let body) = json(record: r) else { return JSONValue.null }
-                return .object([("path", .string(path)), ("from", .int(position.from)), ("commit", .int(position.to)),
-                                ("commitFrame", .optional(position.commitFrame)),
-                                ("entity", .optional(r.entity)), ("table", .string(r.table))]
-                               + body + [("transactions", transactionIDs)])
+            entry.records.flatMap { r in
+                let key: JSONValue = r.pk.map { Int(exactly: $0).map(JSONValue.int) ?? .string(String($0)) } ?? .string(WALReport.keyText(r.key))
+                let lead: [(String, JSONValue)] = [
+                    ("path", .string(path)), ("from", .int(position.from)), ("commit", .int(position.to)),
+                    ("commitFrame", .optional(position.commitFrame)), ("entity", .optional(r.entity)), ("table", .string(r.table)),
+                    ("pk", key), ("change", .string(r.kind.rawValue)),
+                ]
+                var cells: [(String, JSONValue, JSONValue)] = []
+                switch r.kind {
+                case .inserted: cells = r.values.map { ($0.name, .null, ValueRendering.json($0.value)) }
+                case .deleted: cells = r.values.map { ($0.name, ValueRendering.json($0.value), .null) }
+                case .updated: cells = r.changes.map { ($0.name, ValueRendering.json($0.old), ValueRendering.json($0.new)) }
+                }
+                // A record without properties (an update of Z_OPT alone) still gets its line.
+                if cells.isEmpty { cells = [("", .null, .null)] }
+                return cells.map { name, old, new in
+                    JSONValue.object(lead + [("property", name.isEmpty ? .null : .string(name)), ("old", old), ("new", new),
+                                             ("transactions", transactionIDs)])
+                }
             }
         }
     }
@@ -258,7 +274,7 @@ public final class RecordDiffWriter {
     }
 
     static func text(transaction t: HistoryTransaction) -> String {
-        var facts = ["history #\(t.id)", t.timestamp ?? "(no timestamp)"]
+        var facts = ["history #\(t.id)", ValueRendering.time(t.timestamp, referenceSeconds: t.referenceSeconds) ?? "(no timestamp)"]
         if let b = t.bundleID { facts.append("bundle \(b)") }
         if let p = t.processName { facts.append("process \(p)") }
         if let a = t.author { facts.append("author \(a)") }

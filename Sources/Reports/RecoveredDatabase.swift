@@ -159,6 +159,8 @@ public final class RecoveredDatabase {
         case .real(let d): return .real(d)
         case .bool(let b): return .integer(b ? 1 : 0)
         case .text(let s): return .text(s)
+        // ISO 8601 UTC whatever --tz says: the file is data, as JSON is.
+        case .date(let iso, _): return .text(iso)
         default: return .text(ValueRendering.cell(value))
         }
     }

@@ -7,7 +7,7 @@ import WALForensics
 /// - `text`: per store, one line per version: state, `Entity#pk`, the commits it was seen at and
 ///   what ended it, then its values.
 /// - `json`: one document, versions per store (docs/recover.md).
-/// - `jsonl`: one object per version.
+/// - `jsonl`: one flat object per version: provenance as `_…` members, then the values by property.
 /// - `csv`: one line per property of each version, formula cells neutralised.
 public final class RecoveryWriter {
     public enum Format: String, Sendable, CaseIterable {
@@ -100,29 +100,37 @@ public final class RecoveryWriter {
         ])
     }
 
-    /// One version as a flat object: the first source and the ending as plain members (the
-    /// values and every run of commits stay nested, as they vary in shape).
+    /// One version as a flat object: its provenance under the column names `recover --out` gives
+    /// them (`_store`, `_pk`, `_state`, … each starting with `_`), then every value under its
+    /// property's name as `rows --format jsonl` keys it (a name starting with `_` gets one more),
+    /// so that one entity's lines load into the table `--out` writes for it.
     static func jsonLine(path: String, _ v: RecordVersion) -> JSONValue {
         let first = v.sources.first, ending = v.endedBy
-        return .object([
-            ("path", .string(path)),
-            ("entity", .string(v.entity)),
-            ("table", .string(v.table)),
-            ("pk", Int(exactly: v.pk).map(JSONValue.int) ?? .string(String(v.pk))),
-            ("state", .string(v.state.rawValue)),
-            ("confidence", .string(v.confidence.rawValue)),
-            ("firstCommit", .int(first?.firstCommit ?? 0)),
-            ("lastCommit", .int(v.sources.last?.lastCommit ?? 0)),
-            ("file", .string(first?.file ?? "")),
-            ("writtenByCommit", .int(first?.writtenBy ?? 0)),
-            ("firstFrame", .optional(first?.firstFrame)),
-            ("commitFrame", .optional(first?.commitFrame)),
-            ("endedBy", ending.map { .string($0.kind.rawValue) } ?? .null),
-            ("endCommit", .optional(ending?.commit)),
-            ("transactions", .array((ending?.transactions ?? []).map { Int(exactly: $0.id).map(JSONValue.int) ?? .null })),
-            ("values", .object(v.values.map { ($0.name, ValueRendering.json($0.value)) })),
-            ("sources", .array(v.sources.map(json(source:)))),
-        ])
+        var members: [(String, JSONValue)] = [
+            ("_store", .string(path)),
+            ("_entity", .string(v.entity)),
+            ("_table", .string(v.table)),
+            ("_pk", Int(exactly: v.pk).map(JSONValue.int) ?? .string(String(v.pk))),
+            ("_state", .string(v.state.rawValue)),
+            ("_confidence", .string(v.confidence.rawValue)),
+            ("_first_commit", .int(first?.firstCommit ?? 0)),
+            ("_last_commit", .int(v.sources.last?.lastCommit ?? 0)),
+            ("_source_file", .string(first?.file ?? "")),
+            ("_written_by_commit", .int(first?.writtenBy ?? 0)),
+            ("_first_frame", .optional(first?.firstFrame)),
+            ("_commit_frame", .optional(first?.commitFrame)),
+            ("_ended_by", ending.map { .string($0.kind.rawValue) } ?? .null),
+            ("_end_commit", .optional(ending?.commit)),
+            ("_transactions", .array((ending?.transactions ?? []).map { Int(exactly: $0.id).map(JSONValue.int) ?? .null })),
+            ("_sources", .array(v.sources.map(json(source:)))),
+        ]
+        var used = Set(members.map(\.0))
+        for value in v.values {
+            let key = RowsWriter.flatKey(value.name)
+            guard used.insert(key).inserted else { continue }
+            members.append((key, ValueRendering.json(value.value)))
+        }
+        return .object(members)
     }
 
     static func json(source s: RecordVersion.Source) -> JSONValue {

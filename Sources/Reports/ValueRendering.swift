@@ -53,7 +53,15 @@ public enum ValueRendering {
         }
     }
 
-    /// One line of text for a table cell or a CSV field (NULL prints as `nullText`).
+    /// A transaction's time for people: in the `--tz` zone (`DisplayZone.current`).
+    public static func time(_ iso: String?, referenceSeconds: Double?) -> String? {
+        guard let iso else { return nil }
+        guard !DisplayZone.current.isUTC, let referenceSeconds else { return iso }
+        return DisplayZone.current.iso8601(referenceSeconds: referenceSeconds)
+    }
+
+    /// One line of text for a table cell or a CSV field (NULL prints as `nullText`); dates in
+    /// the `--tz` zone.
     public static func cell(_ value: FieldValue, nullText: String = "") -> String {
         switch value {
         case .null: return nullText
@@ -61,7 +69,7 @@ public enum ValueRendering {
         case .real(let d): return String(d)
         case .bool(let b): return b ? "true" : "false"
         case .text(let s): return s
-        case .date(let iso, _): return iso
+        case .date(let iso, let seconds): return DisplayZone.current.isUTC ? iso : DisplayZone.current.iso8601(referenceSeconds: seconds)
         case .uuid(let s): return s
         case .decimal(let s): return s
         case .binary(let b):

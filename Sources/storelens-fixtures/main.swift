@@ -14,9 +14,22 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
+let usage = """
+    usage: storelens-fixtures <Fixtures folder>
+           storelens-fixtures bench-store <file> <rows> [rows per transaction [share of transactions in the WAL | <n>MB of WAL]]
+
+    Writes the demo container (and its manifest) into the folder, or a large benchmark store.
+
+    """
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 do {
     switch arguments.first {
+    case "--help"?, "-h"?, "help"?:
+        print(usage, terminator: "")
+    case let option? where option.hasPrefix("-"):
+        // Never a folder named after an option someone mistyped.
+        fail("unknown option '\(option)'; run storelens-fixtures --help.")
     case "bench-store":
         // The last argument is a share of the transactions (0.25) or a WAL size ("100MB").
         let last = arguments.count == 5 ? arguments[4].lowercased() : nil

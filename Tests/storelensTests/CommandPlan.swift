@@ -28,7 +28,7 @@ enum CommandPlan {
 
     /// Every subcommand of storelens the corpus runs; `report` included, it is not optional. A test
     /// holds this list, with `coveredElsewhere`, against `storelens --help`.
-    static let commands: Set<String> = ["scan", "inspect", "schema", "rows", "history", "wal", "recover", "audit", "check", "repair", "report", "merge"]
+    static let commands: Set<String> = ["scan", "inspect", "schema", "rows", "history", "wal", "recover", "export", "timeline", "audit", "check", "repair", "report", "merge"]
 
     /// Commands that another suite runs on every corpus item with the same expectations (no crash,
     /// no hang, exit 2 as one line naming the input, TMPDIR empty, the input unchanged), and why
@@ -74,11 +74,14 @@ enum CommandPlan {
             formats("rows", ["rows", input, entity, "--limit", "50"], ["json", "jsonl", "csv"], singleStore: true),
             Command(name: "history", singleStore: true, main: Run(label: "history", arguments: ["history", input] + select, outputs: []),
                     more: [Run(label: "history --format json", arguments: ["history", input, "--format", "json"] + select, outputs: []),
-                           Run(label: "history --summary", arguments: ["history", input, "--summary"] + select, outputs: [])]),
+                           Run(label: "history --summary", arguments: ["history", input, "--summary"] + select, outputs: []),
+                           Run(label: "history --format jsonl", arguments: ["history", input, "--format", "jsonl"] + select, outputs: []),
+                           Run(label: "history --format csv --tz", arguments: ["history", input, "--format", "csv", "--tz", "Asia/Kolkata"] + select, outputs: [])]),
             Command(name: "wal", singleStore: false, main: Run(label: "wal", arguments: ["wal", input] + select, outputs: []),
                     more: [Run(label: "wal --format json", arguments: ["wal", input, "--format", "json"] + select, outputs: []),
                            Run(label: "wal --format markdown", arguments: ["wal", input, "--format", "markdown"] + select, outputs: []),
                            Run(label: "wal --diff", arguments: ["wal", input, "--diff"] + select, outputs: []),
+                           Run(label: "wal --diff --each --format jsonl", arguments: ["wal", input, "--diff", "--each", "--format", "jsonl"] + select, outputs: []),
                            // The first commit: a point in time before the last one, so the cut is real.
                            Run(label: "wal --as-of 1 --out", arguments: ["wal", input, "--as-of", "1", "--out", out("as-of.sqlite")] + select,
                                outputs: ["as-of.sqlite"])]),
@@ -86,8 +89,16 @@ enum CommandPlan {
             Command(name: "recover", singleStore: false, main: Run(label: "recover", arguments: ["recover", input] + select, outputs: []),
                     more: [Run(label: "recover --format json", arguments: ["recover", input, "--format", "json"] + select, outputs: []),
                            Run(label: "recover --format csv", arguments: ["recover", input, "--format", "csv"] + select, outputs: []),
+                           Run(label: "recover --format jsonl", arguments: ["recover", input, "--format", "jsonl"] + select, outputs: []),
                            Run(label: "recover --out", arguments: ["recover", input, "--out", out("recovered.sqlite")] + select,
                                outputs: ["recovered.sqlite"])]),
+            Command(name: "export", singleStore: true,
+                    main: Run(label: "export --out", arguments: ["export", input, "--out", out("export.sqlite")] + select, outputs: ["export.sqlite"]),
+                    more: [Run(label: "export --format json --out", arguments: ["export", input, "--format", "json", "--out", out("export-2.sqlite")] + select,
+                               outputs: ["export-2.sqlite"])]),
+            Command(name: "timeline", singleStore: false, main: Run(label: "timeline", arguments: ["timeline", input] + select, outputs: []),
+                    more: [Run(label: "timeline --format jsonl", arguments: ["timeline", input, "--format", "jsonl"] + select, outputs: []),
+                           Run(label: "timeline --tz", arguments: ["timeline", input, "--tz", "America/St_Johns"] + select, outputs: [])]),
             Command(name: "repair", singleStore: true,
                     main: Run(label: "repair --out", arguments: ["repair", input, "--out", out("repaired.store")] + select, outputs: ["repaired.store"]),
                     // The plan in JSON (the repair log's shape) without a second full repair.

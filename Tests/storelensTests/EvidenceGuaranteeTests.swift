@@ -218,7 +218,7 @@ struct EvidenceGuaranteeTests {
             for format in ["text", "json", "markdown"] { runs.append(["inspect", input.path, "--format", format] + store) }
             for format in ["text", "json"] { runs.append(["schema", input.path, "--format", format] + store + model) }
             for format in ["table", "json", "jsonl", "array", "csv", "tsv"] { runs.append(["rows", input.path, target.entity, "--format", format] + store + model) }
-            for format in ["text", "json"] { runs.append(["history", input.path, "--format", format] + store) }
+            for format in ["text", "json", "jsonl", "csv"] { runs.append(["history", input.path, "--format", format] + store) }
             runs.append(["history", input.path, "--summary"] + store)
             for format in ["text", "json"] { runs.append(["wal", input.path, "--format", format] + store) }
             runs.append(["wal", input.path, "--diff"] + store)
@@ -228,6 +228,8 @@ struct EvidenceGuaranteeTests {
             runs.append(["recover", input.path, "--state", "deleted,superseded", "--entity", target.entity] + store)
             runs.append(["recover", input.path, "--out", out("recovered.sqlite")] + store)
             runs.append(["wal", input.path, "--out", out("as-of.sqlite")] + store)
+            runs.append(["export", input.path, "--out", out("export.sqlite")] + store + model)
+            for format in ["csv", "jsonl"] { runs.append(["timeline", input.path, "--format", format, "--tz", "Europe/Berlin"] + store + model) }
             for format in ["text", "json", "markdown"] { runs.append(["check", input.path, "--format", format] + store + model) }
             for format in ["text", "json", "markdown"] { runs.append(["lint", input.path, "--format", format] + store + model) }
             for format in ["text", "json", "markdown"] {

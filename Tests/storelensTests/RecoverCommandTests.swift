@@ -43,11 +43,11 @@ struct RecoverCommandTests {
         #expect(deletedItems(versions) == deleted)
         let lines = try #require(outputs["jsonl"]).split(separator: "\n").map { try WALDiffValuesTests.json(String($0)) }
         #expect(lines.count == versions.count)
-        // JSON Lines: flat members, the ending as endedBy and endCommit.
+        // JSON Lines: flat, provenance as _… members (the ending as _ended_by and _end_commit), values by property.
         func flatDeleted(_ objects: [[String: Any]]) -> Set<String> {
-            Set(objects.filter { $0["entity"] as? String == "Item" && $0["state"] as? String == "deleted" && $0["endedBy"] as? String == "deleted" }
+            Set(objects.filter { $0["_entity"] as? String == "Item" && $0["_state"] as? String == "deleted" && $0["_ended_by"] as? String == "deleted" }
                 .compactMap { v in
-                    guard let name = (v["values"] as? [String: Any])?["name"] as? String, let commit = v["endCommit"] as? Int else { return nil }
+                    guard let name = v["name"] as? String, let commit = v["_end_commit"] as? Int else { return nil }
                     return "\(name) @\(commit)"
                 })
         }

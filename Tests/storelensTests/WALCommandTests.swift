@@ -209,7 +209,19 @@ struct WALCommandTests {
         let again = try CLI.run(["wal", store.path, "--as-of", "1", "--out", out.path])
         #expect(again.status == 2)
         #expect(again.stderr.contains("already exists"))
+        #expect(again.stderr.contains("--force"), "the refusal says how to replace it: \(again.stderr)")
         #expect(try SHA256.hexOfFile(at: out) == hash)
+
+        // --force replaces it, as report's does: the file then holds the other commit, whole.
+        let other = commit == 0 ? wal.commitFrames.count : 0
+        let forced = try CLI.run(["wal", store.path, "--as-of", String(other), "--out", out.path, "--force"])
+        #expect(forced.status == 0, "stderr: \(forced.stderr)")
+        let otherOracle = try SQLiteOracle(copying: store, wal: .frames(other == 0 ? 0 : wal.commitFrames[other - 1]))
+        let otherTruth = try otherOracle.connection.rows(counts).first?.values
+        let replaced = try Connection.open(path: out.path, mode: .readOnly)
+        #expect(try replaced.rows(counts).first?.values == otherTruth)
+        #expect(try replaced.integrityCheck() == ["ok"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path) == [out.lastPathComponent], "no temporary file is left beside it")
         try Self.expectUnchanged(store, before)
     }
 

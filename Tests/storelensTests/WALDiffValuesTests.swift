@@ -83,13 +83,19 @@ struct WALDiffValuesTests {
         #expect((item["deleted"] as? [Int])?.map(Int64.init).sorted() == deleted.keys.sorted())
         #expect((stores.first?["transactions"] as? [[String: Any]])?.isEmpty == false)
 
-        // JSON Lines: one flat object per record, the same records.
+        // JSON Lines: one flat object per changed property (the csv's columns), the same records.
         let lines = try #require(outputs["jsonl"]).split(separator: "\n").map { try Self.json(String($0)) }
-        #expect(lines.count == changes.reduce(0) { $0 + (($1["records"] as? [Any])?.count ?? 0) })
+        let allRecords = changes.flatMap { ($0["records"] as? [[String: Any]]) ?? [] }
+        #expect(lines.count == allRecords.reduce(0) { total, r in
+            total + max(1, ((r["values"] ?? r["changes"]) as? [String: Any])?.count ?? 0)
+        })
+        let keys = RecordDiffColumns.jsonl
+        #expect(lines.allSatisfy { Set($0.keys) == Set(keys) }, "every line has the same keys")
         var fromLines: [Int64: String] = [:]
-        for line in lines where line["entity"] as? String == "Item" && line["change"] as? String == "deleted" {
+        for line in lines where line["entity"] as? String == "Item" && line["change"] as? String == "deleted" && line["property"] as? String == "name" {
             #expect(line["commit"] as? Int == frames.count && line["from"] as? Int == 0)
-            if let pk = line["pk"] as? Int, let name = (line["values"] as? [String: Any])?["name"] as? String { fromLines[Int64(pk)] = name }
+            #expect(line["new"] is NSNull, "a deleted record has no new value")
+            if let pk = line["pk"] as? Int, let name = line["old"] as? String { fromLines[Int64(pk)] = name }
         }
         #expect(fromLines == deleted)
 
@@ -168,9 +174,11 @@ struct WALDiffValuesTests {
                     """, [.integer(id)]).string
                 #expect(t["bundleID"] as? String == bundle, "commit \(commit) transaction \(id)")
             }
-            // JSON Lines carry the same Item records, each with its commit.
+            // JSON Lines carry the same Item records, each with its commit: one line per changed property.
             let itemLines = lines.compactMap { $0 }.filter { $0["commit"] as? Int == commit && $0["entity"] as? String == "Item" }
-            #expect(itemLines.count == records.count, "commit \(commit) jsonl")
+            #expect(itemLines.count == records.reduce(0) { $0 + max(1, (($1["values"] ?? $1["changes"]) as? [String: Any])?.count ?? 0) }, "commit \(commit) jsonl")
+            #expect(Set(itemLines.compactMap { line in (line["pk"] as? Int).map { "\($0) \(line["change"] as? String ?? "")" } })
+                    == Set(records.compactMap { r in (r["pk"] as? Int).map { "\($0) \(r["change"] as? String ?? "")" } }), "commit \(commit) jsonl records")
             if !records.isEmpty { #expect(text.stdout.contains("\n  commit \(commit) ("), "commit \(commit) text") }
             previous = now
             previousItems = items
@@ -198,14 +206,23 @@ struct WALDiffValuesTests {
             rowsByState[key] = out
             return out
         }
-        var compared = 0
+        // One line per property: a record's values are its lines' `new` (inserted) or `old` (deleted).
+        struct Record: Hashable { let commit: Int; let entity: String; let change: String; let pk: Int }
+        var records: [Record: [String: Any]] = [:]
+        var order: [Record] = []
         for line in each.stdout.split(separator: "\n") {
-            let record = try Self.json(String(line))
-            guard let entity = record["entity"] as? String, ["Item", "Component", "CraftingRecipe"].contains(entity),
-                  let change = record["change"] as? String, change != "updated",
-                  let commit = record["commit"] as? Int, let pk = record["pk"] as? Int else { continue }
-            let state = try rows(entity, asOf: change == "deleted" ? commit - 1 : commit)
-            #expect(record["values"] as? NSDictionary == state[pk], "commit \(commit) \(change) \(entity)#\(pk)")
+            let flat = try Self.json(String(line))
+            guard let entity = flat["entity"] as? String, ["Item", "Component", "CraftingRecipe"].contains(entity),
+                  let change = flat["change"] as? String, change != "updated",
+                  let commit = flat["commit"] as? Int, let pk = flat["pk"] as? Int, let property = flat["property"] as? String else { continue }
+            let key = Record(commit: commit, entity: entity, change: change, pk: pk)
+            if records[key] == nil { order.append(key) }
+            records[key, default: [:]][property] = change == "deleted" ? flat["old"] : flat["new"]
+        }
+        var compared = 0
+        for key in order {
+            let state = try rows(key.entity, asOf: key.change == "deleted" ? key.commit - 1 : key.commit)
+            #expect(NSDictionary(dictionary: records[key] ?? [:]) == state[key.pk], "commit \(key.commit) \(key.change) \(key.entity)#\(key.pk)")
             compared += 1
         }
         #expect(compared > 0)
@@ -240,8 +257,9 @@ struct WALDiffValuesTests {
             let csv = try CLI.run(["wal", input.path, "--format", "csv"] + arguments)
             #expect(csv.stdout.contains(",inserted,title,,\"'=HYPERLINK(\"\"http://x\"\")"))
             let jsonl = try CLI.run(["wal", input.path, "--format", "jsonl"] + arguments)
-            let line = try #require(jsonl.stdout.split(separator: "\n").map { try Self.json(String($0)) }.first { $0["table"] as? String == "ZTODOITEM" })
-            #expect((line["values"] as? [String: Any])?["title"] as? String == stored)
+            let line = try #require(jsonl.stdout.split(separator: "\n").map { try Self.json(String($0)) }
+                .first { $0["table"] as? String == "ZTODOITEM" && $0["property"] as? String == "title" })
+            #expect(line["new"] as? String == stored)
             #expect(stored == title)
         }
         #expect(try FolderSnapshot(evidence) == snapshot, "the evidence must stay byte-identical")
@@ -256,4 +274,9 @@ struct WALDiffValuesTests {
             #expect(!result.stderr.isEmpty)
         }
     }
+}
+
+/// The keys of a `wal --diff --format jsonl` line, as docs/json-output.md lists them.
+enum RecordDiffColumns {
+    static let jsonl = ["path", "from", "commit", "commitFrame", "entity", "table", "pk", "change", "property", "old", "new", "transactions"]
 }

@@ -1,4 +1,5 @@
 import Acquisition
+import CoreDataStore
 import Foundation
 import StoreFormats
 
@@ -85,6 +86,20 @@ enum CommonOptions {
 
     static let passwordFile = OptionSpec.value("--password-file", valueName: "file",
                                                help: "An encrypted backup's password, read from this file (one trailing newline is dropped). Without it: the STORELENS_BACKUP_PASSWORD variable, else a prompt when stdin is a terminal; never a plain command-line value.")
+
+    /// `--tz`: the zone people read dates in; JSON stays UTC (docs/json-output.md).
+    static let timeZone = OptionSpec.value("--tz", valueName: "zone",
+                                           help: "Show dates in this IANA time zone (Europe/Berlin, America/New_York) in text, CSV, Markdown and HTML, with their offset; JSON stays ISO 8601 UTC.",
+                                           default: "UTC")
+
+    /// The zone `--tz` names (UTC when the command has no --tz).
+    static func displayZone(_ parsed: ParsedArguments) throws(ParseError) -> DisplayZone {
+        guard let name = parsed.value("--tz") else { return .utc }
+        guard let zone = DisplayZone(identifier: name) else {
+            throw .invalid("The value '\(name)' is invalid for '--tz'; give an IANA time zone name such as Europe/Berlin or America/New_York (default UTC).")
+        }
+        return zone
+    }
 
     static let quiet = OptionSpec.flag("--quiet", "-q", help: "Show no progress line (one is shown on stderr only when stderr is a terminal).")
 

@@ -2,6 +2,7 @@ import Acquisition
 import Coexistence
 import Repair
 import CoreDataStore
+import Reports
 import Foundation
 import ModelReview
 import WALForensics
@@ -63,6 +64,7 @@ enum Diagnostics {
             return (e.description, false)
         case let e as WALForensicsError: return (e.description, !e.isInputError)
         case let e as InputError: return (e.message, false)
+        case let e as DecodedExportError: return (e.description, true)
         case let e as OutputPathError: return (e.description, false)
         case let e as ArchiveError: return (e.description, false)
         case let e as BackupError: return (e.description, false)

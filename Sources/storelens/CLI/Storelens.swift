@@ -1,11 +1,12 @@
 import Acquisition
 import CBuildInfo
+import CoreDataStore
 import Foundation
 
 /// The root command: dispatches to subcommands, prints help and version, and funnels errors.
 enum Storelens {
     /// Every subcommand, in the order help lists them.
-    static let commands: [any Command.Type] = [ScanCommand.self, InspectCommand.self, SchemaCommand.self, RowsCommand.self, HistoryCommand.self, WALCommand.self, RecoverCommand.self, AuditCommand.self, CheckCommand.self, MigrationCommand.self, LintCommand.self, RepairCommand.self, ReportCommand.self, MergeCommand.self]
+    static let commands: [any Command.Type] = [ScanCommand.self, InspectCommand.self, SchemaCommand.self, RowsCommand.self, HistoryCommand.self, WALCommand.self, RecoverCommand.self, ExportCommand.self, TimelineCommand.self, AuditCommand.self, CheckCommand.self, MigrationCommand.self, LintCommand.self, RepairCommand.self, ReportCommand.self, MergeCommand.self]
     static let version = "0.1.0"
     /// The commit `make dist` built from, or "unknown".
     static let commit = String(cString: storelens_build_commit())
@@ -47,6 +48,7 @@ enum Storelens {
         let configuration = command.configuration
         let instance: any Command
         let quiet: Bool
+        let zone: DisplayZone
         let parsed: ParsedArguments
         do {
             parsed = try ParsedArguments.parse(Array(arguments.dropFirst()), options: configuration.options)
@@ -56,6 +58,7 @@ enum Storelens {
             }
             instance = try command.init(parsed)
             quiet = parsed.flag("--quiet")
+            zone = try CommonOptions.displayZone(parsed)
         } catch {
             return Diagnostics.report(error, command: configuration, to: output)
         }
@@ -63,7 +66,9 @@ enum Storelens {
             // Before any work: no output may land on or in the evidence.
             try OutputPaths.check(parsed)
             // Library code reports long work to ProgressReporter.current; this draws it on a terminal.
-            return try TerminalProgress.reporter(quiet: quiet).bind { try instance.run(output) }
+            return try DisplayZone.$current.withValue(zone) {
+                try TerminalProgress.reporter(quiet: quiet).bind { try instance.run(output) }
+            }
         } catch {
             ScratchRegistry.shared.removeAll()
             return Diagnostics.report(error, to: output)

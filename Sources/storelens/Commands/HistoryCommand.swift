@@ -13,21 +13,25 @@ struct HistoryCommand: Command {
         name resolved through ATRANSACTIONSTRING, and their ACHANGE rows. For an update, the
         properties marked in ZCOLUMNS are decoded by the model's bit order; when the bitmap's
         length does not fit the model, that is said instead of guessing. --summary gives, per
-        entity, which writers inserted, updated and deleted it and when first and last.
+        entity, which writers inserted, updated and deleted it and when first and last. jsonl and
+        csv write one flat record per change with its transaction's columns (path, transaction,
+        timestamp, author, bundleID, processName, contextName, change, entity, pk, …).
         """,
         arguments: [ArgumentSpec(name: "input", help: "A store file, an app container, an archive or a backup folder.", repeating: false, optional: false)],
-        options: [CommonOptions.format,
+        options: [OptionSpec.value("--format", "-f", valueName: "format", help: "Output format: text, json, or one flat record per change as jsonl or csv (docs/history.md).",
+                                   allowed: HistoryWriter.Format.allCases.map(\.rawValue), default: "text"),
                   OptionSpec.value("--entity", valueName: "name", help: "Only changes to this entity (and its subentities): entity, legacy or class name."),
                   OptionSpec.value("--author", valueName: "author", help: "Only transactions with this author."),
                   OptionSpec.value("--bundle", valueName: "bundle-id", help: "Only transactions from this bundle identifier."),
                   OptionSpec.value("--since", valueName: "date", help: "Only transactions at or after this time (ISO 8601, e.g. 2024-07-29 or 2024-07-29T10:00:00Z)."),
                   OptionSpec.flag("--summary", help: "Per entity: writers with insert, update and delete counts, first and last."),
-                  ModelOption.model] + CommonOptions.input,
+                  ModelOption.model] + [CommonOptions.timeZone] + CommonOptions.input,
         examples: ["storelens history default.store --summary",
-                   "storelens history default.store --entity Item --since 2024-07-29 --format json"])
+                   "storelens history default.store --entity Item --since 2024-07-29 --format json",
+                   "storelens history default.store --format jsonl | sqlite-utils insert history.db changes - --nl"])
 
     let path: String
-    let format: String
+    let format: HistoryWriter.Format
     let entityName: String?
     let author: String?
     let bundle: String?
@@ -40,7 +44,7 @@ struct HistoryCommand: Command {
         guard let first = parsed.positionals.first else { throw .missingArgument("input") }
         guard parsed.positionals.count == 1 else { throw .unexpectedArgument(parsed.positionals[1]) }
         path = first
-        format = parsed.value("--format") ?? "text"
+        format = HistoryWriter.Format(rawValue: parsed.value("--format") ?? "text") ?? .text
         entityName = parsed.value("--entity")
         author = parsed.value("--author")
         bundle = parsed.value("--bundle")
@@ -53,6 +57,7 @@ struct HistoryCommand: Command {
             since = nil
         }
         summary = parsed.flag("--summary")
+        if summary, format == .jsonl || format == .csv { throw .invalid("--summary is a table per entity; use --format text or json with it (jsonl and csv list every change).") }
         modelPath = parsed.value("--model")
         input = try InputSettings(parsed)
     }
@@ -83,10 +88,10 @@ struct HistoryCommand: Command {
         title += "  model  \(opened.model.source.rawValue)" + (opened.model.source == .inferred ? " (INFERRED from the SQL schema; update masks may not decode)" : "") + "\n"
         if summary {
             let result = try ModelOption.reading(acquired.displayPath) { try reader.summary(filter) }
-            output.write(format == "json" ? HistorySummaryReport.json(result, header: header).rendered() + "\n"
+            output.write(format == .json ? HistorySummaryReport.json(result, header: header).rendered() + "\n"
                                           : HistorySummaryReport.text(result, title: title))
         } else {
-            let writer = HistoryWriter(json: format == "json", header: header, write: output.write)
+            let writer = HistoryWriter(format: format, header: header, path: acquired.displayPath, write: output.write)
             writer.begin(title: title)
             try ModelOption.reading(acquired.displayPath) { try reader.forEachTransaction(filter) { writer.add($0) } }
             writer.end()

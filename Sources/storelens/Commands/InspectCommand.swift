@@ -17,7 +17,7 @@ struct InspectCommand: Command {
         arguments: [ArgumentSpec(name: "input", help: "A store file, an app container or .xcappdata folder, a tar or zip archive of one, or a Finder/iTunes backup folder.", repeating: true, optional: false)],
         options: [CommonOptions.formatWithMarkdown,
                   .value("--as-of", valueName: "commit", help: "Show the store as it stood after WAL commit N (0: the main file alone).")]
-            + CommonOptions.input + BatchOptions.all,
+            + [CommonOptions.timeZone] + CommonOptions.input + BatchOptions.all,
         examples: ["storelens inspect ~/Pulled/AppData/Library/Application\\ Support/default.store",
                    "storelens inspect Model.sqlite --format json",
                    "storelens inspect tickets/*.tar.gz --jsonl inspect.jsonl --jobs 2"])

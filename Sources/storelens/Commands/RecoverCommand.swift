@@ -25,7 +25,7 @@ struct RecoverCommand: Command {
                   OptionSpec.value("--pk", valueName: "n", help: "Only versions of the record with this Z_PK."),
                   OptionSpec.value("--state", valueName: "state", help: "Only versions in this state: live, superseded or deleted (repeatable, or comma-separated).", repeatable: true),
                   OptionSpec.value("--out", valueName: "file", help: "Write the versions to this new SQLite file (never overwritten): one table per entity with provenance columns; prints a summary.")]
-            + CommonOptions.input,
+            + [CommonOptions.timeZone] + CommonOptions.input,
         examples: ["storelens recover default.store",
                    "storelens recover default.store --state deleted,superseded",
                    "storelens recover default.store --entity Item --pk 3 --format json",

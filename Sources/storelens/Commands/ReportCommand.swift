@@ -34,7 +34,7 @@ struct ReportCommand: Command {
                   ModelOption.model,
                   .value("--migration-to", valueName: "model", help: "Also plan each store's migration to this model (.xcdatamodeld, .momd or a store; docs/migration.md)."),
                   .flag("--lint", help: "Also lint each store's model for CloudKit (docs/lint.md).")]
-            + CommonOptions.input,
+            + [CommonOptions.timeZone] + CommonOptions.input,
         examples: ["storelens report Todo.xcappdata --out report.html",
                    "storelens report Todo.xcappdata --lint --migration-to MyApp.app/Model.momd --out release-check.html",
                    "storelens report container.tar.gz --manifest storelens.json --out ticket-4711.html"])
@@ -283,6 +283,29 @@ enum ReportFile {
     }
 
     static func write(_ text: String, to path: String, force: Bool, originals: [String]) throws {
+        try write(Data(text.utf8), to: path, force: force, originals: originals)
+    }
+
+    static func write(_ data: Data, to path: String, force: Bool, originals: [String]) throws {
+        try place(at: path, force: force, originals: originals) { fd, _ in
+            let bytes = [UInt8](data)
+            var written = 0
+            while written < bytes.count {
+                let n = bytes[written...].withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+                if n < 0, errno == EINTR { continue }
+                if n <= 0 { break }
+                written += n
+            }
+            guard written == bytes.count else {
+                throw InputError(message: "cannot write \(path) (\(String(cString: strerror(errno)))); check free space.")
+            }
+        }
+    }
+
+    /// Creates a temporary file beside `path`, lets `fill` write it (through the descriptor, or by
+    /// opening the temporary path itself, e.g. with SQLite), then links it into place — or, when
+    /// forced, renames it over an existing file. The target is never half-written.
+    static func place(at path: String, force: Bool, originals: [String], fill: (Int32, String) throws -> Void) throws {
         try checkWritable(path, force: force)
         let url = URL(fileURLWithPath: path)
         let resolvedTarget = url.resolvingSymlinksInPath().path
@@ -301,16 +324,15 @@ enum ReportFile {
         let mask = umask(0)
         umask(mask)
         fchmod(fd, 0o666 & ~mask)
-        let bytes = Array(text.utf8)
-        var written = 0
-        while written < bytes.count {
-            let n = bytes[written...].withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
-            if n <= 0 { break }
-            written += n
+        do {
+            try fill(fd, temp)
+        } catch {
+            close(fd)
+            throw error
         }
         let synced = fsync(fd) == 0
         close(fd)
-        guard written == bytes.count, synced else {
+        guard synced else {
             throw InputError(message: "cannot write \(path) (\(String(cString: strerror(errno)))); check free space.")
         }
         if force {

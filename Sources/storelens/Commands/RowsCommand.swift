@@ -25,7 +25,7 @@ struct RowsCommand: Command {
                   OptionSpec.value("--limit", valueName: "n", help: "Print at most this many rows."),
                   OptionSpec.value("--as-of", valueName: "commit", help: "Read the store as it stood after WAL commit N (0: the main file alone)."),
                   OptionSpec.flag("--raw-csv", help: "With --format csv or tsv: write cells exactly as stored; by default a cell a spreadsheet would run as a formula (=, +, -, @, tab, CR) gets a leading ' (docs/rows.md)."),
-                  ModelOption.model] + CommonOptions.input,
+                  ModelOption.model] + [CommonOptions.timeZone] + CommonOptions.input,
         examples: ["storelens rows default.store Item",
                    "storelens rows default.store Component --where item=Item#7 --format json",
                    "storelens rows default.store Item --as-of 3 --format csv",

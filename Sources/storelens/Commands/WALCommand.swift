@@ -25,13 +25,14 @@ struct WALCommand: Command {
                                    help: "Output format: text, json, markdown (the report only), jsonl or csv (--diff only).",
                                    allowed: ["text", "json", "markdown", "jsonl", "csv"], default: "text"),
                   OptionSpec.value("--as-of", valueName: "commit", help: "With --out: the commit to write the database as of (0: the main file alone; default: the last commit)."),
-                  OptionSpec.value("--out", valueName: "file", help: "Write the point-in-time database to this new file (never overwritten)."),
+                  OptionSpec.value("--out", valueName: "file", help: "Write the point-in-time database to this file (never overwritten unless --force)."),
+                  OptionSpec.flag("--force", help: "With --out: replace the file if it exists (never an input), as report does."),
                   OptionSpec.flag("--diff", help: "List the rows the WAL inserted, updated and deleted, per entity."),
                   OptionSpec.value("--from", valueName: "commit", help: "With --diff: the earlier state (default 0, the main file alone)."),
                   OptionSpec.value("--to", valueName: "commit", help: "With --diff: the later state (default: the last commit)."),
                   OptionSpec.flag("--each", help: "With --diff: every commit's changes in one pass (commit k against k-1), with its history transactions."),
                   OptionSpec.flag("--no-integrity-check", help: "Skip SQLite's quick_check of the WAL view (faster on very large stores).")]
-            + CommonOptions.input,
+            + [CommonOptions.timeZone] + CommonOptions.input,
         examples: ["storelens wal default.store",
                    "storelens wal default.store --as-of 12 --out /tmp/default-commit12.sqlite",
                    "storelens wal default.store --diff",
@@ -40,7 +41,7 @@ struct WALCommand: Command {
 
     enum Mode {
         case report
-        case write(commit: Int?, output: String)
+        case write(commit: Int?, output: String, force: Bool)
         case diff(from: Int?, to: Int?)
         case each
     }
@@ -85,13 +86,14 @@ struct WALCommand: Command {
             guard !parsed.flag("--each") else { throw .invalid("--each lists every commit's changes; add --diff.") }
             if let out {
                 guard !out.isEmpty else { throw .invalid("--out needs a file name.") }
-                mode = .write(commit: asOf, output: out)
+                mode = .write(commit: asOf, output: out, force: parsed.flag("--force"))
             } else if asOf != nil {
                 throw .invalid("--as-of needs --out FILE to write the database as of that commit (or use 'storelens rows … --as-of N' to read it).")
             } else {
                 mode = .report
             }
         }
+        if parsed.flag("--force"), out == nil { throw .invalid("--force replaces the file --out names; add --out FILE (or drop --force).") }
         if format == "markdown" {
             guard case .report = mode else { throw .invalid("--format markdown is for the WAL report; use text, json, jsonl or csv with --diff, and text or json with --out.") }
         }
@@ -104,9 +106,7 @@ struct WALCommand: Command {
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        if case .write(_, let out) = mode, FileManager.default.fileExists(atPath: out) || isSymbolicLink(out) {
-            throw WALForensicsError.outputExists(path: out)
-        }
+        if case .write(_, let out, let force) = mode { try ReportFile.checkWritable(out, force: force) }
         let session = try input.makeSession()
         defer { session.scratch.remove() }
         let stores = try session.stores(from: paths, select: input.select, options: input.open, limits: input.limits)
@@ -172,7 +172,7 @@ struct WALCommand: Command {
             writer.end()
             try session.finish()
 
-        case .write(let commit, let out):
+        case .write(let commit, let out, let force):
             guard stores.count == 1, let store = stores.first else {
                 throw InputError(message: "--out writes one file, but the input holds \(stores.count) stores (\(stores.prefix(5).map(\.displayPath).joined(separator: ", "))); choose one with --store.")
             }
@@ -181,7 +181,7 @@ struct WALCommand: Command {
             // Prove SQLite reads the image before writing it anywhere.
             _ = try PointInTime.open(image: image, name: store.displayPath, commit: commit)
             try session.finish()
-            try PointInTime.write(image, to: URL(fileURLWithPath: out))
+            try ReportFile.write(image, to: out, force: force, originals: session.ledger.entries.map(\.path))
             let chosen = commit ?? evidence.commitCount
             let written = WALReport.WrittenImage(
                 path: store.displayPath, commit: chosen,
@@ -201,9 +201,5 @@ struct WALCommand: Command {
     static func seconds(_ duration: Duration) -> String {
         let (whole, attoseconds) = duration.components
         return String(format: "%.6f", Double(whole) + Double(attoseconds) / 1e18)
-    }
-
-    private func isSymbolicLink(_ path: String) -> Bool {
-        (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) != nil
     }
 }

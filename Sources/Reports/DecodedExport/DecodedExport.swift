@@ -1,0 +1,246 @@
+import Acquisition
+import CoreDataStore
+import Foundation
+import SQLiteAccess
+
+/// `storelens export`: a store's records decoded into a plain SQLite file that datasette, DB
+/// Browser, sqlite-utils or pandas open without knowing Core Data (docs/export.md).
+///
+/// - One table per concrete entity, named by the entity, holding the rows whose `Z_ENT` is that
+///   entity (a subentity's rows are in the subentity's table, with its inherited columns), `_pk`
+///   first, then one column per property as `rows` names it. Values are stored decoded and
+///   untyped by the column: integers and doubles natively, Booleans 0/1, dates ISO 8601 UTC text,
+///   UUIDs and decimals as text, to-one relationships as the target's `Z_PK` (with a
+///   `<name>_entity` column naming the target's entity when the destination has subentities),
+///   bytes, composites and transformable trees as the JSON `rows` writes for them.
+/// - One link table per many-to-many relationship (named `<Entity>_<relationship>`) with the two
+///   sides' keys.
+/// - `_storelens`: what was exported, from which files (SHA-256 of each as read), by which
+///   version, and one line per table with its entity and row count.
+///
+/// The file must exist and be empty (the caller creates it where it may go); it is written in
+/// one transaction without a journal, and a failure is `DecodedExportError.outputFailed`: ours,
+/// never a finding about the store.
+public enum DecodedExport {
+    public struct Table: Sendable, Equatable {
+        /// The table's name in the export.
+        public let name: String
+        /// The entity whose rows it holds; nil for a link table.
+        public let entity: String?
+        /// For a link table: the relationship (`Entity.relationship`).
+        public let relationship: String?
+        public let rows: Int
+    }
+
+    public struct Summary: Sendable {
+        public let tables: [Table]
+        public var rows: Int { tables.reduce(0) { $0 + $1.rows } }
+    }
+
+    /// Writes `opened` into the empty SQLite file at `path`.
+    /// - Parameter provenance: key/value facts for `_storelens` (input, tool version, hashes …), in order.
+    public static func write(_ opened: OpenedStore, to path: String, provenance: [(String, String)]) throws -> Summary {
+        let connection = try output(path) { () throws -> Connection in
+            let connection = try Connection.open(path: path, mode: .readWrite)
+            try connection.execute("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; BEGIN")
+            return connection
+        }
+        var names = UniqueNames(reserved: ["_storelens"])
+        var tables: [Table] = []
+        let map = opened.map
+        // Each hierarchy is read once, from its root; each row goes to its own entity's table.
+        let entities = map.entities.filter { $0.tableExists && $0.number != nil }
+        var targets: [String: EntityTable] = [:]
+        for mapping in entities {
+            let table = try EntityTable(mapping, map: map, decoder: opened.decoder, name: names.take(mapping.entity.name), output: path)
+            try output(path) { try table.create(connection) }
+            targets[mapping.entity.name] = table
+        }
+        let exported = Set(entities.map(\.entity.name))
+        for root in entities where root.lineage.first.map({ $0 == root.entity.name || !exported.contains($0) }) ?? true {
+            let reader = RowReader(map: map, entity: root, decoder: opened.decoder)
+            try reading(opened.displayPath) {
+                try reader.forEach(opened.connection) { row in
+                    guard let table = targets[row.entity] else { return }
+                    try output(path) { try table.insert(row, fields: reader.fields, connection) }
+                }
+            }
+        }
+        for mapping in entities { if let t = targets[mapping.entity.name] { tables.append(Table(name: t.name, entity: mapping.entity.name, relationship: nil, rows: t.rows)) } }
+
+        // Many-to-many: one link table per join table (the two sides share one).
+        var linked = Set<String>()
+        for mapping in entities {
+            for r in mapping.relationships where r.kind == .manyToMany && r.declaredBy == mapping.entity.name {
+                guard let join = r.joinTable, let source = r.joinSourceColumn, let destination = r.joinDestinationColumn,
+                      linked.insert(join.lowercased()).inserted else { continue }
+                let name = names.take("\(mapping.entity.name)_\(r.relationship.name)")
+                var left = mapping.entity.name + "_pk", right = r.relationship.destination + "_pk"
+                if left == right { left = "source_pk"; right = "destination_pk" }
+                let order = r.orderColumn
+                try output(path) {
+                    try connection.execute("CREATE TABLE \(Identifier.quoted(name)) (\(Identifier.quoted(left)) INTEGER, \(Identifier.quoted(right)) INTEGER"
+                                           + (order != nil ? ", \"order\" INTEGER" : "") + ")")
+                }
+                var count = 0
+                let insert = try output(path) { try connection.prepare("INSERT INTO \(Identifier.quoted(name)) VALUES (?, ?\(order != nil ? ", ?" : ""))") }
+                let select = "SELECT \(Identifier.quoted(source)), \(Identifier.quoted(destination))\(order.map { ", " + Identifier.quoted($0) } ?? "") FROM \(Identifier.quoted(join)) ORDER BY 1, 2"
+                try reading(opened.displayPath) {
+                    try opened.connection.prepare(select).forEach { row in
+                        try output(path) {
+                            try insert.bind(row.values)
+                            while try insert.step() != nil {}
+                        }
+                        count += 1
+                    }
+                }
+                tables.append(Table(name: name, entity: nil, relationship: "\(mapping.entity.name).\(r.relationship.name)", rows: count))
+            }
+        }
+
+        try output(path) {
+            try connection.execute("CREATE TABLE _storelens (key TEXT NOT NULL, value TEXT)")
+            let insert = try connection.prepare("INSERT INTO _storelens VALUES (?, ?)")
+            var facts = provenance
+            facts.append(("modelSource", opened.model.source.rawValue))
+            facts.append(("modelOrigin", opened.model.origin))
+            for t in tables {
+                facts.append(("table " + t.name, (t.entity.map { "entity \($0)" } ?? "link table of \(t.relationship ?? "?")") + ", \(t.rows) rows"))
+            }
+            for (key, value) in facts {
+                try insert.bind([.text(key), .text(value)])
+                while try insert.step() != nil {}
+            }
+            try connection.execute("COMMIT")
+        }
+        return Summary(tables: tables)
+    }
+
+    /// Runs a read of the store: SQLite's refusal there is the store's damage, said as `rows` says it.
+    static func reading<T>(_ displayPath: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as SQLiteError {
+            throw error.isCorrupt || error.isNotADatabase
+                ? AcquisitionError.corrupt(path: displayPath, detail: "SQLite: \(error.message)")
+                : AcquisitionError.sqlite(error.with(path: displayPath))
+        }
+    }
+
+    /// Runs an output write: an SQLite failure there is the output's (a full disk), not the store's.
+    static func output<T>(_ path: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as SQLiteError {
+            throw DecodedExportError.outputFailed(path: path, reason: error.message)
+        }
+    }
+
+    /// Table and column names as SQLite takes them: a NUL (SQL text ends there) becomes U+FFFD,
+    /// names SQLite reserves get a prefix, and names equal but for case get `_2`, `_3`.
+    struct UniqueNames {
+        var used: Set<String>
+        init(reserved: [String]) { used = Set(reserved.map { $0.lowercased() }) }
+        mutating func take(_ wanted: String) -> String {
+            var base = wanted.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}")
+            if base.isEmpty { base = "column" }
+            if base.lowercased().hasPrefix("sqlite_") { base = "entity_" + base }
+            var name = base
+            var n = 2
+            while used.contains(name.lowercased()) {
+                name = "\(base)_\(n)"
+                n += 1
+            }
+            used.insert(name.lowercased())
+            return name
+        }
+    }
+
+    /// One concrete entity's table: its columns, and the insert statement for them.
+    final class EntityTable {
+        let name: String
+        let output: String
+        /// Per property (`declaredBy` + name): the column's index, and the `_entity` column's when the
+        /// relationship's destination has subentities.
+        var columns: [String: (index: Int, entityIndex: Int?)] = [:]
+        var columnNames: [String] = ["_pk"]
+        var statement: Statement?
+        private(set) var rows = 0
+
+        init(_ mapping: EntityMapping, map: SchemaMap, decoder: ValueDecoder, name: String, output: String) throws {
+            self.name = name
+            self.output = output
+            let lineage = Set(mapping.lineage + [mapping.entity.name])
+            var names = UniqueNames(reserved: ["_pk"])
+            for field in RowReader(map: map, entity: mapping, decoder: decoder).fields where lineage.contains(field.declaredBy) {
+                let index = columnNames.count
+                columnNames.append(names.take(field.name))
+                var entityIndex: Int?
+                let destination: String? = {
+                    switch field.kind {
+                    case .toOne(let r): return r.relationship.destination
+                    case .owner(let source, _): return source
+                    default: return nil
+                    }
+                }()
+                if let destination, map.model.subtree(of: destination).count > 1 {
+                    entityIndex = columnNames.count
+                    columnNames.append(names.take(field.name + "_entity"))
+                }
+                columns[Self.key(field.declaredBy, field.name)] = (index, entityIndex)
+            }
+        }
+
+        static func key(_ owner: String, _ name: String) -> String { owner + "\u{0}" + name }
+
+        func create(_ connection: Connection) throws {
+            let definitions = ["\"_pk\" INTEGER PRIMARY KEY"] + columnNames.dropFirst().map(Identifier.quoted)
+            try connection.execute("CREATE TABLE \(Identifier.quoted(name)) (\(definitions.joined(separator: ", ")))")
+            statement = try connection.prepare("INSERT INTO \(Identifier.quoted(name)) (\(columnNames.map(Identifier.quoted).joined(separator: ", "))) VALUES ("
+                                               + columnNames.map { _ in "?" }.joined(separator: ", ") + ")")
+        }
+
+        func insert(_ row: DecodedRow, fields: [RowReader.Field], _ connection: Connection) throws {
+            guard let statement else { return }
+            var values = [DatabaseValue](repeating: .null, count: columnNames.count)
+            values[0] = .integer(row.pk)
+            for (offset, value) in row.values.enumerated() where offset < row.fieldIndexes.count {
+                let field = fields[row.fieldIndexes[offset]]
+                guard let column = columns[Self.key(field.declaredBy, field.name)] else { continue }
+                values[column.index] = DecodedExport.stored(value.value)
+                if let entityIndex = column.entityIndex, case .object(let entity, _) = value.value { values[entityIndex] = .text(entity) }
+            }
+            try statement.bind(values)
+            while try statement.step() != nil {}
+            rows += 1
+        }
+    }
+
+    /// A decoded value as it is stored in the export (UTC whatever `--tz` says: the file is data).
+    public static func stored(_ value: FieldValue) -> DatabaseValue {
+        switch value {
+        case .null: return .null
+        case .integer(let i): return .integer(i)
+        case .real(let d): return .real(d)
+        case .bool(let b): return .integer(b ? 1 : 0)
+        case .text(let s): return .text(s)
+        case .date(let iso, _): return .text(iso)
+        case .uuid(let s), .decimal(let s): return .text(s)
+        case .object(_, let pk): return .integer(pk)
+        case .binary, .archived, .composite: return .text(ValueRendering.json(value).rendered(pretty: false))
+        }
+    }
+}
+
+/// The export file could not be written: storelens' own failure (the disk, the folder), never
+/// the store's.
+public enum DecodedExportError: Error, Equatable, CustomStringConvertible, Sendable {
+    case outputFailed(path: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .outputFailed(let path, let reason):
+            return "the export \(path) cannot be written (\(reason)); give --out a path in a folder with free space (this is storelens' own failure, not a finding about the evidence)."
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import Acquisition
+import CoreDataStore
+import Foundation
+import Reports
+import WALForensics
+
+/// `storelens timeline INPUT`: every dated event of the input's stores, sorted, in Timesketch's columns.
+struct TimelineCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "timeline",
+        abstract: "List every dated event — history transactions, WAL commits, dated attributes — sorted, as CSV or JSON Lines for Timesketch.",
+        discussion: """
+        Events: each persistent-history transaction (its writer and changes), each WAL commit dated
+        by the history transactions it wrote, and every value of every Date attribute the model
+        names (creation and modification dates included), for every Core Data store of the input.
+        Sorted by time; columns datetime, timestamp (microseconds since 1970), timestamp_desc and
+        message, as Timesketch imports them, then source, store, entity, pk, attribute, transaction,
+        commit, bundleID, processName, author, contextName. csv shows datetime in --tz (with its
+        offset); jsonl keeps UTC (docs/timeline.md).
+        """,
+        arguments: [ArgumentSpec(name: "input", help: "A store file, an app container, an archive or a backup folder.", repeating: false, optional: false)],
+        options: [OptionSpec.value("--format", "-f", valueName: "format", help: "Output format.",
+                                   allowed: TimelineWriter.Format.allCases.map(\.rawValue), default: "csv"),
+                  OptionSpec.flag("--raw-csv", help: "With --format csv: write cells exactly as stored; by default a cell a spreadsheet would run as a formula gets a leading ' (docs/rows.md)."),
+                  ModelOption.model, CommonOptions.timeZone] + CommonOptions.input,
+        examples: ["storelens timeline default.store > timeline.csv",
+                   "storelens timeline App.xcappdata --tz Europe/Berlin",
+                   "storelens timeline default.store --format jsonl | sqlite-utils insert timeline.db events - --nl"])
+
+    let path: String
+    let format: TimelineWriter.Format
+    let rawCSV: Bool
+    let modelPath: String?
+    let input: InputSettings
+
+    init(_ parsed: ParsedArguments) throws(ParseError) {
+        guard let first = parsed.positionals.first else { throw .missingArgument("input") }
+        guard parsed.positionals.count == 1 else { throw .unexpectedArgument(parsed.positionals[1]) }
+        path = first
+        format = TimelineWriter.Format(rawValue: parsed.value("--format") ?? "csv") ?? .csv
+        rawCSV = parsed.flag("--raw-csv")
+        if rawCSV && format != .csv { throw .invalid("--raw-csv is for --format csv; JSON Lines never neutralise cells.") }
+        modelPath = parsed.value("--model")
+        input = try InputSettings(parsed)
+    }
+
+    func run(_ output: Output) throws -> ExitCode {
+        let session = try input.makeSession()
+        defer { session.scratch.remove() }
+        let stores = try session.stores(from: [path], select: input.select, options: input.open, limits: input.limits)
+        // Every store is read before anything is printed: the events of all of them are sorted together.
+        var all: [(store: String, event: TimelineEvent)] = []
+        var undated = 0
+        var skipped: [String] = []
+        for store in stores {
+            let opened: OpenedStore
+            do {
+                opened = try OpenedStore.open(store.copy, displayPath: store.displayPath, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) })
+            } catch ModelError.notCoreData(let path) where stores.count > 1 {
+                skipped.append(path)
+                continue
+            }
+            let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
+            let found = try ModelOption.reading(store.displayPath) {
+                try StoreTimeline.events(opened, evidence: evidence, decoder: WALCommand.decoder(store.copy))
+            }
+            undated += found.undated
+            all += found.events.map { (store.displayPath, $0) }
+        }
+        try session.finish()
+        let sorted = all.enumerated().sorted { ($0.element.event.referenceSeconds, $0.offset) < ($1.element.event.referenceSeconds, $1.offset) }
+        output.write(TimelineWriter.header(format, rawCSV: rawCSV))
+        for chunk in stride(from: 0, to: sorted.count, by: 512) {
+            var text = ""
+            for entry in sorted[chunk..<min(sorted.count, chunk + 512)] {
+                text += TimelineWriter.lines(format, store: entry.element.store, [entry.element.event], rawCSV: rawCSV)
+            }
+            output.write(text)
+        }
+        if !skipped.isEmpty { output.error("Not Core Data, no timeline: \(skipped.map(TextTable.sanitized).joined(separator: ", "))\n") }
+        if undated > 0 { output.error("\(undated) transaction\(undated == 1 ? "" : "s"), commit\(undated == 1 ? "" : "s") or value\(undated == 1 ? "" : "s") without a usable date left out.\n") }
+        if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
+        return .success
+    }
+}
