@@ -43,7 +43,7 @@ struct RowsFastPathTests {
                     if reference != fast {
                         let a = String(decoding: reference, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
                         let b = String(decoding: fast, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-                        let line = zip(a, b).firstIndex { $0 != $1 } ?? min(a.count, b.count)
+                        let line = zip(a, b).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(a.count, b.count)
                         Issue.record("\(store.displayPath) \(mapping.entity.name) \(format)\(raw ? " raw" : ""): line \(line) differs:\n  reference \(line < a.count ? String(a[line]) : "(none)")\n  fast      \(line < b.count ? String(b[line]) : "(none)")")
                     }
                     rows += new.count
@@ -145,13 +145,13 @@ struct RowsFastPathTests {
         }
     }
 
-    @Test("every real store", .enabled(if: ProjectPaths.hasRealFixtures, ProjectPaths.realFixturesMissing),
+    @Test("every real store", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)),
           arguments: ProjectPaths.realFixtureFolders())
     func realStore(_ name: String) throws {
         let folder = try #require(ProjectPaths.realFixtures()).appendingPathComponent(name)
-        guard try ProjectPaths.realStoreFile(in: folder) != nil else { return }
+        guard let store = try ProjectPaths.realStoreFile(in: folder) else { return }
         let before = try FolderSnapshot(folder)
-        _ = try Self.compareAllEntities(in: folder)
+        _ = try Self.compareAllEntities(in: store)
         #expect(try FolderSnapshot(folder) == before, "the real fixture is unchanged")
     }
 
