@@ -16,7 +16,7 @@ struct RowsFastPathTests {
     static let formats: [(RowsWriter.Format, Bool)] = [(.jsonl, false), (.array, false), (.csv, false), (.tsv, false), (.csv, true), (.tsv, true)]
 
     /// The output of every format for every entity, by both paths; a difference names the first differing line.
-    static func compareAllEntities(in input: URL) throws -> (entities: Int, rows: Int) {
+    static func compareAllEntities(in input: URL, filters: [String] = [], limit: Int? = nil) throws -> (entities: Int, rows: Int) {
         let session = try EvidenceSession()
         defer { session.scratch.remove() }
         var entities = 0
@@ -30,6 +30,7 @@ struct RowsFastPathTests {
             }
             for mapping in opened.map.entities where mapping.tableExists {
                 let reader = RowReader(map: opened.map, entity: mapping, decoder: opened.decoder)
+                guard let resolved = try? filters.map({ try reader.filter($0) }) else { continue }
                 for (format, raw) in formats {
                     var reference: [UInt8] = []
                     var fast: [UInt8] = []
@@ -39,10 +40,10 @@ struct RowsFastPathTests {
                                          writeBytes: { fast += $0 })
                     #expect(new.takesScanRows)
                     old.begin()
-                    try reader.forEach(opened.connection) { old.add($0) }
+                    try reader.forEach(opened.connection, filters: resolved, limit: limit) { old.add($0) }
                     old.end()
                     new.begin()
-                    try reader.scan(opened.connection)?.forEach { new.add($0) }
+                    try reader.scan(opened.connection, filters: resolved, limit: limit)?.forEach { new.add($0) }
                     new.end()
                     #expect(old.count == new.count, "\(store.displayPath) \(mapping.entity.name) \(format)")
                     if reference != fast {
@@ -136,6 +137,11 @@ struct RowsFastPathTests {
         try Self.writeOddValues(to: url)
         let result = try Self.compareAllEntities(in: url)
         #expect(result.entities >= 4 && result.rows > 0, "the odd store was read: \(result)")
+        // --where and --limit go through the same statement on both paths.
+        let filtered = try Self.compareAllEntities(in: url, filters: ["flag=true"], limit: 30)
+        #expect(filtered.entities >= 2 && filtered.rows > 0 && filtered.rows < result.rows, "filtered: \(filtered) of \(result)")
+        let limited = try Self.compareAllEntities(in: url, limit: 3)
+        #expect(limited.rows > 0 && limited.rows < result.rows)
     }
 
     @Test("the sample stores: demo container, hostile report sample, library store")
