@@ -180,13 +180,13 @@ public struct RowReader {
         }
     }
 
-    /// Steps through the rows, by primary key, calling `body` for each. `limit` nil means all.
-    public func forEach(_ connection: Connection, filters: [Filter] = [], limit: Int? = nil,
-                        _ body: (DecodedRow) throws -> Void) throws {
+    /// The statement that selects the rows (nil when the entity has no `Z_ENT` values), and for
+    /// each field the positions of its columns in the result (-1: no column in this store).
+    func prepare(_ connection: Connection, filters: [Filter], limit: Int?) throws -> (Statement, [[Int]])? {
         guard entity.tableExists else {
             throw ModelError.missingTable(entity: entity.entity.name, table: entity.table, path: map.path)
         }
-        guard !entity.entityNumbers.isEmpty else { return }
+        guard !entity.entityNumbers.isEmpty else { return nil }
         let present = Set(try connection.columns(of: entity.table).map { $0.name.uppercased() })
         for required in ["Z_PK", "Z_ENT"] where !present.contains(required) {
             throw ModelError.damagedTable(table: entity.table, path: map.path, detail: "it has no \(required) column")
@@ -217,6 +217,13 @@ public struct RowReader {
         }
         let statement = try connection.prepare(sql)
         try statement.bind(arguments)
+        return (statement, positions)
+    }
+
+    /// Steps through the rows, by primary key, calling `body` for each. `limit` nil means all.
+    public func forEach(_ connection: Connection, filters: [Filter] = [], limit: Int? = nil,
+                        _ body: (DecodedRow) throws -> Void) throws {
+        guard let (statement, positions) = try prepare(connection, filters: filters, limit: limit) else { return }
         // Which fields apply to each concrete entity: those declared along its lineage.
         var applicable: [Int: [Bool]] = [:]
         var names: [Int: String] = [:]

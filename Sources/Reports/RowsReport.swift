@@ -29,6 +29,13 @@ public final class RowsWriter {
     let fields: [String]
     let header: [(String, JSONValue)]
     let write: (String) -> Void
+    let writeBytes: ([UInt8]) -> Void
+    /// Output not yet written: rows are gathered into blocks of about `blockSize` bytes, so that
+    /// a million rows are a few thousand writes, not a million.
+    private var buffer: [UInt8] = []
+    static let blockSize = 1 << 16
+    /// The jsonl/array/csv/tsv writer of `RowScan` rows (nil for json and table).
+    private var encoder: RowBytesEncoder?
     /// CSV cells exactly as stored, formulas included (`--raw-csv`).
     let rawCSV: Bool
     public private(set) var count = 0
@@ -40,13 +47,45 @@ public final class RowsWriter {
     /// - Parameter fields: the column labels (`RowReader.Field.label`), in `RowReader.fields` order.
     /// - Parameter header: leading members of the JSON document (path, entity, model source …).
     /// - Parameter rawCSV: do not neutralise formula cells in CSV.
-    public init(format: Format, fields: [String], header: [(String, JSONValue)], rawCSV: Bool = false, write: @escaping (String) -> Void) {
+    /// - Parameter writeBytes: writes UTF-8 bytes; by default they are handed to `write` as a String.
+    public init(format: Format, fields: [String], header: [(String, JSONValue)], rawCSV: Bool = false,
+                write: @escaping (String) -> Void, writeBytes: (([UInt8]) -> Void)? = nil) {
         self.rawCSV = rawCSV
         self.format = format
         self.fields = fields
         self.header = header
         self.write = write
+        self.writeBytes = writeBytes ?? { write(String(decoding: $0, as: UTF8.self)) }
         self.flatKeys = fields.map(Self.flatKey)
+        if RowBytesEncoder.handles(format) {
+            encoder = RowBytesEncoder(format: format, flatKeys: flatKeys, rawCSV: rawCSV)
+        }
+        buffer.reserveCapacity(Self.blockSize + 4096)
+    }
+
+    /// Whether `add(_: RowScan.Row)` takes this format's rows (jsonl, array, csv, tsv).
+    public var takesScanRows: Bool { encoder != nil }
+
+    /// Adds a row read by a `RowScan`: the same output as `add(_: DecodedRow)` for the row
+    /// `RowReader.forEach` decodes from the same cells. Only when `takesScanRows`.
+    public func add(_ row: RowScan.Row) {
+        guard encoder != nil else { preconditionFailure("add(RowScan.Row) is for jsonl, array, csv and tsv") }
+        count += 1
+        encoder!.append(row, number: count, fieldCount: fields.count, to: &buffer)
+        if buffer.count >= Self.blockSize { flush() }
+    }
+
+    /// Writes what is gathered. `end()` does; call it also before reporting an error mid-stream,
+    /// so the rows read so far come out first, as they did before there was a buffer.
+    public func flush() {
+        guard !buffer.isEmpty else { return }
+        writeBytes(buffer)
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    private func emit(_ text: String) {
+        buffer.append(contentsOf: text.utf8)
+        if buffer.count >= Self.blockSize { flush() }
     }
 
     public func begin() {
@@ -58,13 +97,13 @@ public final class RowsWriter {
                 JSONValue.escape(key, into: &rendered)
                 text += "  \(rendered): " + ValueRendering.indented(value, by: 2).dropFirst(2) + ",\n"
             }
-            write(text + "  \"rows\": [")
+            emit(text + "  \"rows\": [")
         case .csv:
-            write((["entity", "pk"] + fields).map(csvCell).joined(separator: ",") + "\r\n")
+            emit((["entity", "pk"] + fields).map(csvCell).joined(separator: ",") + "\r\n")
         case .tsv:
-            write((["entity", "pk"] + fields).map(tsvCell).joined(separator: "\t") + "\n")
+            emit((["entity", "pk"] + fields).map(tsvCell).joined(separator: "\t") + "\n")
         case .array:
-            write("[")
+            emit("[")
         case .jsonl, .table:
             break
         }
@@ -111,15 +150,15 @@ public final class RowsWriter {
         count += 1
         switch format {
         case .json:
-            write((count == 1 ? "\n" : ",\n") + ValueRendering.indented(Self.json(row), by: 4))
+            emit((count == 1 ? "\n" : ",\n") + ValueRendering.indented(Self.json(row), by: 4))
         case .jsonl:
-            write(Self.flat(row, keys: flatKeys).rendered(pretty: false) + "\n")
+            emit(Self.flat(row, keys: flatKeys).rendered(pretty: false) + "\n")
         case .array:
-            write((count == 1 ? "\n" : ",\n") + Self.flat(row, keys: flatKeys).rendered(pretty: false))
+            emit((count == 1 ? "\n" : ",\n") + Self.flat(row, keys: flatKeys).rendered(pretty: false))
         case .csv:
-            write(([row.entity, String(row.pk)] + cells(row)).map(csvCell).joined(separator: ",") + "\r\n")
+            emit(([row.entity, String(row.pk)] + cells(row)).map(csvCell).joined(separator: ",") + "\r\n")
         case .tsv:
-            write(([row.entity, String(row.pk)] + cells(row)).map(tsvCell).joined(separator: "\t") + "\n")
+            emit(([row.entity, String(row.pk)] + cells(row)).map(tsvCell).joined(separator: "\t") + "\n")
         case .table:
             var values = [String](repeating: "", count: fields.count)
             for (index, value) in zip(row.fieldIndexes, row.values) where index < values.count {
@@ -131,7 +170,7 @@ public final class RowsWriter {
                 pending.append(clean)
                 if pending.count >= Self.tablePage { flushTable() }
             } else {
-                write(line(clean))
+                emit(line(clean))
             }
         }
     }
@@ -139,15 +178,16 @@ public final class RowsWriter {
     public func end() {
         switch format {
         case .json:
-            write((count == 0 ? "],\n" : "\n  ],\n") + "  \"count\": \(count)\n}\n")
+            emit((count == 0 ? "],\n" : "\n  ],\n") + "  \"count\": \(count)\n}\n")
         case .array:
-            write(count == 0 ? "]\n" : "\n]\n")
+            emit(count == 0 ? "]\n" : "\n]\n")
         case .table:
             flushTable()
-            if count == 0 { write("  (no rows)\n") }
+            if count == 0 { emit("  (no rows)\n") }
         case .csv, .tsv, .jsonl:
             break
         }
+        flush()
     }
 
     /// The row's cells in `fields` order, empty for NULL and for properties its entity lacks.
@@ -165,8 +205,8 @@ public final class RowsWriter {
         var w = head.map(\.count)
         for row in pending { for (i, cell) in row.enumerated() { w[i] = max(w[i], cell.count) } }
         widths = w
-        write(line(head))
-        for row in pending { write(line(row)) }
+        emit(line(head))
+        for row in pending { emit(line(row)) }
         pending = []
     }
 

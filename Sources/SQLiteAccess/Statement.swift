@@ -89,7 +89,9 @@ public final class Statement {
         }
     }
 
-    func value(at i: Int32) -> DatabaseValue {
+    func value(at i: Int32) -> DatabaseValue { Self.value(handle, at: i) }
+
+    static func value(_ handle: OpaquePointer, at i: Int32) -> DatabaseValue {
         switch sqlite3_column_type(handle, i) {
         case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, i))
         case SQLITE_FLOAT: return .real(sqlite3_column_double(handle, i))

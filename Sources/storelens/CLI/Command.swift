@@ -32,8 +32,13 @@ final class Output: Sendable {
     static let readerGoneStatus: Int32 = 128 + SIGPIPE
 
     func write(_ text: String) {
+        write(bytes: Array(text.utf8))
+    }
+
+    /// Results as UTF-8 bytes (the rows writers hand over blocks of many rows).
+    func write(bytes: [UInt8]) {
         ProgressReporter.current.clear()
-        if !Self.writeAll(STDOUT_FILENO, text), errno == EPIPE {
+        if !Self.writeAll(STDOUT_FILENO, bytes), errno == EPIPE {
             ScratchRegistry.shared.removeAll()
             // _exit, as on a signal: other threads may still be working and atexit must not race them.
             _exit(Self.readerGoneStatus)
@@ -48,7 +53,10 @@ final class Output: Sendable {
 
     /// Writes every byte, retrying short and interrupted writes. False (with errno) on failure.
     static func writeAll(_ fd: Int32, _ text: String) -> Bool {
-        let bytes = Array(text.utf8)
+        writeAll(fd, Array(text.utf8))
+    }
+
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
         var written = 0
         while written < bytes.count {
             let n = bytes[written...].withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }

@@ -95,7 +95,8 @@ struct RowsCommand: Command {
             ("fields", .array(reader.fields.map { .string($0.label) })),
         ]
         if opened.model.source == .inferred { header.append(("modelNotes", .array(opened.model.notes.map(JSONValue.string)))) }
-        let writer = RowsWriter(format: format, fields: reader.fields.map(\.label), header: header, rawCSV: rawCSV, write: output.write)
+        let writer = RowsWriter(format: format, fields: reader.fields.map(\.label), header: header, rawCSV: rawCSV, write: output.write,
+                                writeBytes: output.write(bytes:))
         if format == .table {
             var title = "\(TextTable.sanitized(acquired.displayPath)): \(entity.entity.name)"
             if asOf != nil { title += " as of commit \(asOf!)" }
@@ -103,8 +104,18 @@ struct RowsCommand: Command {
             output.write(title + "\n")
         }
         writer.begin()
-        try ModelOption.reading(acquired.displayPath) {
-            try reader.forEach(opened.connection, filters: resolved, limit: limit) { writer.add($0) }
+        do {
+            try ModelOption.reading(acquired.displayPath) {
+                if writer.takesScanRows {
+                    // jsonl, array, csv, tsv: straight from the statement into output bytes.
+                    try reader.scan(opened.connection, filters: resolved, limit: limit)?.forEach { writer.add($0) }
+                } else {
+                    try reader.forEach(opened.connection, filters: resolved, limit: limit) { writer.add($0) }
+                }
+            }
+        } catch {
+            writer.flush()
+            throw error
         }
         writer.end()
         if format == .table { output.write("\(writer.count) row\(writer.count == 1 ? "" : "s")\n") }

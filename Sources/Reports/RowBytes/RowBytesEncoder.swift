@@ -1,0 +1,248 @@
+import CoreDataStore
+import Foundation
+
+/// Writes the rows of a `RowScan` straight into bytes, for the formats written one row at a time
+/// (jsonl, array, csv, tsv): the same bytes `RowsWriter.add(_: DecodedRow)` writes for the same
+/// row, without building a `DecodedRow`, a `JSONValue` tree or Strings for the common values.
+/// Keys, entity names and relationship prefixes are escaped once; a value the fast path does not
+/// cover (non-ASCII text, composites, binaries …) is rendered by the reference code
+/// (`ValueRendering`), so the two can only differ where RowsFastPathTests would see it.
+struct RowBytesEncoder {
+    let format: RowsWriter.Format
+    let rawCSV: Bool
+    /// `,"key":` for each field (JSON formats).
+    private let keyBytes: [[UInt8]]
+    /// Per `RowScan.names` index: `{"_entity":"Name","_pk":` (JSON) or the entity's CSV/TSV cell
+    /// and separator; and the text of a relationship value up to its `#`.
+    private var rowStart: [[UInt8]] = []
+    private var objectPrefix: [[UInt8]] = []
+    /// Cell text before CSV/TSV quoting, reused per value.
+    private var cell: [UInt8] = []
+
+    init(format: RowsWriter.Format, flatKeys: [String], rawCSV: Bool) {
+        precondition(Self.handles(format), "RowBytesEncoder writes jsonl, array, csv and tsv")
+        self.format = format
+        self.rawCSV = rawCSV
+        keyBytes = flatKeys.map { key in
+            var text = ","
+            JSONValue.escape(key, into: &text)
+            return Array((text + ":").utf8)
+        }
+        cell.reserveCapacity(256)
+    }
+
+    static func handles(_ format: RowsWriter.Format) -> Bool {
+        format == .jsonl || format == .array || format == .csv || format == .tsv
+    }
+
+    private var isJSON: Bool { format == .jsonl || format == .array }
+
+    /// Appends one row, `number` counting from 1 (the array format separates rows by it).
+    mutating func append(_ row: RowScan.Row, number: Int, fieldCount: Int, to out: inout [UInt8]) {
+        names(upTo: row.entity, row)
+        if isJSON {
+            if format == .array { out.append(contentsOf: number == 1 ? Self.newline : Self.commaNewline) }
+            out.append(contentsOf: rowStart[row.entity])
+            Self.appendDecimal(row.pk, to: &out)
+            for i in 0 ..< fieldCount {
+                out.append(contentsOf: keyBytes[i])
+                if row.applies(i) { appendJSON(row.value(i), row, to: &out) } else { out.append(contentsOf: Self.null) }
+            }
+            out.append(contentsOf: format == .jsonl ? Self.braceNewline : Self.brace)
+        } else {
+            let separator: UInt8 = format == .csv ? 0x2C : 0x09
+            out.append(contentsOf: rowStart[row.entity])
+            cell.removeAll(keepingCapacity: true)
+            Self.appendDecimal(row.pk, to: &cell)
+            appendCell(cell, to: &out)
+            for i in 0 ..< fieldCount {
+                out.append(separator)
+                cell.removeAll(keepingCapacity: true)
+                if row.applies(i) { cellText(row.value(i), row) }
+                appendCell(cell, to: &out)
+            }
+            out.append(contentsOf: format == .csv ? Self.crlf : Self.newline)
+        }
+    }
+
+    /// Escapes the names the scan has met up to `index`, once each.
+    private mutating func names(upTo index: Int, _ row: RowScan.Row) {
+        while rowStart.count <= index {
+            let name = row.name(rowStart.count)
+            if isJSON {
+                var text = "{\"\(RowsWriter.entityKey)\":"
+                JSONValue.escape(name, into: &text)
+                rowStart.append(Array((text + ",\"\(RowsWriter.pkKey)\":").utf8))
+                var prefix = ""
+                JSONValue.escape(name + "#", into: &prefix)
+                objectPrefix.append(Array(prefix.utf8.dropLast()))
+            } else {
+                var start: [UInt8] = []
+                appendCell(Array(name.utf8), to: &start)
+                start.append(format == .csv ? 0x2C : 0x09)
+                rowStart.append(start)
+                objectPrefix.append(Array((name + "#").utf8))
+            }
+        }
+    }
+
+    // MARK: JSON values (as `ValueRendering.json(_:)` then `JSONValue.rendered(pretty: false)`)
+
+    private static let null: [UInt8] = Array("null".utf8)
+    private static let trueText: [UInt8] = Array("true".utf8)
+    private static let falseText: [UInt8] = Array("false".utf8)
+    private static let newline: [UInt8] = [0x0A]
+    private static let commaNewline: [UInt8] = [0x2C, 0x0A]
+    private static let crlf: [UInt8] = [0x0D, 0x0A]
+    private static let brace: [UInt8] = [0x7D]
+    private static let braceNewline: [UInt8] = [0x7D, 0x0A]
+
+    private mutating func appendJSON(_ value: RawFieldValue, _ row: RowScan.Row, to out: inout [UInt8]) {
+        switch value {
+        case .null: out.append(contentsOf: Self.null)
+        case .integer(let i): Self.appendDecimal(i, to: &out)
+        case .real(let d): Self.appendJSONDouble(d, to: &out)
+        case .bool(let b): out.append(contentsOf: b ? Self.trueText : Self.falseText)
+        case .text(let bytes):
+            if bytes.allSatisfy({ $0 < 0x80 }) {
+                Self.appendJSONString(ascii: bytes, to: &out)
+            } else {
+                var text = ""
+                JSONValue.escape(String(decoding: bytes, as: UTF8.self), into: &text)
+                out.append(contentsOf: text.utf8)
+            }
+        case .date(let seconds):
+            out.append(0x22)
+            ValueDecoder.appendISO8601(referenceSeconds: seconds, to: &out)
+            out.append(0x22)
+        case .uuid(let bytes):
+            out.append(0x22)
+            ValueDecoder.appendUUID(bytes, to: &out)
+            out.append(0x22)
+        case .object(let name, let pk):
+            names(upTo: name, row)
+            out.append(contentsOf: objectPrefix[name])
+            Self.appendDecimal(pk, to: &out)
+            out.append(0x22)
+        case .decoded(let v):
+            out.append(contentsOf: ValueRendering.json(v).rendered(pretty: false).utf8)
+        }
+    }
+
+    /// `JSONValue.double`'s text: `%.1f` for whole numbers below 1e15, else Swift's shortest form; null when not finite.
+    static func appendJSONDouble(_ d: Double, to out: inout [UInt8]) {
+        guard d.isFinite else { out.append(contentsOf: null); return }
+        if d == d.rounded() && abs(d) < 1e15 {
+            if d == 0 && d.sign == .minus { out.append(0x2D) }
+            appendDecimal(Int64(d), to: &out)
+            out.append(contentsOf: [0x2E, 0x30])
+        } else {
+            out.append(contentsOf: "\(d)".utf8)
+        }
+    }
+
+    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// `JSONValue.escape` for ASCII bytes.
+    static func appendJSONString(ascii bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+        out.append(0x22)
+        var start = 0
+        for (i, b) in bytes.enumerated() where b < 0x20 || b == 0x22 || b == 0x5C {
+            if start < i { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start ..< i])) }
+            start = i + 1
+            switch b {
+            case 0x22: out.append(contentsOf: [0x5C, 0x22])
+            case 0x5C: out.append(contentsOf: [0x5C, 0x5C])
+            case 0x0A: out.append(contentsOf: [0x5C, 0x6E])
+            case 0x0D: out.append(contentsOf: [0x5C, 0x72])
+            case 0x09: out.append(contentsOf: [0x5C, 0x74])
+            default: out.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, Self.hex[Int(b >> 4)], Self.hex[Int(b & 0xF)]])
+            }
+        }
+        if start < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...])) }
+        out.append(0x22)
+    }
+
+    static func appendDecimal(_ v: Int64, to out: inout [UInt8]) {
+        if v < 0 { out.append(0x2D) }
+        var magnitude = v.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for 20 digits
+        withUnsafeMutableBytes(of: &digits) { d in
+            var n = 0
+            repeat {
+                d[23 - n] = UInt8(truncatingIfNeeded: 0x30 + magnitude % 10)
+                magnitude /= 10
+                n += 1
+            } while magnitude > 0
+            out.append(contentsOf: d[(24 - n)...])
+        }
+    }
+
+    // MARK: CSV and TSV cells (as `ValueRendering.cell(_:)` then `RowsWriter`'s csvCell / tsvCell)
+
+    /// The value's cell text into `cell`.
+    private mutating func cellText(_ value: RawFieldValue, _ row: RowScan.Row) {
+        switch value {
+        case .null: break
+        case .integer(let i): Self.appendDecimal(i, to: &cell)
+        case .real(let d): cell.append(contentsOf: String(d).utf8)
+        case .bool(let b): cell.append(contentsOf: b ? Self.trueText : Self.falseText)
+        case .text(let bytes):
+            if bytes.allSatisfy({ $0 < 0x80 }) {
+                cell.append(contentsOf: bytes)
+            } else {
+                cell.append(contentsOf: String(decoding: bytes, as: UTF8.self).utf8)
+            }
+        case .date(let seconds): ValueDecoder.appendISO8601(referenceSeconds: seconds, to: &cell)
+        case .uuid(let bytes): ValueDecoder.appendUUID(bytes, to: &cell)
+        case .object(let name, let pk):
+            names(upTo: name, row)
+            cell.append(contentsOf: objectPrefix[name])
+            Self.appendDecimal(pk, to: &cell)
+        case .decoded(let v): cell.append(contentsOf: ValueRendering.cell(v).utf8)
+        }
+    }
+
+    /// `cell` as a CSV or TSV field: a `'` in front of a formula unless raw, quoted when it holds
+    /// a separator, a quote or a line break (byte for byte what the String versions give for UTF-8).
+    private func appendCell(_ cell: [UInt8], to out: inout [UInt8]) {
+        let neutralise = !rawCSV && (cell.first.map { [0x3D, 0x2B, 0x2D, 0x40, 0x09, 0x0D].contains($0) } ?? false)
+            && !Self.isPlainNumber(cell)
+        let separator: UInt8 = format == .csv ? 0x2C : 0x09
+        let quote = cell.contains { $0 == separator || $0 == 0x22 || $0 == 0x0A || $0 == 0x0D }
+        if quote { out.append(0x22) }
+        if neutralise { out.append(0x27) }
+        if quote {
+            for b in cell {
+                if b == 0x22 { out.append(0x22) }
+                out.append(b)
+            }
+            out.append(0x22)
+        } else {
+            out.append(contentsOf: cell)
+        }
+    }
+
+    /// `RowsWriter.isPlainNumber` on UTF-8 bytes.
+    static func isPlainNumber(_ s: [UInt8]) -> Bool {
+        var i = 0
+        func isDigit(_ j: Int) -> Bool { j < s.count && s[j] >= 0x30 && s[j] <= 0x39 }
+        func digits() -> Int {
+            let from = i
+            while isDigit(i) { i += 1 }
+            return i - from
+        }
+        if i < s.count, s[i] == 0x2D || s[i] == 0x2B { i += 1 }
+        guard digits() > 0 else { return false }
+        if i < s.count, s[i] == 0x2E {
+            i += 1
+            guard digits() > 0 else { return false }
+        }
+        if i < s.count, s[i] == 0x65 || s[i] == 0x45 {
+            i += 1
+            if i < s.count, s[i] == 0x2D || s[i] == 0x2B { i += 1 }
+            guard digits() > 0 else { return false }
+        }
+        return i == s.count
+    }
+}
