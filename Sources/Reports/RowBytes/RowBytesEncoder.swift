@@ -193,7 +193,13 @@ struct RowBytesEncoder {
             } else {
                 cell.append(contentsOf: String(decoding: bytes, as: UTF8.self).utf8)
             }
-        case .date(let seconds): ValueDecoder.appendISO8601(referenceSeconds: seconds, to: &cell)
+        case .date(let seconds):
+            // csv and tsv are for people's tools: dates in the --tz zone, as the old rendering had them.
+            if DisplayZone.current.isUTC {
+                ValueDecoder.appendISO8601(referenceSeconds: seconds, to: &cell)
+            } else {
+                cell.append(contentsOf: DisplayZone.current.iso8601(referenceSeconds: seconds).utf8)
+            }
         case .uuid(let bytes): ValueDecoder.appendUUID(bytes, to: &cell)
         case .object(let name, let pk):
             names(upTo: name, row)
