@@ -35,7 +35,7 @@ public struct StoreMetadata: Equatable, Sendable {
         }
         let plist: PlistValue
         do {
-            plist = try BinaryPlist.decode(blob)
+            plist = try DecodedMetadataMemo.shared.plist(for: blob)
         } catch {
             throw CoreDataStoreError.metadata(path: connection.path, detail: "Z_PLIST is not a readable binary property list: \(error)")
         }
@@ -58,5 +58,29 @@ public struct StoreMetadata: Equatable, Sendable {
             versionChecksum: dict["NSStoreModelVersionChecksumKey"]?.stringValue,
             autoVacuumLevel: dict["_NSAutoVacuumLevel"]?.stringValue,
             plist: plist)
+    }
+}
+
+/// The last Z_PLIST decoded, by its bytes: commands that open one state per WAL commit (recover,
+/// wal --each, timeline) read the same metadata again and again, and a device can make it huge
+/// (the hostile corpus's 300,000 strings took seconds a commit). One entry, so memory stays one plist.
+final class DecodedMetadataMemo: @unchecked Sendable {
+    static let shared = DecodedMetadataMemo()
+    private let lock = NSLock()
+    // A refusal is remembered too: a plist past the decoder's limits costs the most to refuse.
+    private var last: (blob: Data, result: Result<PlistValue, any Error>)?
+
+    func plist(for blob: Data) throws -> PlistValue {
+        lock.lock()
+        if let last, last.blob == blob {
+            lock.unlock()
+            return try last.result.get()
+        }
+        lock.unlock()
+        let result = Result<PlistValue, any Error> { try BinaryPlist.decode(blob) }
+        lock.lock()
+        last = (blob, result)
+        lock.unlock()
+        return try result.get()
     }
 }
