@@ -36,6 +36,34 @@ struct CarvingShape: Sendable {
     let pkIndex: Int
     let entIndex: Int
     let optIndex: Int?
+    /// The database's text encoding (header offset 56).
+    var encoding: UInt32 = 1
+
+    /// `bytes` decoded strictly, or nil when they are not valid in the encoding.
+    static func decodedText(_ bytes: [UInt8], encoding: UInt32) -> String? {
+        switch encoding {
+        case 2, 3:
+            guard bytes.count % 2 == 0 else { return nil }
+            var units: [UInt16] = []
+            units.reserveCapacity(bytes.count / 2)
+            for i in stride(from: 0, to: bytes.count, by: 2) {
+                let a = UInt16(bytes[i]), b = UInt16(bytes[i + 1])
+                units.append(encoding == 2 ? (b << 8 | a) : (a << 8 | b))
+            }
+            var out = String.UnicodeScalarView()
+            var iterator = units.makeIterator()
+            var decoder = UTF16()
+            while true {
+                switch decoder.decode(&iterator) {
+                case .scalarValue(let s): out.append(s)
+                case .emptyInput: return String(out)
+                case .error: return nil
+                }
+            }
+        default:
+            return String(validating: bytes, as: UTF8.self)
+        }
+    }
 
     /// Seconds since 2001-01-01 for 1970-01-01 and 2100-01-01.
     static let dateRange = -978_307_200.0 ... 3_124_137_600.0
@@ -52,7 +80,7 @@ struct CarvingShape: Sendable {
 
     /// Why a record with these serial types and values is not a record of this table, or nil when
     /// it passes every rule. `rowid` is nil when the cell's rowid was overwritten.
-    func rejection(types: [UInt64], values: [RecordValue], rowid: Int64?) -> String? {
+    func rejection(types: [UInt64], values: [RecordValue], rowid: Int64?, rebuilt: Bool = false) -> String? {
         guard types.count == columns.count, values.count == columns.count else { return "column-count" }
         if let rowid, rowid <= 0 { return "rowid" }
         // Z_PK is the rowid alias: SQLite stores NULL in the record and the key in the cell.
@@ -77,6 +105,18 @@ struct CarvingShape: Sendable {
             case (.integer, .real(let d)) where d != d.rounded(): continue
             case (.timestamp, .real(let d)) where Self.dateRange.contains(d): continue
             default: return "affinity:\(column.name)"
+            }
+        }
+        // Text must be text: valid in the database's encoding (Core Data writes nothing else); a
+        // rebuilt reading must also hold no control characters but tab, newline and return, the
+        // mark of a reading whose column boundaries are off by a byte or two.
+        for value in values {
+            guard case .text(let bytes) = value else { continue }
+            guard let text = Self.decodedText(bytes, encoding: encoding) else { return "text-encoding" }
+            // A NUL inside text is where later bytes (zeros, a freeblock header) overwrote a record.
+            if text.unicodeScalars.contains(where: { $0.value == 0 }) { return "text-nul" }
+            if rebuilt, text.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" && $0 != "\n" && $0 != "\r" || $0.value == 0x7f }) {
+                return "text-control"
             }
         }
         // Timestamps written as integers must be in range too.

@@ -48,10 +48,12 @@ struct PageCarver {
         case .btree, .freelistLeaf:
             break
         }
-        guard let layout = BTreePageLayout.read(page, headerOffset: headerOffset, usableSize: usable), layout.isTableLeaf else { return }
+        // Every b-tree page's free space: an interior or index page may hold a table leaf's old cells
+        // (a root leaf that split keeps its former cells in its unallocated gap).
+        guard let layout = BTreePageLayout.read(page, headerOffset: headerOffset, usableSize: usable) else { return }
         let leaf: Bool = { if case .freelistLeaf = role { return true } else { return false } }()
         let readCells: Bool = { if case .btree(let cells) = role { return cells } else { return true } }()
-        if readCells {
+        if readCells && layout.isTableLeaf {
             for offset in layout.cells {
                 guard let cell = TableLeafCell.read(page, at: offset, limit: usable, maxLocal: maxLocal) else { continue }
                 if let shape = accept(types: cell.types, values: cell.values, rowid: cell.rowid) {
@@ -79,35 +81,35 @@ struct PageCarver {
         return nil
     }
 
-    /// Free bytes: whole cells wherever they parse; a rebuilt cell where a freeblock starts and right
-    /// after a record carved here (cells sit back to back in the content area).
+    /// Free bytes: whole cells wherever they parse, and a rebuilt cell wherever the bytes can be a
+    /// freeblock header written over a cell (the start of a freeblock, or one left inside a
+    /// merged freeblock or a defragmented page).
     mutating func scan(_ page: UnsafeRawBufferPointer, _ range: Range<Int>, freeblock: Bool, area: RecordVersion.Find.Area,
                        _ out: (CarvedRecord) -> Void) {
         var at = range.lowerBound
-        var rebuildHere = false
-        if freeblock, let record = rebuilt(page, at: at, limit: range.upperBound, area: area) {
-            out(record.0)
-            at = record.end
-            rebuildHere = true
-        } else if freeblock {
-            at += 4
-        }
         while at < range.upperBound - 2 {
-            if let cell = TableLeafCell.read(page, at: at, limit: range.upperBound, maxLocal: maxLocal),
+            // A freeblock's own header is never the start of a whole cell.
+            if !(freeblock && at == range.lowerBound),
+               let cell = TableLeafCell.read(page, at: at, limit: range.upperBound, maxLocal: maxLocal),
                cell.rowid > 0, let shape = accept(types: cell.types, values: cell.values, rowid: cell.rowid) {
                 out(CarvedRecord(shape: shape, rowid: cell.rowid, values: cell.values, area: area, offset: at, confidence: .whole))
                 at = cell.end
-                rebuildHere = true
                 continue
             }
-            if rebuildHere, let record = rebuilt(page, at: at, limit: range.upperBound, area: area) {
+            if looksLikeFreeblockHeader(page, at: at), let record = rebuilt(page, at: at, limit: range.upperBound, area: area) {
                 out(record.0)
                 at = record.end
                 continue
             }
-            rebuildHere = false
             at += 1
         }
+    }
+
+    /// Whether 4 bytes can be a freeblock header: the next freeblock is further on (or none) and the
+    /// size fits the page.
+    func looksLikeFreeblockHeader(_ page: UnsafeRawBufferPointer, at: Int) -> Bool {
+        guard let next = PageBytes.u16(page, at), let size = PageBytes.u16(page, at + 2) else { return false }
+        return (next == 0 || (next > at && next < usableSize)) && size >= 4 && at + size <= usableSize
     }
 
     /// A cell at `at` whose first 4 bytes were overwritten by a freeblock header (next offset, size):
@@ -144,11 +146,14 @@ struct PageCarver {
                 }
                 guard let body = SQLiteRecord.bodyLength(types),
                       let values = SQLiteRecord.values(page, types: types, bodyAt: cursor, limit: limit) else { continue }
+                // The header's size covers the cell it was written over (and any it merged with); a cell
+                // that runs past it had its tail reused by a later cell.
+                guard let size = PageBytes.u16(page, at + 2), cursor + body <= at + size else { continue }
                 if reading.lost == 1 {
                     // Payload length, rowid and header length took one byte each: a payload under 128 bytes.
                     guard headerLength + body < 128 else { continue }
                 }
-                guard shape.rejection(types: types, values: values, rowid: nil) == nil else { continue }
+                guard shape.rejection(types: types, values: values, rowid: nil, rebuilt: true) == nil else { continue }
                 found.append((CarvedRecord(shape: index, rowid: nil, values: values, area: area, offset: at, confidence: .headerRebuilt),
                               cursor + body))
             }

@@ -26,6 +26,8 @@ struct StoreCarver {
         guard !shapes.isEmpty, let header = evidence.header ?? nil else { return nil }
         self.evidence = evidence
         pageSize = header.pageSize
+        var shapes = shapes
+        for i in shapes.indices { shapes[i].encoding = header.textEncoding }
         carver = PageCarver(shapes: shapes, usableSize: header.pageSize - Int(header.reservedBytesPerPage))
     }
 
