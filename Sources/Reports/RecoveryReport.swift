@@ -205,7 +205,7 @@ public final class RecoveryWriter {
 
     /// `deleted     Item#3  commits 0-2 (main file); deleted by commit 3 (history #5 …)  name "Stone", …`
     static func text(_ v: RecordVersion) -> String {
-        var line = v.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0)
+        var line = v.state.rawValue.padding(toLength: max(11, v.state.rawValue.count + 1), withPad: " ", startingAt: 0)
             + (v.pkIsKnown ? "\(v.entity)#\(v.pk)  " : "\(v.entity) (Z_PK unknown)  ")
         line += v.sources.map(text(source:)).joined(separator: "; ")
         if let e = v.endedBy {

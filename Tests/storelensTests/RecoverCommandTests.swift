@@ -54,11 +54,11 @@ struct RecoverCommandTests {
         #expect(flatDeleted(lines) == deleted)
         // CSV: one line per property; the name line carries the deleting commit.
         let csv = try #require(outputs["csv"]).components(separatedBy: "\r\n")
-        #expect(csv.first == "path,entity,table,pk,state,confidence,firstCommit,lastCommit,sources,endedBy,endCommit,transactions,property,value")
+        #expect(csv.first == "path,entity,table,pk,state,confidence,firstCommit,lastCommit,sources,endedBy,endCommit,transactions,finds,uncertainColumns,property,value")
         var fromCSV: Set<String> = []
         for line in csv.dropFirst() where line.contains(",Item,ZITEM,") && line.contains(",deleted,whole,") {
             let cells = line.components(separatedBy: ",")
-            if cells.count == 14, cells[12] == "name" { fromCSV.insert("\(cells[13]) @\(cells[10])") }
+            if cells.count == 16, cells[14] == "name" { fromCSV.insert("\(cells[15]) @\(cells[10])") }
         }
         #expect(fromCSV == deleted)
         let text = try #require(outputs["text"])

@@ -142,7 +142,7 @@ struct PageCarver {
                 let headerLength = typeBytes + (typeBytes + 1 < 128 ? 1 : 2)
                 if reading.skip > 0 {
                     // The byte just before the first intact serial type is the header length's last byte.
-                    guard headerLength < 128, page[start - 1] == UInt8(headerLength) else { continue }
+                    guard headerLength < 128, start - 1 < min(limit, page.count), page[start - 1] == UInt8(headerLength) else { continue }
                 }
                 guard let body = SQLiteRecord.bodyLength(types),
                       let values = SQLiteRecord.values(page, types: types, bodyAt: cursor, limit: limit) else { continue }
