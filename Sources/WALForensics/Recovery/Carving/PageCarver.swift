@@ -128,6 +128,8 @@ struct PageCarver {
             if shape.pkIndex == 0 { readings.insert((1, 0), at: 0) }
             for reading in readings {
                 let start = resume + reading.skip
+                // Every serial type takes at least a byte: a table wider than the bytes left cannot be here.
+                guard n - reading.lost <= limit - start else { continue }
                 var types: [UInt64] = reading.lost == 1 ? [0] : []
                 var cursor = start
                 while types.count < n {
