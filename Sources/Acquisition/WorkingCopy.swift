@@ -76,6 +76,20 @@ public final class WorkingCopy {
         }
         return walCache
     }
+    /// The `-journal` that came with the store, as read from the original (never opened by SQLite),
+    /// for carving its page images; nil when there is none, it is empty, or it is larger than
+    /// `maxWALBytes`. Read on first use.
+    public var journalData: Data? {
+        if !journalLoaded {
+            journalLoaded = true
+            if let url = family.journal, FileWork.size(url) > 0, FileWork.size(url) <= Int64(Self.maxWALBytes) {
+                journalCache = try? Data(contentsOf: url)
+            }
+        }
+        return journalCache
+    }
+    private var journalCache: Data?
+    private var journalLoaded = false
     /// The `-shm` header, when a readable one came with the store (a hint only).
     public let sharedMemory: SharedMemoryIndex?
     public let notes: [StoreNote]

@@ -26,7 +26,7 @@ public final class RecoveredDatabase {
 
     static let provenance = ["_store", "_pk", "_state", "_confidence", "_first_commit", "_last_commit", "_source_file",
                              "_written_by_commit", "_first_frame", "_commit_frame", "_ended_by", "_end_commit",
-                             "_transactions", "_sources"]
+                             "_transactions", "_sources", "_uncertain_columns", "_finds"]
 
     /// Creates `path` (it must not exist) and opens it for writing.
     public static func create(at path: String) throws -> RecoveredDatabase {
@@ -74,13 +74,19 @@ public final class RecoveredDatabase {
             }
             let first = v.sources.first
             let provenance: [DatabaseValue] = [
-                .text(store), .integer(v.pk), .text(v.state.rawValue), .text(v.confidence.rawValue),
-                .integer(Int64(first?.firstCommit ?? 0)), .integer(Int64(v.sources.last?.lastCommit ?? 0)), .text(first?.file ?? ""),
-                .integer(Int64(first?.writtenBy ?? 0)), first?.firstFrame.map { .integer(Int64($0)) } ?? .null,
+                .text(store), v.pkIsKnown ? .integer(v.pk) : .null, .text(v.state.rawValue), .text(v.confidence.rawValue),
+                first.map { .integer(Int64($0.firstCommit)) } ?? .null, v.sources.last.map { .integer(Int64($0.lastCommit)) } ?? .null,
+                .text(first?.file ?? v.finds.first?.file ?? ""),
+                first.map { .integer(Int64($0.writtenBy)) } ?? .null, first?.firstFrame.map { .integer(Int64($0)) } ?? .null,
                 first?.commitFrame.map { .integer(Int64($0)) } ?? .null,
                 v.endedBy.map { .text($0.kind.rawValue) } ?? .null, v.endedBy.map { .integer(Int64($0.commit)) } ?? .null,
                 v.endedBy.map { .text($0.transactions.map { String($0.id) }.joined(separator: " ")) } ?? .null,
                 .text("[" + runs.joined(separator: ",") + "]"),
+                v.uncertainColumns.isEmpty ? .null : .text(v.uncertainColumns.joined(separator: " ")),
+                .text("[" + v.finds.map { f in
+                    "{\"file\":\(Self.jsonString(f.file)),\"origin\":\"\(f.origin.rawValue)\",\"area\":\"\(f.area.rawValue)\",\"page\":\(f.page),"
+                        + "\"offset\":\(f.offset),\"fileOffset\":\(f.fileOffset),\"frame\":\(f.frame.map(String.init) ?? "null"),\"confidence\":\"\(f.confidence.rawValue)\"}"
+                }.joined(separator: ",") + "]"),
             ]
             let all = Self.provenance + names
             try connection.run("INSERT INTO \(Identifier.quoted(table.name)) (\(all.map(Identifier.quoted).joined(separator: ", "))) VALUES ("

@@ -14,7 +14,7 @@ public final class RecoveryWriter {
         case text, json, jsonl, csv
     }
 
-    public static let schemaVersion = 1
+    public static let schemaVersion = 2
 
     let format: Format
     let write: (String) -> Void
@@ -89,14 +89,35 @@ public final class RecoveryWriter {
         return .object([
             ("entity", .string(v.entity)),
             ("table", .string(v.table)),
-            ("pk", Int(exactly: v.pk).map(JSONValue.int) ?? .string(String(v.pk))),
+            ("pk", pk(v)),
             ("state", .string(v.state.rawValue)),
             ("confidence", .string(v.confidence.rawValue)),
-            ("firstCommit", .int(v.sources.first?.firstCommit ?? 0)),
-            ("lastCommit", .int(v.sources.last?.lastCommit ?? 0)),
+            ("uncertainColumns", .array(v.uncertainColumns.map(JSONValue.string))),
+            ("firstCommit", .optional(v.sources.first?.firstCommit)),
+            ("lastCommit", .optional(v.sources.last?.lastCommit)),
             ("endedBy", ending.map { json(ending: $0) } ?? .null),
             ("values", .object(v.values.map { ($0.name, ValueRendering.json($0.value)) })),
             ("sources", .array(v.sources.map(json(source:)))),
+            ("finds", .array(v.finds.map(json(find:)))),
+        ])
+    }
+
+    /// `Z_PK`, or null when the carved bytes lost it.
+    static func pk(_ v: RecordVersion) -> JSONValue {
+        guard v.pkIsKnown else { return .null }
+        return Int(exactly: v.pk).map(JSONValue.int) ?? .string(String(v.pk))
+    }
+
+    static func json(find f: RecordVersion.Find) -> JSONValue {
+        .object([
+            ("file", .string(f.file)),
+            ("origin", .string(f.origin.rawValue)),
+            ("area", .string(f.area.rawValue)),
+            ("page", .int(f.page)),
+            ("offset", .int(f.offset)),
+            ("fileOffset", .int(f.fileOffset)),
+            ("frame", .optional(f.frame)),
+            ("confidence", .string(f.confidence.rawValue)),
         ])
     }
 
@@ -105,24 +126,26 @@ public final class RecoveryWriter {
     /// property's name as `rows --format jsonl` keys it (a name starting with `_` gets one more),
     /// so that one entity's lines load into the table `--out` writes for it.
     static func jsonLine(path: String, _ v: RecordVersion) -> JSONValue {
-        let first = v.sources.first, ending = v.endedBy
+        let first = v.sources.first, ending = v.endedBy, find = v.finds.first
         var members: [(String, JSONValue)] = [
             ("_store", .string(path)),
             ("_entity", .string(v.entity)),
             ("_table", .string(v.table)),
-            ("_pk", Int(exactly: v.pk).map(JSONValue.int) ?? .string(String(v.pk))),
+            ("_pk", pk(v)),
             ("_state", .string(v.state.rawValue)),
             ("_confidence", .string(v.confidence.rawValue)),
-            ("_first_commit", .int(first?.firstCommit ?? 0)),
-            ("_last_commit", .int(v.sources.last?.lastCommit ?? 0)),
-            ("_source_file", .string(first?.file ?? "")),
-            ("_written_by_commit", .int(first?.writtenBy ?? 0)),
+            ("_uncertain_columns", .array(v.uncertainColumns.map(JSONValue.string))),
+            ("_first_commit", .optional(first?.firstCommit)),
+            ("_last_commit", .optional(v.sources.last?.lastCommit)),
+            ("_source_file", .string(first?.file ?? find?.file ?? "")),
+            ("_written_by_commit", .optional(first?.writtenBy)),
             ("_first_frame", .optional(first?.firstFrame)),
             ("_commit_frame", .optional(first?.commitFrame)),
             ("_ended_by", ending.map { .string($0.kind.rawValue) } ?? .null),
             ("_end_commit", .optional(ending?.commit)),
             ("_transactions", .array((ending?.transactions ?? []).map { Int(exactly: $0.id).map(JSONValue.int) ?? .null })),
             ("_sources", .array(v.sources.map(json(source:)))),
+            ("_finds", .array(v.finds.map(json(find:)))),
         ]
         var used = Set(members.map(\.0))
         for value in v.values {
@@ -160,14 +183,19 @@ public final class RecoveryWriter {
     // MARK: - CSV
 
     static let csvHeader = ["path", "entity", "table", "pk", "state", "confidence", "firstCommit", "lastCommit",
-                            "sources", "endedBy", "endCommit", "transactions", "property", "value"]
+                            "sources", "endedBy", "endCommit", "transactions", "finds", "uncertainColumns", "property", "value"]
 
     func csvRows(path: String, _ v: RecordVersion) -> [[String]] {
-        let lead = [path, v.entity, v.table, String(v.pk), v.state.rawValue, v.confidence.rawValue,
-                    String(v.sources.first?.firstCommit ?? 0), String(v.sources.last?.lastCommit ?? 0),
-                    v.sources.map(Self.text(source:)).joined(separator: "; "),
-                    v.endedBy?.kind.rawValue ?? "", v.endedBy.map { String($0.commit) } ?? "",
-                    (v.endedBy?.transactions ?? []).map { String($0.id) }.joined(separator: " ")]
+        let pk: String = v.pkIsKnown ? String(v.pk) : ""
+        let first: String = v.sources.first.map { String($0.firstCommit) } ?? ""
+        let last: String = v.sources.last.map { String($0.lastCommit) } ?? ""
+        let sources: String = v.sources.map(Self.text(source:)).joined(separator: "; ")
+        let ended: String = v.endedBy?.kind.rawValue ?? ""
+        let endCommit: String = v.endedBy.map { String($0.commit) } ?? ""
+        let transactions: String = (v.endedBy?.transactions ?? []).map { String($0.id) }.joined(separator: " ")
+        let finds: String = v.finds.map(Self.text(find:)).joined(separator: "; ")
+        let lead: [String] = [path, v.entity, v.table, pk, v.state.rawValue, v.confidence.rawValue, first, last, sources,
+                              ended, endCommit, transactions, finds, v.uncertainColumns.joined(separator: " ")]
         if v.values.isEmpty { return [lead + ["", ""]] }
         return v.values.map { lead + [$0.name, ValueRendering.cell($0.value)] }
     }
@@ -180,14 +208,35 @@ public final class RecoveryWriter {
 
     /// `deleted     Item#3  commits 0-2 (main file); deleted by commit 3 (history #5 …)  name "Stone", …`
     static func text(_ v: RecordVersion) -> String {
-        var line = v.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0) + "\(v.entity)#\(v.pk)  "
+        var line = v.state.rawValue.padding(toLength: max(11, v.state.rawValue.count + 1), withPad: " ", startingAt: 0)
+            + (v.pkIsKnown ? "\(v.entity)#\(v.pk)  " : "\(v.entity) (Z_PK unknown)  ")
         line += v.sources.map(text(source:)).joined(separator: "; ")
         if let e = v.endedBy {
             line += "; \(e.kind == .deleted ? "deleted" : "changed") by commit \(e.commit)"
             if !e.transactions.isEmpty { line += " (" + e.transactions.map(RecordDiffWriter.text(transaction:)).joined(separator: "; ") + ")" }
         }
+        if !v.finds.isEmpty {
+            // One line per version: the first finds, then how many more (json lists them all).
+            let shown = v.finds.prefix(3).map(text(find:)).joined(separator: "; ")
+            let more = v.finds.count > 3 ? "; +\(v.finds.count - 3) more" : ""
+            line += (v.sources.isEmpty ? "found in " : "; also in ") + shown + more
+            if v.confidence != .whole { line += " [\(v.confidence.rawValue)" + (v.uncertainColumns.isEmpty ? "" : ": " + v.uncertainColumns.joined(separator: ", ")) + "]" }
+        }
         line += "  " + v.values.map { "\($0.name) \(ValueRendering.inline($0.value))" }.joined(separator: ", ")
         return TextTable.sanitized(line)
+    }
+
+    /// `-wal frame 12 page 3 offset 3817 (freeblock, header-rebuilt)`.
+    static func text(find f: RecordVersion.Find) -> String {
+        let place: String
+        switch f.origin {
+        case .mainFile: place = "main file"
+        case .committedFrame: place = "-wal frame \(f.frame ?? 0)"
+        case .uncommittedFrame: place = "-wal frame \(f.frame ?? 0) (uncommitted)"
+        case .olderGeneration: place = "-wal frame \(f.frame ?? 0) (older generation)"
+        case .journal: place = "-journal record \(f.frame ?? 0)"
+        }
+        return "\(place) page \(f.page) offset \(f.offset) (\(f.area.rawValue)\(f.confidence == .whole ? "" : ", " + f.confidence.rawValue))"
     }
 
     /// `commits 2-3 (-wal frames 7-9)` or `commit 0 (main file)`.

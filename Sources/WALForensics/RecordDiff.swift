@@ -210,6 +210,16 @@ final class StateReader {
         }
     }
 
+    /// Another database (carved rows laid into a scratch table) read through `other`'s model, so
+    /// its rows decode exactly as `other`'s do.
+    init(connection: Connection, like other: StateReader) {
+        commit = other.commit
+        decoder = other.decoder
+        self.connection = connection
+        store = other.store
+        map = other.map
+    }
+
     /// The schema's rows, to tell whether two states share one schema.
     func schema() throws -> [[DatabaseValue]] {
         try connection.rows("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name").map(\.values)

@@ -18,6 +18,8 @@ public struct WALEvidence: @unchecked Sendable {
     public let wal: WAL?
     /// The bytes `wal` was parsed from.
     public let walData: Data?
+    /// The `-journal` that came with the store, for carving; nil without one.
+    public var journalData: Data?
     /// Whether a `-shm` came with the store.
     public let sharedMemoryPresent: Bool
     /// The `-shm` wal-index header, when one came with the store and is long enough.
@@ -56,6 +58,7 @@ public struct WALEvidence: @unchecked Sendable {
         self.init(displayPath: displayPath ?? copy.family.main.path, mainFile: data, wal: copy.wal, walData: copy.walData,
                   sharedMemoryPresent: copy.family.shm != nil, sharedMemory: copy.sharedMemory)
         imageFolder = copy.folder.appendingPathComponent("point-in-time", isDirectory: true)
+        journalData = copy.journalData
     }
 
     /// Number of committed transactions SQLite would apply (0 without a usable WAL).

@@ -235,5 +235,16 @@ struct RecordRecoveryTests {
         #expect(reportedDeleted == deletedNames)
         let superseded = Set(items.filter { $0.state == .superseded }.compactMap(name))
         #expect(intermediate.isSubset(of: superseded), "intermediate names: \(intermediate.subtracting(superseded))")
+
+        // Carving on: the committed versions are the same (a carved copy only adds finds), the deleted
+        // Items the same, and an Item carved from free space has a name some commit showed.
+        let carving = try RecordRecovery.versions(evidence, carve: true)
+        #expect(carving.filter { !$0.sources.isEmpty }.count == versions.count)
+        let carvedItems = carving.filter { $0.entity == "Item" }
+        #expect(Set(carvedItems.filter { $0.state == .deleted }.compactMap { v in name(v).map { "\($0) @\(v.endedBy?.commit ?? -1)" } }) == deletedNames)
+        let everyName = Set(names.values.joined())
+        for v in carvedItems where v.sources.isEmpty {
+            #expect(name(v).map(everyName.contains) == true, "carved \(v.entity)#\(v.pk) \(name(v) ?? "?") is a name some commit held")
+        }
     }
 }

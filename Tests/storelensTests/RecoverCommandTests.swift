@@ -54,11 +54,11 @@ struct RecoverCommandTests {
         #expect(flatDeleted(lines) == deleted)
         // CSV: one line per property; the name line carries the deleting commit.
         let csv = try #require(outputs["csv"]).components(separatedBy: "\r\n")
-        #expect(csv.first == "path,entity,table,pk,state,confidence,firstCommit,lastCommit,sources,endedBy,endCommit,transactions,property,value")
+        #expect(csv.first == "path,entity,table,pk,state,confidence,firstCommit,lastCommit,sources,endedBy,endCommit,transactions,finds,uncertainColumns,property,value")
         var fromCSV: Set<String> = []
         for line in csv.dropFirst() where line.contains(",Item,ZITEM,") && line.contains(",deleted,whole,") {
             let cells = line.components(separatedBy: ",")
-            if cells.count == 14, cells[12] == "name" { fromCSV.insert("\(cells[13]) @\(cells[10])") }
+            if cells.count == 16, cells[14] == "name" { fromCSV.insert("\(cells[15]) @\(cells[10])") }
         }
         #expect(fromCSV == deleted)
         let text = try #require(outputs["text"])
@@ -126,5 +126,37 @@ struct RecoverCommandTests {
             #expect(result.status == 2 && result.stderr.contains("Error:"), "\(bad): \(result.stderr)")
         }
         #expect(try FolderSnapshot(folder.url) == before)
+    }
+
+    @Test("a -journal kept by journal_mode=PERSIST: the rows a transaction deleted are carved from it through the ordinary input path")
+    func persistedJournal() throws {
+        let folder = try TemporaryFolder("recover-journal")
+        let path = folder.path("notes.sqlite").path
+        var deleted: Set<String> = []
+        do {
+            let c = try Connection.open(path: path, mode: .create)
+            try c.execute("PRAGMA journal_mode = PERSIST; PRAGMA secure_delete = OFF")
+            try c.execute("""
+                CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER);
+                INSERT INTO Z_PRIMARYKEY VALUES (1, 'Note', 0, 0);
+                CREATE TABLE ZNOTE (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZTITLE VARCHAR);
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 60)
+                    INSERT INTO ZNOTE SELECT i, 1, 1, 'note number ' || i FROM n;
+                """)
+            // The truth: the titles SQLite holds for the rows about to be deleted.
+            deleted = Set(try c.rows("SELECT ZTITLE FROM ZNOTE WHERE Z_PK % 2 = 0").compactMap { $0[0].string })
+            try c.execute("BEGIN; DELETE FROM ZNOTE WHERE Z_PK % 2 = 0; COMMIT")
+        }
+        #expect(FileManager.default.fileExists(atPath: path + "-journal"))
+        let before = try FolderSnapshot(folder.url)
+        let result = try CLI.run(["recover", path, "--state", "carved", "--format", "jsonl"])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let lines = try result.stdout.split(separator: "\n").map { try WALDiffValuesTests.json(String($0)) }
+        let fromJournal = Set(lines.filter { line in
+            (line["finds"] as? [[String: Any]])?.contains { $0["origin"] as? String == "journal" } == true
+        }.compactMap { ($0["values"] as? [String: Any])?["ZTITLE"] as? String })
+        #expect(!deleted.isEmpty && fromJournal == deleted, "missing: \(deleted.subtracting(fromJournal)), extra: \(fromJournal.subtracting(deleted))")
+        #expect(lines.allSatisfy { $0["state"] as? String == "carved" })
+        #expect(try FolderSnapshot(folder.url) == before, "the store and its -journal stay byte-identical")
     }
 }

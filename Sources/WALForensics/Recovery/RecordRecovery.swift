@@ -33,27 +33,46 @@ public enum RecordRecovery {
     }
 
     /// Hands every version to `body`, by entity number, then primary key, then first commit seen.
-    public static func forEachVersion(_ evidence: WALEvidence, filter: Filter = Filter(),
+    ///
+    /// With `carve`, the records carved from free space, freelist pages, frames after the last
+    /// commit, older WAL generations and a `-journal` join them: a carved copy of a version the
+    /// commits hold is a find of that version; the others (`carved`, `uncommitted`) follow the
+    /// committed versions, in the same key order.
+    public static func forEachVersion(_ evidence: WALEvidence, filter: Filter = Filter(), carve: Bool = false,
                                       decoder: ValueDecoder = ValueDecoder(supportFolder: nil),
                                       _ body: (RecordVersion) throws -> Void) throws {
         do {
+            // Carving needs every committed version, whatever the state filter, to fold into.
+            var committedFilter = filter
+            if carve { committedFilter.states = nil }
             var history = Tracker(evidence: evidence)
             try RecordDiff.forEachCommitStates(evidence, decoder: decoder) { commit, diff, earlier, later in
-                try history.apply(commit: commit, diff: diff, earlier: earlier, later: later, filter: filter)
+                try history.apply(commit: commit, diff: diff, earlier: earlier, later: later, filter: committedFilter)
             }
             let last = try StateReader(evidence, commit: evidence.commitCount, option: "--to", decoder: decoder)
-            try history.finish(last: last, filter: filter, body)
+            guard carve else {
+                try history.finish(last: last, filter: filter, body)
+                PointInTime.discardImage(evidence, commit: evidence.commitCount)
+                return
+            }
+            let carved = try CarvedVersions.collect(evidence, state: last, entityTables: try history.entityTables(last), filter: filter)
+            try history.finish(last: last, filter: committedFilter) { version in
+                var v = version
+                carved.attach(to: &v)
+                if filter.keeps(v) { try body(v) }
+            }
             PointInTime.discardImage(evidence, commit: evidence.commitCount)
+            for v in carved.remaining() where filter.keeps(v) { try body(v) }
         } catch let error as SQLiteError {
             throw WALForensicsError.sqlite(path: evidence.displayPath, error)
         }
     }
 
     /// All versions at once (tests, small stores).
-    public static func versions(_ evidence: WALEvidence, filter: Filter = Filter(),
+    public static func versions(_ evidence: WALEvidence, filter: Filter = Filter(), carve: Bool = false,
                                 decoder: ValueDecoder = ValueDecoder(supportFolder: nil)) throws -> [RecordVersion] {
         var out: [RecordVersion] = []
-        try forEachVersion(evidence, filter: filter, decoder: decoder) { out.append($0) }
+        try forEachVersion(evidence, filter: filter, carve: carve, decoder: decoder) { out.append($0) }
         return out
     }
 

@@ -11,11 +11,63 @@ public struct RecordVersion: Sendable {
         case superseded
         /// The record's last version before a commit deleted it.
         case deleted
+        /// Found only in WAL frames after the last valid commit: a transaction SQLite never applied.
+        case uncommitted
+        /// Found only in bytes no committed state shows as a row: free space inside pages, freelist
+        /// pages, frames of an older WAL generation, a `-journal`.
+        case carved
     }
 
     /// How much of the record the bytes prove. Versions read from WAL commits are whole records.
     public enum Confidence: String, Sendable {
+        /// Every byte of the record was read as written (its cell or a whole copy of it).
         case whole
+        /// A freed cell whose first 4 bytes the freeblock header overwrote: payload length, rowid
+        /// (so `Z_PK`) and the start of the record header were rebuilt from the table's columns.
+        case headerRebuilt = "header-rebuilt"
+    }
+
+    /// One place outside the committed states whose bytes hold this version.
+    public struct Find: Sendable, Hashable {
+        /// Which bytes of the store family the page image came from.
+        public enum Origin: String, Sendable {
+            /// A page of the main file.
+            case mainFile = "main-file"
+            /// A `-wal` frame up to the last valid commit.
+            case committedFrame = "committed-frame"
+            /// A `-wal` frame after the last valid commit (or after the frame where SQLite's walk stops).
+            case uncommittedFrame = "uncommitted-frame"
+            /// A `-wal` frame whose salts are not the header's: left from before the WAL was restarted.
+            case olderGeneration = "older-wal-generation"
+            /// A page image in the `-journal`.
+            case journal
+        }
+
+        /// Where in the page the record was.
+        public enum Area: String, Sendable {
+            /// A cell the page's cell pointer array points to.
+            case cell
+            /// Inside a freeblock of a table b-tree leaf.
+            case freeblock
+            /// Between the cell pointer array and the cell content area.
+            case unallocated
+            /// A freelist trunk page (past its list of leaf pages).
+            case freelistTrunk = "freelist-trunk"
+            /// A freelist leaf page (a whole page a table gave up).
+            case freelistLeaf = "freelist-leaf"
+        }
+
+        public let file: String
+        public let origin: Origin
+        public let area: Area
+        /// The database page the image is of.
+        public let page: Int
+        /// The record's offset inside the page, and in the file.
+        public let offset: Int
+        public let fileOffset: Int
+        /// The `-wal` frame (1-based slot in the file) or `-journal` record (1-based) holding the image.
+        public let frame: Int?
+        public let confidence: Confidence
     }
 
     /// What ended a run of commits: the commit that changed or deleted the record, and the
@@ -59,6 +111,14 @@ public struct RecordVersion: Sendable {
     /// Every run of commits holding these values (more than one when the record returned to them).
     public let sources: [Source]
     public let confidence: Confidence
+    /// Places outside the committed states holding these same values (carved or uncommitted
+    /// copies); for a `carved` or `uncommitted` version, where it was found.
+    public var finds: [Find] = []
+    /// Columns whose stored value the bytes do not prove (`Z_PK` when the rowid was overwritten).
+    public var uncertainColumns: [String] = []
+
+    /// False for a carved record whose rowid (`Z_PK`) was overwritten and not found elsewhere (`pk` is 0).
+    public var pkIsKnown: Bool { pk > 0 }
 
     /// What ended the last run: the change or delete that makes this version superseded or deleted.
     public var endedBy: Ending? { sources.last?.endedBy }

@@ -8,7 +8,7 @@ import WALForensics
 struct RecoverCommand: Command {
     static let configuration = CommandConfiguration(
         name: "recover",
-        abstract: "List every version of every record the main file and the WAL's commits hold: live, superseded and deleted, with values and sources.",
+        abstract: "List every version of every record the store family holds: live, superseded and deleted from the WAL's commits, uncommitted and carved from free space, with values and sources.",
         discussion: """
         The main file is commit 0 and each valid WAL commit a later state; a record's values at each
         of them are one version (identical values folded into one, with every run of commits they were
@@ -16,18 +16,26 @@ struct RecoverCommand: Command {
         record; deleted: the record's last version before a commit deleted it. Each version has its
         decoded values (as `rows` shows them), the file and frames that wrote it, the commits it was
         seen at, and the commit and persistent-history transaction that changed or deleted it.
-        Frames after the last commit, free space and freelist pages are not read yet (docs/recover.md).
+        Then what no committed state shows: cells of frames after the last commit (uncommitted),
+        and records carved from freeblocks and unallocated space of table pages (main file and every
+        WAL page image), freelist pages, frames of an older WAL generation and a -journal (carved),
+        each kept only when it passes the false-positive rules of docs/recover.md. A carved copy of
+        a committed version is listed with that version (finds); a freed cell whose first 4 bytes
+        were overwritten has confidence header-rebuilt and may carry Z_PK unknown. --no-carve lists
+        the committed versions alone.
         """,
         arguments: [ArgumentSpec(name: "input", help: "A store file, an app container or .xcappdata folder, a tar or zip archive of one, or a Finder/iTunes backup folder.", repeating: false, optional: false)],
         options: [OptionSpec.value("--format", "-f", valueName: "format", help: "Output format.",
                                    allowed: RecoveryWriter.Format.allCases.map(\.rawValue), default: "text"),
                   OptionSpec.value("--entity", valueName: "name", help: "Only versions of this entity (its name as Z_PRIMARYKEY has it; case-insensitive)."),
                   OptionSpec.value("--pk", valueName: "n", help: "Only versions of the record with this Z_PK."),
-                  OptionSpec.value("--state", valueName: "state", help: "Only versions in this state: live, superseded or deleted (repeatable, or comma-separated).", repeatable: true),
+                  OptionSpec.value("--state", valueName: "state", help: "Only versions in this state: live, superseded, deleted, uncommitted or carved (repeatable, or comma-separated).", repeatable: true),
+                  OptionSpec.flag("--no-carve", help: "Only the versions the committed states hold: no uncommitted frames, free space, freelist pages, older WAL generation or -journal."),
                   OptionSpec.value("--out", valueName: "file", help: "Write the versions to this new SQLite file (never overwritten): one table per entity with provenance columns; prints a summary.")]
             + [CommonOptions.timeZone] + CommonOptions.input,
         examples: ["storelens recover default.store",
                    "storelens recover default.store --state deleted,superseded",
+                   "storelens recover default.store --state carved,uncommitted --format jsonl",
                    "storelens recover default.store --entity Item --pk 3 --format json",
                    "storelens recover App.xcappdata --format csv",
                    "storelens recover default.store --out /tmp/recovered.sqlite"])
@@ -36,6 +44,7 @@ struct RecoverCommand: Command {
     let format: RecoveryWriter.Format
     let filter: RecordRecovery.Filter
     let out: String?
+    let carve: Bool
     let input: InputSettings
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
@@ -54,13 +63,14 @@ struct RecoverCommand: Command {
             var set: Set<RecordVersion.State> = []
             for name in states {
                 guard let state = RecordVersion.State(rawValue: name.lowercased()) else {
-                    throw .invalid("The value '\(name)' is invalid for '--state'; use live, superseded or deleted.")
+                    throw .invalid("The value '\(name)' is invalid for '--state'; use live, superseded, deleted, uncommitted or carved.")
                 }
                 set.insert(state)
             }
             filter.states = set
         }
         self.filter = filter
+        carve = !parsed.flag("--no-carve")
         out = parsed.value("--out")
         if let out {
             guard !out.isEmpty, out != "-" else { throw .invalid("--out needs a file name (the versions go to stdout without it).") }
@@ -87,7 +97,7 @@ struct RecoverCommand: Command {
             for store in stores {
                 let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
                 writer.beginStore(path: store.displayPath, commits: evidence.commitCount)
-                try RecordRecovery.forEachVersion(evidence, filter: filter, decoder: WALCommand.decoder(store.copy)) {
+                try RecordRecovery.forEachVersion(evidence, filter: filter, carve: carve, decoder: WALCommand.decoder(store.copy)) {
                     writer.add(path: store.displayPath, $0)
                 }
                 writer.endStore()
@@ -107,7 +117,7 @@ struct RecoverCommand: Command {
             for store in stores {
                 let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
                 let before = database.versions
-                try RecordRecovery.forEachVersion(evidence, filter: filter, decoder: WALCommand.decoder(store.copy)) {
+                try RecordRecovery.forEachVersion(evidence, filter: filter, carve: carve, decoder: WALCommand.decoder(store.copy)) {
                     try database.add(store: store.displayPath, $0)
                 }
                 counts.append((store.displayPath, database.versions - before))

@@ -1,0 +1,206 @@
+import CoreDataStore
+import Foundation
+import SQLiteAccess
+import StoreFormats
+
+/// The records carved from a store family, decoded through the model and folded: the same entity,
+/// `Z_PK` and values found in several places is one version with every place as a find. A
+/// version the committed states also hold takes these finds; the rest are `carved` or
+/// `uncommitted` versions of their own.
+final class CarvedVersions {
+    struct Group {
+        let shape: Int
+        let entity: Int
+        var pk: Int64?
+        let raw: [RecordValue]
+        var finds: [RecordVersion.Find]
+        var findSet: Set<RecordVersion.Find>
+        var state: RecordVersion.State
+        var values: [RecordChange.Value] = []
+        var fingerprint = ""
+        var used = false
+    }
+
+    struct RawKey: Hashable {
+        let shape: Int
+        let pk: Int64?
+        let values: [RecordValue]
+    }
+
+    struct Key: Hashable {
+        let entity: Int
+        let pk: Int64
+        let fingerprint: String
+    }
+
+    struct ValuesKey: Hashable {
+        let entity: Int
+        let fingerprint: String
+    }
+
+    private(set) var groups: [Group] = []
+    private var byKey: [Key: Int] = [:]
+    private var unknownPK: [ValuesKey: [Int]] = [:]
+    let shapes: [CarvingShape]
+    let names: [Int: (name: String, table: String)]
+    /// Candidates turned away, by rule.
+    private(set) var rejected: [String: Int] = [:]
+
+    init(shapes: [CarvingShape], names: [Int: (name: String, table: String)]) {
+        self.shapes = shapes
+        self.names = names
+    }
+
+    /// Carves `evidence`, keeping what `filter` lets through (entity and `Z_PK`; states are applied
+    /// when the versions are handed out), and decodes each distinct record once through `state`'s model.
+    static func collect(_ evidence: WALEvidence, state: StateReader, entityTables: [(Int, String, String)],
+                        filter: RecordRecovery.Filter) throws -> CarvedVersions {
+        var names: [Int: (name: String, table: String)] = [:]
+        for (number, name, table) in entityTables { names[number] = (name, table) }
+        for mapping in state.map?.entities ?? [] {
+            if let number = mapping.number, names[number] == nil { names[number] = (mapping.entity.name, mapping.table) }
+        }
+        let shapes = try CarvingShape.shapes(of: state, entityTables: entityTables)
+        let carved = CarvedVersions(shapes: shapes, names: names)
+        guard var carver = StoreCarver(evidence: evidence, shapes: shapes) else { return carved }
+        var index: [RawKey: Int] = [:]
+        carver.carve { hit in
+            let shape = shapes[hit.record.shape]
+            guard case .integer(let ent) = hit.record.values[shape.entIndex], let number = Int(exactly: ent) else { return }
+            let name = names[number]?.name ?? "#\(number)"
+            guard filter.keeps(entity: name), filter.pk.map({ $0 == hit.record.rowid }) ?? true else { return }
+            // Z_OPT (Core Data's save counter) is not a value: copies differing only there are one version.
+            var values = hit.record.values
+            if let opt = shape.optIndex { values[opt] = .null }
+            let key = RawKey(shape: hit.record.shape, pk: hit.record.rowid, values: values)
+            if let i = index[key] {
+                if carved.groups[i].findSet.insert(hit.find).inserted { carved.groups[i].finds.append(hit.find) }
+                if hit.state == .uncommitted { carved.groups[i].state = .uncommitted }
+            } else {
+                index[key] = carved.groups.count
+                carved.groups.append(Group(shape: hit.record.shape, entity: number, pk: hit.record.rowid, raw: hit.record.values,
+                                           finds: [hit.find], findSet: [hit.find], state: hit.state))
+            }
+        }
+        carved.rejected = carver.carver.rejected
+        try carved.decode(state: state, encoding: evidence.header?.textEncoding ?? 1)
+        carved.fold()
+        return carved
+    }
+
+    /// Lays the carved rows into scratch tables (same names and columns, no declared types, so
+    /// values stay as stored) and reads them back through the model, as `rows` would show them.
+    func decode(state: StateReader, encoding: UInt32) throws {
+        guard !groups.isEmpty else { return }
+        let scratch = try Connection.open(path: ":memory:", mode: .create, label: "carved records")
+        let reader = StateReader(connection: scratch, like: state)
+        for (s, shape) in shapes.enumerated() {
+            let members = groups.indices.filter { groups[$0].shape == s }
+            guard !members.isEmpty else { continue }
+            let columns = shape.columns.enumerated().map { i, c in Identifier.quoted(c.name) + (i == shape.pkIndex ? " INTEGER PRIMARY KEY" : "") }
+            try scratch.execute("CREATE TABLE \(Identifier.quoted(shape.table)) (\(columns.joined(separator: ", ")))")
+            let insert = "INSERT INTO \(Identifier.quoted(shape.table)) VALUES (" + shape.columns.map { _ in "?" }.joined(separator: ", ") + ")"
+            for i in members {
+                // The scratch key is the group's position, not its Z_PK (which may be unknown or repeated).
+                let values = groups[i].raw.enumerated().map { c, v in c == shape.pkIndex ? .integer(Int64(i + 1)) : Self.database(v, encoding: encoding) }
+                try scratch.run(insert, values)
+            }
+            let byEntity = Dictionary(grouping: members) { groups[$0].entity }
+            for (number, indexes) in byEntity {
+                let group = WALDiff.Group(entity: names[number]?.name, entityNumber: number, table: shape.table, keyColumns: ["Z_PK"])
+                for (key, values) in try reader.values(of: group, keys: indexes.map { [.integer(Int64($0 + 1))] }) {
+                    guard let id = key.first?.int64, let i = Int(exactly: id - 1), groups.indices.contains(i) else { continue }
+                    groups[i].values = values
+                    groups[i].fingerprint = RecordRecovery.fingerprint(values)
+                }
+            }
+        }
+    }
+
+    static func database(_ value: RecordValue, encoding: UInt32) -> DatabaseValue {
+        switch value {
+        case .null: return .null
+        case .integer(let v): return .integer(v)
+        case .real(let d): return .real(d)
+        case .text(let bytes): return .text(SQLiteRecord.text(bytes, encoding: encoding))
+        case .blob(let bytes): return .blob(Data(bytes))
+        }
+    }
+
+    /// Groups whose decoded values are the same record fold; a record whose `Z_PK` was overwritten
+    /// takes the key of the one carved record of its entity with the same values, when there is one.
+    func fold() {
+        var folded: [Group] = []
+        var seen: [Key: Int] = [:]
+        var unknown: [Group] = []
+        for g in groups {
+            guard let pk = g.pk else { unknown.append(g); continue }
+            let key = Key(entity: g.entity, pk: pk, fingerprint: g.fingerprint)
+            if let i = seen[key] { merge(g, into: &folded[i]) } else {
+                seen[key] = folded.count
+                folded.append(g)
+            }
+        }
+        var pks: [ValuesKey: Set<Int64>] = [:]
+        for (key, _) in seen { pks[ValuesKey(entity: key.entity, fingerprint: key.fingerprint), default: []].insert(key.pk) }
+        var unknownAt: [ValuesKey: Int] = [:]
+        for g in unknown {
+            let vk = ValuesKey(entity: g.entity, fingerprint: g.fingerprint)
+            if let candidates = pks[vk], candidates.count == 1, let pk = candidates.first,
+               let i = seen[Key(entity: g.entity, pk: pk, fingerprint: g.fingerprint)] {
+                merge(g, into: &folded[i])
+            } else if let i = unknownAt[vk] {
+                merge(g, into: &folded[i])
+            } else {
+                unknownAt[vk] = folded.count
+                folded.append(g)
+            }
+        }
+        groups = folded
+        byKey = [:]
+        unknownPK = [:]
+        for (i, g) in groups.enumerated() {
+            if let pk = g.pk { byKey[Key(entity: g.entity, pk: pk, fingerprint: g.fingerprint)] = i } else {
+                unknownPK[ValuesKey(entity: g.entity, fingerprint: g.fingerprint), default: []].append(i)
+            }
+        }
+    }
+
+    private func merge(_ g: Group, into target: inout Group) {
+        for f in g.finds where target.findSet.insert(f).inserted { target.finds.append(f) }
+        if g.state == .uncommitted { target.state = .uncommitted }
+    }
+
+    /// Adds to a committed version the finds of the carved records with its entity, key and
+    /// values, and of rebuilt records of its entity with its values whose key is unknown (the
+    /// first such version takes them: versions come in key order).
+    func attach(to version: inout RecordVersion) {
+        guard !groups.isEmpty else { return }
+        let fp = RecordRecovery.fingerprint(version.values)
+        if let i = byKey[Key(entity: version.entityNumber, pk: version.pk, fingerprint: fp)], !groups[i].used {
+            groups[i].used = true
+            version.finds += groups[i].finds
+        }
+        for i in unknownPK[ValuesKey(entity: version.entityNumber, fingerprint: fp)] ?? [] where !groups[i].used {
+            groups[i].used = true
+            version.finds += groups[i].finds
+        }
+    }
+
+    /// The carved records no committed version took, as versions of their own, by entity, then
+    /// `Z_PK` (unknown keys last), then the order they were found in.
+    func remaining() -> [RecordVersion] {
+        let left = groups.filter { !$0.used }.sorted { a, b in
+            (a.entity, a.pk ?? Int64.max) < (b.entity, b.pk ?? Int64.max)
+        }
+        return left.map { g in
+            let shape = shapes[g.shape]
+            var v = RecordVersion(entity: names[g.entity]?.name ?? "#\(g.entity)", entityNumber: g.entity, table: shape.table,
+                                  pk: g.pk ?? 0, values: g.values, state: g.state, sources: [],
+                                  confidence: g.finds.contains { $0.confidence == .whole } ? .whole : .headerRebuilt)
+            v.finds = g.finds
+            if g.pk == nil { v.uncertainColumns = [shape.columns[shape.pkIndex].name] }
+            return v
+        }
+    }
+}
