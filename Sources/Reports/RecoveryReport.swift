@@ -134,7 +134,8 @@ public final class RecoveryWriter {
             ("_pk", pk(v)),
             ("_state", .string(v.state.rawValue)),
             ("_confidence", .string(v.confidence.rawValue)),
-            ("_uncertain_columns", .array(v.uncertainColumns.map(JSONValue.string))),
+            // As `--out` stores it: null when every column is proved, else the names, space-separated.
+            ("_uncertain_columns", v.uncertainColumns.isEmpty ? .null : .string(v.uncertainColumns.joined(separator: " "))),
             ("_first_commit", .optional(first?.firstCommit)),
             ("_last_commit", .optional(v.sources.last?.lastCommit)),
             ("_source_file", .string(first?.file ?? find?.file ?? "")),

@@ -13,6 +13,7 @@ public struct SHA256: @unchecked Sendable {
         let pointer: OpaquePointer
 
         init() {
+            _ = SHA256.libcryptoReady
             // Allocation is the only way these calls fail; there is no sensible way on without it.
             guard let pointer = EVP_MD_CTX_new(), EVP_DigestInit_ex(pointer, EVP_sha256(), nil) == 1 else {
                 fatalError("libcrypto could not start a SHA-256 context (out of memory)")
@@ -31,6 +32,9 @@ public struct SHA256: @unchecked Sendable {
     }
 
     private var context = Context()
+
+    /// libcrypto set up once, without its atexit teardown (see CCrypto's shim).
+    static let libcryptoReady: Void = storelens_crypto_init()
 
     public init() {}
 

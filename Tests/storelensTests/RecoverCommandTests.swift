@@ -153,10 +153,10 @@ struct RecoverCommandTests {
         #expect(result.status == 0, "stderr: \(result.stderr)")
         let lines = try result.stdout.split(separator: "\n").map { try WALDiffValuesTests.json(String($0)) }
         let fromJournal = Set(lines.filter { line in
-            (line["finds"] as? [[String: Any]])?.contains { $0["origin"] as? String == "journal" } == true
-        }.compactMap { ($0["values"] as? [String: Any])?["ZTITLE"] as? String })
+            (line["_finds"] as? [[String: Any]])?.contains { $0["origin"] as? String == "journal" } == true
+        }.compactMap { $0["ZTITLE"] as? String })
         #expect(!deleted.isEmpty && fromJournal == deleted, "missing: \(deleted.subtracting(fromJournal)), extra: \(fromJournal.subtracting(deleted))")
-        #expect(lines.allSatisfy { $0["state"] as? String == "carved" })
+        #expect(lines.allSatisfy { $0["_state"] as? String == "carved" })
         #expect(try FolderSnapshot(folder.url) == before, "the store and its -journal stay byte-identical")
     }
 }

@@ -27,6 +27,7 @@ enum BackupCrypto {
 
     /// PBKDF2-HMAC with `digest`, 32 bytes out.
     static func pbkdf2(_ password: SecretBytes, salt: Data, iterations: Int, digest: Digest) throws(BackupCryptoError) -> SecretBytes {
+        storelens_crypto_init()
         let key = SecretBytes(capacity: 32)
         let md = digest == .sha256 ? EVP_sha256() : EVP_sha1()
         let ok = password.withUnsafeBytes { pass in
@@ -98,6 +99,7 @@ final class CBCDecryptor {
 
     init(key: SecretBytes) throws(BackupCryptoError) {
         guard key.count == 32 else { throw .keyLength(operation: "AES-256-CBC", expected: 32, found: key.count) }
+        storelens_crypto_init()
         guard let ctx = EVP_CIPHER_CTX_new() else { throw .libcrypto(operation: "EVP_CIPHER_CTX_new", detail: BackupCrypto.lastError()) }
         self.ctx = ctx
         let iv = [UInt8](repeating: 0, count: 16)
