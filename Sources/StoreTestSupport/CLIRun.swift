@@ -116,7 +116,11 @@ public enum CLI {
             }
         }
         _ = readers.wait(timeout: .now() + 10)
-        withExtendedLifetime((out, err)) {}
+        // Close our read ends ourselves: Foundation's Process keeps its pipes alive past the run
+        // (the Process object outlives it on Linux), so relying on deinit leaked two descriptors a
+        // run, and the whole suite's thousands of runs hit the open-file limit (EMFILE in CI).
+        try? out.fileHandleForReading.close()
+        try? err.fileHandleForReading.close()
         collected.lock.lock()
         defer { collected.lock.unlock() }
         return Outcome(status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
