@@ -68,6 +68,13 @@ public indirect enum JSONValue: Equatable, Sendable {
     /// Escapes per RFC 8259; control characters (and NUL bytes from a device) become \u escapes.
     static func escape(_ s: String, into out: inout String) {
         out += "\""
+        // Most strings need no escape: one scan of the UTF-8, then one append (appending scalar by
+        // scalar was most of the time `recover` spent writing JSON). U+2028/2029 start with 0xE2.
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0xE2 }) {
+            out += s
+            out += "\""
+            return
+        }
         for scalar in s.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""
