@@ -252,7 +252,7 @@ public enum OutputPathError: Error, Equatable, CustomStringConvertible, Sendable
         case .folderOfEvidence(let option, let path, let input):
             return "\(option) \(path) is the folder the input \(input) is in, and storelens never writes beside evidence; give \(option) another folder."
         case .inFolderOfInputs(let option, let path, let folder):
-            return "\(option) \(path) is inside \(folder), the folder of inputs given with --each, whose every entry is read as an input (the next run would read what is written there as one); give \(option) a folder outside it."
+            return "\(option) \(path) is inside \(folder), the folder given with --each whose every entry is an input, and storelens never writes among the inputs (the next run would read what it wrote as one); give \(option) a folder outside it."
         }
     }
 }

@@ -174,6 +174,28 @@ struct ReportCommandTests {
         #expect(try FolderSnapshot(tickets) == before, "the evidence is never modified")
     }
 
+    @Test("report batch with --tz and two jobs: every report shows the zone, as a single run does")
+    func batchTimeZone() throws {
+        let folder = try TemporaryFolder("report-batch-tz")
+        let tickets = folder.path("tickets")
+        try FileManager.default.createDirectory(at: tickets, withIntermediateDirectories: true)
+        for name in ["a.store", "b.store", "c.store"] { try ReportSamples.write(to: tickets.appendingPathComponent(name)) }
+        let reports = folder.path("reports")
+        let run = try CLI.run(["report", tickets.path, "--each", "--out-dir", reports.path, "--jsonl", folder.path("r.jsonl").path,
+                               "--jobs", "2", "--tz", "Asia/Kolkata"])
+        #expect(run.status == 1, "\(run.stderr)")
+        for name in ["a.store", "b.store", "c.store"] {
+            let input = tickets.path + "/" + name
+            let html = try String(contentsOf: reports.appendingPathComponent(Self.reportName(input)), encoding: .utf8)
+            #expect(html.contains("+05:30") && html.range(of: "[0-9]Z[<\" ,)]", options: .regularExpression) == nil, "\(name): times in the --tz zone on every job's thread")
+            if name == "b.store" {
+                let single = folder.path("single.html")
+                _ = try CLI.run(["report", input, "--tz", "Asia/Kolkata", "--out", single.path])
+                #expect(Self.comparable(try String(contentsOf: single, encoding: .utf8)) == Self.comparable(html))
+            }
+        }
+    }
+
     @Test("report batch: --out-dir never an input's folder, inside an input, or inside a folder given with --each; usage errors name the right option")
     func batchOutputFolder() throws {
         let folder = try TemporaryFolder("report-batch-guard")
@@ -184,8 +206,8 @@ struct ReportCommandTests {
         for (arguments, says) in [
             (["report", store, "--out-dir", tickets.path], "is the folder the input d.store is in"),
             (["report", tickets.path + "/a-container", "--out-dir", tickets.path + "/a-container/reports"], "is inside the input"),
-            (["report", tickets.path, "--each", "--out-dir", tickets.path + "/reports"], "the folder of inputs given with --each"),
-            (["report", tickets.path, "--each", "--out-dir", tickets.path + "/./sub/reports"], "the folder of inputs given with --each"),
+            (["report", tickets.path, "--each", "--out-dir", tickets.path + "/reports"], "the folder given with --each whose every entry is an input"),
+            (["report", tickets.path, "--each", "--out-dir", tickets.path + "/./sub/reports"], "the folder given with --each whose every entry is an input"),
             (["report", tickets.path, "--each", "--out-dir", tickets.path], "--out-dir"),
         ] {
             let r = try CLI.run(arguments + ["--jsonl", results])

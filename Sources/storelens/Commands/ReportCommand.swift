@@ -139,43 +139,39 @@ struct ReportCommand: Command {
                 throw InputError(message: "cannot make the folder \(outDir) for --out-dir (\(error.localizedDescription)); give a folder you can write in.")
             }
         }
-        // Jobs run on other threads: each binds the --tz zone again.
-        let zone = DisplayZone.current
         return try Batch.run(command: "report", inputs: paths, settings: batch, output: output) { path, context in
-            try DisplayZone.$current.withValue(zone) {
-                let target = Self.reportPath(for: path, in: outDir)
-                // Checked against this input (the batch's output check covered the folder): no
-                // report lands on an input or its family under any name.
-                try OutputGuard.check([OutputGuard.Output(option: "--out-dir", path: target)], inputs: [path] + readFiles)
-                var st = stat()
-                var replace = force
-                if lstat(target, &st) == 0 {
-                    if (st.st_mode & S_IFMT) == S_IFDIR {
-                        throw InputError(message: "\(target) is a folder where the report of \(path) goes; move it away.")
-                    }
-                    // An input without a line whose report is there: the run that wrote it was
-                    // stopped before its line (a killed pod). --resume finishes it; anything that
-                    // is not a storelens report is never replaced without --force.
-                    if !replace, batch.resume, (st.st_mode & S_IFMT) == S_IFREG, Self.isReport(target) { replace = true }
-                    if !replace {
-                        throw InputError(message: "\(target), the report of \(path), already exists; add --force to replace it (or --resume to skip the inputs that have a line in the results).")
-                    }
+            let target = Self.reportPath(for: path, in: outDir)
+            // Checked against this input (the batch's output check covered the folder): no
+            // report lands on an input or its family under any name.
+            try OutputGuard.check([OutputGuard.Output(option: "--out-dir", path: target)], inputs: [path] + readFiles)
+            var st = stat()
+            var replace = force
+            if lstat(target, &st) == 0 {
+                if (st.st_mode & S_IFMT) == S_IFDIR {
+                    throw InputError(message: "\(target) is a folder where the report of \(path) goes; move it away.")
                 }
-                let session = try input.makeSession()
-                defer { session.scratch.remove() }
-                // The manifest first, as without --jsonl: the evidence table lists the files in the same order.
-                if let manifestPath { try session.record([URL(fileURLWithPath: manifestPath)]) }
-                context.hashInput(path, in: session)
-                let built = try build([path], manifest: manifest, session: session)
-                try ReportFile.write(built.html, to: target, force: replace, originals: session.ledger.entries.map(\.path))
-                let summary = HTMLReport.batchSummary(report: target, bytes: built.html.utf8.count, stores: built.stores, findings: built.findings)
-                if let problem = built.problem {
-                    // Written with what could be read, as without --jsonl; the line says what is missing.
-                    return BatchOutcome(exitCode: .usageOrInput, summary: summary, findings: built.findings, error: problem)
+                // An input without a line whose report is there: the run that wrote it was
+                // stopped before its line (a killed pod). --resume finishes it; anything that
+                // is not a storelens report is never replaced without --force.
+                if !replace, batch.resume, (st.st_mode & S_IFMT) == S_IFREG, Self.isReport(target) { replace = true }
+                if !replace {
+                    throw InputError(message: "\(target), the report of \(path), already exists; add --force to replace it (or --resume to skip the inputs that have a line in the results).")
                 }
-                return BatchOutcome(exitCode: built.findings.any(atOrAbove: failOn) ? .findings : .success, summary: summary,
-                                    findings: built.findings)
             }
+            let session = try input.makeSession()
+            defer { session.scratch.remove() }
+            // The manifest first, as without --jsonl: the evidence table lists the files in the same order.
+            if let manifestPath { try session.record([URL(fileURLWithPath: manifestPath)]) }
+            context.hashInput(path, in: session)
+            let built = try build([path], manifest: manifest, session: session)
+            try ReportFile.write(built.html, to: target, force: replace, originals: session.ledger.entries.map(\.path))
+            let summary = HTMLReport.batchSummary(report: target, bytes: built.html.utf8.count, stores: built.stores, findings: built.findings)
+            if let problem = built.problem {
+                // Written with what could be read, as without --jsonl; the line says what is missing.
+                return BatchOutcome(exitCode: .usageOrInput, summary: summary, findings: built.findings, error: problem)
+            }
+            return BatchOutcome(exitCode: built.findings.any(atOrAbove: failOn) ? .findings : .success, summary: summary,
+                                findings: built.findings)
         }
     }
 
