@@ -26,12 +26,16 @@ struct ReportCommand: Command {
         --out never replaces a file unless --force is given; the report is written to a temporary
         name beside it and renamed.
 
-        Batch mode (--jsonl FILE --out-dir FOLDER, docs/batch.md): every input (every entry of a
-        folder with --each) is a case of its own, and gets its own report in FOLDER, named after
-        the input: its name with every character but letters, digits, '.', '_' and '-' made '_',
-        then '-' and the first 10 hex digits of the SHA-256 of the input's path as given, then
-        '.html' (tickets/4711.tar.gz -> 4711.tar.gz-3f9a0c1b2e.html). Each input appends one line
-        to FILE naming its report; --resume skips inputs with a line, --shard K/N takes a share.
+        Batch mode (--jsonl FILE --out-dir FOLDER; docs/report.md, docs/batch.md): every input
+        (every entry of a folder with --each) is a case of its own, with its own report in FOLDER
+        named after it: its last path component with every character but ASCII letters, digits,
+        '.', '_' and '-' made '_' and leading dots and dashes dropped (at most 80 characters), '-',
+        the first 10 hex digits of the SHA-256 of the input's path as given, and '.html'
+        (tickets/4711.tar.gz -> 4711.tar.gz-6eab1f15aa.html). Each input appends one line to FILE
+        naming its report and counting its findings; an input that cannot be read at all gets an
+        error line and no report. A report already in FOLDER is refused unless --force; --resume
+        skips the inputs that have a line (and rewrites the report of one that has none, left by
+        a stopped run); --shard K/N runs a share.
         """,
         arguments: [ArgumentSpec(name: "input", help: "A store file, container, .xcappdata, archive or backup (several are read as one case, as audit does).", repeating: true, optional: false)],
         options: [.value("--out", "-o", valueName: "file", help: "The HTML file to write (- for stdout). In batch mode give --out-dir instead."),
