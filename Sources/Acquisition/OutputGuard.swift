@@ -38,6 +38,29 @@ public enum OutputGuard {
         }
     }
 
+    /// Refuses (throws) an output folder that is, or would be made inside, one of `folders`: the
+    /// folders given with `--each`, whose entries are the inputs. A folder of reports made there
+    /// would be read as an input by the next run over the same folder. Compared by identity, so
+    /// any spelling of the folder counts.
+    public static func checkOutside(_ outputs: [Output], folders: [String]) throws(OutputPathError) {
+        var identities: [Identity: String] = [:]
+        for folder in folders {
+            var st = stat()
+            if stat(folder, &st) == 0, st.st_mode & S_IFMT == S_IFDIR { identities[Identity(st)] = folder }
+        }
+        guard !identities.isEmpty else { return }
+        for output in outputs where output.kind == .folder && output.path != "-" && !output.path.isEmpty {
+            var url = URL(fileURLWithPath: Evidence.resolved(output.path))
+            while true {
+                if let id = Identity(path: url.path), let folder = identities[id] {
+                    throw .inFolderOfInputs(option: output.option, path: output.path, folder: folder)
+                }
+                if url.path == "/" || url.path.isEmpty { break }
+                url.deleteLastPathComponent()
+            }
+        }
+    }
+
     /// Device and inode: what a path is, whatever its name.
     struct Identity: Hashable {
         let device: UInt64
@@ -213,6 +236,8 @@ public enum OutputPathError: Error, Equatable, CustomStringConvertible, Sendable
     /// An output folder is the folder an input store is in: the files made there would sit
     /// beside the evidence, under its family's names.
     case folderOfEvidence(option: String, path: String, input: String)
+    /// An output folder is, or is inside, a folder given with `--each`: every entry there is an input.
+    case inFolderOfInputs(option: String, path: String, folder: String)
 
     public var description: String {
         switch self {
@@ -226,6 +251,8 @@ public enum OutputPathError: Error, Equatable, CustomStringConvertible, Sendable
             return "\(option) \(path) would be made beside the input \(input) with a name that belongs to a store's family (-wal, -shm, -journal, _SUPPORT), and storelens never writes into evidence; give \(option) another name or folder."
         case .folderOfEvidence(let option, let path, let input):
             return "\(option) \(path) is the folder the input \(input) is in, and storelens never writes beside evidence; give \(option) another folder."
+        case .inFolderOfInputs(let option, let path, let folder):
+            return "\(option) \(path) is inside \(folder), the folder given with --each whose every entry is an input, and storelens never writes among the inputs (the next run would read what it wrote as one); give \(option) a folder outside it."
         }
     }
 }

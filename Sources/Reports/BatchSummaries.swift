@@ -62,3 +62,18 @@ extension AuditReport {
         return .object(members)
     }
 }
+
+extension HTMLReport {
+    /// A `report` batch line's summary: the finding counts (as `check` and `audit` give them), the
+    /// report file written for the input, its size, and the stores it covers.
+    public static func batchSummary(report: String, bytes: Int, stores: [String], findings: [Finding]) -> JSONValue {
+        var members: [(String, JSONValue)] = Finding.Severity.allCases.reversed().map { s in
+            (s.rawValue, .int(findings.filter { $0.severity == s }.count))
+        }
+        members.append(("report", .string(report)))
+        members.append(("bytes", .int(bytes)))
+        members.append(("storeCount", .int(stores.count)))
+        members.append(("stores", .array(stores.prefix(batchStoreLimit).map(JSONValue.string))))
+        return .object(members)
+    }
+}

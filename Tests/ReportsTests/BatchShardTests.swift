@@ -67,4 +67,34 @@ struct BatchShardTests {
         #expect(throws: BatchMergeError.self) { try BatchMerge.merge(files: [folder.path("missing.jsonl")]) }
         #expect(throws: BatchMergeError.self) { try BatchMerge.merge(files: [folder.url]) }
     }
+
+    @Test("a report batch's file names: the input's name made safe (no slash, control character, leading dot or dash; bounded), and a hash of its path")
+    func reportNames() throws {
+        // The documented shell recipe: printf %s tickets/4711.tar.gz | sha256sum | cut -c1-10
+        #expect(BatchReportName.fileName(for: "tickets/4711.tar.gz") == "4711.tar.gz-6eab1f15aa.html")
+        // Same name in two folders: two files. Same path: the same file every time.
+        let a = BatchReportName.fileName(for: "site-a/ticket.zip"), b = BatchReportName.fileName(for: "site-b/ticket.zip")
+        #expect(a != b && a.hasPrefix("ticket.zip-") && b.hasPrefix("ticket.zip-"))
+        #expect(a == BatchReportName.fileName(for: "site-a/ticket.zip"))
+        // A folder input, with or without its trailing slash (two spellings, two inputs).
+        #expect(BatchReportName.fileName(for: "tickets/a-container/").hasPrefix("a-container-"))
+        let hostile = ["t/..hidden", "t/-rf", "t/a\nb\u{7}c\u{1B}[2J.store", "t/Fjällräven 🦊.zip", "t/.", "t/..", "/", "", "t/<script>.tar",
+                       "t/" + String(repeating: "x", count: 5000)]
+        var seen = Set<String>()
+        for input in hostile {
+            let name = BatchReportName.fileName(for: input)
+            seen.insert(name)
+            #expect(name.hasSuffix(".html") && name.utf8.count <= BatchReportName.baseLimit + 1 + BatchReportName.hashDigits + 5, "\(name)")
+            #expect(name.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0) },
+                    "only safe characters: \(name.debugDescription)")
+            #expect(!name.hasPrefix(".") && !name.hasPrefix("-"), "\(name)")
+        }
+        #expect(seen.count == hostile.count, "every input its own file")
+        #expect(BatchReportName.fileName(for: "t/..hidden").hasPrefix("hidden-"))
+        #expect(BatchReportName.fileName(for: "t/-rf").hasPrefix("rf-"))
+        #expect(BatchReportName.fileName(for: "t/a\nb\u{7}c\u{1B}[2J.store").hasPrefix("a_b_c__2J.store-"))
+        #expect(BatchReportName.fileName(for: "t/Fjällräven 🦊.zip").hasPrefix("Fj_llr_ven__.zip-"))
+        #expect(BatchReportName.fileName(for: "t/..").hasPrefix("input-"))
+        #expect(BatchReportName.fileName(for: "/").hasPrefix("input-"))
+    }
 }

@@ -110,6 +110,90 @@ struct ShardTests {
         #expect(try FolderSnapshot(tickets) == before, "the evidence is never modified")
     }
 
+    @Test("report: N shards as separate processes writing into one --out-dir: the union of lines and of report files is the one-batch run's; --resume per shard finishes a report whose line was cut off")
+    func reportShards() throws {
+        let folder = try TemporaryFolder("shards-report")
+        let tickets = try Self.tickets(in: folder)
+        let before = try FolderSnapshot(tickets)
+        let whole = folder.path("whole.jsonl"), wholeReports = folder.path("whole-reports")
+        let one = try CLI.run(["report", tickets.path, "--each", "--out-dir", wholeReports.path, "--jsonl", whole.path, "--jobs", "2", "--quiet"])
+        #expect(one.status == 2, "the corrupt archive is an input error: \(one.stderr)")
+        let all = try Self.inputs(whole)
+        #expect(all.count == 11 && Set(all).count == 11, "\(all)")
+        let statusOf = Dictionary(uniqueKeysWithValues: try BatchTests.lines(whole).map { (($0["input"] as? String) ?? "", ($0["status"] as? String) ?? "") })
+        let wholeFiles = try ReportCommandTests.files(in: wholeReports)
+        #expect(wholeFiles == all.map(ReportCommandTests.reportName).sorted(), "one report per input")
+
+        // Three shards at once, one results file each, one shared folder of reports (a shared volume).
+        let n = 3
+        let reports = folder.path("reports")
+        let results = (1...n).map { folder.path("report-\($0).jsonl") }
+        let outcomes = Outcomes(count: n)
+        DispatchQueue.concurrentPerform(iterations: n) { i in
+            outcomes.set(i, Result { try CLI.run(["report", tickets.path, "--each", "--out-dir", reports.path, "--jsonl", results[i].path,
+                                                  "--shard", "\(i + 1)/\(n)", "--quiet"]) })
+        }
+        var union: [String] = []
+        for i in 0..<n {
+            let run = try outcomes.get(i)
+            let mine = try Self.inputs(results[i])
+            union += mine
+            #expect(run.stderr.contains("report batch: \(mine.count) input\(mine.count == 1 ? "" : "s") (shard \(i + 1)/\(n) of 11); ran \(mine.count) "), "\(run.stderr)")
+            for line in try BatchTests.lines(results[i]) {
+                let input = (line["input"] as? String) ?? ""
+                #expect(statusOf[input] == line["status"] as? String, "\(input): the same outcome as in one batch")
+                let report = (line["summary"] as? [String: Any])?["report"] as? String
+                #expect(report == reports.path + "/" + ReportCommandTests.reportName(input), "\(line)")
+            }
+        }
+        #expect(union.count == all.count, "no input done twice: \(union.sorted())")
+        #expect(Set(union) == Set(all), "none missed: missing \(Set(all).subtracting(union)), extra \(Set(union).subtracting(all))")
+        #expect((0..<n).filter { (try? Self.inputs(results[$0]).isEmpty) == false }.count >= 2, "11 inputs spread over more than one shard")
+        #expect(try ReportCommandTests.files(in: reports) == wholeFiles, "the shards wrote the same files as one batch, each once")
+        for name in wholeFiles {
+            let a = try String(contentsOf: reports.appendingPathComponent(name), encoding: .utf8)
+            let b = try String(contentsOf: wholeReports.appendingPathComponent(name), encoding: .utf8)
+            #expect(ReportCommandTests.comparable(a) == ReportCommandTests.comparable(b), "\(name): a shard's report is the batch's")
+        }
+
+        // merge reads report lines like any other command's.
+        let merged = try CLI.run(["merge"] + results.map(\.path) + ["--format", "json"])
+        #expect(merged.status == 2, "\(merged.stderr)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(merged.stdout.utf8)) as? [String: Any])
+        #expect(summary["inputs"] as? Int == 11 && (summary["duplicates"] as? [Any])?.isEmpty == true)
+        let totals = try #require((summary["commands"] as? [[String: Any]])?.first)
+        #expect(totals["command"] as? String == "report")
+        #expect(totals["error"] as? Int == statusOf.values.filter { $0 == "error" }.count)
+        #expect(totals["findings"] as? Int == statusOf.values.filter { $0 == "findings" }.count)
+
+        // --resume per shard: a shard killed after writing a report and half its line. Its rerun
+        // does that input alone (the report is rewritten: it has no line); another shard's does nothing.
+        let victim = try #require((0..<n).first { ((try? Self.inputs(results[$0]))?.count ?? 0) >= 2 })
+        let lastInput = try #require(try Self.inputs(results[victim]).last)
+        var text = try Data(contentsOf: results[victim])
+        text.removeLast(20)
+        try text.write(to: results[victim])
+        let other = (victim + 1) % n
+        let kept = try FolderSnapshot(reports)
+        let again = try CLI.run(["report", tickets.path, "--each", "--out-dir", reports.path, "--jsonl", results[other].path, "--shard", "\(other + 1)/\(n)", "--resume"])
+        #expect(again.stderr.contains("ran 0 "), "\(again.stderr)")
+        #expect(try FolderSnapshot(reports) == kept, "a finished shard writes nothing again")
+        let resumed = try CLI.run(["report", tickets.path, "--each", "--out-dir", reports.path, "--jsonl", results[victim].path, "--shard", "\(victim + 1)/\(n)", "--resume"])
+        let count = try Self.inputs(results[victim]).count
+        #expect(resumed.stderr.contains("ran 1 ") && resumed.stderr.contains("skipped \(count - 1) already done"), "\(resumed.stderr)")
+        let redone = try #require(try BatchTests.lines(results[victim]).last)
+        #expect(redone["input"] as? String == lastInput)
+        #expect(redone["status"] as? String == statusOf[lastInput], "\(redone)")
+        let name = ReportCommandTests.reportName(lastInput)
+        #expect(try FolderSnapshot(reports).entries.filter { !$0.key.hasSuffix("/" + name) } == kept.entries.filter { !$0.key.hasSuffix("/" + name) },
+                "only the cut-off input's report is written again")
+        #expect(ReportCommandTests.comparable(try String(contentsOf: reports.appendingPathComponent(name), encoding: .utf8))
+                == ReportCommandTests.comparable(try String(contentsOf: wholeReports.appendingPathComponent(name), encoding: .utf8)))
+        let final = try (0..<n).flatMap { try Self.inputs(results[$0]) }
+        #expect(final.count == 11 && Set(final) == Set(all))
+        #expect(try FolderSnapshot(tickets) == before, "the evidence is never modified")
+    }
+
     @Test("--shard auto takes the Kubernetes Indexed Job's or the Slurm array's index")
     func auto() throws {
         let folder = try TemporaryFolder("shards-auto")

@@ -1,4 +1,5 @@
 import Acquisition
+import CoreDataStore
 import Dispatch
 import Findings
 import Foundation
@@ -144,11 +145,15 @@ enum Batch {
         let state = BatchState(total: pending.count)
         let host = ProcessInfo.processInfo.hostName
         let workers = min(settings.jobs, max(1, todo.count))
+        // Task-local values stay on the thread that bound them: each worker binds --tz again.
+        let zone = DisplayZone.current
         if !todo.isEmpty {
             DispatchQueue.concurrentPerform(iterations: workers) { _ in
                 while let index = state.next() {
                     let input = pending[index]
-                    let line = ProgressReporter.silent.bind { runOne(command: command, input: input, host: host, job: job) }
+                    let line = DisplayZone.$current.withValue(zone) {
+                        ProgressReporter.silent.bind { runOne(command: command, input: input, host: host, job: job) }
+                    }
                     progress.clear()
                     sink.append(line.json().rendered(pretty: false))
                     let finished = state.finish(line)

@@ -81,7 +81,7 @@ enum Storelens {
 /// here, or it is not checked.
 enum OutputPaths {
     static let files = ["--out", "--jsonl", "--log", "--evidence"]
-    static let folders = ["--backup"]
+    static let folders = ["--backup", "--out-dir"]
     /// Files read besides the positional inputs; an output may not be one of them either.
     static let readOptions = ["--manifest", "--model", "--to", "--migration-to", "--password-file"]
 
@@ -96,6 +96,8 @@ enum OutputPaths {
         if parsed.flag("--each"), let entries = try? Batch.inputs(parsed.positionals, each: true) {
             let results = parsed.value("--jsonl").map { URL(fileURLWithPath: $0).standardizedFileURL.path }
             positionals = entries.filter { URL(fileURLWithPath: $0).standardizedFileURL.path != results }
+            // A folder of outputs made among those entries would be an input of the next run.
+            try OutputGuard.checkOutside(outputs, folders: parsed.positionals)
         }
         try OutputGuard.check(outputs, inputs: positionals + readOptions.flatMap { parsed.values($0) })
     }

@@ -7,7 +7,7 @@ struct MergeCommand: Command {
         name: "merge",
         abstract: "Join the results files (--jsonl) of a batch's shards into one summary: inputs, outcomes, inputs done twice.",
         discussion: """
-        Reads every line of every file given (the --jsonl results of scan, inspect, check and audit
+        Reads every line of every file given (the --jsonl results of scan, inspect, check, audit and report
         batches, one file per shard or one shared file) and sums them up per command: how many
         inputs, how many ok, with findings and failed, which hosts ran them, and every input that has
         more than one line (done twice; the last line read counts). With --out the merged results

@@ -25,22 +25,39 @@ struct ReportCommand: Command {
         repair plan. Long lists are capped with a note. Every string from the input is escaped.
         --out never replaces a file unless --force is given; the report is written to a temporary
         name beside it and renamed.
+
+        Batch mode (--jsonl FILE --out-dir FOLDER; docs/report.md, docs/batch.md): every input
+        (every entry of a folder with --each) is a case of its own, with its own report in FOLDER
+        named after it: its last path component with every character but ASCII letters, digits,
+        '.', '_' and '-' made '_' and leading dots and dashes dropped (at most 80 characters), '-',
+        the first 10 hex digits of the SHA-256 of the input's path as given, and '.html'
+        (tickets/4711.tar.gz -> 4711.tar.gz-6eab1f15aa.html). Each input appends one line to FILE
+        naming its report and counting its findings; an input that cannot be read at all gets an
+        error line and no report. A report already in FOLDER is refused unless --force; --resume
+        skips the inputs that have a line (and rewrites the report of one that has none, left by
+        a stopped run); --shard K/N runs a share.
         """,
         arguments: [ArgumentSpec(name: "input", help: "A store file, container, .xcappdata, archive or backup (several are read as one case, as audit does).", repeating: true, optional: false)],
-        options: [.value("--out", "-o", valueName: "file", help: "The HTML file to write (- for stdout)."),
+        options: [.value("--out", "-o", valueName: "file", help: "The HTML file to write (- for stdout). In batch mode give --out-dir instead."),
+                  .value("--out-dir", valueName: "folder", help: "With --jsonl: the folder to write one report per input in (made if missing; never an input's folder or inside one)."),
                   .value("--manifest", "-m", valueName: "file", help: "Also audit the input against this manifest (docs/manifest.md)."),
-                  .flag("--force", help: "Replace --out if it exists."),
+                  .flag("--force", help: "Replace --out (in batch mode, an input's report in --out-dir) if it exists."),
                   .value("--fail-on", valueName: "severity", help: "Exit with 1 when a finding is at least this severe.", allowed: ["error", "warning", "info"], default: "error"),
                   ModelOption.model,
                   .value("--migration-to", valueName: "model", help: "Also plan each store's migration to this model (.xcdatamodeld, .momd or a store; docs/migration.md)."),
                   .flag("--lint", help: "Also lint each store's model for CloudKit (docs/lint.md).")]
-            + [CommonOptions.timeZone] + CommonOptions.input,
+            + [CommonOptions.timeZone] + CommonOptions.input + BatchOptions.all,
         examples: ["storelens report Todo.xcappdata --out report.html",
                    "storelens report Todo.xcappdata --lint --migration-to MyApp.app/Model.momd --out release-check.html",
-                   "storelens report container.tar.gz --manifest storelens.json --out ticket-4711.html"])
+                   "storelens report container.tar.gz --manifest storelens.json --out ticket-4711.html",
+                   "storelens report tickets/ --each --out-dir reports/ --jsonl report.jsonl --jobs 2 --resume"])
 
     let paths: [String]
+    /// The one report's file; empty in batch mode.
     let out: String
+    /// Batch mode: the folder of reports, one per input.
+    let outDir: String?
+    let batch: BatchSettings?
     let manifestPath: String?
     let force: Bool
     let failOn: Finding.Severity
@@ -48,14 +65,35 @@ struct ReportCommand: Command {
     let migrationTo: String?
     let lint: Bool
     let input: InputSettings
+    /// The files read besides the inputs (manifest, models, password file): no report lands on one.
+    let readFiles: [String]
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
         guard !parsed.positionals.isEmpty else { throw .missingArgument("input") }
-        guard let out = parsed.value("--out"), !out.isEmpty else {
-            throw .invalid("Missing '--out <file>': report writes one HTML file; name it (or give - for stdout).")
+        batch = try BatchSettings.parse(parsed)
+        if batch != nil {
+            if parsed.value("--out") != nil {
+                throw .invalid("--out names one report, and a batch writes one per input: give --out-dir FOLDER for the reports instead.")
+            }
+            guard let dir = parsed.value("--out-dir") else {
+                throw .invalid("Missing '--out-dir <folder>': a report batch writes one HTML file per input into this folder.")
+            }
+            guard !dir.isEmpty, dir != "-" else {
+                throw .invalid("--out-dir needs a folder for the reports (each is a file of its own, so not - for stdout).")
+            }
+            out = ""
+            outDir = dir
+        } else {
+            if parsed.value("--out-dir") != nil {
+                throw .invalid("--out-dir is for a batch (one report per input); add --jsonl FILE for the results, or give --out FILE for one report.")
+            }
+            guard let out = parsed.value("--out"), !out.isEmpty else {
+                throw .invalid("Missing '--out <file>': report writes one HTML file; name it (or give - for stdout).")
+            }
+            self.out = out
+            outDir = nil
         }
         paths = parsed.positionals
-        self.out = out
         manifestPath = parsed.value("--manifest")
         force = parsed.flag("--force")
         failOn = Finding.Severity(rawValue: parsed.value("--fail-on") ?? "error") ?? .error
@@ -63,15 +101,113 @@ struct ReportCommand: Command {
         migrationTo = parsed.value("--migration-to")
         lint = parsed.flag("--lint")
         input = try InputSettings(parsed)
+        readFiles = OutputPaths.readOptions.flatMap { parsed.values($0) }
     }
 
     func run(_ output: Output) throws -> ExitCode {
+        if let batch, let outDir { return try runBatch(batch, outDir: outDir, output: output) }
         if out != "-" { try ReportFile.checkWritable(out, force: force) }
         let manifest = try manifestPath.map { try Manifest.load(path: $0) }
         let session = try input.makeSession()
         defer { session.scratch.remove() }
-        let progress = ProgressReporter.current
+        let built = try build(paths, manifest: manifest, session: session)
+        if out == "-" {
+            output.write(built.html)
+        } else {
+            try ReportFile.write(built.html, to: out, force: force, originals: session.ledger.entries.map(\.path))
+            let counts = Finding.Severity.allCases.reversed().map { s in "\(built.findings.filter { $0.severity == s }.count) \(s.rawValue)" }
+            output.write("wrote \(TextTable.sanitized(out)) (\(built.html.utf8.count) bytes): \(built.storeCount) store\(built.storeCount == 1 ? "" : "s"), findings: \(counts.joined(separator: ", "))\n")
+        }
+        if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
+        // The report is written either way; a damaged input or a failed audit still ends as an input error.
+        if let problem = built.problem {
+            output.error("Error: \(problem)\n")
+            return .usageOrInput
+        }
+        return built.findings.any(atOrAbove: failOn) ? .findings : .success
+    }
 
+    /// Batch mode: every input a case of its own, its report in `outDir` under a name made from
+    /// its path (`BatchReportName`), its line in the results file naming that report.
+    func runBatch(_ batch: BatchSettings, outDir: String, output: Output) throws -> ExitCode {
+        let manifest = try manifestPath.map { try Manifest.load(path: $0) }
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: outDir, isDirectory: &isFolder) {
+            guard isFolder.boolValue else {
+                throw InputError(message: "--out-dir \(outDir) is a file; give --out-dir the folder for the reports (one per input).")
+            }
+        } else {
+            do {
+                try FileManager.default.createDirectory(atPath: outDir, withIntermediateDirectories: true)
+            } catch {
+                throw InputError(message: "cannot make the folder \(outDir) for --out-dir (\(error.localizedDescription)); give a folder you can write in.")
+            }
+        }
+        return try Batch.run(command: "report", inputs: paths, settings: batch, output: output) { path, context in
+            let target = Self.reportPath(for: path, in: outDir)
+            // Checked against this input (the batch's output check covered the folder): no
+            // report lands on an input or its family under any name.
+            try OutputGuard.check([OutputGuard.Output(option: "--out-dir", path: target)], inputs: [path] + readFiles)
+            var st = stat()
+            var replace = force
+            if lstat(target, &st) == 0 {
+                if (st.st_mode & S_IFMT) == S_IFDIR {
+                    throw InputError(message: "\(target) is a folder where the report of \(path) goes; move it away.")
+                }
+                // An input without a line whose report is there: the run that wrote it was
+                // stopped before its line (a killed pod). --resume finishes it; anything that
+                // is not a storelens report is never replaced without --force.
+                if !replace, batch.resume, (st.st_mode & S_IFMT) == S_IFREG, Self.isReport(target) { replace = true }
+                if !replace {
+                    throw InputError(message: "\(target), the report of \(path), already exists; add --force to replace it (or --resume to skip the inputs that have a line in the results).")
+                }
+            }
+            let session = try input.makeSession()
+            defer { session.scratch.remove() }
+            // The manifest first, as without --jsonl: the evidence table lists the files in the same order.
+            if let manifestPath { try session.record([URL(fileURLWithPath: manifestPath)]) }
+            context.hashInput(path, in: session)
+            let built = try build([path], manifest: manifest, session: session)
+            try ReportFile.write(built.html, to: target, force: replace, originals: session.ledger.entries.map(\.path))
+            let summary = HTMLReport.batchSummary(report: target, bytes: built.html.utf8.count, stores: built.stores, findings: built.findings)
+            if let problem = built.problem {
+                // Written with what could be read, as without --jsonl; the line says what is missing.
+                return BatchOutcome(exitCode: .usageOrInput, summary: summary, findings: built.findings, error: problem)
+            }
+            return BatchOutcome(exitCode: built.findings.any(atOrAbove: failOn) ? .findings : .success, summary: summary,
+                                findings: built.findings)
+        }
+    }
+
+    /// Whether `path` begins as the reports storelens writes do (their generator tag is in the
+    /// first few hundred bytes).
+    static func isReport(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        let head = (try? handle.read(upToCount: 2048)) ?? Data()
+        return String(decoding: head, as: UTF8.self).contains("<meta name=\"generator\" content=\"storelens ")
+    }
+
+    /// Where the batch writes `input`'s report.
+    static func reportPath(for input: String, in folder: String) -> String {
+        (folder.hasSuffix("/") ? folder : folder + "/") + BatchReportName.fileName(for: input)
+    }
+
+    /// One case read and rendered: the HTML, and what the exit code is made of.
+    struct Built {
+        var html: String
+        var storeCount: Int
+        var stores: [String]
+        var findings: [Finding]
+        /// Set when the report is written but the input was read only in part (a damaged archive,
+        /// a failed audit, no stores, checks that could not run): the sentence after `Error: `.
+        var problem: String?
+    }
+
+    /// Reads `paths` as one case and renders its report. Throws only when there is nothing to
+    /// report on (an input that cannot be opened, a bad --migration-to): then no file is written.
+    func build(_ paths: [String], manifest: Manifest?, session: EvidenceSession) throws -> Built {
+        let progress = ProgressReporter.current
         var document = ReportDocument(inputs: paths, commandLine: Self.commandLine(), toolVersion: Storelens.version)
         document.manifestPath = manifestPath
         if let manifestPath { try session.record([URL(fileURLWithPath: manifestPath)]) }
@@ -117,42 +253,24 @@ struct ReportCommand: Command {
         document.auditProblem = auditProblem
 
         progress.report("report: writing the HTML", done: 0, unit: .step)
-        let html = HTMLReport.render(document)
-        let findings = document.allFindings
-        if out == "-" {
-            output.write(html)
-        } else {
-            try ReportFile.write(html, to: out, force: force, originals: session.ledger.entries.map(\.path))
-            let counts = Finding.Severity.allCases.reversed().map { s in "\(findings.filter { $0.severity == s }.count) \(s.rawValue)" }
-            output.write("wrote \(TextTable.sanitized(out)) (\(html.utf8.count) bytes): \(found.count) store\(found.count == 1 ? "" : "s"), findings: \(counts.joined(separator: ", "))\n")
-        }
-        if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
-        // The report is written either way; a damaged input or a failed audit still ends as an input error.
+        var built = Built(html: HTMLReport.render(document), storeCount: found.count, stores: found.map(\.path),
+                          findings: document.allFindings)
         if let damaged = document.inventories.first(where: { $0.damage != nil }), let damage = damaged.damage {
-            output.error("Error: \(damaged.input): \(damage); the report shows what could be read.\n")
-            return .usageOrInput
+            built.problem = "\(damaged.input): \(damage); the report shows what could be read."
+        } else if let auditProblem {
+            built.problem = auditProblem
+        } else if found.isEmpty {
+            built.problem = AcquisitionError.noStores(inputs: paths).description
+        } else if !document.stores.isEmpty, document.stores.allSatisfy({ $0.inspection == nil }),
+                  let first = document.stores.first?.problems.first {
+            // A report in which no store could be read at all is written, but it is an input error.
+            built.problem = "\(paths.joined(separator: ", ")): no store could be read (\(first)); the report says why."
+        } else if let section = document.stores.first(where: { !$0.problems.isEmpty }), let first = section.problems.first {
+            // Checks that could not run are not a clean bill of health: the report says which, and
+            // so does the exit code.
+            built.problem = "\(section.path): \(first) The report lists what could not run."
         }
-        if let auditProblem {
-            output.error("Error: \(auditProblem)\n")
-            return .usageOrInput
-        }
-        if found.isEmpty {
-            output.error("Error: \(AcquisitionError.noStores(inputs: paths).description)\n")
-            return .usageOrInput
-        }
-        // A report in which no store could be read at all is written, but it is an input error.
-        if !document.stores.isEmpty, document.stores.allSatisfy({ $0.inspection == nil }),
-           let first = document.stores.first?.problems.first {
-            output.error("Error: \(paths.joined(separator: ", ")): no store could be read (\(first)); the report says why.\n")
-            return .usageOrInput
-        }
-        // Checks that could not run are not a clean bill of health: the report says which, and so
-        // does the exit code.
-        if let section = document.stores.first(where: { !$0.problems.isEmpty }), let first = section.problems.first {
-            output.error("Error: \(section.path): \(first) The report lists what could not run.\n")
-            return .usageOrInput
-        }
-        return findings.any(atOrAbove: failOn) ? .findings : .success
+        return built
     }
 
     /// Reads one store into its section. A store that cannot be read is described, not fatal.
