@@ -212,6 +212,8 @@ extra=""
 if [ -x scripts/bench-wal.sh ]; then extra=$(BENCH_RUNS=$RUNS BENCH_WAL_MB=$(( WAL_MB > 100 ? WAL_MB : 110 )) scripts/bench-wal.sh 2>/dev/null || echo "(scripts/bench-wal.sh failed)"); fi
 backup=""
 if [ -x scripts/bench-backup.sh ]; then backup=$(BENCH_RUNS=$RUNS BENCH_CORPUS=$CORPUS scripts/bench-backup.sh 2>/dev/null || echo "(scripts/bench-backup.sh failed)"); fi
+recovered=""
+if [ -x scripts/bench-recover.sh ]; then recovered=$(BENCH_RUNS=$RUNS BENCH_CORPUS=$CORPUS scripts/bench-recover.sh 2>/dev/null || echo "(scripts/bench-recover.sh failed)"); fi
 # scan of 250 and 2,000 containers: the ratio of their times shows scan stays linear in the store count.
 many=""
 if [ -x scripts/bench-many.sh ]; then many=$(BENCH_RUNS=$RUNS BENCH_CORPUS=$CORPUS scripts/bench-many.sh 2>/dev/null || echo "(scripts/bench-many.sh failed)"); fi
@@ -296,6 +298,7 @@ mem_gb=$(awk '/MemTotal/ {printf "%.0f", $2 / 1048576}' /proc/meminfo 2>/dev/nul
   echo "What each side does: every storelens command hashes its inputs (SHA-256, before and after; \`check\` hashes them again on a background thread beside its checks, then compares every file's identity at the end), copies the store family into a private working folder and opens only the copy; the references read a copy made once beforehand (its \`-shm\` removed before each run, so SQLite rebuilds the wal-index from the WAL as it must on a store just pulled off a device). \`check\` runs its checks on two threads, each with its own connection to the working copy; \`PRAGMA quick_check\` runs on one. \`scan\` streams the archive once, sniffs every entry and extracts the store families, hashing and writing them on a second thread; on Linux it decodes a .tar.gz's gzip layer with ISA-L and lets libarchive read the tar; \`bsdtar -t\` only lists names (for a zip, from the central directory). \`inspect\` counts every entity twice (with the WAL applied and in the main file alone). \`rows\` decodes every value (dates, UUIDs, relationships as \`Entity#pk\`) and resolves entity names. \`check --only\` runs the Core Data checks: $CD_CHECKS."
   if [ -n "$extra" ]; then echo; echo "$extra"; fi
   if [ -n "$backup" ]; then echo; echo "$backup"; fi
+  if [ -n "$recovered" ]; then echo; echo "$recovered"; fi
   if [ -n "$many" ]; then echo; echo "## Many stores"; echo; echo "$many"; fi
 } > docs/performance.md
 cat docs/performance.md
