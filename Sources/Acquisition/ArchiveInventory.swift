@@ -81,20 +81,27 @@ final class ArchiveInventory {
         // whole of the entries worth extracting, not every entry's data. When the directory cannot
         // be trusted the zip is read entry by entry like any other archive, with a note saying why.
         var note: String?
+        var localHeadersOnly = false
         if zipReader == .centralDirectory, Self.looksLikeZip(url) {
             switch try readThroughCentralDirectory() {
             case .read(let result): return result
-            case .fallback(let reason):
-                note = "the zip's central directory was not used (\(reason)); every entry was read in order instead"
+            case .fallback(let reason, let damaged):
+                // A damaged directory misleads libarchive's seeking reader as well: read the local
+                // headers one after another from the start, as a zip streamed from a pipe is read.
+                localHeadersOnly = damaged
+                note = damaged
+                    ? "the zip's central directory is damaged (\(reason)); its entries were read one after another from the start of the file instead"
+                    : "the zip was read entry by entry, not through its central directory (\(reason))"
             }
         }
-        var result = try readStreaming()
+        var result = try readStreaming(localHeadersOnly: localHeadersOnly)
         if let note { result.warnings.insert(note, at: 0) }
         return result
     }
 
-    /// Reads the archive in one streaming pass through libarchive.
-    func readStreaming() throws -> Result {
+    /// Reads the archive in one streaming pass through libarchive; `localHeadersOnly` reads a zip
+    /// by its local headers alone, never looking at its central directory.
+    func readStreaming(localHeadersOnly: Bool = false) throws -> Result {
         // A .tar.gz's gzip layer is decoded by ISA-L where it is built in (see GzipSource); it
         // must outlive the archive handle, which holds a pointer to it.
         let gzip = gzipDecoder == .isal && GzipSource.looksLikeGzip(url) ? GzipSource(url: url) : nil
@@ -102,7 +109,7 @@ final class ArchiveInventory {
         guard let a = archive_read_new() else { throw ArchiveError.unsupported(path: displayName, detail: "libarchive could not start") }
         defer { archive_read_free(a) }
         archive_read_support_filter_all(a)
-        archive_read_support_format_all(a)
+        if localHeadersOnly { archive_read_support_format_zip_streamable(a) } else { archive_read_support_format_all(a) }
         let opened = gzip.map { $0.attach(to: a) } ?? archive_read_open_filename(a, url.path, 1 << 16)
         let compressedBytes = { gzip?.compressedBytes ?? archive_filter_bytes(a, -1) }
         guard opened == ARCHIVE_OK else {

@@ -29,8 +29,9 @@ public enum ZipReader: String, Sendable, CaseIterable {
 extension ArchiveInventory {
     enum ZipOutcome {
         case read(Result)
-        /// The central directory cannot be trusted, for this reason: read the zip by streaming.
-        case fallback(String)
+        /// The zip is to be streamed, for this reason; `damaged` when the central directory or
+        /// the local headers are (the stream must then not rely on the directory either).
+        case fallback(String, damaged: Bool)
     }
 
     /// A zip's first local header signature (an empty zip, which holds only its end record, is
@@ -44,7 +45,10 @@ extension ArchiveInventory {
     }
 
     /// Why the directory path stops; caught once, the zip is then streamed.
-    private struct Fallback: Error { let reason: String }
+    private struct Fallback: Error {
+        let reason: String
+        var damaged = true
+    }
 
     /// The central directory is read into memory whole; a larger one is streamed.
     static let maxCentralDirectoryBytes: Int64 = 1 << 30
@@ -53,10 +57,10 @@ extension ArchiveInventory {
 
     func readThroughCentralDirectory() throws -> ZipOutcome {
         let fd = open(url.path, O_RDONLY | O_NOFOLLOW)
-        guard fd >= 0 else { return .fallback("the zip cannot be opened: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { return .fallback("the zip cannot be opened: \(String(cString: strerror(errno)))", damaged: false) }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0 else { return .fallback("the zip cannot be read: \(String(cString: strerror(errno)))") }
+        guard fstat(fd, &st) == 0 else { return .fallback("the zip cannot be read: \(String(cString: strerror(errno)))", damaged: false) }
         let fileSize = Int64(st.st_size)
 
         let entries: [ZipDirectory.Entry]
@@ -64,20 +68,20 @@ extension ArchiveInventory {
         do {
             (end, entries) = try directory(fd: fd, fileSize: fileSize)
         } catch let fallback as Fallback {
-            return .fallback(fallback.reason)
+            return .fallback(fallback.reason, damaged: fallback.damaged)
         }
         if entries.isEmpty {
             // An empty directory at the very start of the file is an empty zip; one after data is not to be believed.
             if end.directoryOffset == 0 { throw ArchiveError.empty(path: displayName) }
-            return .fallback("the central directory lists no entries, but the file holds data before it")
+            return .fallback("the central directory lists no entries, but the file holds data before it", damaged: true)
         }
         if entries.count > limits.maxEntries { throw ArchiveError.tooManyEntries(path: displayName, limit: limits.maxEntries) }
         // In the order of their data, as libarchive reads a seekable zip.
         let order = entries.indices.sorted { (entries[$0].localHeaderOffset, $0) < (entries[$1].localHeaderOffset, $1) }
         for (i, index) in order.enumerated() {
-            if let problem = Self.unsupported(entries[index]) { return .fallback(problem) }
+            if let problem = Self.unsupported(entries[index]) { return .fallback(problem, damaged: false) }
             if i > 0, entries[order[i - 1]].localHeaderOffset == entries[index].localHeaderOffset {
-                return .fallback("two central directory entries point at the same local header (overlapping entries)")
+                return .fallback("two central directory entries point at the same local header (overlapping entries)", damaged: true)
             }
         }
 
@@ -93,7 +97,7 @@ extension ArchiveInventory {
             // Nothing found so far counts: the streaming read starts over in an empty folder.
             _ = writer.drain()
             try emptyOutput()
-            return .fallback(fallback.reason)
+            return .fallback(fallback.reason, damaged: fallback.damaged)
         }
         try finish(&result, writer: writer, pending: pending, identities: identities)
         return .read(result)
@@ -115,7 +119,7 @@ extension ArchiveInventory {
                 end = try ZipDirectory.zip64End(record, at: at, classic: end)
             }
             guard end.directorySize <= Self.maxCentralDirectoryBytes else {
-                throw Fallback(reason: "the central directory is larger than \(Self.maxCentralDirectoryBytes >> 20) MiB")
+                throw Fallback(reason: "the central directory is larger than \(Self.maxCentralDirectoryBytes >> 20) MiB", damaged: false)
             }
             guard let bytes = Self.pread(fd, at: end.directoryOffset, count: Int(end.directorySize)) else {
                 throw Fallback(reason: "the central directory could not be read")
@@ -243,7 +247,7 @@ extension ArchiveInventory {
                 } else if let read = Self.pread(fd, at: dataStart, count: sniffLength) {
                     sniffed = read
                 } else {
-                    throw Fallback(reason: "\(name): its first bytes could not be read")
+                    throw Fallback(reason: "\(name): its first bytes could not be read", damaged: false)
                 }
             } else {
                 sniffed = try sniffDeflated(fd: fd, at: dataStart, compressedSize: entry.compressedSize, wanted: sniffLength, name: name)
@@ -278,8 +282,15 @@ extension ArchiveInventory {
                 throw ArchiveError.bomb(path: displayName, entry: path, detail: "it declares \(declaredSize) bytes (sparse or not) in an archive of \(fileSize) bytes: it expands more than \(Int(limits.maxCompressionRatio)) times (a decompression bomb; --max-ratio)")
             }
             let slot = writer.begin(fd: out)
-            let crc = try copyEntry(fd: fd, entry: entry, dataStart: dataStart, path: path, name: name, writer: writer,
+            let crc: UInt32
+            do {
+                crc = try copyEntry(fd: fd, entry: entry, dataStart: dataStart, path: path, name: name, writer: writer,
                                     extractedBytes: &extractedBytes)
+            } catch {
+                // The slot is closed either way, so a fallback can drain the writer.
+                writer.end(slot: slot, extendingTo: nil)
+                throw error
+            }
             writer.end(slot: slot, extendingTo: nil)
             if crc != entry.crc32 {
                 result.warnings.append(Self.dataWarning(path: path, "ZIP bad CRC: 0x\(String(crc, radix: 16)) should be 0x\(String(entry.crc32, radix: 16))"))
@@ -321,7 +332,7 @@ extension ArchiveInventory {
         while produced < wanted {
             let take = Int(min(Int64(chunk), compressedSize - offset))
             guard take > 0, offset < Int64(Self.maxSniffInput), let input = Self.pread(fd, at: start + offset, count: take) else {
-                throw Fallback(reason: "\(name): its first bytes could not be inflated from its data")
+                throw Fallback(reason: "\(name): its first bytes could not be inflated from its data", damaged: false)
             }
             chunk = min(chunk * 4, 1 << 18)
             let step = input.withUnsafeBytes { inBuffer in
@@ -331,10 +342,10 @@ extension ArchiveInventory {
             }
             produced += step.produced
             offset += Int64(step.consumed)
-            if case .failed(let message) = step.state { throw Fallback(reason: "\(name): \(message)") }
+            if case .failed(let message) = step.state { throw Fallback(reason: "\(name): \(message)", damaged: false) }
             if step.state == .ended { break }
         }
-        guard produced == wanted else { throw Fallback(reason: "\(name): its data ends before its declared size") }
+        guard produced == wanted else { throw Fallback(reason: "\(name): its data ends before its declared size", damaged: false) }
         return output
     }
 
@@ -357,7 +368,7 @@ extension ArchiveInventory {
         func emit(_ bytes: UnsafeRawPointer, _ count: Int) throws {
             guard count > 0 else { return }
             guard Int64(count) <= entry.uncompressedSize - size else {
-                throw Fallback(reason: "\(name): it inflates to more than the \(entry.uncompressedSize) bytes its central directory entry says")
+                throw Fallback(reason: "\(name): it inflates to more than the \(entry.uncompressedSize) bytes its central directory entry says", damaged: false)
             }
             crc = Self.crc32(crc, bytes, count)
             writer.write(bytes, count: count, at: size)
@@ -377,7 +388,7 @@ extension ArchiveInventory {
         while consumed < entry.compressedSize && !ended {
             let take = Int(min(Int64(inputSize), entry.compressedSize - consumed))
             guard Self.preadInto(fd, input, at: dataStart + consumed, count: take) else {
-                throw Fallback(reason: "\(name): its data could not be read")
+                throw Fallback(reason: "\(name): its data could not be read", damaged: false)
             }
             consumed += Int64(take)
             guard let inflater else {
@@ -388,25 +399,25 @@ extension ArchiveInventory {
             while true {
                 let step = inflater.run(input: offered, output: output, capacity: outputSize)
                 if step.consumed == 0 && step.produced == 0 && step.state == .more && !offered.isEmpty {
-                    throw Fallback(reason: "\(name): its DEFLATE stream could not be decoded further")
+                    throw Fallback(reason: "\(name): its DEFLATE stream could not be decoded further", damaged: false)
                 }
                 offered = UnsafeRawBufferPointer(rebasing: offered[step.consumed...])
                 try emit(output, step.produced)
-                if case .failed(let message) = step.state { throw Fallback(reason: "\(name): \(message)") }
+                if case .failed(let message) = step.state { throw Fallback(reason: "\(name): \(message)", damaged: false) }
                 if step.state == .ended {
                     ended = true
                     // Bytes of the entry left after the end of its DEFLATE stream: libarchive has its own say.
                     if offered.count > 8 || entry.compressedSize - consumed > 0 {
-                        throw Fallback(reason: "\(name): its DEFLATE stream ends before its compressed size")
+                        throw Fallback(reason: "\(name): its DEFLATE stream ends before its compressed size", damaged: false)
                     }
                     break
                 }
                 if offered.isEmpty && step.produced < outputSize { break }
             }
         }
-        if inflater != nil && !ended { throw Fallback(reason: "\(name): its DEFLATE stream is cut short") }
+        if inflater != nil && !ended { throw Fallback(reason: "\(name): its DEFLATE stream is cut short", damaged: false) }
         guard size == entry.uncompressedSize else {
-            throw Fallback(reason: "\(name): it holds \(size) bytes where its central directory entry says \(entry.uncompressedSize)")
+            throw Fallback(reason: "\(name): it holds \(size) bytes where its central directory entry says \(entry.uncompressedSize)", damaged: false)
         }
         return crc
     }

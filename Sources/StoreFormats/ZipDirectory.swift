@@ -24,6 +24,14 @@ public enum ZipDirectory {
         /// directory must end at or before it.
         public var recordsOffset: Int64
         public var isZip64: Bool
+
+        public init(entryCount: Int, directoryOffset: Int64, directorySize: Int64, recordsOffset: Int64, isZip64: Bool) {
+            self.entryCount = entryCount
+            self.directoryOffset = directoryOffset
+            self.directorySize = directorySize
+            self.recordsOffset = recordsOffset
+            self.isZip64 = isZip64
+        }
     }
 
     /// The end of central directory record, and the ZIP64 record's offset when the locator names one.
