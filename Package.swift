@@ -46,7 +46,7 @@ let package = Package(
         // A small SQLite access layer: connections, statements, typed errors, identifier quoting.
         .target(name: "SQLiteAccess", dependencies: ["CSQLite"]),
         // Getting evidence in without changing it: store families, hashing, scratch copies, safe opening.
-        .target(name: "Acquisition", dependencies: ["StoreFormats", "SQLiteAccess", "CArchive", "CCrypto",
+        .target(name: "Acquisition", dependencies: ["StoreFormats", "SQLiteAccess", "CArchive", "CCrypto", "CZlib",
                                                   .target(name: "CISAL", condition: .when(platforms: [.linux]))]),
         // The Core Data / SwiftData store model: metadata, entities, history.
         .target(name: "CoreDataStore", dependencies: ["StoreFormats", "SQLiteAccess", "Acquisition", "Deflate"]),

@@ -63,9 +63,12 @@ final class ArchiveInventory {
         var entries = 0
     }
 
+    let zipReader: ZipReader
+
     init(url: URL, displayName: String, output: URL, limits: ArchiveLimits, wanted: [PathPattern] = [],
-         gzipDecoder: GzipDecoder = .preferred) {
+         gzipDecoder: GzipDecoder = .preferred, zipReader: ZipReader = .preferred) {
         self.gzipDecoder = gzipDecoder
+        self.zipReader = zipReader
         self.url = url
         self.displayName = displayName
         self.output = output
@@ -74,6 +77,31 @@ final class ArchiveInventory {
     }
 
     func read() throws -> Result {
+        // A zip is read through its central directory: only the first bytes of each entry and the
+        // whole of the entries worth extracting, not every entry's data. When the directory cannot
+        // be trusted the zip is read entry by entry like any other archive, with a note saying why.
+        var note: String?
+        var localHeadersOnly = false
+        if zipReader == .centralDirectory, Self.looksLikeZip(url) {
+            switch try readThroughCentralDirectory() {
+            case .read(let result): return result
+            case .fallback(let reason, let damaged):
+                // A damaged directory misleads libarchive's seeking reader as well: read the local
+                // headers one after another from the start, as a zip streamed from a pipe is read.
+                localHeadersOnly = damaged
+                note = damaged
+                    ? "the zip's central directory is damaged (\(reason)); its entries were read one after another from the start of the file instead"
+                    : "the zip was read entry by entry, not through its central directory (\(reason))"
+            }
+        }
+        var result = try readStreaming(localHeadersOnly: localHeadersOnly)
+        if let note { result.warnings.insert(note, at: 0) }
+        return result
+    }
+
+    /// Reads the archive in one streaming pass through libarchive; `localHeadersOnly` reads a zip
+    /// by its local headers alone, never looking at its central directory.
+    func readStreaming(localHeadersOnly: Bool = false) throws -> Result {
         // A .tar.gz's gzip layer is decoded by ISA-L where it is built in (see GzipSource); it
         // must outlive the archive handle, which holds a pointer to it.
         let gzip = gzipDecoder == .isal && GzipSource.looksLikeGzip(url) ? GzipSource(url: url) : nil
@@ -81,7 +109,7 @@ final class ArchiveInventory {
         guard let a = archive_read_new() else { throw ArchiveError.unsupported(path: displayName, detail: "libarchive could not start") }
         defer { archive_read_free(a) }
         archive_read_support_filter_all(a)
-        archive_read_support_format_all(a)
+        if localHeadersOnly { archive_read_support_format_zip_streamable(a) } else { archive_read_support_format_all(a) }
         let opened = gzip.map { $0.attach(to: a) } ?? archive_read_open_filename(a, url.path, 1 << 16)
         let compressedBytes = { gzip?.compressedBytes ?? archive_filter_bytes(a, -1) }
         guard opened == ARCHIVE_OK else {
@@ -221,7 +249,10 @@ final class ArchiveInventory {
             let startCompressed = compressedBytes()
             var dataStatus = first
             var damaged: String?
+            // libarchive warns at the end of a zip entry whose CRC-32 or size does not match its headers.
+            var dataWarning: String?
             while dataStatus == ARCHIVE_OK || dataStatus == ARCHIVE_WARN {
+                if dataStatus == ARCHIVE_WARN { dataWarning = Self.message(a) }
                 if let block, blockSize > 0 {
                     // Sparse entries: the writer puts each block at its offset; holes read back as zeros.
                     writer.write(block, count: blockSize, at: offset)
@@ -257,6 +288,7 @@ final class ArchiveInventory {
                 }
             }
             writer.end(slot: slot, extendingTo: declared)
+            if let dataWarning, damaged == nil { result.warnings.append(Self.dataWarning(path: path, dataWarning)) }
             pending.append((slot: slot, file: SeenFile(path: target, url: destination, size: Int(size), isSQLite: isSQLite)))
             if isIdentity { identities.append((root: components.dropLast().joined(separator: "/"), fileName: fileName, url: destination)) }
             if let damaged {
@@ -277,6 +309,19 @@ final class ArchiveInventory {
                 result.warnings.append("the gzip stream goes on for more than \(decoded) bytes after the archive's end; that part was not read, so its checksum was not verified")
             }
         }
+        try finish(&result, writer: writer, pending: pending, identities: identities)
+        return result
+    }
+
+    /// A warning for an extracted entry whose bytes do not match what its headers say.
+    static func dataWarning(path: String, _ problem: String) -> String {
+        "\(path): \(problem); the extracted copy differs from what the archive says it holds (the entry is damaged)"
+    }
+
+    /// Once every entry is read: collects the hashes, reads the container identities, and removes
+    /// the provisional sidecars and plists whose store never came.
+    func finish(_ result: inout Result, writer: ExtractionWriter, pending: [(slot: Int, file: SeenFile)],
+                identities: [(root: String, fileName: String, url: URL)]) throws {
         let written = writer.drain()
         for (slot, file) in pending {
             if let failure = written[slot].failure {
@@ -300,7 +345,6 @@ final class ArchiveInventory {
             let isWanted = wanted.contains { $0.matches(file.path, ignoringCase: true) }
             if !belongs && !isWanted && !file.path.contains("_SUPPORT/") { unlink(file.url.path) }
         }
-        return result
     }
 
     /// The stream as a whole (a .tar.gz of zeros is a bomb even when no entry is extracted).
@@ -313,7 +357,7 @@ final class ArchiveInventory {
         }
     }
 
-    private func makeParents(for path: String, entry: String) throws -> URL {
+    func makeParents(for path: String, entry: String) throws -> URL {
         var url = output
         // Scalars, as ArchivePath splits them: a "/" before a combining mark is still a separator.
         let parts = path.unicodeScalars.split(separator: "/").map { String(String.UnicodeScalarView($0)) }

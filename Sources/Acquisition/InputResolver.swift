@@ -12,11 +12,14 @@ public struct InputResolver {
     public let wanted: [PathPattern]
     /// Who decodes a .tar.gz's gzip layer (tests run both).
     public let gzipDecoder: GzipDecoder
+    /// How a zip is read: through its central directory, or streamed entry by entry (tests run both).
+    public let zipReader: ZipReader
 
     public init(session: EvidenceSession, limits: ArchiveLimits = ArchiveLimits(), hashArchives: Bool = false,
-                wanted: [PathPattern] = [], gzipDecoder: GzipDecoder = .preferred) {
+                wanted: [PathPattern] = [], gzipDecoder: GzipDecoder = .preferred, zipReader: ZipReader = .preferred) {
         self.session = session
         self.gzipDecoder = gzipDecoder
+        self.zipReader = zipReader
         self.limits = limits
         self.hashArchives = hashArchives
         self.wanted = wanted
@@ -121,7 +124,7 @@ public struct InputResolver {
         try session.record([url], hash: hashArchives)
         let output = try session.scratch.makeSubfolder(named: "extracted")
         let result = try ArchiveInventory(url: url, displayName: input, output: output, limits: limits, wanted: wanted,
-                                          gzipDecoder: gzipDecoder).read()
+                                          gzipDecoder: gzipDecoder, zipReader: zipReader).read()
         let (found, orphans) = FamilyGrouping.group(result.files, containers: result.containers)
         let hashes = Dictionary(result.extracted.map { ($0.path, $0.sha256) }, uniquingKeysWith: { a, _ in a })
         var stores = found.map { s -> FoundStore in
