@@ -24,9 +24,11 @@ extension EvidenceSession {
     /// - Returns: the stores, and the inventories they came from (for damage and warnings).
     public func stores(from inputs: [String], select: String? = nil, options: OpenOptions = OpenOptions(),
                        limits: ArchiveLimits = ArchiveLimits()) throws -> [AcquiredStore] {
-        try found(in: inputs, select: select, limits: limits).map { store in
+        let acquired = try found(in: inputs, select: select, limits: limits).map { store in
             AcquiredStore(displayPath: store.path, found: store, copy: try workingCopy(of: store, options: options))
         }
+        verifyInBackground()
+        return acquired
     }
 
     /// Like `stores(from:…)`, but a store refused as input (truncated, not SQLite, a WAL that
@@ -46,6 +48,7 @@ extension EvidenceSession {
             }
         }
         if acquired.isEmpty, let firstRefusal { throw firstRefusal }
+        verifyInBackground()
         return acquired
     }
 

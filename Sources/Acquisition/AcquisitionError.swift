@@ -49,7 +49,9 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
         case .corrupt(let path, let detail):
             return "\(path) is damaged (\(detail)); run `storelens check` on it, or copy it off the device again."
         case .evidenceChanged(let path, let before, let after):
-            return "internal error: \(path) changed while storelens read it (SHA-256 \(before.prefix(12))… became \(after.prefix(12))…); please report this."
+            // Most often another process wrote to it; storelens itself writing is the other cause.
+            let what = after.hasPrefix("(") ? "its size, times or inode changed" : "SHA-256 \(before.prefix(12))… became \(after.prefix(12))…"
+            return "\(path) changed while storelens read it (\(what)), so this run's answers are withdrawn: make sure nothing writes to the evidence (the app, a sync tool, another copy in progress) and run again; if nothing does, please report it as a storelens bug."
         case .sqlite(let error):
             return error.description
         case .noStores(let inputs):

@@ -74,23 +74,27 @@ public struct EvidenceLedger: Sendable {
         try record(urls, hash: hash, copying: [])
     }
 
-    /// Records `urls` and, beside the hashing on the same two threads, copies each `copying` pair
-    /// (original → new file in the scratch folder). Reading a large file twice at once costs little
-    /// more than reading it once: the copy no longer waits for the hash.
+    /// Records `urls` and copies each `copying` pair (original → new file in the scratch folder) on
+    /// the same two threads. A file both hashed and copied is read once: its hash is taken from the
+    /// bytes as they are copied (issue 16: every evidence byte read at most twice, here and in the
+    /// after-hash).
     mutating func record(_ urls: [URL], hash: Bool = true, copying: [(from: URL, to: URL)]) throws {
         var todo: [URL] = []
         var queued = Set<String>()
         for url in urls where !(entry(for: url.path).map { $0.sha256 != nil || !hash } ?? false) && queued.insert(url.path).inserted {
             todo.append(url)
         }
-        enum Job { case hash(URL), copy(URL, URL) }
-        let jobs = todo.map(Job.hash) + copying.map { Job.copy($0.from, $0.to) }
+        enum Job { case hash(URL), copy(URL, URL), copyHashing(URL, URL) }
+        let hashedWhileCopied = Set(copying.map(\.from.path)).intersection(todo.map(\.path))
+        let jobs = todo.filter { !hashedWhileCopied.contains($0.path) }.map(Job.hash)
+            + copying.map { hashedWhileCopied.contains($0.from.path) ? Job.copyHashing($0.from, $0.to) : Job.copy($0.from, $0.to) }
         // A hash costs about three times a copy of the same bytes (measured: SHA-256 at 2 GB/s,
         // a page-cache copy at 6 GB/s).
         let weights = jobs.map { job -> Int64 in
             switch job {
             case .hash(let url): return 3 * FileWork.size(url)
             case .copy(let url, _): return FileWork.size(url)
+            case .copyHashing(let url, _): return 4 * FileWork.size(url)
             }
         }
         let done = try FileWork.map(jobs, weights: weights) { job -> FileEvidence? in
@@ -98,6 +102,15 @@ public struct EvidenceLedger: Sendable {
             case .copy(let from, let to):
                 try SafeCopy.copy(from, to: to)
                 return nil
+            case .copyHashing(let from, let to):
+                // The identity is taken before the first byte is read, as `FileEvidence.record` does;
+                // SafeCopy opens with O_NOFOLLOW and names a link in the evidence as such.
+                guard let identity = FileIdentity.of(from.path) else {
+                    throw AcquisitionError.unreadable(path: from.path, reason: String(cString: strerror(errno)))
+                }
+                if let target = SymbolicLink.target(of: from.path) { throw AcquisitionError.linkInEvidence(path: from.path, target: target) }
+                let sha256 = try SafeCopy.copy(from, to: to, hashing: true)
+                return FileEvidence(path: from.path, size: Int(identity.size), sha256: sha256, identity: identity)
             case .hash(let url):
                 do {
                     return try FileEvidence.record(url, hash: hash)

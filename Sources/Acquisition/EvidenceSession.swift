@@ -91,10 +91,12 @@ public final class EvidenceSession {
         return copy
     }
 
-    /// Starts hashing the originals again on a background thread. Call it once the command has
-    /// finished reading them (for `check`: every store copied and opened), so the hashing runs
-    /// beside the command's own work instead of after it. `finish()` waits for it and then compares
-    /// every file's identity, so a write made after the hash is still caught (it changes ctime).
+    /// Starts hashing the originals again on a background thread, so the after-hash runs beside
+    /// the command's own work instead of after it. `stores(from:…)` calls it once every store has
+    /// its working copy: commands read only their copies from then on. It is safe at any point:
+    /// files recorded later are hashed by `finish()` itself, and `finish()` compares every file's
+    /// identity at the end, so a write made after the background hash is still caught (it
+    /// changes ctime).
     public func verifyInBackground() {
         guard verification == nil else { return }
         verification = BackgroundVerification(ledger)
@@ -107,6 +109,8 @@ public final class EvidenceSession {
         defer { scratch.remove() }
         if let verification {
             try verification.wait()
+            // Tests change an original here, after its after-hash: only its identity can tell.
+            TestPause.reach("evidence-rehashed")
             try ledger.verifyUnchanged { !verification.covers($0) }
             try ledger.verifyIdentities()
         } else {

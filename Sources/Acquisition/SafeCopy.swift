@@ -1,9 +1,13 @@
 import Foundation
+import StoreFormats
 
 /// Copies one evidence file into the scratch folder without following links and without
 /// overwriting anything: the destination is created with O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600.
 enum SafeCopy {
-    static func copy(_ source: URL, to destination: URL) throws {
+    /// Copies `source` to `destination`; with `hashing`, also returns the SHA-256 (hex) of the
+    /// bytes copied, so one read of the evidence serves both the hash and the copy.
+    @discardableResult
+    static func copy(_ source: URL, to destination: URL, hashing: Bool = false) throws -> String? {
         let input = open(source.path, O_RDONLY | O_NOFOLLOW)
         guard input >= 0 else {
             let reason = String(cString: strerror(errno))
@@ -17,8 +21,12 @@ enum SafeCopy {
         }
         defer { close(output) }
         let chunk = 1 << 20
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: chunk, alignment: 16)
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: chunk, alignment: 64)
         defer { buffer.deallocate() }
+        var hasher = hashing ? SHA256() : nil
+        let progress = ProgressReporter.current
+        let total = progress.isSilent ? nil : Optional(FileWork.size(source))
+        var done: Int64 = 0
         while true {
             let n = read(input, buffer, chunk)
             if n == 0 { break }
@@ -26,6 +34,7 @@ enum SafeCopy {
                 if errno == EINTR { continue }
                 throw AcquisitionError.unreadable(path: source.path, reason: String(cString: strerror(errno)))
             }
+            hasher?.update(UnsafeRawBufferPointer(start: buffer, count: n))
             var written = 0
             while written < n {
                 let w = write(output, buffer + written, n - written)
@@ -35,6 +44,12 @@ enum SafeCopy {
                 }
                 written += w
             }
+            done += Int64(n)
+            if hashing { progress.report("hashing \(source.lastPathComponent)", done: done, total: total, unit: .bytes) }
+        }
+        return hasher.map { hasher in
+            var hasher = hasher
+            return hasher.finalize().map { String(format: "%02x", $0) }.joined()
         }
     }
 }

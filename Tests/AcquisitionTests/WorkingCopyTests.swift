@@ -83,6 +83,40 @@ struct WorkingCopyTests {
         #expect(throws: AcquisitionError.self) { try ledger.verifyUnchanged() }
     }
 
+    @Test("one read for hash and copy: the recorded SHA-256 of each original is sha256sum's, and each copy holds the original's bytes")
+    func hashedWhileCopied() throws {
+        let folder = try TemporaryFolder("hashed-while-copied")
+        let url = folder.path("default.store")
+        // Several MiB on both files, so the 1 MiB chunks of the copy and its hash meet odd ends.
+        let w = try StoreWriter(url: url, model: SampleModels.todo)
+        try w.transaction { w in for n in 0..<3000 { try w.insert("TodoList", ["name": .string("\(n)-" + String(repeating: "\(n % 10)", count: 1500))]) } }
+        try w.checkpoint()
+        try w.transaction { w in for n in 0..<2000 { try w.insert("TodoList", ["name": .string("w\(n)-" + String(repeating: "w\(n % 7)", count: 900))]) } }
+        try w.close(leavingWAL: true)
+        let session = try EvidenceSession()
+        defer { session.scratch.remove() }
+        let copy = try session.workingCopy(of: url)
+        for (original, copied) in [(url.path, copy.copiedMain.path), (url.path + "-wal", copy.copiedMain.path + "-wal")] {
+            #expect(try Data(contentsOf: URL(fileURLWithPath: copied)) == Data(contentsOf: URL(fileURLWithPath: original)), "\(copied)")
+            let recorded = try #require(session.ledger.entry(for: original)?.sha256, "\(original) was hashed")
+            #expect(recorded == (try Self.sha256sum(original)), "\(original): the hash taken while copying is the file's")
+        }
+        try session.finish()
+    }
+
+    /// coreutils' `sha256sum`: an implementation independent of libcrypto.
+    static func sha256sum(_ path: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["sha256sum", path]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return String(text.prefix(64))
+    }
+
     @Test("SHA-256 known answers", arguments: [
         ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
         ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),

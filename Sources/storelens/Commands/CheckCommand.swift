@@ -116,8 +116,8 @@ struct CheckCommand: Command {
         var findings: [Finding] = []
         var stores: [String] = []
         let acquired = try session.stores(from: paths, select: input.select, options: open, limits: input.limits, refused: &refused)
-        // Every original has been read into its working copy: hash them again beside the checks.
-        session.verifyInBackground()
+        // Every original has been read into its working copy; `stores(from:)` has started hashing
+        // them again beside the checks.
         for store in acquired {
             let opened: OpenedStore
             do {
