@@ -254,27 +254,38 @@ public final class WorkingCopy {
     }
 
     /// Opens the main file alone, as if no `-wal` existed: what is already checkpointed.
-    /// The header is switched to rollback mode in a separate copy so SQLite does not look for a WAL.
+    ///
+    /// The copy itself, opened with `immutable=1`: SQLite then reads no `-wal`, `-shm` or
+    /// `-journal`, and the copy's main file is what was hashed (the WAL view never writes it: no
+    /// checkpoint, `query_only`). A copy whose hot journal the WAL view rolls back is the one
+    /// exception: its main file changes when that view is opened, so the main file alone is a
+    /// second copy of the original, its header switched to rollback mode, in a folder of its own.
     public func openMainFileOnly() throws -> Connection {
-        let mainOnly = folder.appendingPathComponent("main-file-only", isDirectory: true)
-        if !FileManager.default.fileExists(atPath: mainOnly.path) {
-            guard mkdir(mainOnly.path, 0o700) == 0 else {
-                throw WorkingFolderFailure(code: errno)
-            }
-            let copy = mainOnly.appendingPathComponent(copiedMain.lastPathComponent)
-            try SafeCopy.copy(family.main, to: copy)
-            let handle = try FileHandle(forUpdating: copy)
-            try handle.seek(toOffset: 18)
-            handle.write(Data([1, 1]))
-            try handle.close()
-        }
         do {
+            guard hasJournal else {
+                let connection = try Connection.openImmutable(path: copiedMain.path, label: displayPath)
+                try connection.makeQueryOnly()
+                _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
+                return connection
+            }
+            let mainOnly = folder.appendingPathComponent("main-file-only", isDirectory: true)
+            if !FileManager.default.fileExists(atPath: mainOnly.path) {
+                guard mkdir(mainOnly.path, 0o700) == 0 else {
+                    throw WorkingFolderFailure(code: errno)
+                }
+                let copy = mainOnly.appendingPathComponent(copiedMain.lastPathComponent)
+                try SafeCopy.copy(family.main, to: copy)
+                let handle = try FileHandle(forUpdating: copy)
+                try handle.seek(toOffset: 18)
+                handle.write(Data([1, 1]))
+                try handle.close()
+            }
             let connection = try Connection.open(path: mainOnly.appendingPathComponent(copiedMain.lastPathComponent).path, mode: .readOnly,
                                                  label: displayPath)
             try connection.makeQueryOnly()
             _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
             return connection
-        } catch {
+        } catch let error as SQLiteError {
             throw Self.translate(error, path: displayPath)
         }
     }

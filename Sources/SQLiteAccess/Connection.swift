@@ -58,6 +58,41 @@ public final class Connection {
         return connection
     }
 
+    /// Opens the file at `path` read-only with `immutable=1`: SQLite reads the main file alone,
+    /// as a file nothing can change, and never looks at a `-wal`, `-shm` or `-journal` beside it
+    /// (none is read, created or rolled back). Only for storelens's own copies: on evidence it
+    /// would silently hide the WAL. It is the main-file-only view of a working copy without a
+    /// second copy of the file (the "checkpointed view" of the field's two-view diff).
+    public static func openImmutable(path: String, label: String?) throws(SQLiteError) -> Connection {
+        var db: OpaquePointer?
+        let uri = "file:" + uriEscaped(path) + "?immutable=1"
+        let rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
+            if let db { sqlite3_close_v2(db) }
+            throw SQLiteError(extendedCode: rc, message: message, path: label ?? path)
+        }
+        let connection = Connection(handle: db, path: label ?? path)
+        try connection.hardenAgainstHostileSchema()
+        return connection
+    }
+
+    /// `path` as the path of a `file:` URI: every byte but unreserved ones and `/` as `%HH`, so a
+    /// `?`, `#` or `%` in a folder name cannot end the path or start a parameter.
+    static func uriEscaped(_ path: String) -> String {
+        var out = ""
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "/"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        return out
+    }
+
     /// Opens a database image held in memory (`sqlite3_deserialize`). Nothing on disk is involved,
     /// which is how the main-file-only and point-in-time views are read.
     ///
@@ -189,4 +224,8 @@ public final class Connection {
 
     /// The SQLite library version, e.g. "3.40.1".
     public static var libraryVersion: String { String(cString: sqlite3_libversion()) }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
 }

@@ -111,6 +111,14 @@ public enum PageOwnershipError: Error, Equatable, Sendable, CustomStringConverti
 /// 100 MB WAL with thousands of commits therefore costs little more than
 /// one walk of the database.
 ///
+/// Within a tree that was written, only the pages on the way from a written page up to the root
+/// are read again: a subtree none of whose pages was written has the same pages it had (its
+/// pages' bytes are unchanged), so it is kept whole where its old parent still points to it. That
+/// shortcut is taken only while the image has no structural problem; a commit after which any
+/// problem shows (or anything the shortcut cannot vouch for: a page reached from an unexpected
+/// place, a depth that changed, a database that shrank) is undone and walked the full way, so the
+/// answer, problems included, is always the full walk's.
+///
 /// Nothing here trusts the bytes: page numbers are range-checked, cycles
 /// and pages claimed twice are reported as `problems`, and payload sizes
 /// are bounded by the database size.
@@ -147,12 +155,40 @@ public final class PageOwnershipTracker {
     /// Per page: the walk that last visited it, to catch cycles and pages referenced twice.
     private var visited: [UInt32] = [0]
     private var walkNumber: UInt32 = 0
+    /// Per page: the b-tree page that references it (for an overflow page, the page holding the
+    /// cell whose chain it is part of); 0 for a root.
+    private var parent: [UInt32] = [0]
+    /// Per page: its depth in its b-tree, for b-tree pages.
+    private var depth: [UInt8] = [0]
+    /// Per page, for the subtree-reusing advance: `pass` when on the way from a written page to
+    /// its root; in `reachMark`, `2 * pass` when kept whole this pass, `2 * pass + 1` when read
+    /// again this pass.
+    private var dirtyMark: [UInt32] = [0]
+    private var reachMark: [UInt32] = [0]
+    private var pass: UInt32 = 0
+    /// Per overflow page: the next page of its chain, as last walked.
+    private var nextOverflow: [UInt32] = [0]
+    /// Trees the current advance re-reads from their written pages up rather than in full, with
+    /// their marked pages.
+    private var partialTrees: [Int: [UInt32]] = [:]
+    /// The links of the pages the current advance wrote, as they were before it.
+    private var writtenPagesLinks: [UInt32: BTreePage.Links] = [:]
+    /// Set when the subtree-reusing advance meets something only a full walk can judge.
+    private var partialFailed = false
+    /// Whether `advance()` may keep unchanged subtrees (tests turn it off to compare).
+    var reusesUnchangedSubtrees = true
+    /// How many advances kept unchanged subtrees (the rest walked every written tree in full).
+    private(set) var advancesReusingSubtrees = 0
 
     private struct Tree {
         var object: DatabaseObject
         var pages: [UInt32] = []
         var problems: [BTreeProblem] = []
         var live = true
+        /// Whether its pages are table pages, as of its last walk.
+        var isTable: Bool?
+        /// The length of `pages` when it last held only the tree's pages.
+        var compactedCount = 0
     }
     private var trees: [Tree] = []
     private var treeByName: [String: Int] = [:]
@@ -236,6 +272,56 @@ public final class PageOwnershipTracker {
     public func advance() -> Bool {
         guard commit < transactions.count else { return false }
         let transaction = transactions[commit]
+        if reusesUnchangedSubtrees, problems.isEmpty, transaction.databaseSizeInPages >= pageCount {
+            let before = State(of: self)
+            if advance(reusingSubtrees: true), !partialFailed, problems.isEmpty {
+                advancesReusingSubtrees += 1
+                return true
+            }
+            before.restore(into: self)
+        }
+        return advance(reusingSubtrees: false)
+    }
+
+    /// Everything `advance` changes, but the caches (re-derived from the pages' bytes) and the
+    /// walk marks (which only ever grow): so a subtree-reusing advance can be undone.
+    private struct State {
+        let commit: Int, pageCount: Int, geometry: BTreePage.Geometry, textEncoding: UInt32, autoVacuum: Bool
+        let walOffset: [Int], owner: [Int32], role: [UInt8], parent: [UInt32], depth: [UInt8], nextOverflow: [UInt32]
+        let trees: [Tree], treeByName: [String: Int], schemaProblems: [BTreeProblem]
+        let freelistPages: [UInt32], freelistProblems: [BTreeProblem]
+        let reservedPages: [UInt32], reservedProblems: [BTreeProblem], sizeProblems: [BTreeProblem]
+
+        init(of t: PageOwnershipTracker) {
+            (commit, pageCount, geometry, textEncoding, autoVacuum) = (t.commit, t.pageCount, t.geometry, t.textEncoding, t.autoVacuum)
+            (walOffset, owner, role, parent, depth, nextOverflow) = (t.walOffset, t.owner, t.role, t.parent, t.depth, t.nextOverflow)
+            (trees, treeByName, schemaProblems) = (t.trees, t.treeByName, t.schemaProblems)
+            (freelistPages, freelistProblems) = (t.freelistPages, t.freelistProblems)
+            (reservedPages, reservedProblems, sizeProblems) = (t.reservedPages, t.reservedProblems, t.sizeProblems)
+        }
+
+        func restore(into t: PageOwnershipTracker) {
+            (t.commit, t.pageCount, t.geometry, t.textEncoding, t.autoVacuum) = (commit, pageCount, geometry, textEncoding, autoVacuum)
+            // Arrays may have grown since: pages past the old length are unused and stay so.
+            t.walOffset.replaceSubrange(0 ..< walOffset.count, with: walOffset)
+            t.owner.replaceSubrange(0 ..< owner.count, with: owner)
+            t.role.replaceSubrange(0 ..< role.count, with: role)
+            t.parent.replaceSubrange(0 ..< parent.count, with: parent)
+            t.depth.replaceSubrange(0 ..< depth.count, with: depth)
+            t.nextOverflow.replaceSubrange(0 ..< nextOverflow.count, with: nextOverflow)
+            for page in owner.count ..< t.owner.count {
+                t.walOffset[page] = -1
+                t.owner[page] = Owner.none
+                t.cache[page] = nil
+            }
+            (t.trees, t.treeByName, t.schemaProblems) = (trees, treeByName, schemaProblems)
+            (t.freelistPages, t.freelistProblems) = (freelistPages, freelistProblems)
+            (t.reservedPages, t.reservedProblems, t.sizeProblems) = (reservedPages, reservedProblems, sizeProblems)
+        }
+    }
+
+    private func advance(reusingSubtrees: Bool) -> Bool {
+        let transaction = transactions[commit]
         commit += 1
         var written = Set<UInt32>()
         for frame in frames[(transaction.firstFrame - 1) ..< transaction.commitFrame] {
@@ -248,6 +334,7 @@ public final class PageOwnershipTracker {
             let current = owner[Int(page)]
             if current >= 0 { dirty.insert(Int(current)) }
             if current == Owner.freelistTrunk || current == Owner.freelistLeaf { freelistDirty = true }
+            if reusingSubtrees, current >= 0, let links = cache[Int(page)] { writtenPagesLinks[page] = links }
             cache[Int(page)] = nil
         }
         let newCount = transaction.databaseSizeInPages
@@ -264,7 +351,23 @@ public final class PageOwnershipTracker {
 
         // Forget everything about to be re-read before reading anything, so a
         // page that moved from one structure to another is not seen as claimed twice.
-        for tree in dirty { clear(tree: tree) }
+        partialTrees = [:]
+        partialFailed = false
+        defer { writtenPagesLinks = [:] }
+        if reusingSubtrees {
+            pass &+= 1
+            if pass == 0 || pass >= UInt32.max / 2 {
+                for i in dirtyMark.indices { dirtyMark[i] = 0; reachMark[i] = 0 }
+                pass = 1
+            }
+            // Mark every tree first, then release: marking follows owners as they were.
+            for tree in dirty where tree > 0 {
+                if let marked = markWrittenPaths(tree: tree, written: written) { partialTrees[tree] = marked }
+            }
+        }
+        for tree in dirty {
+            if partialTrees[tree] != nil { releaseWrittenPaths(tree: tree) } else { clear(tree: tree) }
+        }
         if freelistDirty { clearFreelist() }
         if reservedDirty { clearReserved() }
         resize(to: newCount)
@@ -273,9 +376,10 @@ public final class PageOwnershipTracker {
         if dirty.contains(0) || pageOneWritten {
             rewalkSchema(dirty: dirty)
         } else {
-            for tree in dirty.sorted() where trees[tree].live { walk(tree: tree) }
+            for tree in dirty.sorted() where trees[tree].live { walkTree(tree) }
         }
         if freelistDirty { rebuildFreelist() }
+        partialTrees = [:]
         return true
     }
 
@@ -347,6 +451,11 @@ public final class PageOwnershipTracker {
         role.append(contentsOf: repeatElement(0, count: extra))
         cache.append(contentsOf: repeatElement(nil, count: extra))
         visited.append(contentsOf: repeatElement(0, count: extra))
+        parent.append(contentsOf: repeatElement(0, count: extra))
+        nextOverflow.append(contentsOf: repeatElement(0, count: extra))
+        depth.append(contentsOf: repeatElement(0, count: extra))
+        dirtyMark.append(contentsOf: repeatElement(0, count: extra))
+        reachMark.append(contentsOf: repeatElement(0, count: extra))
     }
 
     private func resize(to requested: Int) {
@@ -494,10 +603,11 @@ public final class PageOwnershipTracker {
             toWalk.insert(index)
         }
         toWalk.remove(0)
-        for index in toWalk.sorted() where trees[index].live { walk(tree: index) }
+        for index in toWalk.sorted() where trees[index].live { walkTree(index) }
     }
 
     private func clear(tree index: Int) {
+        partialTrees[index] = nil
         let claimant = Int32(index)
         for page in trees[index].pages where Int(page) < owner.count && owner[Int(page)] == claimant {
             owner[Int(page)] = Owner.none
@@ -536,8 +646,8 @@ public final class PageOwnershipTracker {
             return true
         }
 
-        while let (page, depth, parent) = stack.popLast() {
-            guard visit(page, from: parent, what: "page") else { continue }
+        while let (page, depth, parentPage) = stack.popLast() {
+            guard visit(page, from: parentPage, what: "page") else { continue }
             guard depth <= 40 else {
                 problems.append(BTreeProblem(structure: name, page: page, detail: "the b-tree is deeper than any real SQLite b-tree"))
                 continue
@@ -556,6 +666,8 @@ public final class PageOwnershipTracker {
             guard claim(page, by: claimant, role: links.isInterior ? 0 : 1, structure: name, problems: &problems) else {
                 continue
             }
+            parent[Int(page)] = parentPage
+            self.depth[Int(page)] = UInt8(depth)
             pages.append(page)
             if let damage = links.damage {
                 problems.append(BTreeProblem(structure: name, page: page, detail: damage))
@@ -566,11 +678,15 @@ public final class PageOwnershipTracker {
                 var from = page
                 for step in 0..<chain.pageCount {
                     guard visit(current, from: from, what: "overflow page") else { break }
-                    if claim(current, by: claimant, role: 2, structure: name, problems: &problems) {
+                    let claimed = claim(current, by: claimant, role: 2, structure: name, problems: &problems)
+                    if claimed {
+                        parent[Int(current)] = page
+                        nextOverflow[Int(current)] = 0
                         pages.append(current)
                     }
                     guard step + 1 < chain.pageCount else { break }
                     let next = withPage(current) { BTreePage.u32($0, 0) ?? 0 }
+                    if claimed { nextOverflow[Int(current)] = next }
                     guard next != 0 else {
                         problems.append(BTreeProblem(structure: name, page: current,
                                                      detail: "the overflow chain ends after \(step + 1) of its \(chain.pageCount) pages"))
@@ -582,7 +698,161 @@ public final class PageOwnershipTracker {
             }
         }
         trees[index].pages = pages
+        trees[index].compactedCount = pages.count
         trees[index].problems = problems
+        trees[index].isTable = expectTable
+    }
+
+    // MARK: - Re-reading a written tree from its written pages up
+
+    private func walkTree(_ index: Int) {
+        if partialTrees[index] != nil { walkPartially(tree: index) } else { walk(tree: index) }
+    }
+
+    /// Marks (`dirtyMark == pass`) every page of `tree` on the way from a page this commit wrote
+    /// up to the root, and returns them; nil when the way up is broken or a marked page's links
+    /// from before the commit are unknown, and the tree is then walked in full.
+    private func markWrittenPaths(tree index: Int, written: Set<UInt32>) -> [UInt32]? {
+        let claimant = Int32(index)
+        let root = trees[index].object.rootPage
+        guard trees[index].live, trees[index].problems.isEmpty, trees[index].isTable != nil,
+              inRange(root), owner[Int(root)] == claimant else { return nil }
+        var marked: [UInt32] = []
+        for page in written where Int(page) < owner.count && owner[Int(page)] == claimant {
+            var current = role[Int(page)] == 2 ? parent[Int(page)] : page
+            var steps = 0
+            while current != 0, dirtyMark[Int(current)] != pass {
+                steps += 1
+                guard Int(current) < owner.count, owner[Int(current)] == claimant, role[Int(current)] != 2,
+                      steps <= 64, linksBefore(current) != nil else { return nil }
+                dirtyMark[Int(current)] = pass
+                marked.append(current)
+                if current == root { break }
+                current = parent[Int(current)]
+                if current == 0 { return nil }
+            }
+        }
+        return dirtyMark[Int(root)] == pass ? marked : nil
+    }
+
+    /// A page's links as they were before the current commit.
+    private func linksBefore(_ page: UInt32) -> BTreePage.Links? { writtenPagesLinks[page] ?? cache[Int(page)] }
+
+    /// Frees `page`'s overflow chains as they were before the current commit.
+    private func releaseOverflows(of page: UInt32, links: BTreePage.Links, claimant: Int32) {
+        for chain in links.overflows {
+            var current = chain.firstPage
+            for _ in 0..<chain.pageCount {
+                let i = Int(current)
+                guard inRange(current), owner[i] == claimant, role[i] == 2, parent[i] == page else { break }
+                owner[i] = Owner.none
+                current = nextOverflow[i]
+            }
+        }
+    }
+
+    /// Frees the marked pages of `tree` and the overflow pages of their cells: they are read again.
+    private func releaseWrittenPaths(tree index: Int) {
+        let claimant = Int32(index)
+        for page in partialTrees[index] ?? [] {
+            owner[Int(page)] = Owner.none
+            if let links = linksBefore(page) { releaseOverflows(of: page, links: links, claimant: claimant) }
+        }
+    }
+
+    /// Walks `tree` from its root through the marked pages only, keeping every unmarked subtree
+    /// whole where the page that referenced it was marked (its pages' bytes are unchanged, so its
+    /// pages are too); then frees the old subtrees no page points to any more. Anything a full
+    /// walk would have to judge sets `partialFailed`.
+    private func walkPartially(tree index: Int) {
+        walkNumber &+= 1
+        if walkNumber == 0 {
+            for i in visited.indices { visited[i] = 0 }
+            walkNumber = 1
+        }
+        let mark = walkNumber
+        let claimant = Int32(index)
+        let expectTable = trees[index].isTable
+        let kept = 2 &* pass, reread = 2 &* pass &+ 1
+        let marked = partialTrees[index] ?? []
+        var added: [UInt32] = []
+        var stack: [(UInt32, Int, UInt32)] = [(trees[index].object.rootPage, 0, 0)]
+        defer {
+            // The page list may hold pages the tree no longer has (`clear` and the readers check
+            // the owner); it is compacted once it has doubled.
+            trees[index].pages += added
+            if trees[index].pages.count > 2 * trees[index].compactedCount + 4096 {
+                trees[index].pages = trees[index].pages.filter { owner[Int($0)] == claimant }
+                trees[index].compactedCount = trees[index].pages.count
+            }
+        }
+        func fail() { partialFailed = true }
+        /// Claims a free page for this walk; anything else (a page still held, by this tree or
+        /// another structure) is for the full walk to judge.
+        func take(_ page: UInt32, role kind: UInt8, from referencing: UInt32, depth pageDepth: Int) -> Bool {
+            let i = Int(page)
+            guard inRange(page), visited[i] != mark, owner[i] == Owner.none else { return false }
+            visited[i] = mark
+            owner[i] = claimant
+            role[i] = kind
+            parent[i] = referencing
+            if kind != 2 { depth[i] = UInt8(pageDepth) }
+            reachMark[i] = reread
+            added.append(page)
+            return true
+        }
+
+        while let (page, pageDepth, referencing) = stack.popLast() {
+            guard pageDepth <= 40 else { return fail() }
+            let links = links(of: page)
+            guard links.isValidType, links.damage == nil, links.isTable == expectTable,
+                  take(page, role: links.isInterior ? 0 : 1, from: referencing, depth: pageDepth) else { return fail() }
+            for child in links.children.reversed() {
+                let c = Int(child)
+                if inRange(child), owner[c] == claimant, role[c] != 2,
+                   parent[c] == page || dirtyMark[Int(parent[c])] == pass {
+                    // An unchanged subtree: kept whole, once.
+                    guard reachMark[c] != kept, Int(depth[c]) == pageDepth + 1 else { return fail() }
+                    reachMark[c] = kept
+                    parent[c] = page
+                } else {
+                    stack.append((child, pageDepth + 1, page))
+                }
+            }
+            for chain in links.overflows {
+                var current = chain.firstPage
+                for step in 0..<chain.pageCount {
+                    guard take(current, role: 2, from: page, depth: 0) else { return fail() }
+                    nextOverflow[Int(current)] = 0
+                    guard step + 1 < chain.pageCount else { break }
+                    let next = withPage(current) { BTreePage.u32($0, 0) ?? 0 }
+                    guard next != 0 else { return fail() }
+                    nextOverflow[Int(current)] = next
+                    current = next
+                }
+            }
+        }
+
+        // The old subtrees below the marked pages that nothing keeps: their pages are unchanged,
+        // so their links (cached) are the old ones.
+        var drop: [UInt32] = []
+        for page in marked {
+            guard let links = linksBefore(page) else { return fail() }
+            for child in links.children {
+                let c = Int(child)
+                if inRange(child), owner[c] == claimant, role[c] != 2, reachMark[c] != kept, reachMark[c] != reread {
+                    drop.append(child)
+                }
+            }
+        }
+        while let page = drop.popLast() {
+            let i = Int(page)
+            guard owner[i] == claimant, reachMark[i] != kept, reachMark[i] != reread else { continue }
+            owner[i] = Owner.none
+            let links = links(of: page)
+            releaseOverflows(of: page, links: links, claimant: claimant)
+            for child in links.children where inRange(child) && parent[Int(child)] == page { drop.append(child) }
+        }
     }
 
     /// The tables and indexes `sqlite_schema` lists with a root page, read from its leaf pages.

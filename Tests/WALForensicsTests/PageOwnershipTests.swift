@@ -1,10 +1,10 @@
 import Acquisition
 import Foundation
 import SQLiteAccess
-import StoreFormats
 import StoreTestSupport
 import Testing
 @testable import WALForensics
+@testable import StoreFormats
 
 /// The pure-Swift page walker against SQLite's own `dbstat`, at every
 /// commit of real and generated WALs: moving forward commit by commit
@@ -146,6 +146,85 @@ struct PageOwnershipTests {
         let evidence = try copy.evidence()
         #expect(evidence.commitCount >= 30)
         try Self.checkEveryCommit(evidence)
+    }
+
+    /// Moves a tracker that keeps unchanged subtrees and one that walks every written tree in
+    /// full through every commit; both must say the same of every page, and find the same problems.
+    @discardableResult
+    static func compareReuse(_ mainFile: Data, _ walData: Data, _ label: String,
+                             sourceLocation: SourceLocation = #_sourceLocation) throws -> Int {
+        let wal = WAL(data: walData)
+        guard let reusing = try? PageOwnershipTracker(mainFile: mainFile, wal: wal, walData: walData),
+              let full = try? PageOwnershipTracker(mainFile: mainFile, wal: wal, walData: walData) else { return 0 }
+        full.reusesUnchangedSubtrees = false
+        while true {
+            let moved = (reusing.advance(), full.advance())
+            #expect(moved.0 == moved.1, sourceLocation: sourceLocation)
+            #expect(reusing.pageUses() == full.pageUses(), "\(label), commit \(full.commit): page uses differ", sourceLocation: sourceLocation)
+            #expect(reusing.problems == full.problems, "\(label), commit \(full.commit): \(reusing.problems.prefix(3)) against \(full.problems.prefix(3))",
+                    sourceLocation: sourceLocation)
+            #expect(reusing.unaccountedPages == full.unaccountedPages, "\(label), commit \(full.commit)", sourceLocation: sourceLocation)
+            #expect(reusing.objects == full.objects, "\(label), commit \(full.commit)", sourceLocation: sourceLocation)
+            if !moved.1 { break }
+        }
+        #expect(full.advancesReusingSubtrees == 0, sourceLocation: sourceLocation)
+        return reusing.advancesReusingSubtrees
+    }
+
+    @Test("keeping unchanged subtrees gives exactly the full walk, on sound and on damaged WALs",
+          arguments: [(4096, "NONE", UInt64(11)), (1024, "INCREMENTAL", 12), (512, "FULL", 13)])
+    func subtreeReuse(pageSize: Int, autoVacuum: String, seed: UInt64) throws {
+        var builder = try SQLiteWALBuilder("reuse", options: .init(pageSize: pageSize, autoVacuum: autoVacuum)) { db in
+            try db.execute("""
+                CREATE TABLE ZITEM (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZNAME VARCHAR, ZDATA BLOB);
+                CREATE INDEX ZITEM_ZNAME_INDEX ON ZITEM (ZNAME);
+                """)
+            for i in 1...400 {
+                try db.run("INSERT INTO ZITEM VALUES (?, 1, 1, ?, randomblob(?))",
+                           [.integer(Int64(i)), .text("item \(i)"), .integer(Int64(i * 37 % (pageSize * 2)))])
+            }
+        }
+        var random = Generator(state: seed)
+        var next = 401
+        for step in 0..<30 {
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0, 1:
+                var sql = ""
+                for _ in 0..<Int.random(in: 1...40, using: &random) {
+                    sql += "INSERT INTO ZITEM VALUES (\(next), 1, 1, 'item \(next)', randomblob(\([10, 300, pageSize * 2][next % 3])));"
+                    next += 1
+                }
+                try builder.commit(sql)
+            case 2:
+                try builder.commit("UPDATE ZITEM SET ZNAME = ZNAME || 'u', Z_OPT = Z_OPT + 1 WHERE Z_PK % 11 = \(step % 11)")
+            default:
+                try builder.commit("DELETE FROM ZITEM WHERE Z_PK % 13 = \(step % 13)")
+            }
+        }
+        let copy = try builder.copy()
+        let main = try Data(contentsOf: copy.db)
+        let walData = try Data(contentsOf: copy.wal)
+        let sound = WAL(data: walData)
+        #expect(sound.transactions.count >= 30)
+        let reused = try Self.compareReuse(main, walData, "sound")
+        #expect(reused >= sound.transactions.count / 2, "most commits of a sound WAL keep unchanged subtrees (\(reused) of \(sound.transactions.count))")
+        // The same check where the full walk must find problems: page bytes of committed frames
+        // changed (and the frames resealed, so SQLite would apply them), and the WAL over another
+        // database's main file.
+        for trial in 0..<25 {
+            var damaged = walData
+            for _ in 0..<Int.random(in: 1...6, using: &random) {
+                let frame = Int.random(in: 1...sound.lastCommitFrame, using: &random)
+                let start = WALSurgery.offset(ofFrame: frame, pageSize: pageSize) + WALFrame.headerLength
+                let at = start + Int.random(in: 0..<min(pageSize, 64), using: &random)
+                damaged[at] = UInt8.random(in: 0...255, using: &random)
+            }
+            WALSurgery.reseal(&damaged, pageSize: pageSize)
+            try Self.compareReuse(main, damaged, "trial \(trial)")
+        }
+        var other = main
+        other.replaceSubrange(100 ..< other.count, with: Data(repeating: 0, count: other.count - 100))
+        try Self.compareReuse(other, walData, "zeroed main file")
     }
 
     @Test("a WAL that holds every page: the main file given empty")
