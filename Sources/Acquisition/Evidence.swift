@@ -121,7 +121,10 @@ public struct EvidenceLedger: Sendable {
                 }
             }
         }
-        for evidence in done.compactMap({ $0 }) {
+        // In the order the files were asked for, whichever job read them: a manifest lists a
+        // family main file first, whether or not its hash was taken while it was copied.
+        let byPath = Dictionary(done.compactMap { $0 }.map { ($0.path, $0) }, uniquingKeysWith: { _, last in last })
+        for evidence in todo.compactMap({ byPath[$0.path] }) {
             if let at = index[evidence.path] {
                 entries[at] = evidence
             } else {

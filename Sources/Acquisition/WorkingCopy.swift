@@ -72,7 +72,15 @@ public final class WorkingCopy {
     private func loadedWAL() -> (wal: WAL, data: Data)? {
         if !walLoaded {
             walLoaded = true
-            if let url = family.wal, let data = try? Self.read(url) { walCache = (WAL(data: data), data) }
+            // The copy's -wal, mapped: the bytes that were hashed as they were copied, read once
+            // more here (the original is read only by the copy and the after-hash). The original
+            // is read only when the -wal was left out of the copy (its page size is wrong).
+            let copied = copiedMain.path + "-wal"
+            if family.wal != nil, FileManager.default.fileExists(atPath: copied), let data = try? MappedFile.map(path: copied) {
+                walCache = (WAL(data: data), data)
+            } else if let url = family.wal, let data = try? Self.read(url) {
+                walCache = (WAL(data: data), data)
+            }
         }
         return walCache
     }
@@ -96,6 +104,9 @@ public final class WorkingCopy {
     /// How errors and reports name this store.
     public let displayPath: String
     private let hasJournal: Bool
+    /// Whether a hot `-journal` came with the store: SQLite rolls it back in the copy when the
+    /// copy is first opened with the WAL view, so the copy's main file may change once.
+    public var rollsBackJournal: Bool { hasJournal }
 
     /// Largest `-wal` read into memory for parsing. WALs past this are refused rather than
     /// risking the machine; raise it with `STORELENS_MAX_WAL_BYTES`.

@@ -96,6 +96,7 @@ public enum DatabaseImage {
                     return
                 }
                 offset += count
+                MappedFile.noteBytesRead(count)
             }
         }
         try result.get()
@@ -107,6 +108,7 @@ public enum DatabaseImage {
                         result = .failure(error)
                         return
                     }
+                    MappedFile.noteBytesRead(layout.pageSize)
                 }
             }
             try result.get()

@@ -155,6 +155,18 @@ public final class PageOwnershipTracker {
     /// Per page: the walk that last visited it, to catch cycles and pages referenced twice.
     private var visited: [UInt32] = [0]
     private var walkNumber: UInt32 = 0
+    private var pagesRead = 0
+    /// The working copy's files, read with `pread` (-1: read through the data instead).
+    private var mainDescriptor: Int32 = -1
+    private var walDescriptor: Int32 = -1
+    /// One page, for `pread`.
+    private var pageBuffer: UnsafeMutableRawBufferPointer?
+
+    deinit {
+        if mainDescriptor >= 0 { close(mainDescriptor) }
+        if walDescriptor >= 0 { close(walDescriptor) }
+        pageBuffer?.deallocate()
+    }
     /// Per page: the b-tree page that references it (for an overflow page, the page holding the
     /// cell whose chain it is part of); 0 for a root.
     private var parent: [UInt32] = [0]
@@ -220,7 +232,13 @@ public final class PageOwnershipTracker {
     /// A WAL whose header SQLite ignores is ignored here too (it has no commits).
     ///
     /// - Throws: `PageOwnershipError`.
-    public init(mainFile: Data, wal: WAL? = nil, walData: Data? = nil, startCommit: Int = 0) throws(PageOwnershipError) {
+    ///
+    /// - Parameter files: the files `mainFile` and `walData` were mapped from (storelens's working
+    ///   copy): pages are then read from them with `pread` into a buffer of one page, so memory
+    ///   stays a few pages whatever the store's size (through the mapping, one page read can
+    ///   leave megabytes resident). Files that cannot be opened are read through the data.
+    public init(mainFile: Data, wal: WAL? = nil, walData: Data? = nil, startCommit: Int = 0,
+                files: (main: String, wal: String?)? = nil) throws(PageOwnershipError) {
         self.mainFile = mainFile
         var mainHeader: DatabaseHeader?
         if !mainFile.isEmpty {
@@ -251,6 +269,11 @@ public final class PageOwnershipTracker {
         }
         commit = startCommit
         pageCount = 0
+        // Opened once nothing can throw: a class whose initializer throws never runs `deinit`.
+        if let files {
+            mainDescriptor = open(files.main, O_RDONLY | O_CLOEXEC)
+            if !transactions.isEmpty { walDescriptor = files.wal.map { open($0, O_RDONLY | O_CLOEXEC) } ?? -1 }
+        }
 
         let size = startCommit == 0 ? mainFile.count / pageSize : transactions[startCommit - 1].databaseSizeInPages
         if startCommit > 0 {
@@ -477,7 +500,20 @@ public final class PageOwnershipTracker {
     /// WAL nor the main file holds it).
     private func withPage<R>(_ page: UInt32, _ body: (UnsafeRawBufferPointer) -> R) -> R {
         let index = Int(page)
+        pagesRead &+= 1
+        if pagesRead & 255 == 0 { MappedFile.noteBytesRead(256 * pageSize) }
         let offset = index < walOffset.count ? walOffset[index] : -1
+        if offset >= 0, walDescriptor >= 0 {
+            guard offset + pageSize <= walData.count else { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+            return read(walDescriptor, at: offset, body) ?? body(UnsafeRawBufferPointer(start: nil, count: 0))
+        }
+        if offset < 0, mainDescriptor >= 0 {
+            let start = (index - 1) * pageSize
+            guard start >= 0, start + pageSize <= mainFile.count, let result = read(mainDescriptor, at: start, body) else {
+                return Self.zeroPage(pageSize, body)
+            }
+            return result
+        }
         if offset >= 0 {
             return walData.withUnsafeBytes { raw in
                 guard offset + pageSize <= raw.count else { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
@@ -491,6 +527,21 @@ public final class PageOwnershipTracker {
             }
             return body(UnsafeRawBufferPointer(rebasing: raw[start ..< start + pageSize]))
         }
+    }
+
+    /// One page of `descriptor` at `offset`, or nil when it cannot be read whole.
+    private func read<R>(_ descriptor: Int32, at offset: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R? {
+        let buffer = pageBuffer ?? UnsafeMutableRawBufferPointer.allocate(byteCount: pageSize, alignment: 16)
+        pageBuffer = nil
+        defer { if pageBuffer == nil { pageBuffer = buffer } else { buffer.deallocate() } }
+        var done = 0
+        while done < pageSize {
+            let n = pread(descriptor, buffer.baseAddress! + done, pageSize - done, off_t(offset + done))
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return nil }
+            done += n
+        }
+        return body(UnsafeRawBufferPointer(buffer))
     }
 
     private static func zeroPage<R>(_ size: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {

@@ -94,7 +94,7 @@ public struct RecordDiff: Sendable {
                                     _ body: (_ commit: Int, RecordDiff, _ earlier: StateReader, _ later: StateReader) throws -> Void) throws {
         let count = evidence.commitCount
         guard count > 0, let wal = evidence.wal else { return }
-        let tracker = try? PageOwnershipTracker(mainFile: evidence.mainFile, wal: wal, walData: evidence.walData)
+        let tracker = try? PageOwnershipTracker(mainFile: evidence.mainFile, wal: wal, walData: evidence.walData, files: evidence.files)
         var earlier = try StateReader(evidence, commit: 0, option: "--from", decoder: decoder)
         for commit in 1...count {
             let later = try StateReader(evidence, commit: commit, option: "--to", decoder: decoder)

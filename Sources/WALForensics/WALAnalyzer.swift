@@ -59,7 +59,7 @@ public enum WALAnalyzer {
         var isCoreData = false
         var finalConnection: Connection?
         do {
-            let tracker = try PageOwnershipTracker(mainFile: evidence.mainFile, wal: usableWAL, walData: evidence.walData)
+            let tracker = try PageOwnershipTracker(mainFile: evidence.mainFile, wal: usableWAL, walData: evidence.walData, files: evidence.files)
             structure.mainProblems = tracker.problems
             structure.mainUnaccounted = tracker.unaccountedPages.count
             structure.mainTables = Set(tracker.objects.filter { $0.type == "table" && !$0.name.hasPrefix("sqlite_") }.map(\.name))

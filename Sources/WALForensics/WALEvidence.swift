@@ -27,6 +27,12 @@ public struct WALEvidence: @unchecked Sendable {
     /// Where point-in-time images are written (inside a working copy's private folder); nil keeps
     /// them in memory (evidence built from bytes).
     public var imageFolder: URL?
+    /// The working copy the evidence was read from: its own two views (the WAL applied, and the
+    /// main file alone) serve the last commit and commit 0 without writing an image.
+    public var workingCopy: WorkingCopy?
+    /// The files `mainFile` and `walData` were mapped from, for readers that read page by page
+    /// (`PageOwnershipTracker`); nil for evidence held in memory.
+    public var files: (main: String, wal: String?)?
 
     public init(displayPath: String, mainFile: Data, wal: WAL?, walData: Data?,
                 sharedMemoryPresent: Bool = false, sharedMemory: SharedMemoryIndex? = nil) {
@@ -46,18 +52,24 @@ public struct WALEvidence: @unchecked Sendable {
                   sharedMemory: sharedMemoryData.flatMap { try? SharedMemoryIndex(data: $0) })
     }
 
-    /// The evidence of a working copy. The main file is read from the
-    /// scratch copy (memory-mapped when the system allows), never from the original.
+    /// The evidence of a working copy. The main file is read from the scratch copy, never from
+    /// the original: mapped (`MappedFile`, so its pages are read on demand and given back), or read
+    /// into memory when a hot journal is to be rolled back in the copy (SQLite then rewrites it).
     public init(copy: WorkingCopy, displayPath: String? = nil) throws {
         let data: Data
         do {
-            data = try Data(contentsOf: copy.copiedMain, options: .mappedIfSafe)
+            data = copy.rollsBackJournal ? try Data(contentsOf: copy.copiedMain) : try MappedFile.map(path: copy.copiedMain.path)
         } catch {
-            throw AcquisitionError.unreadable(path: copy.family.main.path, reason: error.localizedDescription)
+            throw AcquisitionError.unreadable(path: copy.family.main.path, reason: String(describing: error))
         }
         self.init(displayPath: displayPath ?? copy.family.main.path, mainFile: data, wal: copy.wal, walData: copy.walData,
                   sharedMemoryPresent: copy.family.shm != nil, sharedMemory: copy.sharedMemory)
         imageFolder = copy.folder.appendingPathComponent("point-in-time", isDirectory: true)
+        workingCopy = copy
+        if !copy.rollsBackJournal {
+            let wal = copy.copiedMain.path + "-wal"
+            files = (copy.copiedMain.path, copy.family.wal != nil && FileManager.default.fileExists(atPath: wal) ? wal : nil)
+        }
         journalData = copy.journalData
     }
 
