@@ -276,6 +276,42 @@ public struct RowReader {
         }
     }
 
+    /// One field's value (an index into `fields`) for each row whose `Z_PK` is one of
+    /// `primaryKeys`, in key order, without reading or decoding the other fields' columns: the
+    /// value `forEach(_:primaryKeys:_:)` gives that field, or nil for a row whose entity the field
+    /// does not apply to. Throws where `forEach` would (the statement of every field is prepared
+    /// first), so a caller never sees one field of rows `forEach` cannot read.
+    public func forEachValue(of index: Int, _ connection: Connection, primaryKeys: [Int64],
+                             _ body: (Int64, FieldValue?) throws -> Void) throws {
+        guard fields.indices.contains(index), try prepare(connection, filters: [], limit: 0) != nil else { return }
+        let field = fields[index]
+        var select = ["Z_PK", "Z_ENT"]
+        var positions: [Int] = []
+        for column in Self.columns(of: field) {
+            guard let column else { positions.append(-1); continue }
+            positions.append(select.count)
+            select.append(Identifier.quoted(column))
+        }
+        let entities = "Z_ENT IN (" + entity.entityNumbers.map { _ in "?" }.joined(separator: ", ") + ")"
+        var applies: [Int: Bool] = [:]
+        let sorted = Array(Set(primaryKeys)).sorted()
+        let chunk = 500
+        for start in stride(from: 0, to: sorted.count, by: chunk) {
+            let part = sorted[start ..< min(start + chunk, sorted.count)]
+            let statement = try connection.prepare("SELECT \(select.joined(separator: ", ")) FROM \(Identifier.quoted(entity.table)) WHERE "
+                + entities + " AND (Z_PK IN (" + part.map { _ in "?" }.joined(separator: ", ") + ")) ORDER BY Z_PK")
+            try statement.bind(entity.entityNumbers.map { .integer(Int64($0)) } + part.map { .integer($0) })
+            try statement.forEach { row in
+                guard let pk = row[0].int64 else { return }
+                let ent = row[1].int ?? -1
+                if applies[ent] == nil {
+                    applies[ent] = Set(map.entity(number: ent)?.lineage ?? entity.lineage).contains(field.declaredBy)
+                }
+                try body(pk, applies[ent] == true ? decode(field, row: row, at: positions) : nil)
+            }
+        }
+    }
+
     /// The element mappings of a composite attribute, flattened in order.
     static func leaves(_ a: AttributeMapping) -> [AttributeMapping] {
         a.elements.isEmpty ? [a] : a.elements.flatMap(leaves)

@@ -256,6 +256,40 @@ final class StateReader {
         return try rawValues(table: group.table, keyColumns: group.keyColumns, columns: all.filter { !bookkeeping.contains($0) }, keys: keys)
     }
 
+    /// How many values `values(of:keys:)` decodes through the model for a row of entity
+    /// `group.entityNumber` (the fields that apply to it, before any column no property shows),
+    /// or nil when that entity's rows are not read through the model.
+    func decodedFieldCount(of group: WALDiff.Group) -> Int? {
+        applicableFields(of: group)?.fields.count
+    }
+
+    private func applicableFields(of group: WALDiff.Group) -> (reader: RowReader, fields: [Int])? {
+        guard group.keyColumns == ["Z_PK"], let number = group.entityNumber, let map,
+              let reader = rowReader(entity: number, table: group.table) else { return nil }
+        let lineage = Set(map.entity(number: number)?.lineage ?? reader.entity.lineage)
+        return (reader, reader.fields.indices.filter { lineage.contains(reader.fields[$0].declaredBy) })
+    }
+
+    /// For rows of entity `group.entityNumber` with these keys, the fingerprint of the value at
+    /// `position` of what `values(of:keys:)` gives them (`RecordRecovery.fingerprint` of that one
+    /// value), read and decoded alone; nil when the rows would not be read through the model there.
+    /// Equal fingerprints of whole values need equal pieces: rows whose piece no carved record has
+    /// cannot fold with one. Rows of another entity, or missing, have no piece.
+    func pieces(of group: WALDiff.Group, keys: [Int64], position: Int) -> [Int64: String]? {
+        guard let (reader, fields) = applicableFields(of: group), fields.indices.contains(position) else { return nil }
+        let index = fields[position]
+        let name = reader.fields[index].name
+        var out: [Int64: String] = [:]
+        do {
+            try reader.forEachValue(of: index, connection, primaryKeys: keys) { pk, value in
+                if let value { out[pk] = RecordRecovery.fingerprint([RecordChange.Value(name: name, value: value)]) }
+            }
+        } catch {
+            return nil
+        }
+        return out
+    }
+
     /// The rows through the rows reader, plus the columns no property shows.
     func decodedValues(of group: WALDiff.Group, keys: [WALDiff.RowKey], reader: RowReader) throws -> [(WALDiff.RowKey, [ColumnValue])] {
         var rows: [(WALDiff.RowKey, [ColumnValue])] = []

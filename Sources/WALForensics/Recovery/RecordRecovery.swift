@@ -57,7 +57,9 @@ public enum RecordRecovery {
                 return
             }
             let carved = try CarvedVersions.collect(evidence, state: last, entityTables: try history.entityTables(last), filter: filter)
-            try history.finish(last: last, filter: committedFilter) { version in
+            // Live rows no commit touched are read only to take carved finds when they are not listed.
+            let listsLive = filter.states.map { $0.contains(.live) } ?? true
+            try history.finish(last: last, filter: committedFilter, foldingOnly: listsLive ? nil : carved) { version in
                 var v = version
                 carved.attach(to: &v)
                 if filter.keeps(v) { try body(v) }
@@ -248,7 +250,11 @@ struct Tracker {
 
     /// The versions of the touched records (folded), merged in key order with the live rows no
     /// commit touched, read from the last state a bounded number at a time.
-    func finish(last: StateReader, filter: RecordRecovery.Filter, _ body: (RecordVersion) throws -> Void) throws {
+    ///
+    /// With `foldingOnly` (the caller lists no live version), an untouched row is read only when
+    /// a carved record could fold into it (`CarvedVersions.probe`); the others are not handed out.
+    func finish(last: StateReader, filter: RecordRecovery.Filter, foldingOnly carved: CarvedVersions? = nil,
+                _ body: (RecordVersion) throws -> Void) throws {
         let lastCommit = evidence.commitCount
         var entities: [Int: (name: String, table: String)] = [:]
         let wantLive = filter.states.map { $0.contains(.live) } ?? true
@@ -276,6 +282,7 @@ struct Tracker {
             }
             if wantLive, try last.connection.tableExists(table) {
                 let group = WALDiff.Group(entity: name, entityNumber: number, table: table, keyColumns: ["Z_PK"])
+                let probe = carved?.probe(entity: number, positions: last.decodedFieldCount(of: group))
                 var after = Int64.min
                 while true {
                     var sql = "SELECT Z_PK FROM \(Identifier.quoted(table)) WHERE Z_ENT = ? AND Z_PK > ?"
@@ -287,7 +294,10 @@ struct Tracker {
                     let pks = try last.connection.rows(sql + " ORDER BY Z_PK LIMIT 500", arguments).compactMap { $0[0].int64 }
                     guard let end = pks.last else { break }
                     after = end
-                    let untouched = pks.filter { records[Key(entity: number, pk: $0)] == nil }
+                    var untouched = pks.filter { records[Key(entity: number, pk: $0)] == nil }
+                    if let probe, !probe.all {
+                        untouched = try Self.folding(untouched, probe: probe, group: group, last: last)
+                    }
                     for (key, values) in try last.values(of: group, keys: untouched.map { [.integer($0)] }) {
                         guard let pk = key.first?.int64 else { continue }
                         try emitTouched(below: pk)
@@ -299,6 +309,15 @@ struct Tracker {
             }
             try emitTouched(below: nil)
         }
+    }
+
+    /// The rows among `pks` a carved record could fold into: a carved key, or the probed value
+    /// of a keyless carved record (rows whose value cannot be read alone are all kept).
+    static func folding(_ pks: [Int64], probe: CarvedVersions.FoldProbe, group: WALDiff.Group, last: StateReader) throws -> [Int64] {
+        let rest = pks.filter { !probe.pks.contains($0) }
+        guard let position = probe.position, !rest.isEmpty else { return pks.filter { probe.pks.contains($0) } }
+        guard let pieces = last.pieces(of: group, keys: rest, position: position) else { return pks }
+        return pks.filter { pk in probe.pks.contains(pk) || pieces[pk].map { probe.pieces.contains($0) } ?? true }
     }
 
     /// Entity tables of the last state: every table with `Z_PK` and `Z_ENT`, each `Z_ENT` in it,

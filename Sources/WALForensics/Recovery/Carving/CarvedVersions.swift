@@ -187,6 +187,38 @@ final class CarvedVersions {
         }
     }
 
+    /// Which of an entity's rows could take carved records (`attach`): those with a key a carved
+    /// record of the entity has, and, when records of the entity lost their key, those whose value
+    /// at `position` is one such a record has (a record folds only into a version with all its
+    /// values). `all`: every row could (a keyless record with no value to compare).
+    struct FoldProbe {
+        var pks: Set<Int64> = []
+        var position: Int?
+        var pieces: Set<String> = []
+        var all = false
+    }
+
+    /// The probe for `entity`'s rows, comparing keyless records at whichever of the first
+    /// `positions` values tells them apart best.
+    func probe(entity: Int, positions: Int?) -> FoldProbe {
+        var probe = FoldProbe()
+        var keyless: [[RecordChange.Value]] = []
+        for g in groups where g.entity == entity {
+            if let pk = g.pk { probe.pks.insert(pk) } else { keyless.append(g.values) }
+        }
+        guard !keyless.isEmpty else { return probe }
+        let usable = min(positions ?? 0, keyless.map(\.count).min() ?? 0)
+        var best: (position: Int, pieces: Set<String>)?
+        for position in 0 ..< usable {
+            let pieces = Set(keyless.map { RecordRecovery.fingerprint([$0[position]]) })
+            if best.map({ pieces.count > $0.pieces.count }) ?? true { best = (position, pieces) }
+        }
+        guard let best else { probe.all = true; return probe }
+        probe.position = best.position
+        probe.pieces = best.pieces
+        return probe
+    }
+
     /// The carved records no committed version took, as versions of their own, by entity, then
     /// `Z_PK` (unknown keys last), then the order they were found in.
     func remaining() -> [RecordVersion] {
