@@ -276,12 +276,12 @@ public struct RowReader {
         }
     }
 
-    /// One field's value (an index into `fields`) for each row whose `Z_PK` is one of
-    /// `primaryKeys`, in key order, without reading or decoding the other fields' columns: the
-    /// value `forEach(_:primaryKeys:_:)` gives that field, or nil for a row whose entity the field
-    /// does not apply to. Throws where `forEach` would (the statement of every field is prepared
-    /// first), so a caller never sees one field of rows `forEach` cannot read.
-    public func forEachValue(of index: Int, _ connection: Connection, primaryKeys: [Int64],
+    /// One field's value (an index into `fields`) for each row whose `Z_PK` is in `keys`, in key
+    /// order, without reading or decoding the other fields' columns: the value `forEach` gives
+    /// that field, or nil for a row whose entity the field does not apply to. Throws where
+    /// `forEach` would (the statement of every field is prepared first), so a caller never sees
+    /// one field of rows `forEach` cannot read.
+    public func forEachValue(of index: Int, _ connection: Connection, keys: ClosedRange<Int64>,
                              _ body: (Int64, FieldValue?) throws -> Void) throws {
         guard fields.indices.contains(index), try prepare(connection, filters: [], limit: 0) != nil else { return }
         let field = fields[index]
@@ -292,23 +292,17 @@ public struct RowReader {
             positions.append(select.count)
             select.append(Identifier.quoted(column))
         }
-        let entities = "Z_ENT IN (" + entity.entityNumbers.map { _ in "?" }.joined(separator: ", ") + ")"
+        let statement = try connection.prepare("SELECT \(select.joined(separator: ", ")) FROM \(Identifier.quoted(entity.table)) WHERE Z_ENT IN ("
+            + entity.entityNumbers.map { _ in "?" }.joined(separator: ", ") + ") AND Z_PK BETWEEN ? AND ? ORDER BY Z_PK")
+        try statement.bind(entity.entityNumbers.map { .integer(Int64($0)) } + [.integer(keys.lowerBound), .integer(keys.upperBound)])
         var applies: [Int: Bool] = [:]
-        let sorted = Array(Set(primaryKeys)).sorted()
-        let chunk = 500
-        for start in stride(from: 0, to: sorted.count, by: chunk) {
-            let part = sorted[start ..< min(start + chunk, sorted.count)]
-            let statement = try connection.prepare("SELECT \(select.joined(separator: ", ")) FROM \(Identifier.quoted(entity.table)) WHERE "
-                + entities + " AND (Z_PK IN (" + part.map { _ in "?" }.joined(separator: ", ") + ")) ORDER BY Z_PK")
-            try statement.bind(entity.entityNumbers.map { .integer(Int64($0)) } + part.map { .integer($0) })
-            try statement.forEach { row in
-                guard let pk = row[0].int64 else { return }
-                let ent = row[1].int ?? -1
-                if applies[ent] == nil {
-                    applies[ent] = Set(map.entity(number: ent)?.lineage ?? entity.lineage).contains(field.declaredBy)
-                }
-                try body(pk, applies[ent] == true ? decode(field, row: row, at: positions) : nil)
+        try statement.forEach { row in
+            guard let pk = row[0].int64 else { return }
+            let ent = row[1].int ?? -1
+            if applies[ent] == nil {
+                applies[ent] = Set(map.entity(number: ent)?.lineage ?? entity.lineage).contains(field.declaredBy)
             }
+            try body(pk, applies[ent] == true ? decode(field, row: row, at: positions) : nil)
         }
     }
 

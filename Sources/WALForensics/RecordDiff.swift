@@ -281,8 +281,10 @@ final class StateReader {
         let name = reader.fields[index].name
         var out: [Int64: String] = [:]
         do {
-            try reader.forEachValue(of: index, connection, primaryKeys: keys) { pk, value in
-                if let value { out[pk] = RecordRecovery.fingerprint([RecordChange.Value(name: name, value: value)]) }
+            guard let low = keys.min(), let high = keys.max() else { return [:] }
+            let wanted = Set(keys)
+            try reader.forEachValue(of: index, connection, keys: low ... high) { pk, value in
+                if let value, wanted.contains(pk) { out[pk] = RecordRecovery.fingerprint([RecordChange.Value(name: name, value: value)]) }
             }
         } catch {
             return nil

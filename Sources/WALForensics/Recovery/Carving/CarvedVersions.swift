@@ -99,12 +99,17 @@ final class CarvedVersions {
             guard !members.isEmpty else { continue }
             let columns = shape.columns.enumerated().map { i, c in Identifier.quoted(c.name) + (i == shape.pkIndex ? " INTEGER PRIMARY KEY" : "") }
             try scratch.execute("CREATE TABLE \(Identifier.quoted(shape.table)) (\(columns.joined(separator: ", ")))")
-            let insert = "INSERT INTO \(Identifier.quoted(shape.table)) VALUES (" + shape.columns.map { _ in "?" }.joined(separator: ", ") + ")"
+            // One statement for every row, in one transaction.
+            let insert = try scratch.prepare("INSERT INTO \(Identifier.quoted(shape.table)) VALUES ("
+                + shape.columns.map { _ in "?" }.joined(separator: ", ") + ")")
+            try scratch.execute("BEGIN")
             for i in members {
                 // The scratch key is the group's position, not its Z_PK (which may be unknown or repeated).
                 let values = groups[i].raw.enumerated().map { c, v in c == shape.pkIndex ? .integer(Int64(i + 1)) : Self.database(v, encoding: encoding) }
-                try scratch.run(insert, values)
+                try insert.bind(values)
+                while try insert.step() != nil {}
             }
+            try scratch.execute("COMMIT")
             let byEntity = Dictionary(grouping: members) { groups[$0].entity }
             for (number, indexes) in byEntity {
                 let group = WALDiff.Group(entity: names[number]?.name, entityNumber: number, table: shape.table, keyColumns: ["Z_PK"])
@@ -208,10 +213,14 @@ final class CarvedVersions {
         }
         guard !keyless.isEmpty else { return probe }
         let usable = min(positions ?? 0, keyless.map(\.count).min() ?? 0)
-        var best: (position: Int, pieces: Set<String>)?
+        // The value with the most distinct pieces, and of those the shortest (cheapest to read and compare).
+        var best: (position: Int, pieces: Set<String>, length: Int)?
         for position in 0 ..< usable {
             let pieces = Set(keyless.map { RecordRecovery.fingerprint([$0[position]]) })
-            if best.map({ pieces.count > $0.pieces.count }) ?? true { best = (position, pieces) }
+            let length = pieces.reduce(0) { $0 + $1.utf8.count }
+            if best.map({ pieces.count > $0.pieces.count || pieces.count == $0.pieces.count && length < $0.length }) ?? true {
+                best = (position, pieces, length)
+            }
         }
         guard let best else { probe.all = true; return probe }
         probe.position = best.position

@@ -152,14 +152,23 @@ struct PageCarver {
                 var cursor = start
                 var typeBytes = lost  // the lost Z_PK type 0 took a byte of the header
                 var body = 0
+                var fits = true
                 while types.count < n {
                     guard let v = Self.varint(page, cursor, limit: bound), let length = SQLiteRecord.contentLength(v.value) else { break }
+                    // The shape's first rules on the types alone (Z_PK NULL, Z_ENT and Z_OPT integers),
+                    // as each is read: most readings fail within their first few types.
+                    let column = types.count
+                    if column == shape.pkIndex ? v.value != 0
+                        : (column == shape.entIndex || column == shape.optIndex) && !Self.isInteger(v.value) {
+                        fits = false
+                        break
+                    }
                     types.append(v.value)
                     cursor += v.length
                     typeBytes += varintLength(v.value)
                     body += length
                 }
-                guard types.count == n else { continue }
+                guard fits, types.count == n else { continue }
                 // Header length: the varint plus every serial type's varint.
                 let headerLength = typeBytes + (typeBytes + 1 < 128 ? 1 : 2)
                 if skip > 0 {
@@ -173,9 +182,6 @@ struct PageCarver {
                     // Payload length, rowid and header length took one byte each: a payload under 128 bytes.
                     guard headerLength + body < 128 else { continue }
                 }
-                // The shape's first rules on the types alone (Z_PK NULL, Z_ENT and Z_OPT integers).
-                guard types[shape.pkIndex] == 0, Self.isInteger(types[shape.entIndex]),
-                      shape.optIndex.map({ Self.isInteger(types[$0]) }) ?? true else { continue }
                 let read = Array(types)
                 guard let values = SQLiteRecord.values(page, types: read, bodyAt: cursor, limit: limit),
                       shape.rejection(types: read, values: values, rowid: nil, rebuilt: true) == nil else { continue }
