@@ -292,7 +292,8 @@ public struct RowReader {
             positions.append(select.count)
             select.append(Identifier.quoted(column))
         }
-        let statement = try connection.prepare("SELECT \(select.joined(separator: ", ")) FROM \(Identifier.quoted(entity.table)) WHERE Z_ENT IN ("
+        // `+Z_ENT`: walk the key range itself (through the Z_ENT index SQLite would sort the rows).
+        let statement = try connection.prepare("SELECT \(select.joined(separator: ", ")) FROM \(Identifier.quoted(entity.table)) WHERE +Z_ENT IN ("
             + entity.entityNumbers.map { _ in "?" }.joined(separator: ", ") + ") AND Z_PK BETWEEN ? AND ? ORDER BY Z_PK")
         try statement.bind(entity.entityNumbers.map { .integer(Int64($0)) } + [.integer(keys.lowerBound), .integer(keys.upperBound)])
         var applies: [Int: Bool] = [:]

@@ -90,7 +90,11 @@ public struct RecordDiff: Sendable {
 
     /// `forEachCommit` with the two states compared, for callers that read more of them
     /// (`RecordRecovery` reads an updated record's whole values on both sides).
-    static func forEachCommitStates(_ evidence: WALEvidence, decoder: ValueDecoder,
+    ///
+    /// With `entityRecordsOnly` (what `RecordRecovery` uses), only entity records
+    /// (`RecordRecovery.isRecordGroup`) carry records, and an updated one carries its key and
+    /// changed columns but no changes: the other groups keep their keys and counts only.
+    static func forEachCommitStates(_ evidence: WALEvidence, decoder: ValueDecoder, entityRecordsOnly: Bool = false,
                                     _ body: (_ commit: Int, RecordDiff, _ earlier: StateReader, _ later: StateReader) throws -> Void) throws {
         let count = evidence.commitCount
         guard count > 0, let wal = evidence.wal else { return }
@@ -102,7 +106,7 @@ public struct RecordDiff: Sendable {
             if let tracker, tracker.advance(), tracker.commit == commit, tracker.problems.isEmpty, tracker.unaccountedPages.isEmpty {
                 touched = Set(wal.transactions[commit - 1].pages.compactMap { tracker.use(of: $0)?.object?.tableName })
             }
-            let diff = try compute(evidence, earlier: earlier, later: later, onlyTables: touched)
+            let diff = try compute(evidence, earlier: earlier, later: later, onlyTables: touched, entityRecordsOnly: entityRecordsOnly)
             try body(commit, diff, earlier, later)
             let previous = earlier.commit
             earlier = later
@@ -112,7 +116,7 @@ public struct RecordDiff: Sendable {
     }
 
     static func compute(_ evidence: WALEvidence, earlier: StateReader, later: StateReader,
-                        onlyTables: Set<String>? = nil) throws(WALForensicsError) -> RecordDiff {
+                        onlyTables: Set<String>? = nil, entityRecordsOnly: Bool = false) throws(WALForensicsError) -> RecordDiff {
         let names = later.map.map(AttributeNames.of) ?? [:]
         do {
             // A schema change (a table created, dropped or altered) is compared in full.
@@ -122,7 +126,12 @@ public struct RecordDiff: Sendable {
             var groups: [GroupRecords] = []
             var transactionIDs: [Int64] = []
             for group in diff.groups {
-                groups.append(GroupRecords(group: group, records: try records(of: group, earlier: earlier, later: later)))
+                if entityRecordsOnly && !RecordRecovery.isRecordGroup(group) {
+                    groups.append(GroupRecords(group: group, records: []))
+                } else {
+                    groups.append(GroupRecords(group: group, records: try records(of: group, earlier: earlier, later: later,
+                                                                                  updatedChanges: !entityRecordsOnly)))
+                }
                 if group.table == "ATRANSACTION", group.keyColumns == ["Z_PK"] {
                     transactionIDs += group.inserted.compactMap { $0.first?.int64 }
                 }
@@ -139,7 +148,10 @@ public struct RecordDiff: Sendable {
         }
     }
 
-    static func records(of group: WALDiff.Group, earlier: StateReader, later: StateReader) throws -> [RecordChange] {
+    /// The group's records: inserted and deleted with their values, updated with their changes
+    /// (old → new for each changed property) unless `updatedChanges` is false.
+    static func records(of group: WALDiff.Group, earlier: StateReader, later: StateReader,
+                        updatedChanges: Bool = true) throws -> [RecordChange] {
         guard !group.keyColumns.isEmpty else { return [] }
         var out: [RecordChange] = []
         out.reserveCapacity(group.inserted.count + group.updated.count + group.deleted.count)
@@ -147,7 +159,12 @@ public struct RecordDiff: Sendable {
             out.append(RecordChange(kind: .inserted, entity: group.entity, table: group.table, key: key, values: values,
                                     changes: [], changedColumns: []))
         }
-        if !group.updated.isEmpty {
+        if !group.updated.isEmpty && !updatedChanges {
+            for row in group.updated {
+                out.append(RecordChange(kind: .updated, entity: group.entity, table: group.table, key: row.key, values: [],
+                                        changes: [], changedColumns: row.changedColumns))
+            }
+        } else if !group.updated.isEmpty {
             let keys = group.updated.map(\.key)
             let before = Dictionary(try earlier.columnValues(of: group, keys: keys), uniquingKeysWith: { a, _ in a })
             let after = Dictionary(try later.columnValues(of: group, keys: keys), uniquingKeysWith: { a, _ in a })

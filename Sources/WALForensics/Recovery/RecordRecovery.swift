@@ -47,7 +47,7 @@ public enum RecordRecovery {
             var committedFilter = filter
             if carve { committedFilter.states = nil }
             var history = Tracker(evidence: evidence)
-            try RecordDiff.forEachCommitStates(evidence, decoder: decoder) { commit, diff, earlier, later in
+            try RecordDiff.forEachCommitStates(evidence, decoder: decoder, entityRecordsOnly: true) { commit, diff, earlier, later in
                 try history.apply(commit: commit, diff: diff, earlier: earlier, later: later, filter: committedFilter)
             }
             let last = try StateReader(evidence, commit: evidence.commitCount, option: "--to", decoder: decoder)
@@ -280,9 +280,11 @@ struct Tracker {
                     next += 1
                 }
             }
-            if wantLive, try last.connection.tableExists(table) {
-                let group = WALDiff.Group(entity: name, entityNumber: number, table: table, keyColumns: ["Z_PK"])
-                let probe = carved?.probe(entity: number, positions: last.decodedFieldCount(of: group))
+            let group = WALDiff.Group(entity: name, entityNumber: number, table: table, keyColumns: ["Z_PK"])
+            let probe = carved?.probe(entity: number, positions: last.decodedFieldCount(of: group))
+            // No carved record of the entity: none of its untouched rows is read.
+            let foldsNone = probe.map { $0.pks.isEmpty && $0.position == nil && !$0.all } ?? false
+            if wantLive, !foldsNone, try last.connection.tableExists(table) {
                 var after = Int64.min
                 while true {
                     var sql = "SELECT Z_PK FROM \(Identifier.quoted(table)) WHERE Z_ENT = ? AND Z_PK > ?"

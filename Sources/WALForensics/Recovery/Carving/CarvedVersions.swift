@@ -25,6 +25,23 @@ final class CarvedVersions {
         let shape: Int
         let pk: Int64?
         let values: [RecordValue]
+
+        /// Text and blobs hashed as bytes at once (the synthesized hash fed them in one byte at a
+        /// time, a tenth of carving's time); equality stays the synthesized one.
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(shape)
+            hasher.combine(pk)
+            hasher.combine(values.count)
+            for value in values {
+                switch value {
+                case .null: hasher.combine(0 as UInt8)
+                case .integer(let i): hasher.combine(1 as UInt8); hasher.combine(i)
+                case .real(let d): hasher.combine(2 as UInt8); hasher.combine(d)
+                case .text(let bytes): hasher.combine(3 as UInt8); hasher.combine(bytes.count); bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+                case .blob(let bytes): hasher.combine(4 as UInt8); hasher.combine(bytes.count); bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+                }
+            }
+        }
     }
 
     struct Key: Hashable {
