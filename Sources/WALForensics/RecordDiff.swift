@@ -121,8 +121,15 @@ public struct RecordDiff: Sendable {
         do {
             // A schema change (a table created, dropped or altered) is compared in full.
             let same = try earlier.schema() == later.schema()
+            var only = same ? onlyTables : nil
+            if entityRecordsOnly {
+                // Entity tables and ATRANSACTION (its new keys name the commit's transactions) are
+                // all that is read: the other tables' comparisons (whole-table EXCEPTs) would be dropped.
+                let wanted = try earlier.recordTables().union(later.recordTables())
+                only = only.map { $0.intersection(wanted) } ?? wanted
+            }
             let diff = try WALDiff.compute(evidence, from: earlier.commit, to: later.commit, attributeNames: names,
-                                           onlyTables: same ? onlyTables : nil)
+                                           onlyTables: only)
             var groups: [GroupRecords] = []
             var transactionIDs: [Int64] = []
             for group in diff.groups {
@@ -201,6 +208,7 @@ final class StateReader {
     private var rowReaders: [Int: RowReader?] = [:]
     private var tableColumns: [String: [String]] = [:]
     private var shown: [String: Set<String>] = [:]
+    private var recordTableNames: Set<String>?
 
     /// A value with the stored columns it was decoded from (empty: not compared).
     struct ColumnValue {
@@ -271,6 +279,24 @@ final class StateReader {
         let all = try columns(of: group.table)
         let bookkeeping: Set<String> = group.keyColumns == ["Z_PK"] ? ["Z_PK", "Z_ENT", "Z_OPT"] : []
         return try rawValues(table: group.table, keyColumns: group.keyColumns, columns: all.filter { !bookkeeping.contains($0) }, keys: keys)
+    }
+
+    /// Tables whose rows can be entity records (`Z_PK` and `Z_ENT` columns, not persistent
+    /// history's), and ATRANSACTION.
+    func recordTables() throws -> Set<String> {
+        if let recordTableNames { return recordTableNames }
+        var out: Set<String> = []
+        let names = try connection.rows("SELECT name FROM sqlite_master WHERE type = 'table' AND rootpage > 0 AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
+            .compactMap { $0[0].string }
+        for table in names {
+            let upper = table.uppercased()
+            if upper == "ATRANSACTION" { out.insert(table); continue }
+            guard !RecordRecovery.historyTables.contains(upper) else { continue }
+            let columns = Set(try columns(of: table).map { $0.uppercased() })
+            if columns.contains("Z_PK") && columns.contains("Z_ENT") { out.insert(table) }
+        }
+        recordTableNames = out
+        return out
     }
 
     /// How many values `values(of:keys:)` decodes through the model for a row of entity
