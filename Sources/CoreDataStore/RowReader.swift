@@ -182,7 +182,7 @@ public struct RowReader {
 
     /// The statement that selects the rows (nil when the entity has no `Z_ENT` values), and for
     /// each field the positions of its columns in the result (-1: no column in this store).
-    func prepare(_ connection: Connection, filters: [Filter], limit: Int?) throws -> (Statement, [[Int]])? {
+    func prepare(_ connection: Connection, filters: [Filter], limit: Int?, byKey: Bool = false) throws -> (Statement, [[Int]])? {
         guard entity.tableExists else {
             throw ModelError.missingTable(entity: entity.entity.name, table: entity.table, path: map.path)
         }
@@ -203,7 +203,7 @@ public struct RowReader {
             }
             positions.append(indexes)
         }
-        var sql = "SELECT \(select.joined(separator: ", ")) FROM \(Identifier.quoted(entity.table)) WHERE Z_ENT IN ("
+        var sql = "SELECT \(select.joined(separator: ", ")) FROM \(Identifier.quoted(entity.table)) WHERE \(byKey ? "+" : "")Z_ENT IN ("
             + entity.entityNumbers.map { _ in "?" }.joined(separator: ", ") + ")"
         var arguments: [DatabaseValue] = entity.entityNumbers.map { .integer(Int64($0)) }
         for f in filters {
@@ -223,7 +223,13 @@ public struct RowReader {
     /// Steps through the rows, by primary key, calling `body` for each. `limit` nil means all.
     public func forEach(_ connection: Connection, filters: [Filter] = [], limit: Int? = nil,
                         _ body: (DecodedRow) throws -> Void) throws {
-        guard let (statement, positions) = try prepare(connection, filters: filters, limit: limit) else { return }
+        try forEach(connection, filters: filters, limit: limit, byKey: false, body)
+    }
+
+    /// `byKey`: the rows are found by walking the keys, never through the `Z_ENT` index.
+    func forEach(_ connection: Connection, filters: [Filter] = [], limit: Int? = nil, byKey: Bool,
+                 _ body: (DecodedRow) throws -> Void) throws {
+        guard let (statement, positions) = try prepare(connection, filters: filters, limit: limit, byKey: byKey) else { return }
         // Which fields apply to each concrete entity: those declared along its lineage.
         var applicable: [Int: [Bool]] = [:]
         var names: [Int: String] = [:]
@@ -270,6 +276,13 @@ public struct RowReader {
         let chunk = 500
         for start in stride(from: 0, to: sorted.count, by: chunk) {
             let part = sorted[start ..< min(start + chunk, sorted.count)]
+            if let first = part.first, let last = part.last, last - first == Int64(part.count - 1) {
+                // A run of consecutive keys: the same rows as the list, without parsing 500 parameters,
+                // walked by key (`+Z_ENT`: through the Z_ENT index SQLite would sort them).
+                let filter = Filter(field: "Z_PK", sql: "Z_PK BETWEEN ? AND ?", arguments: [.integer(first), .integer(last)])
+                try forEach(connection, filters: [filter], byKey: true, body)
+                continue
+            }
             let filter = Filter(field: "Z_PK", sql: "Z_PK IN (" + part.map { _ in "?" }.joined(separator: ", ") + ")",
                                 arguments: part.map { .integer($0) })
             try forEach(connection, filters: [filter], body)

@@ -94,7 +94,8 @@ public enum RecordRecovery {
         var out = ""
         out.reserveCapacity(values.count * 24)
         for v in values {
-            out += "\(v.name.utf8.count):"
+            out += String(v.name.utf8.count)
+            out += ":"
             out += v.name
             v.value.appendFingerprint(to: &out)
         }
@@ -105,13 +106,14 @@ public enum RecordRecovery {
 extension FieldValue {
     func appendFingerprint(to out: inout String) {
         switch self {
+        // Appended piece by piece (interpolation built a string for each value first).
         case .null: out += "n;"
-        case .integer(let i): out += "i\(i);"
-        case .real(let d): out += "r\(d.bitPattern);"
+        case .integer(let i): out += "i"; out += String(i); out += ";"
+        case .real(let d): out += "r"; out += String(d.bitPattern); out += ";"
         case .bool(let b): out += b ? "b1;" : "b0;"
-        case .text(let t): out += "t\(t.utf8.count):"; out += t
-        case .date(let iso, let seconds): out += "d\(seconds.bitPattern),\(iso.utf8.count):"; out += iso
-        case .uuid(let u): out += "u\(u.utf8.count):"; out += u
+        case .text(let t): out += "t"; out += String(t.utf8.count); out += ":"; out += t
+        case .date(let iso, let seconds): out += "d"; out += String(seconds.bitPattern); out += ","; out += String(iso.utf8.count); out += ":"; out += iso
+        case .uuid(let u): out += "u"; out += String(u.utf8.count); out += ":"; out += u
         case .decimal(let d): out += "m\(d.utf8.count):"; out += d
         case .object(let entity, let pk): out += "o\(pk),\(entity.utf8.count):"; out += entity
         case .archived(let tree): out += "a"; tree.appendFingerprint(to: &out)

@@ -112,7 +112,8 @@ final class CarvedVersions {
         let scratch = try Connection.open(path: ":memory:", mode: .create, label: "carved records")
         let reader = StateReader(connection: scratch, like: state)
         for (s, shape) in shapes.enumerated() {
-            let members = groups.indices.filter { groups[$0].shape == s }
+            // By entity, so that each entity's rows have consecutive scratch keys (read as a range).
+            let members = groups.indices.filter { groups[$0].shape == s }.sorted { (groups[$0].entity, $0) < (groups[$1].entity, $1) }
             guard !members.isEmpty else { continue }
             let columns = shape.columns.enumerated().map { i, c in Identifier.quoted(c.name) + (i == shape.pkIndex ? " INTEGER PRIMARY KEY" : "") }
             try scratch.execute("CREATE TABLE \(Identifier.quoted(shape.table)) (\(columns.joined(separator: ", ")))")
@@ -120,18 +121,19 @@ final class CarvedVersions {
             let insert = try scratch.prepare("INSERT INTO \(Identifier.quoted(shape.table)) VALUES ("
                 + shape.columns.map { _ in "?" }.joined(separator: ", ") + ")")
             try scratch.execute("BEGIN")
-            for i in members {
-                // The scratch key is the group's position, not its Z_PK (which may be unknown or repeated).
-                let values = groups[i].raw.enumerated().map { c, v in c == shape.pkIndex ? .integer(Int64(i + 1)) : Self.database(v, encoding: encoding) }
+            for (row, i) in members.enumerated() {
+                // The scratch key is the row's place among the members, not its Z_PK (which may be unknown or repeated).
+                let values = groups[i].raw.enumerated().map { c, v in c == shape.pkIndex ? .integer(Int64(row + 1)) : Self.database(v, encoding: encoding) }
                 try insert.bind(values)
                 while try insert.step() != nil {}
             }
             try scratch.execute("COMMIT")
-            let byEntity = Dictionary(grouping: members) { groups[$0].entity }
-            for (number, indexes) in byEntity {
+            let byEntity = Dictionary(grouping: members.indices) { groups[members[$0]].entity }
+            for (number, rows) in byEntity {
                 let group = WALDiff.Group(entity: names[number]?.name, entityNumber: number, table: shape.table, keyColumns: ["Z_PK"])
-                for (key, values) in try reader.values(of: group, keys: indexes.map { [.integer(Int64($0 + 1))] }) {
-                    guard let id = key.first?.int64, let i = Int(exactly: id - 1), groups.indices.contains(i) else { continue }
+                for (key, values) in try reader.values(of: group, keys: rows.map { [.integer(Int64($0 + 1))] }) {
+                    guard let id = key.first?.int64, let row = Int(exactly: id - 1), members.indices.contains(row) else { continue }
+                    let i = members[row]
                     groups[i].values = values
                     groups[i].fingerprint = RecordRecovery.fingerprint(values)
                 }
