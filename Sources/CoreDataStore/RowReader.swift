@@ -289,14 +289,45 @@ public struct RowReader {
         }
     }
 
-    /// One field's value (an index into `fields`) for each row whose `Z_PK` is in `keys`, in key
-    /// order, without reading or decoding the other fields' columns: the value `forEach` gives
-    /// that field, or nil for a row whose entity the field does not apply to. Throws where
-    /// `forEach` would (the statement of every field is prepared first), so a caller never sees
-    /// one field of rows `forEach` cannot read.
-    public func forEachValue(of index: Int, _ connection: Connection, keys: ClosedRange<Int64>,
-                             _ body: (Int64, FieldValue?) throws -> Void) throws {
-        guard fields.indices.contains(index), try prepare(connection, filters: [], limit: 0) != nil else { return }
+    /// One field's values read alone: made once (`RowReader.values(of:_:)`), then asked for any
+    /// number of key ranges through the same prepared statement.
+    public final class FieldScan {
+        let reader: RowReader
+        let field: Field
+        let statement: Statement
+        let positions: [Int]
+        let entityCount: Int
+        var applies: [Int: Bool] = [:]
+
+        init(reader: RowReader, field: Field, statement: Statement, positions: [Int]) {
+            self.reader = reader
+            self.field = field
+            self.statement = statement
+            self.positions = positions
+            entityCount = reader.entity.entityNumbers.count
+        }
+
+        /// The field's value for each row whose `Z_PK` is in `keys`, in key order: the value
+        /// `forEach` gives that field, or nil for a row whose entity the field does not apply to.
+        public func forEach(keys: ClosedRange<Int64>, _ body: (Int64, FieldValue?) throws -> Void) throws {
+            try statement.bind(reader.entity.entityNumbers.map { .integer(Int64($0)) } + [.integer(keys.lowerBound), .integer(keys.upperBound)])
+            try statement.forEach { row in
+                guard let pk = row[0].int64 else { return }
+                let ent = row[1].int ?? -1
+                if applies[ent] == nil {
+                    applies[ent] = Set(reader.map.entity(number: ent)?.lineage ?? reader.entity.lineage).contains(field.declaredBy)
+                }
+                try body(pk, applies[ent] == true ? reader.decode(field, row: row, at: positions) : nil)
+            }
+        }
+    }
+
+    /// A scan of one field's values (an index into `fields`), without reading or decoding the
+    /// other fields' columns; nil when the entity has no `Z_ENT` values. Throws where `forEach`
+    /// would (the statement of every field is prepared first), so a caller never sees one field
+    /// of rows `forEach` cannot read.
+    public func values(of index: Int, _ connection: Connection) throws -> FieldScan? {
+        guard fields.indices.contains(index), try prepare(connection, filters: [], limit: 0) != nil else { return nil }
         let field = fields[index]
         var select = ["Z_PK", "Z_ENT"]
         var positions: [Int] = []
@@ -308,16 +339,7 @@ public struct RowReader {
         // `+Z_ENT`: walk the key range itself (through the Z_ENT index SQLite would sort the rows).
         let statement = try connection.prepare("SELECT \(select.joined(separator: ", ")) FROM \(Identifier.quoted(entity.table)) WHERE +Z_ENT IN ("
             + entity.entityNumbers.map { _ in "?" }.joined(separator: ", ") + ") AND Z_PK BETWEEN ? AND ? ORDER BY Z_PK")
-        try statement.bind(entity.entityNumbers.map { .integer(Int64($0)) } + [.integer(keys.lowerBound), .integer(keys.upperBound)])
-        var applies: [Int: Bool] = [:]
-        try statement.forEach { row in
-            guard let pk = row[0].int64 else { return }
-            let ent = row[1].int ?? -1
-            if applies[ent] == nil {
-                applies[ent] = Set(map.entity(number: ent)?.lineage ?? entity.lineage).contains(field.declaredBy)
-            }
-            try body(pk, applies[ent] == true ? decode(field, row: row, at: positions) : nil)
-        }
+        return FieldScan(reader: self, field: field, statement: statement, positions: positions)
     }
 
     /// The element mappings of a composite attribute, flattened in order.

@@ -209,6 +209,7 @@ final class StateReader {
     private var tableColumns: [String: [String]] = [:]
     private var shown: [String: Set<String>] = [:]
     private var recordTableNames: Set<String>?
+    private var fieldScans: [FieldScanKey: (RowReader.FieldScan, String)?] = [:]
 
     /// A value with the stored columns it was decoded from (empty: not compared).
     struct ColumnValue {
@@ -319,20 +320,34 @@ final class StateReader {
     /// Equal fingerprints of whole values need equal pieces: rows whose piece no carved record has
     /// cannot fold with one. Rows of another entity, or missing, have no piece.
     func pieces(of group: WALDiff.Group, keys: [Int64], position: Int) -> [Int64: String]? {
-        guard let (reader, fields) = applicableFields(of: group), fields.indices.contains(position) else { return nil }
-        let index = fields[position]
-        let name = reader.fields[index].name
+        guard let low = keys.min(), let high = keys.max() else { return [:] }
+        let id = FieldScanKey(entity: group.entityNumber ?? -1, table: group.table, position: position)
+        if fieldScans[id] == nil {
+            // Made once per entity and value (nil inside: not read through the model).
+            var made: (RowReader.FieldScan, String)?
+            if let (reader, fields) = applicableFields(of: group), fields.indices.contains(position),
+               let scan = try? reader.values(of: fields[position], connection) {
+                made = (scan, reader.fields[fields[position]].name)
+            }
+            fieldScans[id] = .some(made)
+        }
+        guard let (scan, name) = fieldScans[id] ?? nil else { return nil }
+        let wanted = Set(keys)
         var out: [Int64: String] = [:]
         do {
-            guard let low = keys.min(), let high = keys.max() else { return [:] }
-            let wanted = Set(keys)
-            try reader.forEachValue(of: index, connection, keys: low ... high) { pk, value in
+            try scan.forEach(keys: low ... high) { pk, value in
                 if let value, wanted.contains(pk) { out[pk] = RecordRecovery.fingerprint([RecordChange.Value(name: name, value: value)]) }
             }
         } catch {
             return nil
         }
         return out
+    }
+
+    struct FieldScanKey: Hashable {
+        let entity: Int
+        let table: String
+        let position: Int
     }
 
     /// The rows through the rows reader, plus the columns no property shows.
