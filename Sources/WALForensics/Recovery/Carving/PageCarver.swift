@@ -29,12 +29,22 @@ struct PageCarver {
     /// `accept` applies), so it is turned away before its values are read.
     let columnCounts: Set<Int>
     let maxColumnCount: Int
+    /// Each shape's width and `Z_PK`, `Z_ENT`, `Z_OPT` columns (-1: none), as plain numbers: the
+    /// checks made at every place read these without touching the shapes' arrays and sets.
+    struct Layout {
+        let count: Int
+        let pk: Int
+        let ent: Int
+        let opt: Int
+    }
+    let layouts: [Layout]
     /// Serial types of the candidate being looked at, reused so that trying a reading allocates nothing.
     private var types: [UInt64] = []
 
     init(shapes: [CarvingShape], usableSize: Int) {
         self.shapes = shapes
         self.usableSize = usableSize
+        layouts = shapes.map { Layout(count: $0.columns.count, pk: $0.pkIndex, ent: $0.entIndex, opt: $0.optIndex ?? -1) }
         columnCounts = Set(shapes.map(\.columns.count))
         maxColumnCount = shapes.map(\.columns.count).max() ?? 0
         types.reserveCapacity(maxColumnCount + 1)
@@ -137,11 +147,11 @@ struct PageCarver {
         guard resume < limit, let size = PageBytes.u16(page, at + 2) else { return nil }
         let bound = min(limit, page.count)
         var found: [(CarvedRecord, Int)] = []
-        for (index, shape) in shapes.enumerated() {
-            let n = shape.columns.count
+        for (index, layout) in layouts.enumerated() {
+            let n = layout.count
             // Readings (columns whose serial type was lost, bytes of rowid/header-length tail still
             // present), in this order: (1, 0) when Z_PK is the first column, then (0, 0) … (0, 4).
-            for r in (shape.pkIndex == 0 ? 0 : 1) ... 5 {
+            for r in (layout.pk == 0 ? 0 : 1) ... 5 {
                 let lost = r == 0 ? 1 : 0
                 let skip = r == 0 ? 0 : r - 1
                 let start = resume + skip
@@ -158,8 +168,8 @@ struct PageCarver {
                     // The shape's first rules on the types alone (Z_PK NULL, Z_ENT and Z_OPT integers),
                     // as each is read: most readings fail within their first few types.
                     let column = types.count
-                    if column == shape.pkIndex ? v.value != 0
-                        : (column == shape.entIndex || column == shape.optIndex) && !Self.isInteger(v.value) {
+                    if column == layout.pk ? v.value != 0
+                        : (column == layout.ent || column == layout.opt) && !Self.isInteger(v.value) {
                         fits = false
                         break
                     }
@@ -184,7 +194,7 @@ struct PageCarver {
                 }
                 let read = Array(types)
                 guard let values = SQLiteRecord.values(page, types: read, bodyAt: cursor, limit: limit),
-                      shape.rejection(types: read, values: values, rowid: nil, rebuilt: true) == nil else { continue }
+                      shapes[index].rejection(types: read, values: values, rowid: nil, rebuilt: true) == nil else { continue }
                 found.append((CarvedRecord(shape: index, rowid: nil, values: values, area: area, offset: at, confidence: .headerRebuilt),
                               cursor + body))
             }
@@ -226,9 +236,9 @@ struct PageCarver {
             at += type.length
         }
         guard headerEnd + body == end, columnCounts.contains(types.count) else { return false }
-        return shapes.contains { shape in
-            shape.columns.count == types.count && types[shape.pkIndex] == 0 && Self.isInteger(types[shape.entIndex])
-                && (shape.optIndex.map { Self.isInteger(types[$0]) } ?? true)
+        return layouts.contains { layout in
+            layout.count == types.count && types[layout.pk] == 0 && Self.isInteger(types[layout.ent])
+                && (layout.opt < 0 || Self.isInteger(types[layout.opt]))
         }
     }
 
