@@ -232,21 +232,40 @@ final class CarvedVersions {
         }
         guard !keyless.isEmpty else { return probe }
         let usable = min(positions ?? 0, keyless.map(\.count).min() ?? 0)
-        // The value with the most distinct pieces, and of those the shortest (cheapest to read and
-        // compare), judged on the first records; any value gives the same answer, only faster or slower.
+        // The value with the most distinct pieces among the first records, then of the kind most
+        // likely to tell the table's rows apart (a few keyless records are distinct in every value,
+        // and a Boolean would then let a quarter of the rows through), then the shortest; any value
+        // gives the same answer, only faster or slower.
         let sample = keyless.prefix(64)
-        var best: (position: Int, count: Int, length: Int)?
+        var best: (position: Int, count: Int, rank: Int, length: Int)?
         for position in 0 ..< usable {
             let pieces = Set(sample.map { RecordRecovery.fingerprint([$0[position]]) })
             let length = pieces.reduce(0) { $0 + $1.utf8.count }
-            if best.map({ pieces.count > $0.count || pieces.count == $0.count && length < $0.length }) ?? true {
-                best = (position, pieces.count, length)
+            let rank = sample.lazy.map { Self.selectivityRank($0[position].value) }.min() ?? Int.max
+            if best.map({ (-pieces.count, rank, length) < (-$0.count, $0.rank, $0.length) }) ?? true {
+                best = (position, pieces.count, rank, length)
             }
         }
         guard let best else { probe.all = true; return probe }
         probe.position = best.position
         probe.pieces = Set(keyless.map { RecordRecovery.fingerprint([$0[best.position]]) })
         return probe
+    }
+
+    /// How likely a value of this kind is to be one row's alone (lower: more likely): identifiers
+    /// and text before dates and numbers, relationships, Booleans and NULL last.
+    static func selectivityRank(_ value: FieldValue) -> Int {
+        switch value {
+        case .uuid: return 0
+        case .text, .decimal: return 1
+        case .date: return 2
+        case .binary, .archived, .composite: return 3
+        case .real: return 4
+        case .integer: return 5
+        case .object: return 6
+        case .bool: return 7
+        case .null: return 8
+        }
     }
 
     /// The carved records no committed version took, as versions of their own, by entity, then
