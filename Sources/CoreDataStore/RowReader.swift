@@ -182,7 +182,7 @@ public struct RowReader {
 
     /// The statement that selects the rows (nil when the entity has no `Z_ENT` values), and for
     /// each field the positions of its columns in the result (-1: no column in this store).
-    func prepare(_ connection: Connection, filters: [Filter], limit: Int?) throws -> (Statement, [[Int]])? {
+    func prepare(_ connection: Connection, filters: [Filter], limit: Int?, byKey: Bool = false) throws -> (Statement, [[Int]])? {
         guard entity.tableExists else {
             throw ModelError.missingTable(entity: entity.entity.name, table: entity.table, path: map.path)
         }
@@ -203,7 +203,7 @@ public struct RowReader {
             }
             positions.append(indexes)
         }
-        var sql = "SELECT \(select.joined(separator: ", ")) FROM \(Identifier.quoted(entity.table)) WHERE Z_ENT IN ("
+        var sql = "SELECT \(select.joined(separator: ", ")) FROM \(Identifier.quoted(entity.table)) WHERE \(byKey ? "+" : "")Z_ENT IN ("
             + entity.entityNumbers.map { _ in "?" }.joined(separator: ", ") + ")"
         var arguments: [DatabaseValue] = entity.entityNumbers.map { .integer(Int64($0)) }
         for f in filters {
@@ -223,7 +223,13 @@ public struct RowReader {
     /// Steps through the rows, by primary key, calling `body` for each. `limit` nil means all.
     public func forEach(_ connection: Connection, filters: [Filter] = [], limit: Int? = nil,
                         _ body: (DecodedRow) throws -> Void) throws {
-        guard let (statement, positions) = try prepare(connection, filters: filters, limit: limit) else { return }
+        try forEach(connection, filters: filters, limit: limit, byKey: false, body)
+    }
+
+    /// `byKey`: the rows are found by walking the keys, never through the `Z_ENT` index.
+    func forEach(_ connection: Connection, filters: [Filter] = [], limit: Int? = nil, byKey: Bool,
+                 _ body: (DecodedRow) throws -> Void) throws {
+        guard let (statement, positions) = try prepare(connection, filters: filters, limit: limit, byKey: byKey) else { return }
         // Which fields apply to each concrete entity: those declared along its lineage.
         var applicable: [Int: [Bool]] = [:]
         var names: [Int: String] = [:]
@@ -270,10 +276,70 @@ public struct RowReader {
         let chunk = 500
         for start in stride(from: 0, to: sorted.count, by: chunk) {
             let part = sorted[start ..< min(start + chunk, sorted.count)]
+            if let first = part.first, let last = part.last, last - first == Int64(part.count - 1) {
+                // A run of consecutive keys: the same rows as the list, without parsing 500 parameters,
+                // walked by key (`+Z_ENT`: through the Z_ENT index SQLite would sort them).
+                let filter = Filter(field: "Z_PK", sql: "Z_PK BETWEEN ? AND ?", arguments: [.integer(first), .integer(last)])
+                try forEach(connection, filters: [filter], byKey: true, body)
+                continue
+            }
             let filter = Filter(field: "Z_PK", sql: "Z_PK IN (" + part.map { _ in "?" }.joined(separator: ", ") + ")",
                                 arguments: part.map { .integer($0) })
             try forEach(connection, filters: [filter], body)
         }
+    }
+
+    /// One field's values read alone: made once (`RowReader.values(of:_:)`), then asked for any
+    /// number of key ranges through the same prepared statement.
+    public final class FieldScan {
+        let reader: RowReader
+        let field: Field
+        let statement: Statement
+        let positions: [Int]
+        let entityCount: Int
+        var applies: [Int: Bool] = [:]
+
+        init(reader: RowReader, field: Field, statement: Statement, positions: [Int]) {
+            self.reader = reader
+            self.field = field
+            self.statement = statement
+            self.positions = positions
+            entityCount = reader.entity.entityNumbers.count
+        }
+
+        /// The field's value for each row whose `Z_PK` is in `keys`, in key order: the value
+        /// `forEach` gives that field, or nil for a row whose entity the field does not apply to.
+        public func forEach(keys: ClosedRange<Int64>, _ body: (Int64, FieldValue?) throws -> Void) throws {
+            try statement.bind(reader.entity.entityNumbers.map { .integer(Int64($0)) } + [.integer(keys.lowerBound), .integer(keys.upperBound)])
+            try statement.forEach { row in
+                guard let pk = row[0].int64 else { return }
+                let ent = row[1].int ?? -1
+                if applies[ent] == nil {
+                    applies[ent] = Set(reader.map.entity(number: ent)?.lineage ?? reader.entity.lineage).contains(field.declaredBy)
+                }
+                try body(pk, applies[ent] == true ? reader.decode(field, row: row, at: positions) : nil)
+            }
+        }
+    }
+
+    /// A scan of one field's values (an index into `fields`), without reading or decoding the
+    /// other fields' columns; nil when the entity has no `Z_ENT` values. Throws where `forEach`
+    /// would (the statement of every field is prepared first), so a caller never sees one field
+    /// of rows `forEach` cannot read.
+    public func values(of index: Int, _ connection: Connection) throws -> FieldScan? {
+        guard fields.indices.contains(index), try prepare(connection, filters: [], limit: 0) != nil else { return nil }
+        let field = fields[index]
+        var select = ["Z_PK", "Z_ENT"]
+        var positions: [Int] = []
+        for column in Self.columns(of: field) {
+            guard let column else { positions.append(-1); continue }
+            positions.append(select.count)
+            select.append(Identifier.quoted(column))
+        }
+        // `+Z_ENT`: walk the key range itself (through the Z_ENT index SQLite would sort the rows).
+        let statement = try connection.prepare("SELECT \(select.joined(separator: ", ")) FROM \(Identifier.quoted(entity.table)) WHERE +Z_ENT IN ("
+            + entity.entityNumbers.map { _ in "?" }.joined(separator: ", ") + ") AND Z_PK BETWEEN ? AND ? ORDER BY Z_PK")
+        return FieldScan(reader: self, field: field, statement: statement, positions: positions)
     }
 
     /// The element mappings of a composite attribute, flattened in order.

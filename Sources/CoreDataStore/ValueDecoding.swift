@@ -222,6 +222,25 @@ public struct ValueDecoder: Sendable {
         let day = doy - (153 * mp + 2) / 5 + 1
         let month = mp < 10 ? mp + 3 : mp - 9
         let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+        if (0 ... 9999).contains(year) {
+            // Years of four digits (all but absurd dates): written as bytes, the same text as below.
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(28)
+            func digits(_ v: Int64, _ width: Int) {
+                var divisor: Int64 = 1
+                for _ in 1 ..< width { divisor *= 10 }
+                while divisor > 0 { bytes.append(UInt8(48 + v / divisor % 10)); divisor /= 10 }
+            }
+            digits(year, 4); bytes.append(45); digits(month, 2); bytes.append(45); digits(day, 2); bytes.append(84)
+            digits(rest / 3600, 2); bytes.append(58); digits(rest % 3600 / 60, 2); bytes.append(58); digits(rest % 60, 2)
+            if micros > 0 {
+                bytes.append(46)
+                digits(micros, 6)
+                while bytes.last == 48 { bytes.removeLast() }
+            }
+            bytes.append(90)
+            return String(decoding: bytes, as: UTF8.self)
+        }
         func pad(_ v: Int64, _ width: Int) -> String {
             let s = String(abs(v))
             return (v < 0 ? "-" : "") + String(repeating: "0", count: max(0, width - s.count)) + s

@@ -24,11 +24,13 @@ public indirect enum JSONValue: Equatable, Sendable {
     /// The JSON text. `pretty` indents by two spaces; otherwise one line (for JSON Lines).
     public func rendered(pretty: Bool = true) -> String {
         var out = ""
+        // Most documents are a line or a few: grown from empty, the string was copied again and again.
+        out.reserveCapacity(1024)
         write(to: &out, pretty: pretty, indent: 0)
         return out
     }
 
-    private func write(to out: inout String, pretty: Bool, indent: Int) {
+    func write(to out: inout String, pretty: Bool, indent: Int) {
         switch self {
         case .null: out += "null"
         case .bool(let b): out += b ? "true" : "false"
@@ -70,7 +72,10 @@ public indirect enum JSONValue: Equatable, Sendable {
         out += "\""
         // Most strings need no escape: one scan of the UTF-8, then one append (appending scalar by
         // scalar was most of the time `recover` spent writing JSON). U+2028/2029 start with 0xE2.
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0xE2 }) {
+        let plain = s.utf8.withContiguousStorageIfAvailable { bytes in
+            !bytes.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0xE2 })
+        } ?? !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0xE2 })
+        if plain {
             out += s
             out += "\""
             return

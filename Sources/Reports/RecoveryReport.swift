@@ -60,7 +60,7 @@ public final class RecoveryWriter {
         case .json:
             write((inStore == 1 ? "\n" : ",\n") + ValueRendering.indented(Self.json(v), by: 8))
         case .jsonl:
-            write(Self.jsonLine(path: path, v).rendered(pretty: false) + "\n")
+            write(jsonLineText(path: path, v))
         case .csv:
             for row in csvRows(path: path, v) { write(row.map(csvCell).joined(separator: ",") + "\r\n") }
         case .text:
@@ -155,6 +155,79 @@ public final class RecoveryWriter {
             members.append((key, ValueRendering.json(value.value)))
         }
         return .object(members)
+    }
+
+    /// Escaped file names, which every find and line repeats.
+    private var escapedNames: [String: String] = [:]
+
+    private func escaped(_ name: String) -> String {
+        if let known = escapedNames[name] { return known }
+        var out = ""
+        JSONValue.escape(name, into: &out)
+        if escapedNames.count < 64 { escapedNames[name] = out }
+        return out
+    }
+
+    /// `jsonLine(path:_:)` rendered on one line with its newline, written straight into one
+    /// string (the tree of every find and source, then its rendering, was most of the time the
+    /// JSON Lines output took); the same bytes as `jsonLine(path:v).rendered(pretty: false)`.
+    func jsonLineText(path: String, _ v: RecordVersion) -> String {
+        var out = ""
+        out.reserveCapacity(1024 + 160 * v.finds.count)
+        func int(_ i: Int?) { if let i { out += String(i) } else { out += "null" } }
+        func string(_ s: String) { JSONValue.escape(s, into: &out) }
+        let first = v.sources.first, ending = v.endedBy, find = v.finds.first
+        out += "{\"_store\":"; out += escaped(path)
+        out += ",\"_entity\":"; string(v.entity)
+        out += ",\"_table\":"; string(v.table)
+        out += ",\"_pk\":"; Self.pk(v).write(to: &out, pretty: false, indent: 0)
+        out += ",\"_state\":"; string(v.state.rawValue)
+        out += ",\"_confidence\":"; string(v.confidence.rawValue)
+        out += ",\"_uncertain_columns\":"
+        if v.uncertainColumns.isEmpty { out += "null" } else { string(v.uncertainColumns.joined(separator: " ")) }
+        out += ",\"_first_commit\":"; int(first?.firstCommit)
+        out += ",\"_last_commit\":"; int(v.sources.last?.lastCommit)
+        out += ",\"_source_file\":"; out += escaped(first?.file ?? find?.file ?? "")
+        out += ",\"_written_by_commit\":"; int(first?.writtenBy)
+        out += ",\"_first_frame\":"; int(first?.firstFrame)
+        out += ",\"_commit_frame\":"; int(first?.commitFrame)
+        out += ",\"_ended_by\":"
+        if let ending { string(ending.kind.rawValue) } else { out += "null" }
+        out += ",\"_end_commit\":"; int(ending?.commit)
+        out += ",\"_transactions\":["
+        for (i, t) in (ending?.transactions ?? []).enumerated() {
+            if i > 0 { out += "," }
+            int(Int(exactly: t.id))
+        }
+        out += "],\"_sources\":"
+        JSONValue.array(v.sources.map(Self.json(source:))).write(to: &out, pretty: false, indent: 0)
+        out += ",\"_finds\":["
+        for (i, f) in v.finds.enumerated() {
+            if i > 0 { out += "," }
+            out += "{\"file\":"; out += escaped(f.file)
+            out += ",\"origin\":"; string(f.origin.rawValue)
+            out += ",\"area\":"; string(f.area.rawValue)
+            out += ",\"page\":"; out += String(f.page)
+            out += ",\"offset\":"; out += String(f.offset)
+            out += ",\"fileOffset\":"; out += String(f.fileOffset)
+            out += ",\"frame\":"; int(f.frame)
+            out += ",\"confidence\":"; string(f.confidence.rawValue)
+            out += "}"
+        }
+        out += "]"
+        var used: Set<String> = ["_store", "_entity", "_table", "_pk", "_state", "_confidence", "_uncertain_columns", "_first_commit",
+                                 "_last_commit", "_source_file", "_written_by_commit", "_first_frame", "_commit_frame", "_ended_by",
+                                 "_end_commit", "_transactions", "_sources", "_finds"]
+        for value in v.values {
+            let key = RowsWriter.flatKey(value.name)
+            guard used.insert(key).inserted else { continue }
+            out += ","
+            string(key)
+            out += ":"
+            ValueRendering.json(value.value).write(to: &out, pretty: false, indent: 0)
+        }
+        out += "}\n"
+        return out
     }
 
     static func json(source s: RecordVersion.Source) -> JSONValue {

@@ -90,7 +90,11 @@ public struct RecordDiff: Sendable {
 
     /// `forEachCommit` with the two states compared, for callers that read more of them
     /// (`RecordRecovery` reads an updated record's whole values on both sides).
-    static func forEachCommitStates(_ evidence: WALEvidence, decoder: ValueDecoder,
+    ///
+    /// With `entityRecordsOnly` (what `RecordRecovery` uses), only entity records
+    /// (`RecordRecovery.isRecordGroup`) carry records, and an updated one carries its key and
+    /// changed columns but no changes: the other groups keep their keys and counts only.
+    static func forEachCommitStates(_ evidence: WALEvidence, decoder: ValueDecoder, entityRecordsOnly: Bool = false,
                                     _ body: (_ commit: Int, RecordDiff, _ earlier: StateReader, _ later: StateReader) throws -> Void) throws {
         let count = evidence.commitCount
         guard count > 0, let wal = evidence.wal else { return }
@@ -102,7 +106,7 @@ public struct RecordDiff: Sendable {
             if let tracker, tracker.advance(), tracker.commit == commit, tracker.problems.isEmpty, tracker.unaccountedPages.isEmpty {
                 touched = Set(wal.transactions[commit - 1].pages.compactMap { tracker.use(of: $0)?.object?.tableName })
             }
-            let diff = try compute(evidence, earlier: earlier, later: later, onlyTables: touched)
+            let diff = try compute(evidence, earlier: earlier, later: later, onlyTables: touched, entityRecordsOnly: entityRecordsOnly)
             try body(commit, diff, earlier, later)
             let previous = earlier.commit
             earlier = later
@@ -112,17 +116,29 @@ public struct RecordDiff: Sendable {
     }
 
     static func compute(_ evidence: WALEvidence, earlier: StateReader, later: StateReader,
-                        onlyTables: Set<String>? = nil) throws(WALForensicsError) -> RecordDiff {
+                        onlyTables: Set<String>? = nil, entityRecordsOnly: Bool = false) throws(WALForensicsError) -> RecordDiff {
         let names = later.map.map(AttributeNames.of) ?? [:]
         do {
             // A schema change (a table created, dropped or altered) is compared in full.
             let same = try earlier.schema() == later.schema()
+            var only = same ? onlyTables : nil
+            if entityRecordsOnly {
+                // Entity tables and ATRANSACTION (its new keys name the commit's transactions) are
+                // all that is read: the other tables' comparisons (whole-table EXCEPTs) would be dropped.
+                let wanted = try earlier.recordTables().union(later.recordTables())
+                only = only.map { $0.intersection(wanted) } ?? wanted
+            }
             let diff = try WALDiff.compute(evidence, from: earlier.commit, to: later.commit, attributeNames: names,
-                                           onlyTables: same ? onlyTables : nil)
+                                           onlyTables: only)
             var groups: [GroupRecords] = []
             var transactionIDs: [Int64] = []
             for group in diff.groups {
-                groups.append(GroupRecords(group: group, records: try records(of: group, earlier: earlier, later: later)))
+                if entityRecordsOnly && !RecordRecovery.isRecordGroup(group) {
+                    groups.append(GroupRecords(group: group, records: []))
+                } else {
+                    groups.append(GroupRecords(group: group, records: try records(of: group, earlier: earlier, later: later,
+                                                                                  updatedChanges: !entityRecordsOnly)))
+                }
                 if group.table == "ATRANSACTION", group.keyColumns == ["Z_PK"] {
                     transactionIDs += group.inserted.compactMap { $0.first?.int64 }
                 }
@@ -139,7 +155,10 @@ public struct RecordDiff: Sendable {
         }
     }
 
-    static func records(of group: WALDiff.Group, earlier: StateReader, later: StateReader) throws -> [RecordChange] {
+    /// The group's records: inserted and deleted with their values, updated with their changes
+    /// (old → new for each changed property) unless `updatedChanges` is false.
+    static func records(of group: WALDiff.Group, earlier: StateReader, later: StateReader,
+                        updatedChanges: Bool = true) throws -> [RecordChange] {
         guard !group.keyColumns.isEmpty else { return [] }
         var out: [RecordChange] = []
         out.reserveCapacity(group.inserted.count + group.updated.count + group.deleted.count)
@@ -147,7 +166,12 @@ public struct RecordDiff: Sendable {
             out.append(RecordChange(kind: .inserted, entity: group.entity, table: group.table, key: key, values: values,
                                     changes: [], changedColumns: []))
         }
-        if !group.updated.isEmpty {
+        if !group.updated.isEmpty && !updatedChanges {
+            for row in group.updated {
+                out.append(RecordChange(kind: .updated, entity: group.entity, table: group.table, key: row.key, values: [],
+                                        changes: [], changedColumns: row.changedColumns))
+            }
+        } else if !group.updated.isEmpty {
             let keys = group.updated.map(\.key)
             let before = Dictionary(try earlier.columnValues(of: group, keys: keys), uniquingKeysWith: { a, _ in a })
             let after = Dictionary(try later.columnValues(of: group, keys: keys), uniquingKeysWith: { a, _ in a })
@@ -184,6 +208,8 @@ final class StateReader {
     private var rowReaders: [Int: RowReader?] = [:]
     private var tableColumns: [String: [String]] = [:]
     private var shown: [String: Set<String>] = [:]
+    private var recordTableNames: Set<String>?
+    private var fieldScans: [FieldScanKey: (RowReader.FieldScan, String)?] = [:]
 
     /// A value with the stored columns it was decoded from (empty: not compared).
     struct ColumnValue {
@@ -254,6 +280,74 @@ final class StateReader {
         let all = try columns(of: group.table)
         let bookkeeping: Set<String> = group.keyColumns == ["Z_PK"] ? ["Z_PK", "Z_ENT", "Z_OPT"] : []
         return try rawValues(table: group.table, keyColumns: group.keyColumns, columns: all.filter { !bookkeeping.contains($0) }, keys: keys)
+    }
+
+    /// Tables whose rows can be entity records (`Z_PK` and `Z_ENT` columns, not persistent
+    /// history's), and ATRANSACTION.
+    func recordTables() throws -> Set<String> {
+        if let recordTableNames { return recordTableNames }
+        var out: Set<String> = []
+        let names = try connection.rows("SELECT name FROM sqlite_master WHERE type = 'table' AND rootpage > 0 AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
+            .compactMap { $0[0].string }
+        for table in names {
+            let upper = table.uppercased()
+            if upper == "ATRANSACTION" { out.insert(table); continue }
+            guard !RecordRecovery.historyTables.contains(upper) else { continue }
+            let columns = Set(try columns(of: table).map { $0.uppercased() })
+            if columns.contains("Z_PK") && columns.contains("Z_ENT") { out.insert(table) }
+        }
+        recordTableNames = out
+        return out
+    }
+
+    /// How many values `values(of:keys:)` decodes through the model for a row of entity
+    /// `group.entityNumber` (the fields that apply to it, before any column no property shows),
+    /// or nil when that entity's rows are not read through the model.
+    func decodedFieldCount(of group: WALDiff.Group) -> Int? {
+        applicableFields(of: group)?.fields.count
+    }
+
+    private func applicableFields(of group: WALDiff.Group) -> (reader: RowReader, fields: [Int])? {
+        guard group.keyColumns == ["Z_PK"], let number = group.entityNumber, let map,
+              let reader = rowReader(entity: number, table: group.table) else { return nil }
+        let lineage = Set(map.entity(number: number)?.lineage ?? reader.entity.lineage)
+        return (reader, reader.fields.indices.filter { lineage.contains(reader.fields[$0].declaredBy) })
+    }
+
+    /// For rows of entity `group.entityNumber` with these keys, the fingerprint of the value at
+    /// `position` of what `values(of:keys:)` gives them (`RecordRecovery.fingerprint` of that one
+    /// value), read and decoded alone; nil when the rows would not be read through the model there.
+    /// Equal fingerprints of whole values need equal pieces: rows whose piece no carved record has
+    /// cannot fold with one. Rows of another entity, or missing, have no piece.
+    func pieces(of group: WALDiff.Group, keys: [Int64], position: Int) -> [Int64: String]? {
+        guard let low = keys.min(), let high = keys.max() else { return [:] }
+        let id = FieldScanKey(entity: group.entityNumber ?? -1, table: group.table, position: position)
+        if fieldScans[id] == nil {
+            // Made once per entity and value (nil inside: not read through the model).
+            var made: (RowReader.FieldScan, String)?
+            if let (reader, fields) = applicableFields(of: group), fields.indices.contains(position),
+               let scan = try? reader.values(of: fields[position], connection) {
+                made = (scan, reader.fields[fields[position]].name)
+            }
+            fieldScans[id] = .some(made)
+        }
+        guard let (scan, name) = fieldScans[id] ?? nil else { return nil }
+        let wanted = Set(keys)
+        var out: [Int64: String] = [:]
+        do {
+            try scan.forEach(keys: low ... high) { pk, value in
+                if let value, wanted.contains(pk) { out[pk] = RecordRecovery.fingerprint([RecordChange.Value(name: name, value: value)]) }
+            }
+        } catch {
+            return nil
+        }
+        return out
+    }
+
+    struct FieldScanKey: Hashable {
+        let entity: Int
+        let table: String
+        let position: Int
     }
 
     /// The rows through the rows reader, plus the columns no property shows.

@@ -214,16 +214,16 @@ private struct Differ {
             var groups: [Int?: WALDiff.Group] = [:]
             for row in try connection.rows("SELECT \(entSQL), \(keySQL) FROM \(source) ORDER BY \(keySQL)") {
                 let ent = hasEnt ? row[0].int : nil
-                var group = groups[ent] ?? newGroup(table: table, entity: ent, key: key)
+                // Changed in place: a copy taken out of the dictionary copied its key arrays on every row.
+                if groups[ent] == nil { groups[ent] = newGroup(table: table, entity: ent, key: key) }
                 let rowKey = Array(row.values.dropFirst())
                 if earlier == nil {
-                    if !key.isEmpty { group.inserted.append(rowKey) }
-                    group.insertedCount += 1
+                    if !key.isEmpty { groups[ent]!.inserted.append(rowKey) }
+                    groups[ent]!.insertedCount += 1
                 } else {
-                    if !key.isEmpty { group.deleted.append(rowKey) }
-                    group.deletedCount += 1
+                    if !key.isEmpty { groups[ent]!.deleted.append(rowKey) }
+                    groups[ent]!.deletedCount += 1
                 }
-                groups[ent] = group
             }
             return sortedGroups(groups)
         }
@@ -236,9 +236,9 @@ private struct Differ {
         let hasEnt = key == ["Z_PK"] && common.contains("Z_ENT")
         var groups: [Int?: WALDiff.Group] = [:]
         func withGroup(_ ent: Int?, _ body: (inout WALDiff.Group) -> Void) {
-            var group = groups[ent] ?? newGroup(table: table, entity: ent, key: key)
-            body(&group)
-            groups[ent] = group
+            // In place: a copy taken out of the dictionary copied its key arrays on every row.
+            if groups[ent] == nil { groups[ent] = newGroup(table: table, entity: ent, key: key) }
+            body(&groups[ent]!)
         }
         let list = common.map(Identifier.quoted).joined(separator: ", ")
 

@@ -47,7 +47,7 @@ public enum RecordRecovery {
             var committedFilter = filter
             if carve { committedFilter.states = nil }
             var history = Tracker(evidence: evidence)
-            try RecordDiff.forEachCommitStates(evidence, decoder: decoder) { commit, diff, earlier, later in
+            try RecordDiff.forEachCommitStates(evidence, decoder: decoder, entityRecordsOnly: true) { commit, diff, earlier, later in
                 try history.apply(commit: commit, diff: diff, earlier: earlier, later: later, filter: committedFilter)
             }
             let last = try StateReader(evidence, commit: evidence.commitCount, option: "--to", decoder: decoder)
@@ -57,7 +57,9 @@ public enum RecordRecovery {
                 return
             }
             let carved = try CarvedVersions.collect(evidence, state: last, entityTables: try history.entityTables(last), filter: filter)
-            try history.finish(last: last, filter: committedFilter) { version in
+            // Live rows no commit touched are read only to take carved finds when they are not listed.
+            let listsLive = filter.states.map { $0.contains(.live) } ?? true
+            try history.finish(last: last, filter: committedFilter, foldingOnly: listsLive ? nil : carved) { version in
                 var v = version
                 carved.attach(to: &v)
                 if filter.keeps(v) { try body(v) }
@@ -92,7 +94,8 @@ public enum RecordRecovery {
         var out = ""
         out.reserveCapacity(values.count * 24)
         for v in values {
-            out += "\(v.name.utf8.count):"
+            out += String(v.name.utf8.count)
+            out += ":"
             out += v.name
             v.value.appendFingerprint(to: &out)
         }
@@ -103,13 +106,14 @@ public enum RecordRecovery {
 extension FieldValue {
     func appendFingerprint(to out: inout String) {
         switch self {
+        // Appended piece by piece (interpolation built a string for each value first).
         case .null: out += "n;"
-        case .integer(let i): out += "i\(i);"
-        case .real(let d): out += "r\(d.bitPattern);"
+        case .integer(let i): out += "i"; out += String(i); out += ";"
+        case .real(let d): out += "r"; out += String(d.bitPattern); out += ";"
         case .bool(let b): out += b ? "b1;" : "b0;"
-        case .text(let t): out += "t\(t.utf8.count):"; out += t
-        case .date(let iso, let seconds): out += "d\(seconds.bitPattern),\(iso.utf8.count):"; out += iso
-        case .uuid(let u): out += "u\(u.utf8.count):"; out += u
+        case .text(let t): out += "t"; out += String(t.utf8.count); out += ":"; out += t
+        case .date(let iso, let seconds): out += "d"; out += String(seconds.bitPattern); out += ","; out += String(iso.utf8.count); out += ":"; out += iso
+        case .uuid(let u): out += "u"; out += String(u.utf8.count); out += ":"; out += u
         case .decimal(let d): out += "m\(d.utf8.count):"; out += d
         case .object(let entity, let pk): out += "o\(pk),\(entity.utf8.count):"; out += entity
         case .archived(let tree): out += "a"; tree.appendFingerprint(to: &out)
@@ -248,7 +252,11 @@ struct Tracker {
 
     /// The versions of the touched records (folded), merged in key order with the live rows no
     /// commit touched, read from the last state a bounded number at a time.
-    func finish(last: StateReader, filter: RecordRecovery.Filter, _ body: (RecordVersion) throws -> Void) throws {
+    ///
+    /// With `foldingOnly` (the caller lists no live version), an untouched row is read only when
+    /// a carved record could fold into it (`CarvedVersions.probe`); the others are not handed out.
+    func finish(last: StateReader, filter: RecordRecovery.Filter, foldingOnly carved: CarvedVersions? = nil,
+                _ body: (RecordVersion) throws -> Void) throws {
         let lastCommit = evidence.commitCount
         var entities: [Int: (name: String, table: String)] = [:]
         let wantLive = filter.states.map { $0.contains(.live) } ?? true
@@ -274,8 +282,11 @@ struct Tracker {
                     next += 1
                 }
             }
-            if wantLive, try last.connection.tableExists(table) {
-                let group = WALDiff.Group(entity: name, entityNumber: number, table: table, keyColumns: ["Z_PK"])
+            let group = WALDiff.Group(entity: name, entityNumber: number, table: table, keyColumns: ["Z_PK"])
+            let probe = carved?.probe(entity: number, positions: last.decodedFieldCount(of: group))
+            // No carved record of the entity: none of its untouched rows is read.
+            let foldsNone = probe.map { $0.pks.isEmpty && $0.position == nil && !$0.all } ?? false
+            if wantLive, !foldsNone, try last.connection.tableExists(table) {
                 var after = Int64.min
                 while true {
                     var sql = "SELECT Z_PK FROM \(Identifier.quoted(table)) WHERE Z_ENT = ? AND Z_PK > ?"
@@ -287,7 +298,10 @@ struct Tracker {
                     let pks = try last.connection.rows(sql + " ORDER BY Z_PK LIMIT 500", arguments).compactMap { $0[0].int64 }
                     guard let end = pks.last else { break }
                     after = end
-                    let untouched = pks.filter { records[Key(entity: number, pk: $0)] == nil }
+                    var untouched = pks.filter { records[Key(entity: number, pk: $0)] == nil }
+                    if let probe, !probe.all {
+                        untouched = try Self.folding(untouched, probe: probe, group: group, last: last)
+                    }
                     for (key, values) in try last.values(of: group, keys: untouched.map { [.integer($0)] }) {
                         guard let pk = key.first?.int64 else { continue }
                         try emitTouched(below: pk)
@@ -299,6 +313,15 @@ struct Tracker {
             }
             try emitTouched(below: nil)
         }
+    }
+
+    /// The rows among `pks` a carved record could fold into: a carved key, or the probed value
+    /// of a keyless carved record (rows whose value cannot be read alone are all kept).
+    static func folding(_ pks: [Int64], probe: CarvedVersions.FoldProbe, group: WALDiff.Group, last: StateReader) throws -> [Int64] {
+        let rest = pks.filter { !probe.pks.contains($0) }
+        guard let position = probe.position, !rest.isEmpty else { return pks.filter { probe.pks.contains($0) } }
+        guard let pieces = last.pieces(of: group, keys: rest, position: position) else { return pks }
+        return pks.filter { pk in probe.pks.contains(pk) || pieces[pk].map { probe.pieces.contains($0) } ?? true }
     }
 
     /// Entity tables of the last state: every table with `Z_PK` and `Z_ENT`, each `Z_ENT` in it,

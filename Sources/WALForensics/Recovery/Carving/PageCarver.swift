@@ -21,12 +21,33 @@ struct PageCarver {
     let usableSize: Int
     /// Largest payload a table-leaf cell keeps on its page.
     var maxLocal: Int { usableSize - 35 }
-    /// Counts of candidates turned away, by rule (for the docs and tests).
+    /// Counts of candidates turned away, by rule (for the docs and tests): those that reached the
+    /// rules, not the places a cheap check (column count, key and entity types) already turned away.
     var rejected: [String: Int] = [:]
+
+    /// The column counts of the shapes: a record of any other width is no table's (the first rule
+    /// `accept` applies), so it is turned away before its values are read.
+    let columnCounts: Set<Int>
+    let maxColumnCount: Int
+    /// Each shape's width and `Z_PK`, `Z_ENT`, `Z_OPT` columns (-1: none), as plain numbers: the
+    /// checks made at every place read these without touching the shapes' arrays and sets.
+    struct Layout {
+        let count: Int
+        let pk: Int
+        let ent: Int
+        let opt: Int
+    }
+    let layouts: [Layout]
+    /// Serial types of the candidate being looked at, reused so that trying a reading allocates nothing.
+    private var types: [UInt64] = []
 
     init(shapes: [CarvingShape], usableSize: Int) {
         self.shapes = shapes
         self.usableSize = usableSize
+        layouts = shapes.map { Layout(count: $0.columns.count, pk: $0.pkIndex, ent: $0.entIndex, opt: $0.optIndex ?? -1) }
+        columnCounts = Set(shapes.map(\.columns.count))
+        maxColumnCount = shapes.map(\.columns.count).max() ?? 0
+        types.reserveCapacity(maxColumnCount + 1)
     }
 
     enum Role {
@@ -89,7 +110,7 @@ struct PageCarver {
         var at = range.lowerBound
         while at < range.upperBound - 2 {
             // A freeblock's own header is never the start of a whole cell.
-            if !(freeblock && at == range.lowerBound),
+            if !(freeblock && at == range.lowerBound), mayHoldCell(page, at: at, limit: range.upperBound),
                let cell = TableLeafCell.read(page, at: at, limit: range.upperBound, maxLocal: maxLocal),
                cell.rowid > 0, let shape = accept(types: cell.types, values: cell.values, rowid: cell.rowid) {
                 out(CarvedRecord(shape: shape, rowid: cell.rowid, values: cell.values, area: area, offset: at, confidence: .whole))
@@ -116,46 +137,64 @@ struct PageCarver {
     /// the payload length, the rowid and the start of the record header are gone. The record header
     /// resumes at one of a few places (docs/recover.md); each reading that passes a table's rules is
     /// a candidate, and only a single one is kept.
+    ///
+    /// Each reading's serial types are read into a reused buffer and checked against what costs
+    /// nothing to check (the header-length byte, the freeblock's size, the key, entity and `Z_OPT`
+    /// types) before its values are read: most readings of most places fail there.
     mutating func rebuilt(_ page: UnsafeRawBufferPointer, at: Int, limit: Int, area: RecordVersion.Find.Area)
         -> (CarvedRecord, end: Int)? {
         let resume = at + 4
-        guard resume < limit else { return nil }
+        guard resume < limit, let size = PageBytes.u16(page, at + 2) else { return nil }
+        let bound = min(limit, page.count)
         var found: [(CarvedRecord, Int)] = []
-        for (index, shape) in shapes.enumerated() {
-            let n = shape.columns.count
-            // (columns whose serial type was lost, bytes of rowid/header-length tail still present)
-            var readings: [(lost: Int, skip: Int)] = [(0, 0), (0, 1), (0, 2), (0, 3), (0, 4)]
-            if shape.pkIndex == 0 { readings.insert((1, 0), at: 0) }
-            for reading in readings {
-                let start = resume + reading.skip
+        for (index, layout) in layouts.enumerated() {
+            let n = layout.count
+            // Readings (columns whose serial type was lost, bytes of rowid/header-length tail still
+            // present), in this order: (1, 0) when Z_PK is the first column, then (0, 0) … (0, 4).
+            for r in (layout.pk == 0 ? 0 : 1) ... 5 {
+                let lost = r == 0 ? 1 : 0
+                let skip = r == 0 ? 0 : r - 1
+                let start = resume + skip
                 // Every serial type takes at least a byte: a table wider than the bytes left cannot be here.
-                guard n - reading.lost <= limit - start else { continue }
-                var types: [UInt64] = reading.lost == 1 ? [0] : []
+                guard n - lost <= limit - start else { continue }
+                types.removeAll(keepingCapacity: true)
+                if lost == 1 { types.append(0) }
                 var cursor = start
+                var typeBytes = lost  // the lost Z_PK type 0 took a byte of the header
+                var body = 0
+                var fits = true
                 while types.count < n {
-                    guard let v = PageBytes.varint(page, cursor, limit: limit), SQLiteRecord.contentLength(v.value) != nil else { break }
+                    guard let v = Self.varint(page, cursor, limit: bound), let length = SQLiteRecord.contentLength(v.value) else { break }
+                    // The shape's first rules on the types alone (Z_PK NULL, Z_ENT and Z_OPT integers),
+                    // as each is read: most readings fail within their first few types.
+                    let column = types.count
+                    if column == layout.pk ? v.value != 0
+                        : (column == layout.ent || column == layout.opt) && !Self.isInteger(v.value) {
+                        fits = false
+                        break
+                    }
                     types.append(v.value)
                     cursor += v.length
+                    typeBytes += varintLength(v.value)
+                    body += length
                 }
-                guard types.count == n else { continue }
+                guard fits, types.count == n else { continue }
                 // Header length: the varint plus every serial type's varint.
-                var typeBytes = 0
-                for t in types { typeBytes += varintLength(t) }
                 let headerLength = typeBytes + (typeBytes + 1 < 128 ? 1 : 2)
-                if reading.skip > 0 {
+                if skip > 0 {
                     // The byte just before the first intact serial type is the header length's last byte.
-                    guard headerLength < 128, start - 1 < min(limit, page.count), page[start - 1] == UInt8(headerLength) else { continue }
+                    guard headerLength < 128, start - 1 < bound, page[start - 1] == UInt8(headerLength) else { continue }
                 }
-                guard let body = SQLiteRecord.bodyLength(types),
-                      let values = SQLiteRecord.values(page, types: types, bodyAt: cursor, limit: limit) else { continue }
                 // The header's size covers the cell it was written over (and any it merged with); a cell
                 // that runs past it had its tail reused by a later cell.
-                guard let size = PageBytes.u16(page, at + 2), cursor + body <= at + size else { continue }
-                if reading.lost == 1 {
+                guard body <= limit - cursor, cursor + body <= at + size else { continue }
+                if lost == 1 {
                     // Payload length, rowid and header length took one byte each: a payload under 128 bytes.
                     guard headerLength + body < 128 else { continue }
                 }
-                guard shape.rejection(types: types, values: values, rowid: nil, rebuilt: true) == nil else { continue }
+                let read = Array(types)
+                guard let values = SQLiteRecord.values(page, types: read, bodyAt: cursor, limit: limit),
+                      shapes[index].rejection(types: read, values: values, rowid: nil, rebuilt: true) == nil else { continue }
                 found.append((CarvedRecord(shape: index, rowid: nil, values: values, area: area, offset: at, confidence: .headerRebuilt),
                               cursor + body))
             }
@@ -167,6 +206,63 @@ struct PageCarver {
             return nil
         }
         return (first.0, first.1)
+    }
+
+    /// Whether the bytes at `at` can be a whole table-leaf cell of some shape: what
+    /// `TableLeafCell.read` requires (payload on the page, a record header that counts itself and
+    /// ends at its last serial type, values ending where the payload does), a positive rowid, a
+    /// column count some table has, and that table's `Z_PK`, `Z_ENT` and `Z_OPT` serial types;
+    /// read without allocating. Only places that pass are read as cells.
+    mutating func mayHoldCell(_ page: UnsafeRawBufferPointer, at offset: Int, limit: Int) -> Bool {
+        guard offset >= 0, limit <= page.count, offset < limit,
+              let size = Self.varint(page, offset, limit: limit), size.value <= UInt64(maxLocal),
+              let rowid = Self.varint(page, offset + size.length, limit: limit), Int64(bitPattern: rowid.value) > 0 else { return false }
+        let start = offset + size.length + rowid.length
+        let payload = Int(size.value)
+        guard payload <= limit - start else { return false }
+        let end = start + payload
+        guard let header = Self.varint(page, start, limit: end), header.value >= UInt64(header.length),
+              header.value <= UInt64(end - start) else { return false }
+        let headerEnd = start + Int(header.value)
+        types.removeAll(keepingCapacity: true)
+        var at = start + header.length
+        var body = 0
+        while at < headerEnd {
+            // Wider than every table: not a record of one (and no need to read further).
+            guard types.count < maxColumnCount, let type = Self.varint(page, at, limit: headerEnd),
+                  let length = SQLiteRecord.contentLength(type.value) else { return false }
+            types.append(type.value)
+            body += length
+            at += type.length
+        }
+        guard headerEnd + body == end, columnCounts.contains(types.count) else { return false }
+        return layouts.contains { layout in
+            layout.count == types.count && types[layout.pk] == 0 && Self.isInteger(types[layout.ent])
+                && (layout.opt < 0 || Self.isInteger(types[layout.opt]))
+        }
+    }
+
+    /// Serial types whose value reads as an integer (1…6, and the constants 0 and 1).
+    @inline(__always)
+    static func isInteger(_ type: UInt64) -> Bool {
+        (1 ... 6).contains(type) || type == 8 || type == 9
+    }
+
+    /// A SQLite varint at `offset` that ends before `limit` (and inside `page`); as `PageBytes.varint`, inlined.
+    @inline(__always)
+    static func varint(_ page: UnsafeRawBufferPointer, _ offset: Int, limit: Int) -> (value: UInt64, length: Int)? {
+        var value: UInt64 = 0
+        var i = 0
+        while i < 9 {
+            let at = offset + i
+            guard at >= 0, at < limit, at < page.count else { return nil }
+            let byte = page[at]
+            if i == 8 { return (value << 8 | UInt64(byte), 9) }
+            value = value << 7 | UInt64(byte & 0x7f)
+            if byte & 0x80 == 0 { return (value, i + 1) }
+            i += 1
+        }
+        return nil
     }
 
     func varintLength(_ v: UInt64) -> Int {
