@@ -44,16 +44,21 @@ public final class Connection {
     ///   named by the original it was copied from, never by its scratch path (gone by the time
     ///   the user reads the message).
     public static func open(path: String, mode: Mode, label: String?) throws(SQLiteError) -> Connection {
+        try open(filename: path, flags: mode.flags, label: label ?? path)
+    }
+
+    /// `sqlite3_open_v2` of `filename` (a path or a `file:` URI) with `flags`, hardened.
+    private static func open(filename: String, flags: Int32, label: String) throws(SQLiteError) -> Connection {
         var db: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &db, mode.flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)
+        let rc = sqlite3_open_v2(filename, &db, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
             // > Whether or not an error occurs when it is opened, resources associated with the
             // > database connection handle should be released by passing it to sqlite3_close().
             if let db { sqlite3_close_v2(db) }
-            throw SQLiteError(extendedCode: rc, message: message, path: label ?? path)
+            throw SQLiteError(extendedCode: rc, message: message, path: label)
         }
-        let connection = Connection(handle: db, path: label ?? path)
+        let connection = Connection(handle: db, path: label)
         try connection.hardenAgainstHostileSchema()
         return connection
     }
@@ -64,17 +69,7 @@ public final class Connection {
     /// would silently hide the WAL. It is the main-file-only view of a working copy without a
     /// second copy of the file (the "checkpointed view" of the field's two-view diff).
     public static func openImmutable(path: String, label: String?) throws(SQLiteError) -> Connection {
-        var db: OpaquePointer?
-        let uri = "file:" + uriEscaped(path) + "?immutable=1"
-        let rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)
-        guard rc == SQLITE_OK, let db else {
-            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
-            if let db { sqlite3_close_v2(db) }
-            throw SQLiteError(extendedCode: rc, message: message, path: label ?? path)
-        }
-        let connection = Connection(handle: db, path: label ?? path)
-        try connection.hardenAgainstHostileSchema()
-        return connection
+        try open(filename: "file:" + uriEscaped(path) + "?immutable=1", flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, label: label ?? path)
     }
 
     /// `path` as the path of a `file:` URI: every byte but unreserved ones and `/` as `%HH`, so a

@@ -5,6 +5,7 @@ import Foundation
 /// the page; nothing here traps on damaged bytes.
 ///
 /// Related SQLite documentation: <https://www.sqlite.org/fileformat2.html#b_tree_pages>
+@usableFromInline
 enum BTreePage {
     /// Page type bytes.
     static let interiorIndex: UInt8 = 2
@@ -84,7 +85,7 @@ enum BTreePage {
     }
 
     /// A SQLite varint at `offset`: the value and its length in bytes, or nil when it runs past `limit`.
-    @inline(__always)
+    @inline(__always) @usableFromInline
     static func varint(_ page: UnsafeRawBufferPointer, _ offset: Int, limit: Int) -> (value: UInt64, length: Int)? {
         var value: UInt64 = 0
         var i = 0

@@ -52,9 +52,6 @@ public enum MappedFile {
         if registry.note(count) { registry.releaseAll() }
     }
 
-    /// Gives back the pages read of every live mapping.
-    public static func releaseAllResidentPages() { registry.releaseAll() }
-
     /// The live mappings, by address; `madvise` and `munmap` run under its lock, so a mapping is
     /// never advised after it is gone.
     private static let registry = Registry()

@@ -667,14 +667,19 @@ public final class PageOwnershipTracker {
         trees[index].problems = []
     }
 
-    /// Walks one b-tree from its root, claiming its interior, leaf and overflow pages.
-    private func walk(tree index: Int) {
+    /// A mark no page's `visited` holds yet, for one walk.
+    private func nextWalkMark() -> UInt32 {
         walkNumber &+= 1
         if walkNumber == 0 {
             for i in visited.indices { visited[i] = 0 }
             walkNumber = 1
         }
-        let mark = walkNumber
+        return walkNumber
+    }
+
+    /// Walks one b-tree from its root, claiming its interior, leaf and overflow pages.
+    private func walk(tree index: Int) {
+        let mark = nextWalkMark()
         let claimant = Int32(index)
         let name = trees[index].object.name
         var pages: [UInt32] = []
@@ -816,12 +821,7 @@ public final class PageOwnershipTracker {
     /// pages are too); then frees the old subtrees no page points to any more. Anything a full
     /// walk would have to judge sets `partialFailed`.
     private func walkPartially(tree index: Int) {
-        walkNumber &+= 1
-        if walkNumber == 0 {
-            for i in visited.indices { visited[i] = 0 }
-            walkNumber = 1
-        }
-        let mark = walkNumber
+        let mark = nextWalkMark()
         let claimant = Int32(index)
         let expectTable = trees[index].isTable
         let kept = 2 &* pass, reread = 2 &* pass &+ 1

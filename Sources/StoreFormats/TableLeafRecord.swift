@@ -198,7 +198,9 @@ public struct BTreePageLayout: Sendable, Equatable {
 public enum PageBytes {
     public static func u16(_ page: UnsafeRawBufferPointer, _ offset: Int) -> Int? { BTreePage.u16(page, offset) }
     public static func u32(_ page: UnsafeRawBufferPointer, _ offset: Int) -> UInt32? { BTreePage.u32(page, offset) }
-    /// A SQLite varint at `offset` that ends before `limit`.
+    /// A SQLite varint at `offset` that ends before `limit`. Inlinable: carving reads one per
+    /// serial type, and a call across modules per varint was measurable.
+    @inlinable @inline(__always)
     public static func varint(_ page: UnsafeRawBufferPointer, _ offset: Int, limit: Int) -> (value: UInt64, length: Int)? {
         BTreePage.varint(page, offset, limit: limit)
     }

@@ -164,7 +164,7 @@ struct PageCarver {
                 var body = 0
                 var fits = true
                 while types.count < n {
-                    guard let v = Self.varint(page, cursor, limit: bound), let length = SQLiteRecord.contentLength(v.value) else { break }
+                    guard let v = PageBytes.varint(page, cursor, limit: bound), let length = SQLiteRecord.contentLength(v.value) else { break }
                     // The shape's first rules on the types alone (Z_PK NULL, Z_ENT and Z_OPT integers),
                     // as each is read: most readings fail within their first few types.
                     let column = types.count
@@ -215,13 +215,13 @@ struct PageCarver {
     /// read without allocating. Only places that pass are read as cells.
     mutating func mayHoldCell(_ page: UnsafeRawBufferPointer, at offset: Int, limit: Int) -> Bool {
         guard offset >= 0, limit <= page.count, offset < limit,
-              let size = Self.varint(page, offset, limit: limit), size.value <= UInt64(maxLocal),
-              let rowid = Self.varint(page, offset + size.length, limit: limit), Int64(bitPattern: rowid.value) > 0 else { return false }
+              let size = PageBytes.varint(page, offset, limit: limit), size.value <= UInt64(maxLocal),
+              let rowid = PageBytes.varint(page, offset + size.length, limit: limit), Int64(bitPattern: rowid.value) > 0 else { return false }
         let start = offset + size.length + rowid.length
         let payload = Int(size.value)
         guard payload <= limit - start else { return false }
         let end = start + payload
-        guard let header = Self.varint(page, start, limit: end), header.value >= UInt64(header.length),
+        guard let header = PageBytes.varint(page, start, limit: end), header.value >= UInt64(header.length),
               header.value <= UInt64(end - start) else { return false }
         let headerEnd = start + Int(header.value)
         types.removeAll(keepingCapacity: true)
@@ -229,7 +229,7 @@ struct PageCarver {
         var body = 0
         while at < headerEnd {
             // Wider than every table: not a record of one (and no need to read further).
-            guard types.count < maxColumnCount, let type = Self.varint(page, at, limit: headerEnd),
+            guard types.count < maxColumnCount, let type = PageBytes.varint(page, at, limit: headerEnd),
                   let length = SQLiteRecord.contentLength(type.value) else { return false }
             types.append(type.value)
             body += length
@@ -246,23 +246,6 @@ struct PageCarver {
     @inline(__always)
     static func isInteger(_ type: UInt64) -> Bool {
         (1 ... 6).contains(type) || type == 8 || type == 9
-    }
-
-    /// A SQLite varint at `offset` that ends before `limit` (and inside `page`); as `PageBytes.varint`, inlined.
-    @inline(__always)
-    static func varint(_ page: UnsafeRawBufferPointer, _ offset: Int, limit: Int) -> (value: UInt64, length: Int)? {
-        var value: UInt64 = 0
-        var i = 0
-        while i < 9 {
-            let at = offset + i
-            guard at >= 0, at < limit, at < page.count else { return nil }
-            let byte = page[at]
-            if i == 8 { return (value << 8 | UInt64(byte), 9) }
-            value = value << 7 | UInt64(byte & 0x7f)
-            if byte & 0x80 == 0 { return (value, i + 1) }
-            i += 1
-        }
-        return nil
     }
 
     func varintLength(_ v: UInt64) -> Int {
