@@ -254,12 +254,15 @@ public struct StoreChecker: @unchecked Sendable {
         var result = WALAgreement.integrity(connection, full: full, maxErrors: limit)
         var changed: [String] = []
         var mainOnly: Connection?
-        if result == ["ok"], let mainFileOnly, let main = try? mainFileOnly() {
+        if result == ["ok"], !full, let mainFileOnly, let main = try? mainFileOnly() {
             // quick_check does not compare an index with its table: check the tables the WAL
-            // changed in full, which is what a -wal copied after a missed checkpoint breaks.
+            // changed in full, which is what a -wal copied after a missed checkpoint breaks
+            // (`--full`'s integrity_check has compared them all already).
             mainOnly = main
             changed = WALAgreement.changedTables(walView: connection, mainOnly: main)
-            result = changed.flatMap { WALAgreement.integrity(connection, full: true, table: $0, maxErrors: limit) }.filter { $0 != "ok" }
+            result = changed.flatMap {
+                WALAgreement.tableIntegrity(connection, table: $0, structureChecked: true, maxErrors: limit)
+            }.filter { $0 != "ok" }
             if result.isEmpty { return [] }
         }
         guard result != ["ok"] else { return [] }

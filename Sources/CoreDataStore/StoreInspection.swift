@@ -120,10 +120,12 @@ public enum StoreInspector {
         let wal = copy.wal.map(WALSummary.init) ?? .absent
         var notes = copy.notes.map(\.description)
         if wal.present && wal.commits > 0 {
-            // Only the tables the WAL changed are checked in full: cheap, and what a -wal copied
-            // after a checkpoint the main file missed breaks (docs/inspect.md).
+            // Only the tables the WAL changed, where the WAL changed them: cheap, and what a -wal
+            // copied after a checkpoint the main file missed breaks (docs/inspect.md); `check`
+            // compares every row.
             let changed = WALAgreement.changedTables(walView: connection, mainOnly: mainOnly)
-            if !changed.isEmpty, let disagreement = WALAgreement.compare(walView: connection, mainOnly: mainOnly, tables: changed) {
+            let pages = copy.wal.flatMap { wal in copy.walData.map { WALPageAgreement.Pages(wal: wal, data: $0, header: copy.header, file: copy.copiedMain.path + "-wal") } }
+            if !changed.isEmpty, let disagreement = WALAgreement.compare(walView: connection, mainOnly: mainOnly, tables: changed, walPages: pages) {
                 notes.append("\(disagreement); the counts with the WAL are not to be trusted (see `storelens check`, and `--as-of 0` for the main file alone)")
             }
         }

@@ -48,6 +48,19 @@ public enum WALAgreement {
         return problems.isEmpty ? ["ok"] : problems
     }
 
+    /// `PRAGMA integrity_check(table)`'s answer, found without a seek per row and index when the
+    /// table is sound: SQLite's structural check of the table (`quick_check(table)`, skipped when
+    /// the whole file's `quick_check` already passed), then `IndexAgreement`. Only when either
+    /// finds something does SQLite's full check of the table run, so the problems returned are
+    /// always SQLite's own words.
+    public static func tableIntegrity(_ connection: Connection, table: String, structureChecked: Bool = false, maxErrors: Int = 20) -> [String] {
+        if !structureChecked, integrity(connection, full: false, table: table, maxErrors: maxErrors) != ["ok"] {
+            return integrity(connection, full: true, table: table, maxErrors: maxErrors)
+        }
+        if IndexAgreement.holds(connection, table: table) { return ["ok"] }
+        return integrity(connection, full: true, table: table, maxErrors: maxErrors)
+    }
+
     /// Tables whose row count or largest rowid differ between the two views: the ones the WAL
     /// wrote to (a WAL that only updates rows in place is missed; the whole-file check catches
     /// the damage such a WAL does to the structure).
@@ -75,7 +88,12 @@ public enum WALAgreement {
     /// - Parameter walView: nil when SQLite cannot open the store with the WAL applied at all.
     /// - Parameter tables: check only these tables, with the full check (a quick_check does not
     ///   compare an index with its table); empty checks the whole file with `full`.
+    /// - Parameter structureChecked: the WAL view's whole-file `quick_check` has passed already.
+    /// - Parameter walPages: check `tables` where the `-wal` wrote them (`WALPageAgreement`, the
+    ///   quick form `inspect` and `wal` use) instead of row by row; SQLite's full check of a table
+    ///   still runs wherever that finds anything.
     public static func compare(walView: Connection?, mainOnly: Connection, tables: [String] = [], full: Bool = false,
+                               structureChecked: Bool = false, walPages: WALPageAgreement.Pages? = nil,
                                walViewProblems known: [String]? = nil) -> Disagreement? {
         var walProblems: [String] = []
         if let known {
@@ -84,7 +102,12 @@ public enum WALAgreement {
             if tables.isEmpty {
                 walProblems = integrity(walView, full: full).filter { $0 != "ok" }
             } else {
-                for table in tables { walProblems += integrity(walView, full: true, table: table).filter { $0 != "ok" } }
+                let verdicts = walPages.map { WALPageAgreement.verdicts(walView, pages: $0, tables: tables) } ?? [:]
+                for table in tables where verdicts[table] != .agrees {
+                    let problems = walPages == nil ? tableIntegrity(walView, table: table, structureChecked: structureChecked)
+                                                   : integrity(walView, full: true, table: table)
+                    walProblems += problems.filter { $0 != "ok" }
+                }
             }
         } else {
             walProblems = ["SQLite cannot read the store with the -wal applied"]

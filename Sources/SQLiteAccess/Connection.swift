@@ -60,7 +60,25 @@ public final class Connection {
         }
         let connection = Connection(handle: db, path: label)
         try connection.hardenAgainstHostileSchema()
+        if statementTimings { connection.reportSlowStatements() }
         return connection
+    }
+
+    /// `STORELENS_TIMINGS` set: every statement that runs 10 ms or more is written to stderr with
+    /// its time (`timing sql-seconds=… sql="…"`), so `make bench` and a profile show which query
+    /// a command waits for, not only SQLite's functions.
+    private static let statementTimings = ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil
+
+    private func reportSlowStatements() {
+        sqlite3_trace_v2(handle, UInt32(SQLITE_TRACE_PROFILE), { _, _, statement, nanoseconds in
+            guard let statement, let nanoseconds else { return 0 }
+            let ns = nanoseconds.load(as: Int64.self)
+            guard ns >= 10_000_000 else { return 0 }
+            let sql = sqlite3_sql(OpaquePointer(statement)).map { String(cString: $0) } ?? "?"
+            let line = "timing sql-seconds=\(Double(ns) / 1e9) sql=\"\(sql.prefix(200).replacingOccurrences(of: "\n", with: " "))\"\n"
+            FileHandle.standardError.write(Data(line.utf8))
+            return 0
+        }, nil)
     }
 
     /// Opens the file at `path` read-only with `immutable=1`: SQLite reads the main file alone,

@@ -173,7 +173,8 @@ public enum WALAnalyzer {
                 // missed leaves rows its indexes do not know).
                 let touched = Set(mapped.flatMap(\.tables)).filter { !$0.hasPrefix("sqlite_") }.sorted()
                 if structure.walViewIntegrity == nil, !touched.isEmpty, let main = try? PointInTime.open(evidence, commit: 0),
-                   let disagreement = WALAgreement.compare(walView: connection, mainOnly: main, tables: touched) {
+                   let disagreement = WALAgreement.compare(walView: connection, mainOnly: main, tables: touched, structureChecked: true,
+                                                            walPages: Self.walPages(evidence)) {
                     structure.walViewIntegrity = disagreement.walView
                     structure.mainIntegrity = ["ok"]
                 }
@@ -416,6 +417,12 @@ public enum WALAnalyzer {
             differences.append("the WAL's schema cookie \(u32(view, 40)) is older than the main file's \(u32(main, 40))")
         }
         return differences
+    }
+
+    /// The committed `-wal` for the quick index check of the tables it wrote (nil without one).
+    static func walPages(_ evidence: WALEvidence) -> WALPageAgreement.Pages? {
+        guard let wal = evidence.wal, let data = evidence.walData, let header = evidence.header else { return nil }
+        return WALPageAgreement.Pages(wal: wal, data: data, header: header, file: evidence.files?.wal)
     }
 
     static func hex(_ value: UInt32) -> String { String(format: "0x%08x", value) }

@@ -1,0 +1,263 @@
+import Foundation
+import SQLiteAccess
+import StoreFormats
+
+/// Whether the indexes of the tables a `-wal` changed agree with them where the `-wal` changed
+/// them: the quick form of `IndexAgreement` that `inspect` and `wal` use, whose cost follows the
+/// `-wal`'s pages, not the tables' size.
+///
+/// A `-wal` copied after a checkpoint the main file missed holds pages written against a state of
+/// the main file the copy never saw; with it applied, a table leaf the `-wal` wrote holds rows the
+/// main file's index pages do not know, or an index leaf it wrote names rows, or values, the
+/// table does not have. So, in the view with the `-wal` applied:
+/// - every row on a table leaf the `-wal` wrote must have its entry in each of its table's indexes;
+/// - every entry on an index leaf the `-wal` wrote must name a row with the entry's values;
+/// - each index must hold as many entries as its table has rows.
+/// A page is taken as a table's (or an index's) when its first record is that table's row (or that
+/// index's entry) as SQLite reads it; a page of no table the `-wal` changed (free, or of another
+/// table) is passed over.
+///
+/// What this does not see, `storelens check` does (it compares every row, `IndexAgreement`): an
+/// index entry missing for a row on a page the `-wal` did not write while another entry, for a row
+/// the table no longer has, sits on a page the `-wal` did not write either, in equal numbers; and
+/// damage to the b-trees' structure (`quick_check`). A `false` answer is only a reason to ask
+/// SQLite's own check, whose words a finding then quotes.
+public enum WALPageAgreement {
+    /// The answer for one table.
+    public enum Verdict: Equatable, Sendable {
+        /// Every row and entry on the `-wal`'s pages, and the counts, agree.
+        case agrees
+        /// Something differs, or could not be read: SQLite's check must decide.
+        case unsure
+    }
+
+    /// The committed `-wal` as the view with it applied shows it: its frames and bytes.
+    public struct Pages {
+        let wal: WAL
+        let data: Data
+        let usableSize: Int
+        let textEncoding: UInt32
+        /// The `-wal` file `data` maps, read a page at a time with `pread`: a page read here and
+        /// there through the mapping leaves megabytes resident (the page cache maps large folios).
+        let file: String?
+
+        /// - Parameter file: the working copy's `-wal`, when `data` maps it.
+        public init(wal: WAL, data: Data, header: DatabaseHeader, file: String? = nil) {
+            self.wal = wal
+            self.data = data
+            self.file = file
+            usableSize = (wal.pageSize ?? header.pageSize) - Int(header.reservedBytesPerPage)
+            textEncoding = header.textEncoding
+        }
+    }
+
+    /// One table's statements, prepared once for all its pages.
+    final class TableProbe {
+        let name: String
+        let columnCount: Int
+        /// The column that is the rowid (`INTEGER PRIMARY KEY`): NULL in the record.
+        let rowidColumn: Int?
+        let indexes: [IndexAgreement.IndexShape]
+        /// The whole row by rowid, from the table's own b-tree.
+        let row: Statement
+        /// Per index: its columns of the row by rowid, from the table.
+        let indexedValues: [Statement]
+        /// Per index: is (values…, rowid) an entry of it, read from the index alone.
+        let entryProbes: [Statement]
+        let columnPositions: [String: Int]
+
+        init?(_ connection: Connection, table: String) {
+            guard let indexes = IndexAgreement.indexShapes(connection, table: table),
+                  let columns = try? connection.columns(of: table), !columns.isEmpty else { return nil }
+            let quoted = Identifier.quoted(table)
+            name = table
+            columnCount = columns.count
+            let keys = columns.filter(\.isPrimaryKey)
+            rowidColumn = keys.count == 1 && keys[0].declaredType.uppercased() == "INTEGER"
+                ? columns.firstIndex { $0.name == keys[0].name } : nil
+            self.indexes = indexes
+            columnPositions = Dictionary(columns.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { a, _ in a })
+            do {
+                row = try connection.prepare("SELECT \(columns.map { Identifier.quoted($0.name) }.joined(separator: ", ")) FROM \(quoted) NOT INDEXED WHERE rowid = ?")
+                indexedValues = try indexes.map { index in
+                    try connection.prepare("SELECT \(index.columns.map(Identifier.quoted).joined(separator: ", ")) FROM \(quoted) NOT INDEXED WHERE rowid = ?")
+                }
+                entryProbes = try indexes.map { index in
+                    let conditions = index.columns.enumerated().map { "\(Identifier.quoted($1)) IS ?\($0 + 1)" }
+                    let sql = "SELECT count(*) FROM \(quoted) INDEXED BY \(Identifier.quoted(index.name)) WHERE \(conditions.joined(separator: " AND ")) AND rowid = ?\(index.columns.count + 1)"
+                    // The entry must be looked for in the index's own pages, not in the table.
+                    guard try IndexAgreement.plan(connection, sql).contains(where: { $0.contains("COVERING INDEX") }) else { throw SQLiteError(extendedCode: 1, message: "no covering plan", path: nil) }
+                    return try connection.prepare(sql)
+                }
+            } catch {
+                return nil
+            }
+        }
+    }
+
+    /// The verdict for each of `tables` (tables the view does not hold, or of a kind not read here,
+    /// are `unsure`).
+    public static func verdicts(_ connection: Connection, pages: Pages, tables: [String]) -> [String: Verdict] {
+        // One read transaction for the thousands of lookups below: outside one, SQLite takes and
+        // drops its file and wal-index locks for every statement (a fcntl each way), which cost
+        // more than the lookups themselves.
+        let inTransaction = (try? connection.execute("SAVEPOINT storelens_wal_pages")) != nil
+        defer { if inTransaction { try? connection.execute("RELEASE storelens_wal_pages") } }
+        var verdicts: [String: Verdict] = [:]
+        var probes: [TableProbe] = []
+        for table in tables {
+            if let probe = TableProbe(connection, table: table) { probes.append(probe) } else { verdicts[table] = .unsure }
+        }
+        func fail(_ probe: TableProbe) { verdicts[probe.name] = .unsure }
+        // Each index's row count against its table's: entries for rows on pages the -wal did not
+        // write are otherwise not looked at.
+        for probe in probes {
+            let quoted = Identifier.quoted(probe.name)
+            guard let rows = try? connection.scalar("SELECT count(*) FROM \(quoted) NOT INDEXED").int else { fail(probe); continue }
+            for index in probe.indexes {
+                let entries = try? connection.scalar("SELECT count(*) FROM \(quoted) INDEXED BY \(Identifier.quoted(index.name))").int
+                if entries != rows { fail(probe) }
+            }
+        }
+        let latest = pages.wal.latestFrames()
+        let size = pages.wal.databaseSizeInPages
+        let pageSize = pages.wal.pageSize ?? 0
+        guard pageSize > 0 else { return Dictionary(uniqueKeysWithValues: tables.map { ($0, .unsure) }) }
+        let descriptor = pages.file.map { open($0, O_RDONLY | O_CLOEXEC) } ?? -1
+        defer { if descriptor >= 0 { close(descriptor) } }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: pageSize, alignment: 16)
+        defer { buffer.deallocate() }
+        pages.data.withUnsafeBytes { (file: UnsafeRawBufferPointer) in
+            for number in latest.keys.sorted() where size == 0 || Int(number) <= size {
+                guard let frame = latest[number], frame.pageOffset >= 0, frame.pageOffset + pageSize <= file.count else { continue }
+                let page: UnsafeRawBufferPointer
+                if descriptor >= 0 {
+                    guard pread(descriptor, buffer.baseAddress!, pageSize, off_t(frame.pageOffset)) == pageSize else {
+                        probes.forEach(fail); return
+                    }
+                    page = UnsafeRawBufferPointer(buffer)
+                } else {
+                    page = UnsafeRawBufferPointer(rebasing: file[frame.pageOffset ..< frame.pageOffset + pageSize])
+                }
+                guard let layout = BTreePageLayout.read(page, headerOffset: number == 1 ? DatabaseHeader.length : 0, usableSize: pages.usableSize),
+                      !layout.cells.isEmpty else { continue }
+                let live = probes.filter { verdicts[$0.name] == nil }
+                if live.isEmpty { return }
+                switch layout.type {
+                case 0x0D: checkTableLeaf(page, layout, pages, live, fail)
+                case 0x0A: checkIndexLeaf(page, layout, pages, live, fail)
+                default: continue
+                }
+            }
+        }
+        for probe in probes where verdicts[probe.name] == nil { verdicts[probe.name] = .agrees }
+        return verdicts
+    }
+
+    /// Rows on a table leaf the `-wal` wrote: each must be in each index of its table. The page is
+    /// taken as the table's only when every row on it is the table's row as SQLite reads it (a
+    /// page the `-wal` wrote and a later commit freed still shows rows that are gone).
+    static func checkTableLeaf(_ page: UnsafeRawBufferPointer, _ layout: BTreePageLayout, _ pages: Pages,
+                               _ probes: [TableProbe], _ fail: (TableProbe) -> Void) {
+        let maxLocal = pages.usableSize - 35
+        var cells: [(rowid: Int64, record: TableLeafCell?)] = []
+        for cell in layout.cells {
+            guard let length = PageBytes.varint(page, cell, limit: layout.usable),
+                  let rowid = PageBytes.varint(page, cell + length.length, limit: layout.usable) else { return }
+            cells.append((Int64(bitPattern: rowid.value), TableLeafCell.read(page, at: cell, limit: layout.usable, maxLocal: maxLocal)))
+        }
+        guard let whole = cells.lazy.compactMap(\.record).first else { return }
+        for probe in probes where whole.values.count == probe.columnCount {
+            var rows: [[DatabaseValue]] = []
+            for cell in cells {
+                // A row that spills to overflow pages is compared by its existence only.
+                guard let row = fetch(probe.row, [.integer(cell.rowid)], columns: probe.columnCount),
+                      cell.record.map({ matches(row, $0, probe, pages.textEncoding) }) ?? true else { rows = []; break }
+                rows.append(row)
+            }
+            guard !rows.isEmpty else { continue }
+            for (cell, row) in zip(cells, rows) {
+                for (i, index) in probe.indexes.enumerated() {
+                    var key: [DatabaseValue] = []
+                    for column in index.columns {
+                        guard let at = probe.columnPositions[column] else { fail(probe); return }
+                        key.append(at == probe.rowidColumn ? .integer(cell.rowid) : row[at])
+                    }
+                    guard fetch(probe.entryProbes[i], key + [.integer(cell.rowid)], columns: 1)?.first?.int == 1 else { fail(probe); return }
+                }
+            }
+            return
+        }
+    }
+
+    /// Entries on an index leaf the `-wal` wrote: each must name a row of its table with its
+    /// values. The page is taken as the index's only when every entry on it is in the index as
+    /// SQLite reads it.
+    static func checkIndexLeaf(_ page: UnsafeRawBufferPointer, _ layout: BTreePageLayout, _ pages: Pages,
+                               _ probes: [TableProbe], _ fail: (TableProbe) -> Void) {
+        let maxLocal = (pages.usableSize - 12) * 64 / 255 - 23
+        var entries: [[DatabaseValue]] = []
+        for cell in layout.cells {
+            guard let length = PageBytes.varint(page, cell, limit: layout.usable) else { return }
+            let start = cell + length.length
+            // An entry that spills to overflow pages is not read here: the tables that could own
+            // the page are left to SQLite.
+            guard length.value <= UInt64(maxLocal), start + Int(length.value) <= layout.usable,
+                  let record = SQLiteRecord.parse(page, at: start, limit: start + Int(length.value)),
+                  record.end == start + Int(length.value) else {
+                probes.forEach(fail); return
+            }
+            entries.append(record.values.map { value($0, pages.textEncoding) })
+        }
+        for probe in probes {
+            for (i, index) in probe.indexes.enumerated() where entries.allSatisfy({ $0.count == index.columns.count + 1 }) {
+                guard entries.allSatisfy({ fetch(probe.entryProbes[i], $0, columns: 1)?.first?.int == 1 }) else { continue }
+                for entry in entries {
+                    guard let id = entry.last?.int64,
+                          let row = fetch(probe.indexedValues[i], [.integer(id)], columns: index.columns.count),
+                          zip(row, entry).allSatisfy({ sameValue($0, $1) }) else { fail(probe); return }
+                }
+                return
+            }
+        }
+    }
+
+    /// Whether SQLite's row is the record on the page (the rowid column, NULL in the record, aside).
+    static func matches(_ row: [DatabaseValue], _ record: TableLeafCell, _ probe: TableProbe, _ encoding: UInt32) -> Bool {
+        record.values.count == row.count && zip(row, record.values).enumerated().allSatisfy { i, pair in
+            i == probe.rowidColumn || sameValue(pair.0, value(pair.1, encoding))
+        }
+    }
+
+    /// The one row `statement` gives for `arguments`, or nil (no row, or an error).
+    static func fetch(_ statement: Statement, _ arguments: [DatabaseValue], columns: Int) -> [DatabaseValue]? {
+        var result: [DatabaseValue]?
+        do {
+            try statement.bind(arguments)
+            try statement.forEachCursor { row in
+                if result == nil { result = (0 ..< columns).map { row.value($0) } }
+            }
+        } catch {
+            return nil
+        }
+        return result
+    }
+
+    static func value(_ value: RecordValue, _ encoding: UInt32) -> DatabaseValue {
+        switch value {
+        case .null: return .null
+        case .integer(let v): return .integer(v)
+        case .real(let d): return .real(d)
+        case .text(let bytes): return .text(SQLiteRecord.text(bytes, encoding: encoding))
+        case .blob(let bytes): return .blob(Data(bytes))
+        }
+    }
+
+    /// Equal as SQLite compares them: 1 and 1.0 are one value.
+    static func sameValue(_ a: DatabaseValue, _ b: DatabaseValue) -> Bool {
+        switch (a, b) {
+        case (.integer(let x), .real(let y)), (.real(let y), .integer(let x)): return Double(x) == y
+        default: return a == b
+        }
+    }
+}
