@@ -116,6 +116,8 @@ struct OverflowCarvingTests {
         /// Listed spilled versions: exactly a version written; differing from one only in columns
         /// they list as uncertain; anything else.
         var exact = 0, uncertainOnly = 0
+        /// Per place, the versions found there by carving (a find in that place).
+        var carved: [Place: Int] = [:]
         var wrong: [String] = []
         var listed: Int { exact + uncertainOnly + wrong.count }
     }
@@ -148,8 +150,12 @@ struct OverflowCarvingTests {
             for w in written where bytes.range(of: Data(w.text.utf8)) != nil {
                 guard let note = w.values["ZNOTE"]?.string, whole(name: w.text, note: note, in: bytes, chains: chainBytes[place] ?? []) else { continue }
                 m.present += 1
-                if versions.contains(where: { CarvingTests.text($0) == w.text && CarvingTests.matches($0, w) && CarvingTests.places($0).contains(place) }) {
+                if let v = versions.first(where: { CarvingTests.text($0) == w.text && CarvingTests.matches($0, w) && CarvingTests.places($0).contains(place) }) {
                     m.found += 1
+                    // Found by carving: a find there, not (only) a committed state.
+                    if v.finds.contains(where: { CarvingTests.places(RecordVersion.carvedProbe($0)).contains(place) }) {
+                        figures.carved[place, default: 0] += 1
+                    }
                 } else {
                     missed.append(w.text)
                 }
@@ -157,7 +163,9 @@ struct OverflowCarvingTests {
             if !missed.isEmpty { print("[\(label)] \(place.rawValue) missed: \(missed.prefix(8))") }
             figures.recall[place] = m
         }
-        let line = Place.allCases.compactMap { p in figures.recall[p].map { "\(p.rawValue) \($0.found)/\($0.present)" } }
+        let line = Place.allCases.compactMap { p in
+            figures.recall[p].map { "\(p.rawValue) \($0.found)/\($0.present) (\(figures.carved[p] ?? 0) by carving)" }
+        }
         print("[\(label)] recall: " + line.joined(separator: ", ")
               + "; listed \(figures.listed): exact \(figures.exact), differing only in uncertain columns \(figures.uncertainOnly), wrong \(figures.wrong.count)")
         return figures
@@ -306,6 +314,185 @@ struct OverflowCarvingTests {
             #expect(m.recall == 1.0, "\(place.rawValue): \(m.found)/\(m.present)")
         }
         #expect(versions.contains { $0.state == .carved })
+    }
+
+    @Test("A freed record whose overflow pages SQLite gave to another record is turned away, not read with the other's bytes")
+    func reusedChain() throws {
+        let folder = try TemporaryFolder("carve-overflow-reuse")
+        let path = folder.path("db.sqlite").path
+        let ledger = CarvingTests.Ledger()
+        let c = try Connection.open(path: path, mode: .create)
+        try c.execute("PRAGMA page_size = 4096; PRAGMA auto_vacuum = NONE; PRAGMA secure_delete = OFF")
+        try c.execute(Self.schema)
+        try c.execute("BEGIN")
+        for pk in Int64(1) ... 12 { try ledger.item(c, pk, version: 0) }
+        try ledger.bigItem(c, 20, version: 0)
+        try ledger.bigItem(c, 21, version: 0)
+        try c.execute("COMMIT")
+        // Item 20 deleted, then a tag as large takes its pages: SQLite says the freelist is empty again.
+        try ledger.delete(c, 20)
+        let freed = try c.scalar("PRAGMA freelist_count").int ?? 0
+        let label = Self.bigText(pk: 1, version: 9, pending: false, bytes: Self.size(20, 0) + 4092)
+        try c.run("INSERT INTO ZTAG (Z_PK, Z_ENT, Z_OPT, ZITEM, ZLABEL) VALUES (1, 2, 1, NULL, ?)", [.text(label)])
+        let afterReuse = try c.scalar("PRAGMA freelist_count").int ?? -1
+        // Item 21 deleted, a tag takes its pages and is deleted in turn: the pages are free again, holding the tag's bytes.
+        try ledger.delete(c, 21)
+        try c.run("INSERT INTO ZTAG (Z_PK, Z_ENT, Z_OPT, ZITEM, ZLABEL) VALUES (2, 2, 1, NULL, ?)",
+                  [.text(Self.bigText(pk: 2, version: 9, pending: false, bytes: Self.size(21, 0)))])
+        try c.run("DELETE FROM ZTAG WHERE Z_PK = 2")
+        let main = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect(freed > 0 && afterReuse == 0, "item 20's pages were reused (freelist \(freed) -> \(afterReuse))")
+        #expect(main.range(of: Data("big-00020-v0".utf8)) != nil, "item 20's cell is still in the file")
+
+        let evidence = WALEvidence(displayPath: "db.sqlite", mainFile: main, walData: nil)
+        let versions = try RecordRecovery.versions(evidence, carve: true)
+        let spilled = ledger.written.filter { $0.text.hasPrefix("big") }
+        let figures = Self.measure(versions, written: spilled, regions: [.mainFile: main],
+                                   chainBytes: [.mainFile: [.mainFile(main, pageSize: 4096)]], label: "reused chains")
+        // Nothing listed with another record's bytes unless it says which columns are not proven.
+        #expect(figures.wrong.isEmpty, "\(figures.wrong)")
+        #expect(!versions.contains { CarvingTests.text($0) == "big-00020-v0" }, "item 20 is listed with bytes its pages no longer hold")
+        for v in versions where CarvingTests.text(v) == "big-00021-v0" {
+            #expect(v.uncertainColumns.contains("ZNOTE"), "item 21's note came from freed pages: \(v.uncertainColumns)")
+        }
+        let rejected = try Self.carve(evidence).rejected
+        #expect(rejected.filter { $0.key.hasPrefix("overflow") }.values.reduce(0, +) > 0, "\(rejected)")
+        print("[reused chains] turned away: \(rejected.filter { $0.key.hasPrefix("overflow") }.sorted { $0.key < $1.key })")
+    }
+
+    // MARK: - Crafted chains
+
+    /// SQLite's varint of `v`.
+    static func varint(_ v: UInt64) -> [UInt8] {
+        if v > 0x00ff_ffff_ffff_ffff {
+            var out: [UInt8] = []
+            var x = v >> 8
+            for _ in 0 ..< 8 { out.insert(UInt8(x & 0x7f) | 0x80, at: 0); x >>= 7 }
+            return out + [UInt8(v & 0xff)]
+        }
+        var groups: [UInt8] = [UInt8(v & 0x7f)]
+        var x = v >> 7
+        while x != 0 { groups.insert(UInt8(x & 0x7f) | 0x80, at: 0); x >>= 7 }
+        return groups
+    }
+
+    static func be32(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8(v >> 16 & 0xff), UInt8(v >> 8 & 0xff), UInt8(v & 0xff)] }
+
+    /// A ZITEM record (Z_PK NULL, Z_ENT 1, Z_OPT 1, ZQUANTITY 5, ZADDED, ZNAME, ZNOTE), its note
+    /// declared `noteLength` bytes long (the body then holds only the bytes given).
+    static func itemRecord(name: String, note: [UInt8], noteLength: Int? = nil) -> [UInt8] {
+        let types: [UInt64] = [0, 9, 9, 1, 7, UInt64(13 + 2 * name.utf8.count), UInt64(13 + 2 * (noteLength ?? note.count))]
+        let typeBytes = types.flatMap(varint)
+        let header = varint(UInt64(typeBytes.count + 1)) + typeBytes
+        let added = (700_000_000.25).bitPattern
+        let real = (0 ..< 8).map { UInt8(added >> (56 - 8 * UInt64($0)) & 0xff) }
+        return header + [5] + real + Array(name.utf8) + note
+    }
+
+    /// A table-leaf page whose one cell holds `payload` (declared `declared` bytes) with rowid
+    /// `rowid`: the local part SQLite's rules give, then `first` as the first overflow page.
+    static func leafPage(payload: [UInt8], declared: Int? = nil, rowid: UInt64, first: UInt32, pageSize: Int = 4096) -> (page: [UInt8], rest: [UInt8]) {
+        let p = declared ?? payload.count
+        let usable = pageSize, maxLocal = usable - 35, minLocal = (usable - 12) * 32 / 255 - 23
+        let k = minLocal + (p - minLocal) % (usable - 4)
+        let local = min(p <= maxLocal ? p : (k <= maxLocal ? k : minLocal), payload.count)
+        let cell = varint(UInt64(p)) + varint(rowid) + payload.prefix(local) + be32(first)
+        var page = [UInt8](repeating: 0, count: pageSize)
+        let at = pageSize - cell.count
+        page[0] = 13
+        page[4] = 1
+        page[5] = UInt8(at >> 8); page[6] = UInt8(at & 0xff)
+        page[8] = UInt8(at >> 8); page[9] = UInt8(at & 0xff)
+        page.replaceSubrange(at ..< pageSize, with: cell)
+        return (page, Array(payload.dropFirst(local)))
+    }
+
+    /// An overflow page: next page number, then content.
+    static func overflowPage(next: UInt32, _ content: ArraySlice<UInt8>, pageSize: Int = 4096) -> [UInt8] {
+        var page = be32(next) + content
+        page += [UInt8](repeating: 0, count: pageSize - page.count)
+        return page
+    }
+
+    /// A `-journal` with a zeroed header (as journal_mode=PERSIST leaves it) holding these page images.
+    static func journal(_ records: [(UInt32, [UInt8])]) -> Data {
+        var out = Data(count: 512)
+        for (number, page) in records { out += be32(number) + page + [0, 0, 0, 0] }
+        return out
+    }
+
+    @Test("Crafted overflow chains: page 0, page 1, past the end, a live b-tree page, self-loop, 2-cycle, too short, too long, huge lengths — turned away, no crash, no hang")
+    func craftedChains() throws {
+        let folder = try TemporaryFolder("carve-overflow-crafted")
+        let path = folder.path("db.sqlite").path
+        do {
+            let c = try Connection.open(path: path, mode: .create)
+            try c.execute("PRAGMA page_size = 4096; PRAGMA auto_vacuum = NONE")
+            try c.execute(Self.schema)
+        }
+        let main = try Data(contentsOf: URL(fileURLWithPath: path))
+        let pages = UInt32(main.count / 4096)
+        let rootOfZITEM = try #require(try Connection.open(path: path, mode: .readOnly)
+            .scalar("SELECT rootpage FROM sqlite_master WHERE name = 'ZITEM'").int)
+        let leaf = pages + 1, x = pages + 2, y = pages + 3
+        let note = Array(Self.bigText(pk: 7, version: 0, pending: false, bytes: 9000).utf8)
+        let record = Self.itemRecord(name: "crafted-7", note: note)
+
+        func run(_ label: String, _ records: [(UInt32, [UInt8])]) throws -> (hits: [StoreCarver.Hit], rejected: [String: Int]) {
+            var evidence = WALEvidence(displayPath: "db.sqlite", mainFile: main, walData: nil)
+            evidence.journalData = Self.journal(records)
+            let clock = ContinuousClock.now
+            let result = try Self.carve(evidence)
+            _ = try RecordRecovery.versions(evidence, carve: true)
+            #expect(ContinuousClock.now - clock < .seconds(10), "\(label) took too long")
+            return (result.hits.filter { $0.record.values.contains(.text(Array("crafted-7".utf8))) }, result.rejected)
+        }
+
+        // The control: a chain of two pages in the journal is read back whole, as a live cell's.
+        let (page, rest) = Self.leafPage(payload: record, rowid: 7, first: x)
+        let control = try run("control", [(leaf, page), (x, Self.overflowPage(next: y, rest.prefix(4092))),
+                                          (y, Self.overflowPage(next: 0, rest.dropFirst(4092)))])
+        #expect(control.hits.count == 1)
+        #expect(control.hits.first?.record.values.last == .text(note), "the control's note is read back whole")
+        #expect(control.hits.first?.record.uncertainColumns == [])
+
+        let cases: [(String, [(UInt32, [UInt8])], String?)] = [
+            ("first page 0", [(leaf, Self.leafPage(payload: record, rowid: 7, first: 0).page)], "overflow-page-range"),
+            ("first page 1", [(leaf, Self.leafPage(payload: record, rowid: 7, first: 1).page)], "overflow-page-range"),
+            ("past the end", [(leaf, Self.leafPage(payload: record, rowid: 7, first: 0x7fff_ffff).page)], "overflow-page-range"),
+            ("a live b-tree page", [(leaf, Self.leafPage(payload: record, rowid: 7, first: UInt32(rootOfZITEM)).page)], "overflow-reused"),
+            ("self-loop", [(leaf, page), (x, Self.overflowPage(next: x, rest.prefix(4092)))], "overflow-loop"),
+            ("2-cycle", [(leaf, Self.leafPage(payload: Self.itemRecord(name: "crafted-7", note: note + note), rowid: 7, first: x).page),
+                         (x, Self.overflowPage(next: y, rest.prefix(4092))), (y, Self.overflowPage(next: x, rest.prefix(4092)))], "overflow-loop"),
+            ("chain ends early", [(leaf, page), (x, Self.overflowPage(next: 0, rest.prefix(4092)))], "overflow-chain-length"),
+            ("chain goes on", [(leaf, page), (x, Self.overflowPage(next: y, rest.prefix(4092))), (y, Self.overflowPage(next: x, rest.dropFirst(4092)))],
+             "overflow-chain-length"),
+            ("next page past the end", [(leaf, page), (x, Self.overflowPage(next: 0xffff_fff0, rest.prefix(4092)))], "overflow-page-range"),
+            // 15 MiB declared: the chain is walked page by page and ends at once (nothing of that size is allocated).
+            ("15 MiB declared", [(leaf, Self.leafPage(payload: Self.itemRecord(name: "crafted-7", note: note, noteLength: 15 << 20),
+                                                      declared: Self.itemRecord(name: "crafted-7", note: [], noteLength: 15 << 20).count + (15 << 20),
+                                                      rowid: 7, first: x).page),
+                                 (x, Self.overflowPage(next: x, rest.prefix(4092)))], "overflow-loop"),
+            // Over the cap, or absurd: not even a candidate.
+            ("1 GiB declared", [(leaf, Self.leafPage(payload: Self.itemRecord(name: "crafted-7", note: note, noteLength: 1 << 30),
+                                                     declared: Self.itemRecord(name: "crafted-7", note: [], noteLength: 1 << 30).count + (1 << 30),
+                                                     rowid: 7, first: x).page)], nil),
+            ("2^62 declared", [(leaf, Self.leafPage(payload: record, declared: 1 << 62, rowid: 7, first: x).page)], nil),
+        ]
+        for (label, records, reason) in cases {
+            let result = try run(label, records)
+            #expect(result.hits.isEmpty, "\(label): \(result.hits.count) records")
+            if let reason { #expect((result.rejected[reason] ?? 0) > 0, "\(label): \(result.rejected)") }
+        }
+    }
+}
+
+extension RecordVersion {
+    /// A version with only `find`, for asking `CarvingTests.places` where one find is.
+    static func carvedProbe(_ find: Find) -> RecordVersion {
+        var v = RecordVersion(entity: "", entityNumber: 0, table: "", pk: 0, values: [], state: .carved, sources: [], confidence: .whole)
+        v.finds = [find]
+        return v
     }
 }
 

@@ -89,7 +89,6 @@ enum OverflowChain {
         var left = count
         var sameMoment = true
         var liveChain = false
-        out.reserveCapacity(out.count + count)
         for index in 0 ..< pages {
             guard next >= 2, let page = view.page(next), page.bytes.count >= usable else { throw .pageRange }
             guard visited.insert(next).inserted else { throw .loop }

@@ -336,8 +336,10 @@ struct PageCarver {
             rejected[OverflowRejection.chainLength.rawValue, default: 0] += 1
             return nil
         }
+        // Grown as pages are read (not reserved from the declared length): a crafted length costs
+        // only the pages that really follow.
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(bodyLength)
+        bytes.reserveCapacity(min(bodyLength, local + 16 * usableSize))
         bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: page[bodyAt ..< localEnd]))
         let sameMoment: Bool
         do {
