@@ -429,8 +429,14 @@ struct OverflowCarvingTests {
             let c = try Connection.open(path: path, mode: .create)
             try c.execute("PRAGMA page_size = 4096; PRAGMA auto_vacuum = NONE")
             try c.execute(Self.schema)
+            // A live record with an overflow chain, for a crafted cell to point into.
+            try CarvingTests.Ledger().bigItem(c, 50, version: 0)
         }
         let main = try Data(contentsOf: URL(fileURLWithPath: path))
+        // The live record's last overflow page, as SQLite's dbstat names it (its next page is 0).
+        let overflowPages = try Connection.open(path: path, mode: .readOnly)
+            .rows("SELECT pageno FROM dbstat WHERE pagetype = 'overflow'").compactMap { $0[0].int }
+        let liveLast = try #require(overflowPages.first { p in main[(p - 1) * 4096 ..< (p - 1) * 4096 + 4].allSatisfy { $0 == 0 } })
         let pages = UInt32(main.count / 4096)
         let rootOfZITEM = try #require(try Connection.open(path: path, mode: .readOnly)
             .scalar("SELECT rootpage FROM sqlite_master WHERE name = 'ZITEM'").int)
@@ -460,7 +466,11 @@ struct OverflowCarvingTests {
             ("first page 0", [(leaf, Self.leafPage(payload: record, rowid: 7, first: 0).page)], "overflow-page-range"),
             ("first page 1", [(leaf, Self.leafPage(payload: record, rowid: 7, first: 1).page)], "overflow-page-range"),
             ("past the end", [(leaf, Self.leafPage(payload: record, rowid: 7, first: 0x7fff_ffff).page)], "overflow-page-range"),
-            ("a live b-tree page", [(leaf, Self.leafPage(payload: record, rowid: 7, first: UInt32(rootOfZITEM)).page)], "overflow-reused"),
+            ("a live b-tree page", [(leaf, Self.leafPage(payload: record, rowid: 7, first: UInt32(rootOfZITEM)).page)], nil),
+            // One overflow page wanted, and the one given is the end of another live record's chain.
+            ("another live record's overflow page",
+             [(leaf, Self.leafPage(payload: Self.itemRecord(name: "crafted-7", note: Array(note.prefix(4400))), rowid: 7, first: UInt32(liveLast)).page)],
+             "overflow-reused"),
             ("self-loop", [(leaf, page), (x, Self.overflowPage(next: x, rest.prefix(4092)))], "overflow-loop"),
             ("2-cycle", [(leaf, Self.leafPage(payload: Self.itemRecord(name: "crafted-7", note: note + note), rowid: 7, first: x).page),
                          (x, Self.overflowPage(next: y, rest.prefix(4092))), (y, Self.overflowPage(next: x, rest.prefix(4092)))], "overflow-loop"),

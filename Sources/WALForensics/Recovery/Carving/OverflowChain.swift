@@ -83,21 +83,16 @@ enum OverflowChain {
         guard perPage > 0, count > 0 else { throw .chainLength }
         guard count <= maxPayload else { throw .tooLarge }
         let pages = (count + perPage - 1) / perPage
+        // First the chain's shape alone (page numbers, no page twice, its length): only a chain
+        // whose shape holds is checked against the state's b-trees, whose walk is made on first need.
+        var chain: [(number: Int, page: OverflowView.Page)] = []
+        chain.reserveCapacity(min(pages, 4096))
         var visited: Set<Int> = []
-        visited.reserveCapacity(pages)
         var next = Int(first)
-        var left = count
-        var sameMoment = true
-        var liveChain = false
         for index in 0 ..< pages {
             guard next >= 2, let page = view.page(next), page.bytes.count >= usable else { throw .pageRange }
             guard visited.insert(next).inserted else { throw .loop }
             if freed, page.writtenWithCell { throw .reused }
-            if page.checkUse, !liveChain, view.isInUse(next) {
-                // Only the first page can show whose chain this is; the rest follow its links.
-                guard index == 0, let rowid, view.isLiveChain(next, payload, rowid) else { throw .reused }
-                liveChain = true
-            }
             guard let following = PageBytes.u32(page.bytes, 0) else { throw .pageRange }
             // The last page ends the chain (SQLite writes 0 there); every other page names the next.
             if index == pages - 1 {
@@ -105,11 +100,22 @@ enum OverflowChain {
             } else if following == 0 {
                 throw .chainLength
             }
-            let take = min(left, perPage)
-            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: page.bytes[4 ..< 4 + take]))
-            left -= take
-            sameMoment = sameMoment && page.sameMoment
+            chain.append((next, page))
             next = Int(following)
+        }
+        var liveChain = false
+        for (index, link) in chain.enumerated() where link.page.checkUse && !liveChain && view.isInUse(link.number) {
+            // Only the first page can show whose chain this is; the rest follow its links.
+            guard index == 0, let rowid, view.isLiveChain(link.number, payload, rowid) else { throw .reused }
+            liveChain = true
+        }
+        var left = count
+        var sameMoment = true
+        for link in chain {
+            let take = min(left, perPage)
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: link.page.bytes[4 ..< 4 + take]))
+            left -= take
+            sameMoment = sameMoment && link.page.sameMoment
         }
         return sameMoment
     }
