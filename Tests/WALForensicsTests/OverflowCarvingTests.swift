@@ -64,7 +64,12 @@ struct OverflowCarvingTests {
     /// pages was overwritten (made a freelist trunk, taken by another record), is not in the bytes,
     /// and no carver could read it back: it does not count against recall.
     static func whole(name: String, note: String, in region: Data, chains: [ChainBytes]) -> Bool {
-        let name = Array(name.utf8), note = Array(note.utf8)
+        whole(name: name, value: Array(note.utf8), in: region, chains: chains)
+    }
+
+    /// `whole(name:note:in:chains:)` for a value of any bytes (a blob) stored right after the name.
+    static func whole(name: String, value note: [UInt8], in region: Data, chains: [ChainBytes]) -> Bool {
+        let name = Array(name.utf8)
         let head = name + note.prefix(16)
         let local: Int? = region.withUnsafeBytes { (r: UnsafeRawBufferPointer) -> Int? in
             head.withUnsafeBytes { (h: UnsafeRawBufferPointer) -> Int? in
@@ -358,6 +363,58 @@ struct OverflowCarvingTests {
         let rejected = try Self.carve(evidence).rejected
         #expect(rejected.filter { $0.key.hasPrefix("overflow") }.values.reduce(0, +) > 0, "\(rejected)")
         print("[reused chains] turned away: \(rejected.filter { $0.key.hasPrefix("overflow") }.sorted { $0.key < $1.key })")
+    }
+
+    @Test("Blobs that spill: deleted 5–40 KB blobs read back byte for byte from the main file's free space and freelist")
+    func blobs() throws {
+        let folder = try TemporaryFolder("carve-overflow-blobs")
+        let path = folder.path("db.sqlite").path
+        let c = try Connection.open(path: path, mode: .create)
+        try c.execute("PRAGMA page_size = 4096; PRAGMA auto_vacuum = NONE; PRAGMA secure_delete = OFF")
+        try c.execute("""
+            CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER);
+            INSERT INTO Z_PRIMARYKEY VALUES (1, 'Attachment', 0, 0);
+            CREATE TABLE ZATTACHMENT (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZTITLE VARCHAR, ZDATA BLOB);
+            """)
+        try c.execute("BEGIN")
+        for pk in 1 ... 30 {
+            try c.run("INSERT INTO ZATTACHMENT VALUES (?, 1, 1, ?, randomblob(?))",
+                      [.integer(Int64(pk)), .text("attachment-\(pk)"), .integer(Int64(5000 + pk * 1181 % 35000))])
+        }
+        try c.execute("COMMIT")
+        // What SQLite stored, read back before the deletes.
+        var stored: [Int64: [UInt8]] = [:]
+        for row in try c.rows("SELECT Z_PK, ZDATA FROM ZATTACHMENT") {
+            if let pk = row[0].int, case .blob(let data) = row[1] { stored[Int64(pk)] = Array(data) }
+        }
+        try c.execute("BEGIN")
+        try c.run("DELETE FROM ZATTACHMENT WHERE Z_PK % 3 = 0 OR Z_PK BETWEEN 11 AND 16")
+        try c.execute("COMMIT")
+        let deleted = Set(stored.keys.filter { $0 % 3 == 0 || (11 ... 16).contains($0) })
+        let main = try Data(contentsOf: URL(fileURLWithPath: path))
+        let shape = CarvingShape(table: "ZATTACHMENT", columns: [.init(name: "Z_PK", kind: .integer), .init(name: "Z_ENT", kind: .integer),
+                                                                 .init(name: "Z_OPT", kind: .integer), .init(name: "ZTITLE", kind: .text),
+                                                                 .init(name: "ZDATA", kind: .any)],
+                                 entities: [1], pkIndex: 0, entIndex: 1, optIndex: 2)
+        var carver = try #require(StoreCarver(evidence: WALEvidence(displayPath: "db.sqlite", mainFile: main, walData: nil), shapes: [shape]))
+        var recovered: Set<Int64> = []
+        var wrong: [String] = []
+        carver.carve { hit in
+            guard case .text(let title) = hit.record.values[3], case .blob(let data) = hit.record.values[4],
+                  data.count > 4061 else { return }
+            // The key from the rowid, else from the title (a freed cell lost its rowid).
+            let pk = hit.record.rowid ?? Int64(String(decoding: title, as: UTF8.self).dropFirst("attachment-".count)) ?? 0
+            if stored[pk] == data { recovered.insert(pk) } else { wrong.append("attachment \(pk) from \(hit.find.area) page \(hit.find.page)") }
+            #expect(hit.record.uncertainColumns == [4], "a freed cell's blob is read from free pages: uncertain")
+        }
+        // In the bytes: its title followed by the blob's start, and the rest as whole overflow pages.
+        let present = deleted.filter { pk in
+            Self.whole(name: "attachment-\(pk)", value: stored[pk]!, in: main, chains: [.mainFile(main, pageSize: 4096)])
+        }
+        print("[spilled blobs] \(recovered.intersection(deleted).count) of \(present.count) deleted blobs in the bytes (of \(deleted.count) deleted) read back byte for byte; turned away: \(carver.carver.rejected.filter { $0.key.hasPrefix("overflow") })")
+        #expect(wrong.isEmpty, "\(wrong)")
+        #expect(!present.isEmpty)
+        #expect(recovered.intersection(deleted) == present, "recovered \(recovered.intersection(deleted).sorted()), in the bytes \(present.sorted())")
     }
 
     // MARK: - Crafted chains
