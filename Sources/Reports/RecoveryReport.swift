@@ -295,6 +295,8 @@ public final class RecoveryWriter {
             let more = v.finds.count > 3 ? "; +\(v.finds.count - 3) more" : ""
             line += (v.sources.isEmpty ? "found in " : "; also in ") + shown + more
             if v.confidence != .whole { line += " [\(v.confidence.rawValue)" + (v.uncertainColumns.isEmpty ? "" : ": " + v.uncertainColumns.joined(separator: ", ")) + "]" }
+            // A whole record whose overflow pages nothing proves still says which columns came from them.
+            else if !v.uncertainColumns.isEmpty { line += " [uncertain: " + v.uncertainColumns.joined(separator: ", ") + "]" }
         }
         line += "  " + v.values.map { "\($0.name) \(ValueRendering.inline($0.value))" }.joined(separator: ", ")
         return TextTable.sanitized(line)

@@ -430,6 +430,14 @@ public final class PageOwnershipTracker {
         }
     }
 
+    /// For an overflow page in use at `commit`: the b-tree page holding the cell whose chain it is
+    /// part of (carving asks which live cell a chain belongs to).
+    public func overflowOwner(of page: UInt32) -> UInt32? {
+        let index = Int(page)
+        guard index >= 1, index <= pageCount, owner[index] >= 0, role[index] == 2, parent[index] != 0 else { return nil }
+        return parent[index]
+    }
+
     /// Every page in use at `commit`, with its use.
     public func pageUses() -> [UInt32: PageUse] {
         var result: [UInt32: PageUse] = [:]

@@ -16,6 +16,9 @@ final class CarvedVersions {
         var finds: [RecordVersion.Find]
         var findSet: Set<RecordVersion.Find>
         var state: RecordVersion.State
+        /// Columns read from overflow pages that no find proves (the intersection over its finds:
+        /// a find whose chain is proven proves them).
+        var overflowUncertain: Set<Int> = []
         var values: [RecordChange.Value] = []
         var fingerprint = ""
         var used = false
@@ -93,10 +96,12 @@ final class CarvedVersions {
             if let i = index[key] {
                 if carved.groups[i].findSet.insert(hit.find).inserted { carved.groups[i].finds.append(hit.find) }
                 if hit.state == .uncommitted { carved.groups[i].state = .uncommitted }
+                carved.groups[i].overflowUncertain.formIntersection(hit.record.uncertainColumns)
             } else {
                 index[key] = carved.groups.count
                 carved.groups.append(Group(shape: hit.record.shape, entity: number, pk: hit.record.rowid, raw: hit.record.values,
-                                           finds: [hit.find], findSet: [hit.find], state: hit.state))
+                                           finds: [hit.find], findSet: [hit.find], state: hit.state,
+                                           overflowUncertain: Set(hit.record.uncertainColumns)))
             }
         }
         carved.rejected = carver.carver.rejected
@@ -193,6 +198,7 @@ final class CarvedVersions {
     private func merge(_ g: Group, into target: inout Group) {
         for f in g.finds where target.findSet.insert(f).inserted { target.finds.append(f) }
         if g.state == .uncommitted { target.state = .uncommitted }
+        target.overflowUncertain.formIntersection(g.overflowUncertain)
     }
 
     /// Adds to a committed version the finds of the carved records with its entity, key and
@@ -281,6 +287,7 @@ final class CarvedVersions {
                                   confidence: g.finds.contains { $0.confidence == .whole } ? .whole : .headerRebuilt)
             v.finds = g.finds
             if g.pk == nil { v.uncertainColumns = [shape.columns[shape.pkIndex].name] }
+            v.uncertainColumns += g.overflowUncertain.sorted().map { shape.columns[$0].name }
             return v
         }
     }

@@ -10,6 +10,9 @@ struct CarvedRecord: Sendable {
     let area: RecordVersion.Find.Area
     let offset: Int
     let confidence: RecordVersion.Confidence
+    /// Columns whose bytes came from overflow pages nothing proves are still this record's
+    /// (a freed cell's chain: SQLite may have reused and freed those pages since).
+    var uncertainColumns: [Int] = []
 }
 
 /// Finds the records of known tables in one page image: its cells (when asked), its freeblocks and
@@ -40,6 +43,8 @@ struct PageCarver {
     let layouts: [Layout]
     /// Serial types of the candidate being looked at, reused so that trying a reading allocates nothing.
     private var types: [UInt64] = []
+    /// The state the page being carved belongs to, for overflow chains (set by `carve`).
+    private var view: OverflowView?
 
     init(shapes: [CarvingShape], usableSize: Int) {
         self.shapes = shapes
@@ -56,7 +61,11 @@ struct PageCarver {
         case freelistLeaf
     }
 
-    mutating func carve(_ page: UnsafeRawBufferPointer, pageNumber: Int, role: Role, _ out: (CarvedRecord) -> Void) {
+    /// `view`: the state overflow chains of this page's cells are read in; nil leaves spilled cells out.
+    mutating func carve(_ page: UnsafeRawBufferPointer, pageNumber: Int, role: Role, view: OverflowView? = nil,
+                        _ out: (CarvedRecord) -> Void) {
+        self.view = view
+        defer { self.view = nil }
         let usable = min(usableSize, page.count)
         let headerOffset = pageNumber == 1 ? 100 : 0
         switch role {
@@ -76,7 +85,12 @@ struct PageCarver {
         let readCells: Bool = { if case .btree(let cells) = role { return cells } else { return true } }()
         if readCells && layout.isTableLeaf {
             for offset in layout.cells {
-                guard let cell = TableLeafCell.read(page, at: offset, limit: usable, maxLocal: maxLocal) else { continue }
+                guard let cell = TableLeafCell.read(page, at: offset, limit: usable, maxLocal: maxLocal) else {
+                    if view != nil, let spilled = spilledCell(page, at: offset, limit: usable, area: leaf ? .freelistLeaf : .cell) {
+                        out(spilled.record)
+                    }
+                    continue
+                }
                 if let shape = accept(types: cell.types, values: cell.values, rowid: cell.rowid) {
                     out(CarvedRecord(shape: shape, rowid: cell.rowid, values: cell.values, area: leaf ? .freelistLeaf : .cell,
                                      offset: offset, confidence: .whole))
@@ -115,6 +129,13 @@ struct PageCarver {
                cell.rowid > 0, let shape = accept(types: cell.types, values: cell.values, rowid: cell.rowid) {
                 out(CarvedRecord(shape: shape, rowid: cell.rowid, values: cell.values, area: area, offset: at, confidence: .whole))
                 at = cell.end
+                continue
+            }
+            // A whole cell whose payload spills: its payload length takes at least two bytes.
+            if view != nil, page[at] >= 0x80, !(freeblock && at == range.lowerBound),
+               let spilled = spilledCell(page, at: at, limit: range.upperBound, area: area) {
+                out(spilled.record)
+                at = spilled.end
                 continue
             }
             if looksLikeFreeblockHeader(page, at: at), let record = rebuilt(page, at: at, limit: range.upperBound, area: area) {
@@ -187,6 +208,24 @@ struct PageCarver {
                 }
                 // The header's size covers the cell it was written over (and any it merged with); a cell
                 // that runs past it had its tail reused by a later cell.
+                let payload = headerLength + body
+                if payload > maxLocal {
+                    // A spilled cell: the payload length and rowid took the lost bytes (so the record
+                    // header is all there, lost == 0); its local part and first overflow page number
+                    // must lie inside the freeblock.
+                    guard lost == 0, view != nil else { continue }
+                    let payloadStart = start - (headerLength - typeBytes)
+                    let localEnd = payloadStart + OverflowChain.localSize(payload: payload, usable: usableSize)
+                    guard payloadStart - at >= varintLength(UInt64(payload)) + 1, cursor <= localEnd,
+                          localEnd + 4 <= limit, localEnd + 4 <= at + size else { continue }
+                    let read = Array(types)
+                    guard let spilled = reassembled(page, types: read, bodyAt: cursor, localEnd: localEnd, payload: payload,
+                                                    rowid: nil, area: area),
+                          shapes[index].rejection(types: read, values: spilled.values, rowid: nil, rebuilt: true) == nil else { continue }
+                    found.append((CarvedRecord(shape: index, rowid: nil, values: spilled.values, area: area, offset: at,
+                                               confidence: .headerRebuilt, uncertainColumns: spilled.uncertain), localEnd + 4))
+                    continue
+                }
                 guard body <= limit - cursor, cursor + body <= at + size else { continue }
                 if lost == 1 {
                     // Payload length, rowid and header length took one byte each: a payload under 128 bytes.
@@ -240,6 +279,91 @@ struct PageCarver {
             layout.count == types.count && types[layout.pk] == 0 && Self.isInteger(types[layout.ent])
                 && (layout.opt < 0 || Self.isInteger(types[layout.opt]))
         }
+    }
+
+    /// A whole table-leaf cell at `offset` whose payload spills to overflow pages: payload length
+    /// over maxLocal, a positive rowid, a record header inside the local part whose types make
+    /// exactly the payload and fit some table, then the chain read in the page's state. Nothing is
+    /// allocated before the header fits a table; a candidate that gets that far and fails is counted.
+    mutating func spilledCell(_ page: UnsafeRawBufferPointer, at offset: Int, limit: Int, area: RecordVersion.Find.Area)
+        -> (record: CarvedRecord, end: Int)? {
+        guard offset >= 0, limit <= page.count, offset < limit,
+              let size = PageBytes.varint(page, offset, limit: limit), size.value > UInt64(maxLocal),
+              size.value <= UInt64(OverflowChain.maxPayload),
+              let rowid = PageBytes.varint(page, offset + size.length, limit: limit), Int64(bitPattern: rowid.value) > 0 else { return nil }
+        let payload = Int(size.value)
+        let start = offset + size.length + rowid.length
+        let localEnd = start + OverflowChain.localSize(payload: payload, usable: usableSize)
+        guard localEnd <= limit - 4, let header = PageBytes.varint(page, start, limit: localEnd),
+              header.value >= UInt64(header.length), header.value <= UInt64(localEnd - start) else { return nil }
+        let headerEnd = start + Int(header.value)
+        types.removeAll(keepingCapacity: true)
+        var at = start + header.length
+        var body = 0
+        while at < headerEnd {
+            guard types.count < maxColumnCount, let type = PageBytes.varint(page, at, limit: headerEnd),
+                  let length = SQLiteRecord.contentLength(type.value) else { return nil }
+            types.append(type.value)
+            body += length
+            at += type.length
+        }
+        guard Int(header.value) + body == payload, columnCounts.contains(types.count),
+              layouts.contains(where: { layout in
+                  layout.count == types.count && types[layout.pk] == 0 && Self.isInteger(types[layout.ent])
+                      && (layout.opt < 0 || Self.isInteger(types[layout.opt]))
+              }) else { return nil }
+        let read = Array(types)
+        let key = Int64(bitPattern: rowid.value)
+        guard let spilled = reassembled(page, types: read, bodyAt: headerEnd, localEnd: localEnd, payload: payload, rowid: key,
+                                        area: area),
+              let shape = accept(types: read, values: spilled.values, rowid: key) else { return nil }
+        return (CarvedRecord(shape: shape, rowid: key, values: spilled.values, area: area, offset: offset, confidence: .whole,
+                             uncertainColumns: spilled.uncertain), localEnd + 4)
+    }
+
+    /// The values of a spilled record: the body's local bytes (`bodyAt ..< localEnd`), then the
+    /// rest of the payload from the overflow chain whose first page number follows the local part.
+    /// A chain that fails (`OverflowChain.read`) is counted under its reason. The columns whose
+    /// bytes came from the chain are uncertain unless the cell was a live cell of its page and
+    /// every chain page was read from the same moment.
+    mutating func reassembled(_ page: UnsafeRawBufferPointer, types: [UInt64], bodyAt: Int, localEnd: Int, payload: Int,
+                              rowid: Int64?, area: RecordVersion.Find.Area) -> (values: [RecordValue], uncertain: [Int])? {
+        guard let view, bodyAt <= localEnd, let first = PageBytes.u32(page, localEnd),
+              let bodyLength = SQLiteRecord.bodyLength(types) else { return nil }
+        let local = localEnd - bodyAt
+        let overflow = payload - OverflowChain.localSize(payload: payload, usable: usableSize)
+        guard overflow > 0, bodyLength - local == overflow else {
+            rejected[OverflowRejection.chainLength.rawValue, default: 0] += 1
+            return nil
+        }
+        // Grown as pages are read (not reserved from the declared length): a crafted length costs
+        // only the pages that really follow.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(min(bodyLength, local + 16 * usableSize))
+        bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: page[bodyAt ..< localEnd]))
+        let sameMoment: Bool
+        do {
+            sameMoment = try OverflowChain.read(first: first, count: overflow, usable: usableSize, payload: payload, rowid: rowid,
+                                                freed: area != .cell, view: view, into: &bytes)
+        } catch {
+            rejected[error.rawValue, default: 0] += 1
+            return nil
+        }
+        guard let values = bytes.withUnsafeBytes({ SQLiteRecord.values($0, types: types, bodyAt: 0, limit: $0.count) }) else {
+            rejected[OverflowRejection.chainLength.rawValue, default: 0] += 1
+            return nil
+        }
+        var uncertain: [Int] = []
+        if !(area == .cell && sameMoment) {
+            // Columns whose value ends past the local bytes were read (at least in part) from the chain.
+            var end = 0
+            for (i, type) in types.enumerated() {
+                let length = SQLiteRecord.contentLength(type) ?? 0
+                end += length
+                if length > 0, end > local { uncertain.append(i) }
+            }
+        }
+        return (values, uncertain)
     }
 
     /// Serial types whose value reads as an integer (1…6, and the constants 0 and 1).
