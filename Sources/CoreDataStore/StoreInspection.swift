@@ -123,6 +123,14 @@ public enum StoreInspector {
             // Only the tables the WAL changed, where the WAL changed them: cheap, and what a -wal
             // copied after a checkpoint the main file missed breaks (docs/inspect.md); `check`
             // compares every row.
+            // STORELENS_TIMINGS (make bench): what the check of a -wal that may not belong costs.
+            let started = ContinuousClock.now
+            defer {
+                if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
+                    let took = ContinuousClock.now - started
+                    FileHandle.standardError.write(Data("timing inspect-wal-agreement-seconds=\(Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18)\n".utf8))
+                }
+            }
             let changed = WALAgreement.changedTables(walView: connection, mainOnly: mainOnly)
             let pages = copy.wal.flatMap { wal in copy.walData.map { WALPageAgreement.Pages(wal: wal, data: $0, header: copy.header, file: copy.copiedMain.path + "-wal") } }
             if !changed.isEmpty, let disagreement = WALAgreement.compare(walView: connection, mainOnly: mainOnly, tables: changed, walPages: pages) {

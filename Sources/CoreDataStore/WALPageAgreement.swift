@@ -60,10 +60,11 @@ public enum WALPageAgreement {
         let indexes: [IndexAgreement.IndexShape]
         /// The whole row by rowid, from the table's own b-tree.
         let row: Statement
-        /// Per index: its columns of the row by rowid, from the table.
-        let indexedValues: [Statement]
         /// Per index: is (values…, rowid) an entry of it, read from the index alone.
         let entryProbes: [Statement]
+        /// Per index: how many of the table's rows with a rowid in [?1, ?2] have no entry in it
+        /// (each row's entry sought in the index's own pages).
+        let missingInRange: [Statement]
         let columnPositions: [String: Int]
 
         init?(_ connection: Connection, table: String) {
@@ -79,14 +80,20 @@ public enum WALPageAgreement {
             columnPositions = Dictionary(columns.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { a, _ in a })
             do {
                 row = try connection.prepare("SELECT \(columns.map { Identifier.quoted($0.name) }.joined(separator: ", ")) FROM \(quoted) NOT INDEXED WHERE rowid = ?")
-                indexedValues = try indexes.map { index in
-                    try connection.prepare("SELECT \(index.columns.map(Identifier.quoted).joined(separator: ", ")) FROM \(quoted) NOT INDEXED WHERE rowid = ?")
-                }
                 entryProbes = try indexes.map { index in
                     let conditions = index.columns.enumerated().map { "\(Identifier.quoted($1)) IS ?\($0 + 1)" }
                     let sql = "SELECT count(*) FROM \(quoted) INDEXED BY \(Identifier.quoted(index.name)) WHERE \(conditions.joined(separator: " AND ")) AND rowid = ?\(index.columns.count + 1)"
                     // The entry must be looked for in the index's own pages, not in the table.
                     guard try IndexAgreement.plan(connection, sql).contains(where: { $0.contains("COVERING INDEX") }) else { throw SQLiteError(extendedCode: 1, message: "no covering plan", path: nil) }
+                    return try connection.prepare(sql)
+                }
+                missingInRange = try indexes.map { index in
+                    let conditions = index.columns.map { "i.\(Identifier.quoted($0)) IS t.\(Identifier.quoted($0))" }
+                    let sql = "SELECT count(*) FROM \(quoted) AS t NOT INDEXED WHERE t.rowid BETWEEN ?1 AND ?2 AND NOT EXISTS (SELECT 1 FROM \(quoted) AS i INDEXED BY \(Identifier.quoted(index.name)) WHERE \(conditions.joined(separator: " AND ")) AND i.rowid = t.rowid)"
+                    // Each row's entry must be sought (a scan of the index per row would be slow,
+                    // not wrong), in the index's own pages.
+                    let plan = try IndexAgreement.plan(connection, sql)
+                    guard plan.contains(where: { $0.contains("SEARCH I USING COVERING INDEX") }) else { throw SQLiteError(extendedCode: 1, message: "no index search", path: nil) }
                     return try connection.prepare(sql)
                 }
             } catch {
@@ -145,7 +152,7 @@ public enum WALPageAgreement {
                 if live.isEmpty { return }
                 switch layout.type {
                 case 0x0D: checkTableLeaf(page, layout, pages, live, fail)
-                case 0x0A: checkIndexLeaf(page, layout, pages, live, fail)
+                case 0x0A: checkIndexLeaf(connection, page, layout, pages, live, fail)
                 default: continue
                 }
             }
@@ -154,46 +161,38 @@ public enum WALPageAgreement {
         return verdicts
     }
 
-    /// Rows on a table leaf the `-wal` wrote: each must be in each index of its table. The page is
-    /// taken as the table's only when every row on it is the table's row as SQLite reads it (a
-    /// page the `-wal` wrote and a later commit freed still shows rows that are gone).
+    /// Rows on a table leaf the `-wal` wrote: each must be in each index of its table. The page
+    /// is the table's when its first whole record is the table's row as SQLite reads it; then the
+    /// table's rows in the page's rowid range (on a live leaf, exactly the page's rows; on a page
+    /// a later commit freed, whatever rows the table has there now) are looked for in each index,
+    /// one statement per index and page.
     static func checkTableLeaf(_ page: UnsafeRawBufferPointer, _ layout: BTreePageLayout, _ pages: Pages,
                                _ probes: [TableProbe], _ fail: (TableProbe) -> Void) {
         let maxLocal = pages.usableSize - 35
-        var cells: [(rowid: Int64, record: TableLeafCell?)] = []
+        var rowids: [Int64] = []
+        var whole: TableLeafCell?
         for cell in layout.cells {
             guard let length = PageBytes.varint(page, cell, limit: layout.usable),
                   let rowid = PageBytes.varint(page, cell + length.length, limit: layout.usable) else { return }
-            cells.append((Int64(bitPattern: rowid.value), TableLeafCell.read(page, at: cell, limit: layout.usable, maxLocal: maxLocal)))
+            rowids.append(Int64(bitPattern: rowid.value))
+            if whole == nil { whole = TableLeafCell.read(page, at: cell, limit: layout.usable, maxLocal: maxLocal) }
         }
-        guard let whole = cells.lazy.compactMap(\.record).first else { return }
+        guard let whole, let low = rowids.min(), let high = rowids.max() else { return }
         for probe in probes where whole.values.count == probe.columnCount {
-            var rows: [[DatabaseValue]] = []
-            for cell in cells {
-                // A row that spills to overflow pages is compared by its existence only.
-                guard let row = fetch(probe.row, [.integer(cell.rowid)], columns: probe.columnCount),
-                      cell.record.map({ matches(row, $0, probe, pages.textEncoding) }) ?? true else { rows = []; break }
-                rows.append(row)
-            }
-            guard !rows.isEmpty else { continue }
-            for (cell, row) in zip(cells, rows) {
-                for (i, index) in probe.indexes.enumerated() {
-                    var key: [DatabaseValue] = []
-                    for column in index.columns {
-                        guard let at = probe.columnPositions[column] else { fail(probe); return }
-                        key.append(at == probe.rowidColumn ? .integer(cell.rowid) : row[at])
-                    }
-                    guard fetch(probe.entryProbes[i], key + [.integer(cell.rowid)], columns: 1)?.first?.int == 1 else { fail(probe); return }
-                }
+            guard let row = fetch(probe.row, [.integer(whole.rowid)], columns: probe.columnCount),
+                  matches(row, whole, probe, pages.textEncoding) else { continue }
+            for statement in probe.missingInRange {
+                guard fetch(statement, [.integer(low), .integer(high)], columns: 1)?.first?.int == 0 else { fail(probe); return }
             }
             return
         }
     }
 
     /// Entries on an index leaf the `-wal` wrote: each must name a row of its table with its
-    /// values. The page is taken as the index's only when every entry on it is in the index as
-    /// SQLite reads it.
-    static func checkIndexLeaf(_ page: UnsafeRawBufferPointer, _ layout: BTreePageLayout, _ pages: Pages,
+    /// values. The page is taken as the index's when its first and last entries are in the index
+    /// as SQLite reads it (a page a later commit freed may then name rows that are gone: SQLite's
+    /// check decides, so that costs time, never a wrong answer).
+    static func checkIndexLeaf(_ connection: Connection, _ page: UnsafeRawBufferPointer, _ layout: BTreePageLayout, _ pages: Pages,
                                _ probes: [TableProbe], _ fail: (TableProbe) -> Void) {
         let maxLocal = (pages.usableSize - 12) * 64 / 255 - 23
         var entries: [[DatabaseValue]] = []
@@ -209,13 +208,32 @@ public enum WALPageAgreement {
             }
             entries.append(record.values.map { value($0, pages.textEncoding) })
         }
+        guard let first = entries.first, let last = entries.last else { return }
         for probe in probes {
             for (i, index) in probe.indexes.enumerated() where entries.allSatisfy({ $0.count == index.columns.count + 1 }) {
-                guard entries.allSatisfy({ fetch(probe.entryProbes[i], $0, columns: 1)?.first?.int == 1 }) else { continue }
-                for entry in entries {
-                    guard let id = entry.last?.int64,
-                          let row = fetch(probe.indexedValues[i], [.integer(id)], columns: index.columns.count),
-                          zip(row, entry).allSatisfy({ sameValue($0, $1) }) else { fail(probe); return }
+                // Whose page: the index that holds its first and last entries.
+                guard fetch(probe.entryProbes[i], first, columns: 1)?.first?.int == 1,
+                      fetch(probe.entryProbes[i], last, columns: 1)?.first?.int == 1 else { continue }
+                // The rows the entries name, read from the table a few hundred at a time (one
+                // statement per batch, not per entry: the statement's own cost is most of a lookup's).
+                var rows: [Int64: [DatabaseValue]] = [:]
+                let ids = entries.compactMap { $0.last?.int64 }
+                guard ids.count == entries.count else { fail(probe); return }
+                let columns = index.columns.map(Identifier.quoted).joined(separator: ", ")
+                for batch in stride(from: 0, to: ids.count, by: 500).map({ Array(ids[$0 ..< min($0 + 500, ids.count)]) }) {
+                    let sql = "SELECT rowid, \(columns) FROM \(Identifier.quoted(probe.name)) NOT INDEXED WHERE rowid IN (\(Array(repeating: "?", count: batch.count).joined(separator: ", ")))"
+                    do {
+                        let statement = try connection.prepare(sql)
+                        try statement.bind(batch.map { .integer($0) })
+                        try statement.forEachCursor { row in
+                            rows[row.int64(0)] = (1 ... index.columns.count).map { row.value($0) }
+                        }
+                    } catch {
+                        fail(probe); return
+                    }
+                }
+                for (entry, id) in zip(entries, ids) {
+                    guard let row = rows[id], zip(row, entry).allSatisfy({ sameValue($0, $1) }) else { fail(probe); return }
                 }
                 return
             }

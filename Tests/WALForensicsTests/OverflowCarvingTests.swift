@@ -414,7 +414,11 @@ struct OverflowCarvingTests {
         print("[spilled blobs] \(recovered.intersection(deleted).count) of \(present.count) deleted blobs in the bytes (of \(deleted.count) deleted) read back byte for byte; turned away: \(carver.carver.rejected.filter { $0.key.hasPrefix("overflow") })")
         #expect(wrong.isEmpty, "\(wrong)")
         #expect(!present.isEmpty)
-        #expect(recovered.intersection(deleted) == present, "recovered \(recovered.intersection(deleted).sorted()), in the bytes \(present.sorted())")
+        // Recall against the oracle: every blob it finds whole is read back. The oracle is the
+        // stricter of the two (it wants the blob's start right after the title in the freed cell,
+        // and a random blob's bytes can defeat that), so a blob read back that it missed is not a
+        // failure: every blob read back was compared byte for byte with what SQLite stored above.
+        #expect(present.isSubset(of: recovered), "recovered \(recovered.intersection(deleted).sorted()), in the bytes \(present.sorted())")
     }
 
     // MARK: - Crafted chains
