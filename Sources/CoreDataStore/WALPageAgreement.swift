@@ -178,7 +178,9 @@ public enum WALPageAgreement {
             if whole == nil { whole = TableLeafCell.read(page, at: cell, limit: layout.usable, maxLocal: maxLocal) }
         }
         guard let whole, let low = rowids.min(), let high = rowids.max() else { return }
-        for probe in probes where whole.values.count == probe.columnCount {
+        // A record may hold fewer values than its table has columns (a column added later reads
+        // as its default): its values are compared with the row's first columns.
+        for probe in probes where whole.values.count <= probe.columnCount {
             guard let row = fetch(probe.row, [.integer(whole.rowid)], columns: probe.columnCount),
                   matches(row, whole, probe, pages.textEncoding) else { continue }
             for statement in probe.missingInRange {
@@ -240,9 +242,10 @@ public enum WALPageAgreement {
         }
     }
 
-    /// Whether SQLite's row is the record on the page (the rowid column, NULL in the record, aside).
+    /// Whether SQLite's row is the record on the page (the rowid column, NULL in the record, aside;
+    /// columns the record predates aside).
     static func matches(_ row: [DatabaseValue], _ record: TableLeafCell, _ probe: TableProbe, _ encoding: UInt32) -> Bool {
-        record.values.count == row.count && zip(row, record.values).enumerated().allSatisfy { i, pair in
+        record.values.count <= row.count && zip(row, record.values).enumerated().allSatisfy { i, pair in
             i == probe.rowidColumn || sameValue(pair.0, value(pair.1, encoding))
         }
     }
