@@ -75,6 +75,9 @@ struct StoreCarver {
                 carver.carve(page, pageNumber: number, role: role, view: view) { record in
                     body(Hit(record: record, find: Self.find(record, file: file, origin: .mainFile, page: number, base: base, frame: nil), state: .carved))
                 }
+                // Read in order: the pages carved are given back every few MiB, so a large store's
+                // mapping does not stay resident whole.
+                MappedFile.noteBytesRead(pageSize)
             }
         }
     }
@@ -134,6 +137,7 @@ struct StoreCarver {
                     let state: RecordVersion.State = origin == .uncommittedFrame && record.area == .cell ? .uncommitted : .carved
                     body(Hit(record: record, find: Self.find(record, file: file, origin: origin, page: Int(number), base: base, frame: slot), state: state))
                 }
+                MappedFile.noteBytesRead(frameSize)
             }
           }
         }
