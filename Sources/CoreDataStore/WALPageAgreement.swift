@@ -65,7 +65,6 @@ public enum WALPageAgreement {
         /// Per index: how many of the table's rows with a rowid in [?1, ?2] have no entry in it
         /// (each row's entry sought in the index's own pages).
         let missingInRange: [Statement]
-        let columnPositions: [String: Int]
 
         init?(_ connection: Connection, table: String) {
             guard let indexes = IndexAgreement.indexShapes(connection, table: table),
@@ -77,28 +76,25 @@ public enum WALPageAgreement {
             rowidColumn = keys.count == 1 && keys[0].declaredType.uppercased() == "INTEGER"
                 ? columns.firstIndex { $0.name == keys[0].name } : nil
             self.indexes = indexes
-            columnPositions = Dictionary(columns.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { a, _ in a })
-            do {
-                row = try connection.prepare("SELECT \(columns.map { Identifier.quoted($0.name) }.joined(separator: ", ")) FROM \(quoted) NOT INDEXED WHERE rowid = ?")
-                entryProbes = try indexes.map { index in
-                    let conditions = index.columns.enumerated().map { "\(Identifier.quoted($1)) IS ?\($0 + 1)" }
-                    let sql = "SELECT count(*) FROM \(quoted) INDEXED BY \(Identifier.quoted(index.name)) WHERE \(conditions.joined(separator: " AND ")) AND rowid = ?\(index.columns.count + 1)"
-                    // The entry must be looked for in the index's own pages, not in the table.
-                    guard try IndexAgreement.plan(connection, sql).contains(where: { $0.contains("COVERING INDEX") }) else { throw SQLiteError(extendedCode: 1, message: "no covering plan", path: nil) }
-                    return try connection.prepare(sql)
-                }
-                missingInRange = try indexes.map { index in
-                    let conditions = index.columns.map { "i.\(Identifier.quoted($0)) IS t.\(Identifier.quoted($0))" }
-                    let sql = "SELECT count(*) FROM \(quoted) AS t NOT INDEXED WHERE t.rowid BETWEEN ?1 AND ?2 AND NOT EXISTS (SELECT 1 FROM \(quoted) AS i INDEXED BY \(Identifier.quoted(index.name)) WHERE \(conditions.joined(separator: " AND ")) AND i.rowid = t.rowid)"
-                    // Each row's entry must be sought (a scan of the index per row would be slow,
-                    // not wrong), in the index's own pages.
-                    let plan = try IndexAgreement.plan(connection, sql)
-                    guard plan.contains(where: { $0.contains("SEARCH I USING COVERING INDEX") }) else { throw SQLiteError(extendedCode: 1, message: "no index search", path: nil) }
-                    return try connection.prepare(sql)
-                }
-            } catch {
-                return nil
+            // A statement whose plan does not read the index the way the check needs (its own
+            // pages, each entry sought) leaves the table to SQLite's check.
+            func prepare(_ sql: String, planning step: String) -> Statement? {
+                guard let plan = try? IndexAgreement.plan(connection, sql), plan.contains(where: { $0.contains(step) }) else { return nil }
+                return try? connection.prepare(sql)
             }
+            guard let row = try? connection.prepare("SELECT \(columns.map { Identifier.quoted($0.name) }.joined(separator: ", ")) FROM \(quoted) NOT INDEXED WHERE rowid = ?") else { return nil }
+            self.row = row
+            entryProbes = indexes.compactMap { index in
+                let conditions = index.columns.enumerated().map { "\(Identifier.quoted($1)) IS ?\($0 + 1)" }
+                return prepare("SELECT count(*) FROM \(quoted) INDEXED BY \(Identifier.quoted(index.name)) WHERE \(conditions.joined(separator: " AND ")) AND rowid = ?\(index.columns.count + 1)",
+                               planning: "COVERING INDEX")
+            }
+            missingInRange = indexes.compactMap { index in
+                let conditions = index.columns.map { "i.\(Identifier.quoted($0)) IS t.\(Identifier.quoted($0))" }
+                return prepare("SELECT count(*) FROM \(quoted) AS t NOT INDEXED WHERE t.rowid BETWEEN ?1 AND ?2 AND NOT EXISTS (SELECT 1 FROM \(quoted) AS i INDEXED BY \(Identifier.quoted(index.name)) WHERE \(conditions.joined(separator: " AND ")) AND i.rowid = t.rowid)",
+                               planning: "SEARCH I USING COVERING INDEX")
+            }
+            guard entryProbes.count == indexes.count, missingInRange.count == indexes.count else { return nil }
         }
     }
 
@@ -208,7 +204,7 @@ public enum WALPageAgreement {
                   record.end == start + Int(length.value) else {
                 probes.forEach(fail); return
             }
-            entries.append(record.values.map { value($0, pages.textEncoding) })
+            entries.append(record.values.map { DatabaseValue($0, textEncoding: pages.textEncoding) })
         }
         guard let first = entries.first, let last = entries.last else { return }
         for probe in probes {
@@ -235,7 +231,7 @@ public enum WALPageAgreement {
                     }
                 }
                 for (entry, id) in zip(entries, ids) {
-                    guard let row = rows[id], zip(row, entry).allSatisfy({ sameValue($0, $1) }) else { fail(probe); return }
+                    guard let row = rows[id], zip(row, entry).allSatisfy({ $0.equalsAsSQLite($1) }) else { fail(probe); return }
                 }
                 return
             }
@@ -246,7 +242,7 @@ public enum WALPageAgreement {
     /// columns the record predates aside).
     static func matches(_ row: [DatabaseValue], _ record: TableLeafCell, _ probe: TableProbe, _ encoding: UInt32) -> Bool {
         record.values.count <= row.count && zip(row, record.values).enumerated().allSatisfy { i, pair in
-            i == probe.rowidColumn || sameValue(pair.0, value(pair.1, encoding))
+            i == probe.rowidColumn || pair.0.equalsAsSQLite(DatabaseValue(pair.1, textEncoding: encoding))
         }
     }
 
@@ -264,21 +260,4 @@ public enum WALPageAgreement {
         return result
     }
 
-    static func value(_ value: RecordValue, _ encoding: UInt32) -> DatabaseValue {
-        switch value {
-        case .null: return .null
-        case .integer(let v): return .integer(v)
-        case .real(let d): return .real(d)
-        case .text(let bytes): return .text(SQLiteRecord.text(bytes, encoding: encoding))
-        case .blob(let bytes): return .blob(Data(bytes))
-        }
-    }
-
-    /// Equal as SQLite compares them: 1 and 1.0 are one value.
-    static func sameValue(_ a: DatabaseValue, _ b: DatabaseValue) -> Bool {
-        switch (a, b) {
-        case (.integer(let x), .real(let y)), (.real(let y), .integer(let x)): return Double(x) == y
-        default: return a == b
-        }
-    }
 }

@@ -128,7 +128,7 @@ final class CarvedVersions {
             try scratch.execute("BEGIN")
             for (row, i) in members.enumerated() {
                 // The scratch key is the row's place among the members, not its Z_PK (which may be unknown or repeated).
-                let values = groups[i].raw.enumerated().map { c, v in c == shape.pkIndex ? .integer(Int64(row + 1)) : Self.database(v, encoding: encoding) }
+                let values = groups[i].raw.enumerated().map { c, v in c == shape.pkIndex ? .integer(Int64(row + 1)) : DatabaseValue(v, textEncoding: encoding) }
                 try insert.bind(values)
                 while try insert.step() != nil {}
             }
@@ -143,16 +143,6 @@ final class CarvedVersions {
                     groups[i].fingerprint = RecordRecovery.fingerprint(values)
                 }
             }
-        }
-    }
-
-    static func database(_ value: RecordValue, encoding: UInt32) -> DatabaseValue {
-        switch value {
-        case .null: return .null
-        case .integer(let v): return .integer(v)
-        case .real(let d): return .real(d)
-        case .text(let bytes): return .text(SQLiteRecord.text(bytes, encoding: encoding))
-        case .blob(let bytes): return .blob(Data(bytes))
         }
     }
 

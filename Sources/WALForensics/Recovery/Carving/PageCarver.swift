@@ -263,19 +263,31 @@ struct PageCarver {
         guard let header = PageBytes.varint(page, start, limit: end), header.value >= UInt64(header.length),
               header.value <= UInt64(end - start) else { return false }
         let headerEnd = start + Int(header.value)
+        guard let body = readTypes(page, from: start + header.length, headerEnd: headerEnd) else { return false }
+        return headerEnd + body == end && typesFitATable
+    }
+
+    /// Reads the serial types between `from` and `headerEnd` into `types` (reused, nothing
+    /// allocated) and returns the body length they make, or nil when one does not parse or the
+    /// record is wider than every table (no need to read further).
+    mutating func readTypes(_ page: UnsafeRawBufferPointer, from: Int, headerEnd: Int) -> Int? {
         types.removeAll(keepingCapacity: true)
-        var at = start + header.length
+        var at = from
         var body = 0
         while at < headerEnd {
-            // Wider than every table: not a record of one (and no need to read further).
             guard types.count < maxColumnCount, let type = PageBytes.varint(page, at, limit: headerEnd),
-                  let length = SQLiteRecord.contentLength(type.value) else { return false }
+                  let length = SQLiteRecord.contentLength(type.value) else { return nil }
             types.append(type.value)
             body += length
             at += type.length
         }
-        guard headerEnd + body == end, columnCounts.contains(types.count) else { return false }
-        return layouts.contains { layout in
+        return body
+    }
+
+    /// Whether `types` has the width of some table, with its `Z_PK` NULL and its `Z_ENT` (and
+    /// `Z_OPT`) integers.
+    var typesFitATable: Bool {
+        columnCounts.contains(types.count) && layouts.contains { layout in
             layout.count == types.count && types[layout.pk] == 0 && Self.isInteger(types[layout.ent])
                 && (layout.opt < 0 || Self.isInteger(types[layout.opt]))
         }
@@ -297,21 +309,8 @@ struct PageCarver {
         guard localEnd <= limit - 4, let header = PageBytes.varint(page, start, limit: localEnd),
               header.value >= UInt64(header.length), header.value <= UInt64(localEnd - start) else { return nil }
         let headerEnd = start + Int(header.value)
-        types.removeAll(keepingCapacity: true)
-        var at = start + header.length
-        var body = 0
-        while at < headerEnd {
-            guard types.count < maxColumnCount, let type = PageBytes.varint(page, at, limit: headerEnd),
-                  let length = SQLiteRecord.contentLength(type.value) else { return nil }
-            types.append(type.value)
-            body += length
-            at += type.length
-        }
-        guard Int(header.value) + body == payload, columnCounts.contains(types.count),
-              layouts.contains(where: { layout in
-                  layout.count == types.count && types[layout.pk] == 0 && Self.isInteger(types[layout.ent])
-                      && (layout.opt < 0 || Self.isInteger(types[layout.opt]))
-              }) else { return nil }
+        guard let body = readTypes(page, from: start + header.length, headerEnd: headerEnd),
+              Int(header.value) + body == payload, typesFitATable else { return nil }
         let read = Array(types)
         let key = Int64(bitPattern: rowid.value)
         guard let spilled = reassembled(page, types: read, bodyAt: headerEnd, localEnd: localEnd, payload: payload, rowid: key,
