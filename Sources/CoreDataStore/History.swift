@@ -240,6 +240,58 @@ public struct HistoryReader {
         return (names, note)
     }
 
+    /// The columns both streams select: the transaction (0–5), then the change (6–10), then the
+    /// tombstone columns (11…).
+    func selectedColumns(transactionID: String) -> String {
+        """
+        \(transactionID), \(column("ZTIMESTAMP", "t", in: transactionColumns)), \(writerExpression("AUTHOR", alias: "sa")), \
+        \(writerExpression("BUNDLEID", alias: "sb")), \(writerExpression("PROCESSID", alias: "sp")), \
+        \(writerExpression("CONTEXTNAME", alias: "sc")), c.Z_PK, \(column("ZCHANGETYPE", "c", in: changeColumns)), \
+        \(column("ZENTITY", "c", in: changeColumns)), \(column("ZENTITYPK", "c", in: changeColumns)), \
+        \(column("ZCOLUMNS", "c", in: changeColumns))\(tombstoneColumns.map { ", c." + $0 }.joined())
+        """
+    }
+
+    /// The transaction columns (0–5) of a row of `selectedColumns`, with `changes`.
+    func transaction(_ row: Row, changes: [HistoryChange]) -> HistoryTransaction {
+        let seconds = row[1].double
+        return HistoryTransaction(id: row[0].int64 ?? 0, timestamp: seconds.map { ValueDecoder.iso8601(referenceSeconds: $0) },
+                                  referenceSeconds: seconds, author: row[2].string, bundleID: row[3].string,
+                                  processName: row[4].string, contextName: row[5].string, changes: changes)
+    }
+
+    /// The change columns (6…) of a row of `selectedColumns`; nil when the row has no change.
+    mutating func change(_ row: Row) -> HistoryChange? {
+        guard let changeID = row[6].int64 else { return nil }
+        let type = HistoryChange.ChangeType(row[7].int64)
+        let number = row[8].int
+        var updated: [String]?
+        var note: String?
+        var hex: String?
+        if let bitmap = row[10].data {
+            hex = ValueDecoder.hex(bitmap.prefix(256))
+            if type == .update { (updated, note) = updatedProperties(entityNumber: number, bitmap: bitmap) }
+        } else if type == .update {
+            note = "the update has no ZCOLUMNS bitmap"
+        }
+        var change = HistoryChange(id: changeID, type: type, entity: entityName(number), entityNumber: number,
+                                   pk: row[9].int64, updatedProperties: updated, columnsNote: note, columnsHex: hex)
+        if type == .delete, !tombstoneColumns.isEmpty {
+            let attributes = tombstoneAttributes(entityNumber: number)
+            for i in tombstoneColumns.indices where !row[11 + i].isNull {
+                let value = row[11 + i]
+                guard i < attributes.count else {
+                    change.tombstone.append(("#\(i)", value))
+                    change.tombstoneValues.append(("#\(i)", ValueDecoder.natural(value)))
+                    continue
+                }
+                change.tombstone.append((attributes[i].name, value))
+                change.tombstoneValues.append((attributes[i].name, decoder.decode(value, as: attributes[i])))
+            }
+        }
+        return change
+    }
+
     /// Streams transactions in `Z_PK` order with their (filtered) changes.
     public mutating func forEachTransaction(_ filter: Filter = Filter(), _ body: (HistoryTransaction) throws -> Void) throws {
         var arguments: [DatabaseValue] = []
@@ -248,63 +300,65 @@ public struct HistoryReader {
             changeJoin += " AND c.ZENTITY IN (" + numbers.map { _ in "?" }.joined(separator: ", ") + ")"
             arguments += numbers.map { .integer(Int64($0)) }
         }
-        let sql = """
-            SELECT t.Z_PK, \(column("ZTIMESTAMP", "t", in: transactionColumns)), \(writerExpression("AUTHOR", alias: "sa")), \
-            \(writerExpression("BUNDLEID", alias: "sb")), \(writerExpression("PROCESSID", alias: "sp")), \
-            \(writerExpression("CONTEXTNAME", alias: "sc")), c.Z_PK, \(column("ZCHANGETYPE", "c", in: changeColumns)), \
-            \(column("ZENTITY", "c", in: changeColumns)), \(column("ZENTITYPK", "c", in: changeColumns)), \
-            \(column("ZCOLUMNS", "c", in: changeColumns))\(tombstoneColumns.map { ", c." + $0 }.joined())
-            FROM ATRANSACTION t\(joins)\(changeJoin)
-            """ + whereClause(filter, arguments: &arguments, changeAlias: nil) + " ORDER BY t.Z_PK, c.Z_PK"
+        let sql = "SELECT \(selectedColumns(transactionID: "t.Z_PK")) FROM ATRANSACTION t\(joins)\(changeJoin)"
+            + whereClause(filter, arguments: &arguments, changeAlias: nil) + " ORDER BY t.Z_PK, c.Z_PK"
         let statement = try connection.prepare(sql)
         try statement.bind(arguments)
         var current: (row: Row, changes: [HistoryChange])?
         let progress = ProgressReporter.current
         var decoded: Int64 = 0
+        var this = self
         func flush() throws {
             guard let (row, changes) = current else { return }
             decoded += 1
             progress.report("decoding history", done: decoded, unit: .items("transactions"))
-            let seconds = row[1].double
-            try body(HistoryTransaction(id: row[0].int64 ?? 0, timestamp: seconds.map { ValueDecoder.iso8601(referenceSeconds: $0) },
-                                        referenceSeconds: seconds, author: row[2].string, bundleID: row[3].string,
-                                        processName: row[4].string, contextName: row[5].string, changes: changes))
+            try body(this.transaction(row, changes: changes))
             current = nil
         }
-        var this = self
         try statement.forEach { row in
             if let open = current, open.row[0] != row[0] { try flush() }
             if current == nil { current = (row, []) }
-            guard let changeID = row[6].int64 else { return }
-            let type = HistoryChange.ChangeType(row[7].int64)
-            let number = row[8].int
-            var updated: [String]?
-            var note: String?
-            var hex: String?
-            if let bitmap = row[10].data {
-                hex = ValueDecoder.hex(bitmap.prefix(256))
-                if type == .update { (updated, note) = this.updatedProperties(entityNumber: number, bitmap: bitmap) }
-            } else if type == .update {
-                note = "the update has no ZCOLUMNS bitmap"
-            }
-            var change = HistoryChange(id: changeID, type: type, entity: entityName(number), entityNumber: number,
-                                       pk: row[9].int64, updatedProperties: updated, columnsNote: note, columnsHex: hex)
-            if type == .delete, !tombstoneColumns.isEmpty {
-                let attributes = this.tombstoneAttributes(entityNumber: number)
-                for i in tombstoneColumns.indices where !row[11 + i].isNull {
-                    let value = row[11 + i]
-                    guard i < attributes.count else {
-                        change.tombstone.append(("#\(i)", value))
-                        change.tombstoneValues.append(("#\(i)", ValueDecoder.natural(value)))
-                        continue
-                    }
-                    change.tombstone.append((attributes[i].name, value))
-                    change.tombstoneValues.append((attributes[i].name, decoder.decode(value, as: attributes[i])))
-                }
-            }
-            current!.changes.append(change)
+            if let change = this.change(row) { current!.changes.append(change) }
         }
         try flush()
+        self.bitOrders = this.bitOrders
+    }
+
+    /// Whether any delete can have kept values (the store's history has `ZTOMBSTONE` columns).
+    public var keepsTombstones: Bool { !tombstoneColumns.isEmpty && changeColumns.contains("ZENTITY") && changeColumns.contains("ZENTITYPK") }
+
+    /// Streams the deletes, each as its transaction holding that one change, by entity number,
+    /// then `Z_PK`, then change (`recover` merges them with the versions it reads in that order),
+    /// or with `byKey` false in change order (no sort). A change whose transaction is missing
+    /// keeps its `ZTRANSACTIONID` and no writer.
+    ///
+    /// - Parameter keptValuesOnly: only deletes that kept at least one value in `ZTOMBSTONE0…n`.
+    /// - Parameter entityNumbers: only these `ZENTITY` values (nil: all).
+    /// - Parameter pk: only this `ZENTITYPK`.
+    public mutating func forEachDeletion(keptValuesOnly: Bool, entityNumbers: [Int]? = nil, pk: Int64? = nil, byKey: Bool = true,
+                                         _ body: (HistoryTransaction) throws -> Void) throws {
+        guard changeColumns.contains("ZCHANGETYPE"), changeColumns.contains("ZENTITY"), changeColumns.contains("ZENTITYPK") else { return }
+        if keptValuesOnly, tombstoneColumns.isEmpty { return }
+        var conditions = ["c.ZCHANGETYPE = 2"]
+        var arguments: [DatabaseValue] = []
+        if keptValuesOnly { conditions.append("(" + tombstoneColumns.map { "c.\($0) IS NOT NULL" }.joined(separator: " OR ") + ")") }
+        if let numbers = entityNumbers {
+            conditions.append("c.ZENTITY IN (" + numbers.map { _ in "?" }.joined(separator: ", ") + ")")
+            arguments += numbers.map { .integer(Int64($0)) }
+        }
+        if let pk {
+            conditions.append("c.ZENTITYPK = ?")
+            arguments.append(.integer(pk))
+        }
+        let sql = "SELECT \(selectedColumns(transactionID: "c.ZTRANSACTIONID")) FROM ACHANGE c LEFT JOIN ATRANSACTION t ON t.Z_PK = c.ZTRANSACTIONID\(joins)"
+            + " WHERE " + conditions.joined(separator: " AND ") + (byKey ? " ORDER BY c.ZENTITY, c.ZENTITYPK, c.Z_PK" : " ORDER BY c.Z_PK")
+        let statement = try connection.prepare(sql)
+        try statement.bind(arguments)
+        var this = self
+        try statement.forEach { row in
+            guard let change = this.change(row) else { return }
+            try body(this.transaction(row, changes: [change]))
+        }
         self.bitOrders = this.bitOrders
     }
 

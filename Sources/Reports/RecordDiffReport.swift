@@ -273,13 +273,14 @@ public final class RecordDiffWriter {
         return parts.joined(separator: ", ")
     }
 
-    static func text(transaction t: HistoryTransaction) -> String {
+    /// - Parameter countingChanges: false when `t` holds only the change that concerns the reader.
+    static func text(transaction t: HistoryTransaction, countingChanges: Bool = true) -> String {
         var facts = ["history #\(t.id)", ValueRendering.time(t.timestamp, referenceSeconds: t.referenceSeconds) ?? "(no timestamp)"]
         if let b = t.bundleID { facts.append("bundle \(b)") }
         if let p = t.processName { facts.append("process \(p)") }
         if let a = t.author { facts.append("author \(a)") }
         if let c = t.contextName { facts.append("context \(c)") }
-        facts.append("\(t.changes.count) change\(t.changes.count == 1 ? "" : "s")")
+        if countingChanges { facts.append("\(t.changes.count) change\(t.changes.count == 1 ? "" : "s")") }
         return TextTable.sanitized(facts.joined(separator: "  "))
     }
 

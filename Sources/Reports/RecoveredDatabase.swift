@@ -76,11 +76,11 @@ public final class RecoveredDatabase {
             let provenance: [DatabaseValue] = [
                 .text(store), v.pkIsKnown ? .integer(v.pk) : .null, .text(v.state.rawValue), .text(v.confidence.rawValue),
                 first.map { .integer(Int64($0.firstCommit)) } ?? .null, v.sources.last.map { .integer(Int64($0.lastCommit)) } ?? .null,
-                .text(first?.file ?? v.finds.first?.file ?? ""),
+                .text(first?.file ?? v.finds.first?.file ?? (v.historyDeletes.isEmpty ? "" : store)),
                 first.map { .integer(Int64($0.writtenBy)) } ?? .null, first?.firstFrame.map { .integer(Int64($0)) } ?? .null,
                 first?.commitFrame.map { .integer(Int64($0)) } ?? .null,
-                v.endedBy.map { .text($0.kind.rawValue) } ?? .null, v.endedBy.map { .integer(Int64($0.commit)) } ?? .null,
-                v.endedBy.map { .text($0.transactions.map { String($0.id) }.joined(separator: " ")) } ?? .null,
+                v.endingKind.map { .text($0.rawValue) } ?? .null, v.endedBy.map { .integer(Int64($0.commit)) } ?? .null,
+                v.endingKind.map { _ in .text(v.endingTransactions.map { String($0.id) }.joined(separator: " ")) } ?? .null,
                 .text("[" + runs.joined(separator: ",") + "]"),
                 v.uncertainColumns.isEmpty ? .null : .text(v.uncertainColumns.joined(separator: " ")),
                 .text("[" + v.finds.map { f in

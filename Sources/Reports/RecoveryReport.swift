@@ -14,7 +14,7 @@ public final class RecoveryWriter {
         case text, json, jsonl, csv
     }
 
-    public static let schemaVersion = 2
+    public static let schemaVersion = 3
 
     let format: Format
     let write: (String) -> Void
@@ -99,6 +99,8 @@ public final class RecoveryWriter {
             ("values", .object(v.values.map { ($0.name, ValueRendering.json($0.value)) })),
             ("sources", .array(v.sources.map(json(source:)))),
             ("finds", .array(v.finds.map(json(find:)))),
+            // Each with the one change that deleted the record (and the values it kept).
+            ("historyDeletes", .array(v.historyDeletes.map { HistoryWriter.json($0) })),
         ])
     }
 
@@ -138,13 +140,13 @@ public final class RecoveryWriter {
             ("_uncertain_columns", v.uncertainColumns.isEmpty ? .null : .string(v.uncertainColumns.joined(separator: " "))),
             ("_first_commit", .optional(first?.firstCommit)),
             ("_last_commit", .optional(v.sources.last?.lastCommit)),
-            ("_source_file", .string(first?.file ?? find?.file ?? "")),
+            ("_source_file", .string(first?.file ?? find?.file ?? (v.historyDeletes.isEmpty ? "" : path))),
             ("_written_by_commit", .optional(first?.writtenBy)),
             ("_first_frame", .optional(first?.firstFrame)),
             ("_commit_frame", .optional(first?.commitFrame)),
-            ("_ended_by", ending.map { .string($0.kind.rawValue) } ?? .null),
+            ("_ended_by", v.endingKind.map { .string($0.rawValue) } ?? .null),
             ("_end_commit", .optional(ending?.commit)),
-            ("_transactions", .array((ending?.transactions ?? []).map { Int(exactly: $0.id).map(JSONValue.int) ?? .null })),
+            ("_transactions", .array(v.endingTransactions.map { Int(exactly: $0.id).map(JSONValue.int) ?? .null })),
             ("_sources", .array(v.sources.map(json(source:)))),
             ("_finds", .array(v.finds.map(json(find:)))),
         ]
@@ -187,15 +189,15 @@ public final class RecoveryWriter {
         if v.uncertainColumns.isEmpty { out += "null" } else { string(v.uncertainColumns.joined(separator: " ")) }
         out += ",\"_first_commit\":"; int(first?.firstCommit)
         out += ",\"_last_commit\":"; int(v.sources.last?.lastCommit)
-        out += ",\"_source_file\":"; out += escaped(first?.file ?? find?.file ?? "")
+        out += ",\"_source_file\":"; out += escaped(first?.file ?? find?.file ?? (v.historyDeletes.isEmpty ? "" : path))
         out += ",\"_written_by_commit\":"; int(first?.writtenBy)
         out += ",\"_first_frame\":"; int(first?.firstFrame)
         out += ",\"_commit_frame\":"; int(first?.commitFrame)
         out += ",\"_ended_by\":"
-        if let ending { string(ending.kind.rawValue) } else { out += "null" }
+        if let kind = v.endingKind { string(kind.rawValue) } else { out += "null" }
         out += ",\"_end_commit\":"; int(ending?.commit)
         out += ",\"_transactions\":["
-        for (i, t) in (ending?.transactions ?? []).enumerated() {
+        for (i, t) in v.endingTransactions.enumerated() {
             if i > 0 { out += "," }
             int(Int(exactly: t.id))
         }
@@ -264,9 +266,9 @@ public final class RecoveryWriter {
         let first: String = v.sources.first.map { String($0.firstCommit) } ?? ""
         let last: String = v.sources.last.map { String($0.lastCommit) } ?? ""
         let sources: String = v.sources.map(Self.text(source:)).joined(separator: "; ")
-        let ended: String = v.endedBy?.kind.rawValue ?? ""
+        let ended: String = v.endingKind?.rawValue ?? ""
         let endCommit: String = v.endedBy.map { String($0.commit) } ?? ""
-        let transactions: String = (v.endedBy?.transactions ?? []).map { String($0.id) }.joined(separator: " ")
+        let transactions: String = v.endingTransactions.map { String($0.id) }.joined(separator: " ")
         let finds: String = v.finds.map(Self.text(find:)).joined(separator: "; ")
         let lead: [String] = [path, v.entity, v.table, pk, v.state.rawValue, v.confidence.rawValue, first, last, sources,
                               ended, endCommit, transactions, finds, v.uncertainColumns.joined(separator: " ")]
@@ -287,7 +289,7 @@ public final class RecoveryWriter {
         line += v.sources.map(text(source:)).joined(separator: "; ")
         if let e = v.endedBy {
             line += "; \(e.kind == .deleted ? "deleted" : "changed") by commit \(e.commit)"
-            if !e.transactions.isEmpty { line += " (" + e.transactions.map(RecordDiffWriter.text(transaction:)).joined(separator: "; ") + ")" }
+            if !e.transactions.isEmpty { line += " (" + e.transactions.map { RecordDiffWriter.text(transaction: $0) }.joined(separator: "; ") + ")" }
         }
         if !v.finds.isEmpty {
             // One line per version: the first finds, then how many more (json lists them all).
@@ -297,6 +299,11 @@ public final class RecoveryWriter {
             if v.confidence != .whole { line += " [\(v.confidence.rawValue)" + (v.uncertainColumns.isEmpty ? "" : ": " + v.uncertainColumns.joined(separator: ", ")) + "]" }
             // A whole record whose overflow pages nothing proves still says which columns came from them.
             else if !v.uncertainColumns.isEmpty { line += " [uncertain: " + v.uncertainColumns.joined(separator: ", ") + "]" }
+        }
+        if !v.historyDeletes.isEmpty {
+            // The whole version when only history holds it; else the delete history adds to the bytes.
+            line += (v.sources.isEmpty && v.finds.isEmpty ? "kept by the delete in " : "; deleted in ")
+                + v.historyDeletes.map { RecordDiffWriter.text(transaction: $0, countingChanges: false) }.joined(separator: "; ")
         }
         line += "  " + v.values.map { "\($0.name) \(ValueRendering.inline($0.value))" }.joined(separator: ", ")
         return TextTable.sanitized(line)

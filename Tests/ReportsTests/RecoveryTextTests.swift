@@ -1,3 +1,4 @@
+@testable import CoreDataStore
 import Foundation
 import Testing
 @testable import Reports
@@ -22,5 +23,53 @@ struct RecoveryTextTests {
         #expect(RecoveryWriter.text(Self.version(confidence: .headerRebuilt, uncertain: ["Z_PK", "ZNOTE"]))
             .contains("[header-rebuilt: Z_PK, ZNOTE]"))
         #expect(!RecoveryWriter.text(Self.version(confidence: .whole, uncertain: [])).contains("["))
+    }
+}
+
+/// A deleted record only history holds (its kept values), and a carved record history says was
+/// deleted: every view names the delete and its transaction.
+@Suite("recover views: deletes from persistent history")
+struct RecoveryHistoryDeleteViewTests {
+    static let delete = HistoryTransaction(id: 534, timestamp: "2021-02-17T20:22:24Z", referenceSeconds: 635_285_000, author: "STUnique",
+                                           bundleID: "com.apple.ScreenTimeAgent", processName: "ScreenTimeAgent", contextName: nil,
+                                           changes: [HistoryChange(id: 9, type: .delete, entity: "InstalledApp", entityNumber: 19, pk: 273,
+                                                                   updatedProperties: nil, columnsNote: nil, columnsHex: nil)])
+
+    static func tombstone() -> RecordVersion {
+        var v = RecordVersion(entity: "InstalledApp", entityNumber: 19, table: "ZINSTALLEDAPP", pk: 273,
+                              values: [.init(name: "bundleIdentifier", value: .text("com.skout.SKOUT"))],
+                              state: .deleted, sources: [], confidence: .tombstone)
+        v.historyDeletes = [delete]
+        return v
+    }
+
+    static func carved() -> RecordVersion {
+        var v = RecoveryTextTests.version(confidence: .whole, uncertain: [])
+        v.historyDeletes = [delete]
+        return v
+    }
+
+    @Test("text, jsonl (both renderings) and csv say who deleted it")
+    func views() throws {
+        let t = RecoveryWriter.text(Self.tombstone())
+        #expect(t.hasPrefix("deleted    InstalledApp#273  kept by the delete in history #534"), "\(t)")
+        #expect(t.contains("bundle com.apple.ScreenTimeAgent") && !t.contains("1 change"))
+        #expect(RecoveryWriter.text(Self.carved()).contains("(freelist-leaf); deleted in history #534"))
+        let writer = RecoveryWriter(format: .jsonl) { _ in }
+        for v in [Self.tombstone(), Self.carved()] {
+            let line = writer.jsonLineText(path: "s.sqlite", v)
+            #expect(line == RecoveryWriter.jsonLine(path: "s.sqlite", v).rendered(pretty: false) + "\n")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(object["_ended_by"] as? String == "deleted")
+            #expect(object["_transactions"] as? [Int] == [534])
+            #expect(object["_source_file"] as? String != "")
+            let csv = writer.csvRows(path: "s.sqlite", v)
+            #expect(csv.allSatisfy { $0[9] == "deleted" && $0[11] == "534" })
+        }
+        let json = RecoveryWriter.json(Self.tombstone())
+        guard case .object(let members) = json, case .array(let deletes)? = members.first(where: { $0.0 == "historyDeletes" })?.1 else {
+            Issue.record("json lists historyDeletes"); return
+        }
+        #expect(deletes.count == 1)
     }
 }

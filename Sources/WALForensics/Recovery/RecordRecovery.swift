@@ -51,12 +51,23 @@ public enum RecordRecovery {
                 try history.apply(commit: commit, diff: diff, earlier: earlier, later: later, filter: committedFilter)
             }
             let last = try StateReader(evidence, commit: evidence.commitCount, option: "--to", decoder: decoder)
-            guard carve else {
+            let entityTables = try history.entityTables(last)
+            let names = entityNames(last, entityTables: entityTables)
+            var deletes = try HistoryDeletes(last)
+            let carved = carve ? try CarvedVersions.collect(evidence, state: last, entityTables: entityTables, filter: filter) : nil
+            if deletes != nil {
+                var found = try deletes!.deletes(of: history.deletedWithoutTransaction.merging(carved?.keys ?? [:]) { $0.union($1) })
+                // A record whose key is live again is not the one the delete removed.
+                for key in try liveKeys(Set(found.keys), last: last, names: names) { found[key] = nil }
+                history.historyDeletes = found
+                carved?.addHistoryDeletes(found)
+            }
+            guard let carved else {
                 try history.finish(last: last, filter: filter, body)
                 PointInTime.discardImage(evidence, commit: evidence.commitCount)
+                try emitTombstones(&deletes, filter: filter, names: names, history: history, carvedKeys: [:], body)
                 return
             }
-            let carved = try CarvedVersions.collect(evidence, state: last, entityTables: try history.entityTables(last), filter: filter)
             // Live rows no commit touched are read only to take carved finds when they are not listed.
             let listsLive = filter.states.map { $0.contains(.live) } ?? true
             try history.finish(last: last, filter: committedFilter, foldingOnly: listsLive ? nil : carved) { version in
@@ -66,9 +77,48 @@ public enum RecordRecovery {
             }
             PointInTime.discardImage(evidence, commit: evidence.commitCount)
             for v in carved.remaining() where filter.keeps(v) { try body(v) }
+            try emitTombstones(&deletes, filter: filter, names: names, history: history, carvedKeys: carved.keys, body)
         } catch let error as SQLiteError {
             throw WALForensicsError.sqlite(path: evidence.displayPath, error)
         }
+    }
+
+    /// Deleted records only persistent history holds (their kept values), after every other version.
+    static func emitTombstones(_ deletes: inout HistoryDeletes?, filter: Filter, names: [Int: (name: String, table: String)],
+                               history: Tracker, carvedKeys: [Int: Set<Int64>], _ body: (RecordVersion) throws -> Void) throws {
+        guard var d = deletes else { return }
+        try TombstoneVersions.forEach(&d, filter: filter, names: names, isKnown: { key in
+            history.records[key] != nil || carvedKeys[key.entity]?.contains(key.pk) == true
+        }, body)
+        deletes = d
+    }
+
+    /// Entity number → name and table: the tables' entities, then the model's, then `Z_PRIMARYKEY`'s.
+    static func entityNames(_ state: StateReader, entityTables: [(Int, String, String)]) -> [Int: (name: String, table: String)] {
+        var names: [Int: (name: String, table: String)] = [:]
+        for (number, name, table) in entityTables where names[number] == nil { names[number] = (name, table) }
+        for mapping in state.map?.entities ?? [] {
+            if let number = mapping.number, names[number] == nil { names[number] = (mapping.entity.name, mapping.table) }
+        }
+        for entity in state.store?.entities ?? [] where names[entity.number] == nil { names[entity.number] = (entity.name, "") }
+        return names
+    }
+
+    /// The keys among `keys` that are rows of the last state.
+    static func liveKeys(_ keys: Set<RecordKey>, last: StateReader, names: [Int: (name: String, table: String)]) throws -> Set<RecordKey> {
+        var live: Set<RecordKey> = []
+        for (number, members) in Dictionary(grouping: keys, by: \.entity) {
+            guard let table = names[number]?.table, !table.isEmpty, try last.connection.tableExists(table) else { continue }
+            let pks = members.map(\.pk).sorted()
+            for start in stride(from: 0, to: pks.count, by: 500) {
+                let part = pks[start ..< min(start + 500, pks.count)]
+                let sql = "SELECT Z_PK FROM \(Identifier.quoted(table)) WHERE Z_ENT = ? AND Z_PK IN (" + part.map { _ in "?" }.joined(separator: ", ") + ")"
+                for row in try last.connection.rows(sql, [.integer(Int64(number))] + part.map { .integer($0) }) {
+                    if let pk = row[0].int64 { live.insert(RecordKey(entity: number, pk: pk)) }
+                }
+            }
+        }
+        return live
     }
 
     /// All versions at once (tests, small stores).
@@ -157,11 +207,7 @@ extension PlistValue {
 
 /// The records some commit touched, with the runs of commits each held each set of values.
 struct Tracker {
-    struct Key: Hashable, Comparable {
-        let entity: Int
-        let pk: Int64
-        static func < (a: Key, b: Key) -> Bool { (a.entity, a.pk) < (b.entity, b.pk) }
-    }
+    typealias Key = RecordKey
 
     struct Span {
         let values: [RecordChange.Value]
@@ -180,6 +226,19 @@ struct Tracker {
 
     let evidence: WALEvidence
     var records: [Key: Record] = [:]
+    /// History deletes of deleted records no commit's history transactions named (`recover`
+    /// looks them up by key once every commit is read).
+    var historyDeletes: [Key: [HistoryTransaction]] = [:]
+
+    /// Records a commit deleted whose commit wrote no history transaction naming them, by entity.
+    var deletedWithoutTransaction: [Int: Set<Int64>] {
+        var out: [Int: Set<Int64>] = [:]
+        for (key, record) in records {
+            guard let last = record.spans.last, let ending = last.ending, ending.kind == .deleted, ending.transactions.isEmpty else { continue }
+            out[key.entity, default: []].insert(key.pk)
+        }
+        return out
+    }
 
     init(evidence: WALEvidence) {
         self.evidence = evidence
@@ -359,9 +418,11 @@ struct Tracker {
         return order.compactMap { fp in
             guard let runs = spans[fp], let final = runs.last else { return nil }
             let state: RecordVersion.State = final.last == nil ? .live : (final.ending?.kind == .deleted ? .deleted : .superseded)
-            return RecordVersion(entity: record.entity, entityNumber: key.entity, table: record.table, pk: key.pk,
-                                 values: runs[0].values, state: state,
-                                 sources: runs.map { source($0, lastCommit: lastCommit) }, confidence: .whole)
+            var version = RecordVersion(entity: record.entity, entityNumber: key.entity, table: record.table, pk: key.pk,
+                                        values: runs[0].values, state: state,
+                                        sources: runs.map { source($0, lastCommit: lastCommit) }, confidence: .whole)
+            if state == .deleted, final.ending?.transactions.isEmpty == true { version.historyDeletes = historyDeletes[key] ?? [] }
+            return version
         }
     }
 

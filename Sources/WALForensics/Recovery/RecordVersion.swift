@@ -25,6 +25,9 @@ public struct RecordVersion: Sendable {
         /// A freed cell whose first 4 bytes the freeblock header overwrote: payload length, rowid
         /// (so `Z_PK`) and the start of the record header were rebuilt from the table's columns.
         case headerRebuilt = "header-rebuilt"
+        /// Only the values persistent history kept when the record was deleted (`ZTOMBSTONE0…n`,
+        /// the attributes the model preserves on deletion); the record's other values are not known.
+        case tombstone
     }
 
     /// One place outside the committed states whose bytes hold this version.
@@ -116,10 +119,25 @@ public struct RecordVersion: Sendable {
     public var finds: [Find] = []
     /// Columns whose stored value the bytes do not prove (`Z_PK` when the rowid was overwritten).
     public var uncertainColumns: [String] = []
+    /// Persistent-history deletes of this record (its entity and `Z_PK`) that no WAL commit of the
+    /// files ended it with: for carved records and tombstones. Each is its transaction holding
+    /// that one change (with the values it kept).
+    public var historyDeletes: [HistoryTransaction] = []
 
     /// False for a carved record whose rowid (`Z_PK`) was overwritten and not found elsewhere (`pk` is 0).
     public var pkIsKnown: Bool { pk > 0 }
 
     /// What ended the last run: the change or delete that makes this version superseded or deleted.
     public var endedBy: Ending? { sources.last?.endedBy }
+
+    /// What ended the record as the flat views say it: the last run's change, else `deleted` when
+    /// persistent history deleted it.
+    public var endingKind: Ending.Kind? { endedBy?.kind ?? (historyDeletes.isEmpty ? nil : .deleted) }
+
+    /// The history transactions that changed or deleted it: the last run's, then the history deletes.
+    public var endingTransactions: [HistoryTransaction] {
+        var out = endedBy?.transactions ?? []
+        for t in historyDeletes where !out.contains(where: { $0.id == t.id }) { out.append(t) }
+        return out
+    }
 }

@@ -21,8 +21,10 @@ struct RecoverCommand: Command {
         WAL page image), freelist pages, frames of an older WAL generation and a -journal (carved),
         each kept only when it passes the false-positive rules of docs/recover.md. A carved copy of
         a committed version is listed with that version (finds); a freed cell whose first 4 bytes
-        were overwritten has confidence header-rebuilt and may carry Z_PK unknown. --no-carve lists
-        the committed versions alone.
+        were overwritten has confidence header-rebuilt and may carry Z_PK unknown (given back when
+        a persistent-history delete's kept values name the record). Last, deletes whose values
+        persistent history kept (ZTOMBSTONE0…n) that nothing else gives back: deleted, confidence
+        tombstone, the kept values only. --no-carve lists the committed versions and history's.
         """,
         arguments: [ArgumentSpec(name: "input", help: "A store file, an app container or .xcappdata folder, a tar or zip archive of one, or a Finder/iTunes backup folder.", repeating: false, optional: false)],
         options: [OptionSpec.value("--format", "-f", valueName: "format", help: "Output format.",

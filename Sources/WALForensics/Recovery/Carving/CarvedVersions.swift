@@ -22,6 +22,9 @@ final class CarvedVersions {
         var values: [RecordChange.Value] = []
         var fingerprint = ""
         var used = false
+        /// History deletes of the record (by key; for a record whose key was lost, the one delete
+        /// whose kept values named it).
+        var historyDeletes: [HistoryTransaction] = []
     }
 
     struct RawKey: Hashable {
@@ -106,6 +109,7 @@ final class CarvedVersions {
         }
         carved.rejected = carver.carver.rejected
         try carved.decode(state: state, encoding: evidence.header?.textEncoding ?? 1)
+        try carved.takeKeysFromHistory(state)
         carved.fold()
         return carved
     }
@@ -185,7 +189,48 @@ final class CarvedVersions {
         }
     }
 
+    /// A record whose `Z_PK` was lost takes the key of a deleted record when persistent history
+    /// kept values on its delete and those values name it: every kept value equals the carved
+    /// record's value of that property, at least one of them is a value one record usually holds
+    /// alone (`HistoryDeletes.identifies`), and no other deleted record of its entity matches.
+    /// Versions of one record share its kept values, so several carved records may take one key.
+    func takeKeysFromHistory(_ state: StateReader) throws {
+        let keyless = groups.indices.filter { groups[$0].pk == nil && !groups[$0].values.isEmpty }
+        guard !keyless.isEmpty, var deletes = try HistoryDeletes(state), deletes.keepsValues else { return }
+        // The keyless records by property name and the fingerprint of their value there, built
+        // for the names kept values use (a few per entity).
+        var byValue: [String: [String: [Int]]] = [:]
+        func candidates(_ name: String, _ fingerprint: String) -> [Int] {
+            if byValue[name] == nil {
+                var index: [String: [Int]] = [:]
+                for i in keyless {
+                    guard let v = groups[i].values.first(where: { $0.name == name }) else { continue }
+                    index[RecordRecovery.fingerprint([v]), default: []].append(i)
+                }
+                byValue[name] = index
+            }
+            return byValue[name]?[fingerprint] ?? []
+        }
+        var matches: [Int: [Int64: HistoryTransaction]] = [:]
+        let entities = Set(keyless.map { groups[$0].entity }).sorted()
+        try deletes.forEachTombstone(entityNumbers: entities, pk: nil, byKey: false) { transaction, change in
+            guard let number = change.entityNumber, let pk = change.pk, pk > 0, HistoryDeletes.identifies(change.tombstoneValues) else { return }
+            let kept = change.tombstoneValues.map { RecordChange.Value(name: $0.name, value: $0.value) }
+            var found = Set(candidates(kept[0].name, RecordRecovery.fingerprint([kept[0]]))).filter { groups[$0].entity == number }
+            for v in kept.dropFirst() where !found.isEmpty {
+                found.formIntersection(candidates(v.name, RecordRecovery.fingerprint([v])))
+            }
+            for i in found where matches[i]?[pk] == nil { matches[i, default: [:]][pk] = transaction }
+        }
+        for (i, byKey) in matches where byKey.count == 1 {
+            let (pk, transaction) = byKey.first!
+            groups[i].pk = pk
+            groups[i].historyDeletes = [transaction]
+        }
+    }
+
     private func merge(_ g: Group, into target: inout Group) {
+        for t in g.historyDeletes where !target.historyDeletes.contains(where: { $0.id == t.id }) { target.historyDeletes.append(t) }
         for f in g.finds where target.findSet.insert(f).inserted { target.finds.append(f) }
         if g.state == .uncommitted { target.state = .uncommitted }
         target.overflowUncertain.formIntersection(g.overflowUncertain)
@@ -200,6 +245,8 @@ final class CarvedVersions {
         if let i = byKey[Key(entity: version.entityNumber, pk: version.pk, fingerprint: fp)], !groups[i].used {
             groups[i].used = true
             version.finds += groups[i].finds
+            // A delete the version's own commit already names is not repeated.
+            for t in groups[i].historyDeletes where !version.endingTransactions.contains(where: { $0.id == t.id }) { version.historyDeletes.append(t) }
         }
         for i in unknownPK[ValuesKey(entity: version.entityNumber, fingerprint: fp)] ?? [] where !groups[i].used {
             groups[i].used = true
@@ -264,6 +311,22 @@ final class CarvedVersions {
         }
     }
 
+    /// The keys of the carved records that have one, by entity number.
+    var keys: [Int: Set<Int64>] {
+        var out: [Int: Set<Int64>] = [:]
+        for g in groups { if let pk = g.pk { out[g.entity, default: []].insert(pk) } }
+        return out
+    }
+
+    /// Adds history deletes found by key to the records with that key.
+    func addHistoryDeletes(_ deletes: [RecordKey: [HistoryTransaction]]) {
+        guard !deletes.isEmpty else { return }
+        for i in groups.indices {
+            guard let pk = groups[i].pk, let found = deletes[RecordKey(entity: groups[i].entity, pk: pk)] else { continue }
+            for t in found where !groups[i].historyDeletes.contains(where: { $0.id == t.id }) { groups[i].historyDeletes.append(t) }
+        }
+    }
+
     /// The carved records no committed version took, as versions of their own, by entity, then
     /// `Z_PK` (unknown keys last), then the order they were found in.
     func remaining() -> [RecordVersion] {
@@ -276,6 +339,7 @@ final class CarvedVersions {
                                   pk: g.pk ?? 0, values: g.values, state: g.state, sources: [],
                                   confidence: g.finds.contains { $0.confidence == .whole } ? .whole : .headerRebuilt)
             v.finds = g.finds
+            v.historyDeletes = g.historyDeletes
             if g.pk == nil { v.uncertainColumns = [shape.columns[shape.pkIndex].name] }
             v.uncertainColumns += g.overflowUncertain.sorted().map { shape.columns[$0].name }
             return v

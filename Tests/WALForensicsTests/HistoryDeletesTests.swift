@@ -1,0 +1,204 @@
+import Acquisition
+import CoreDataStore
+import Foundation
+import SQLiteAccess
+import StoreBuilder
+import StoreTestSupport
+import Testing
+@testable import WALForensics
+
+/// `recover` and persistent history: deletes that kept values (`ZTOMBSTONE0…n`) are versions of
+/// their own when nothing else gives the record back; a carved record whose key was lost takes
+/// the key of the one delete whose identifying kept values are its own; carved and committed
+/// deletes carry the history transaction that deleted them. The truth is what SQLite holds in
+/// ACHANGE (read on a copy) and what the test wrote.
+@Suite("recover: deleted records from persistent history")
+struct HistoryDeletesTests {
+    static let model: ModelDescription = {
+        var id = AttributeDescription("id", .uuid)
+        id.preservesValueOnDeletion = true
+        var done = AttributeDescription("done", .boolean)
+        done.preservesValueOnDeletion = true
+        return ModelDescription(entities: [
+            // A Task's delete keeps its UUID: a value one record holds alone.
+            EntityDescription("Task", attributes: [id, .init("title", .string), .init("body", .string)]),
+            // A Flag's delete keeps only a Boolean, which many records share: never a key by itself.
+            EntityDescription("Flag", attributes: [done, .init("label", .string)]),
+        ])
+    }()
+
+    struct Corpus {
+        let folder: TemporaryFolder
+        let url: URL
+        /// What the test wrote: entity name and key → title or label.
+        var texts: [String: [Int: String]] = [:]
+        var ids: [Int: UUID] = [:]
+    }
+
+    /// Tasks and flags inserted, then every other Task deleted (freed cells left as separate
+    /// freeblocks, so many lose their key), one Flag deleted and every other one changed, all
+    /// checkpointed into the main file; then a few more Tasks deleted in the -wal.
+    static func corpus() throws -> Corpus {
+        let folder = try TemporaryFolder("recover-history")
+        var corpus = Corpus(folder: folder, url: folder.path("default.store"))
+        let writer = try StoreWriter(url: corpus.url, model: model)
+        try writer.executeRaw("PRAGMA secure_delete = OFF")
+        var tasks: [Int] = [], flags: [Int] = []
+        try writer.transaction { w in
+            for n in 0 ..< 80 {
+                let id = UUID()
+                let title = "task-\(n)-" + String(repeating: "t", count: n % 17)
+                let pk = try w.insert("Task", ["id": .uuid(id), "title": .string(title), "body": .string(String(repeating: "b", count: 20 + n % 30))])
+                corpus.texts["Task", default: [:]][pk] = title
+                corpus.ids[pk] = id
+                tasks.append(pk)
+                let label = "flag-\(n)-" + String(repeating: "f", count: n % 13)
+                let f = try w.insert("Flag", ["done": .bool(n % 3 == 0), "label": .string(label)])
+                corpus.texts["Flag", default: [:]][f] = label
+                flags.append(f)
+            }
+        }
+        try writer.transaction(.init(author: "cleaner", bundleID: "com.example.app")) { w in
+            for (i, pk) in tasks.enumerated() where i % 2 == 1 && i < 70 { try w.delete("Task", pk: pk) }
+            // One Flag deleted (its delete keeps `done` true); every other Flag's label lengthened,
+            // leaving its old version in free space with `done` true for a third of them.
+            try w.delete("Flag", pk: flags[0])
+            for (i, pk) in flags.enumerated() where i % 2 == 1 && i < 70 { try w.update("Flag", pk: pk, ["label": .string("changed-\(i)-" + String(repeating: "c", count: 40))]) }
+        }
+        try writer.checkpoint()
+        try writer.transaction(.init(author: "later")) { w in
+            for pk in tasks.suffix(4) { try w.delete("Task", pk: pk) }
+        }
+        try writer.close(leavingWAL: true)
+        return corpus
+    }
+
+    /// ACHANGE's deletes as SQLite reads them on a copy: entity number, key, transaction, kept values.
+    static func storedDeletes(_ corpus: Corpus) throws -> [(entity: Int, pk: Int64, transaction: Int64, kept: [DatabaseValue])] {
+        let folder = try TemporaryFolder("recover-history-truth")
+        for suffix in ["", "-wal"] {
+            try FileManager.default.copyItem(at: URL(fileURLWithPath: corpus.url.path + suffix), to: folder.path("copy.store" + suffix))
+        }
+        let db = try Connection.open(path: folder.path("copy.store").path, mode: .readWrite)
+        let columns = try db.rows("SELECT name FROM pragma_table_info('ACHANGE') WHERE name LIKE 'ZTOMBSTONE%' ORDER BY cid").compactMap { $0[0].string }
+        return try db.rows("SELECT ZENTITY, ZENTITYPK, ZTRANSACTIONID, \(columns.joined(separator: ", ")) FROM ACHANGE WHERE ZCHANGETYPE = 2").map { row in
+            (row[0].int ?? -1, row[1].int64 ?? -1, row[2].int64 ?? -1, Array(row.values.dropFirst(3)))
+        }
+    }
+
+    /// `Z_PRIMARYKEY`'s number for an entity, read with SQLite from a copy.
+    static func entityNumber(_ name: String, _ corpus: Corpus) throws -> Int? {
+        let folder = try TemporaryFolder("entity-number")
+        for suffix in ["", "-wal"] {
+            try FileManager.default.copyItem(at: URL(fileURLWithPath: corpus.url.path + suffix), to: folder.path("copy.store" + suffix))
+        }
+        let db = try Connection.open(path: folder.path("copy.store").path, mode: .readWrite)
+        return try db.rows("SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = ?", [.text(name)]).first?[0].int
+    }
+
+    static func text(_ v: RecordVersion, _ name: String) -> String? {
+        guard case .text(let t)? = v.values.first(where: { $0.name == name })?.value else { return nil }
+        return t
+    }
+
+    @Test("tombstones, keys from history, deletes attached: each history delete stands in exactly one version")
+    func corpusFromHistory() throws {
+        let corpus = try Self.corpus()
+        let before = try FolderSnapshot(corpus.folder.url)
+        let session = try EvidenceSession()
+        defer { session.scratch.remove() }
+        let evidence = try WALEvidence(copy: try session.workingCopy(of: corpus.url), displayPath: corpus.url.path)
+        let versions = try RecordRecovery.versions(evidence, carve: true)
+        let stored = try Self.storedDeletes(corpus)
+        let task = try #require(try Self.entityNumber("Task", corpus)), flag = try #require(try Self.entityNumber("Flag", corpus))
+        #expect(stored.count == 35 + 1 + 4)
+
+        // Every delete history holds names exactly one version of that record, with its transaction.
+        for d in stored {
+            let holding = versions.filter { $0.entityNumber == d.entity && $0.pk == d.pk && $0.endingTransactions.contains { $0.id == d.transaction } }
+            #expect(holding.count == 1, "entity \(d.entity) #\(d.pk): \(holding.count) versions name its delete")
+            guard let v = holding.first else { continue }
+            // Whatever the version, it is the record the test wrote under that key.
+            let name = d.entity == task ? "title" : "label"
+            if v.confidence != .tombstone {
+                #expect(Self.text(v, name) == corpus.texts[d.entity == task ? "Task" : "Flag"]?[Int(d.pk)], "\(v.entity)#\(v.pk)")
+            }
+        }
+        // Tombstones: only where nothing else gave the record back, with the kept values SQLite stored.
+        let tombstones = versions.filter { $0.confidence == .tombstone }
+        for v in tombstones {
+            #expect(v.state == .deleted && v.sources.isEmpty && v.finds.isEmpty && v.historyDeletes.count == 1)
+            let others = versions.filter { $0.entityNumber == v.entityNumber && $0.pk == v.pk && $0.confidence != .tombstone && $0.state != .live }
+            #expect(others.isEmpty, "\(v.entity)#\(v.pk) is a tombstone and another version")
+            let truth = try #require(stored.first { $0.entity == v.entityNumber && $0.pk == v.pk })
+            if v.entityNumber == task {
+                guard case .uuid(let text)? = v.values.first(where: { $0.name == "id" })?.value, let uuid = UUID(uuidString: text) else {
+                    Issue.record("a Task's tombstone keeps its id: \(v.values)"); continue
+                }
+                #expect(truth.kept.contains(.blob(withUnsafeBytes(of: uuid.uuid) { Data($0) })))
+                #expect(uuid == corpus.ids[Int(v.pk)])
+            }
+        }
+        // Carved Tasks whose key was lost took it from their delete's UUID, and it is theirs.
+        let keyed = versions.filter { $0.entityNumber == task && $0.state == .carved && $0.confidence == .headerRebuilt && $0.pkIsKnown }
+        #expect(!keyed.isEmpty, "the corpus has Task cells that lost their key, given back by history")
+        for v in keyed {
+            #expect(!v.uncertainColumns.contains("Z_PK"))
+            #expect(Self.text(v, "title") == corpus.texts["Task"]?[Int(v.pk)])
+        }
+        // A Boolean names no record: carved Flags that lost their key keep it unknown, though one
+        // delete alone kept `done` true and some of them hold `done` true.
+        let flagsKeyless = versions.filter { $0.entityNumber == flag && $0.confidence == .headerRebuilt }
+        #expect(!flagsKeyless.isEmpty, "the corpus has Flag cells that lost their key")
+        #expect(flagsKeyless.allSatisfy { !$0.pkIsKnown && $0.historyDeletes.isEmpty })
+        // The -wal's deletes are committed versions with their commit's transaction, not tombstones.
+        let walDeleted = versions.filter { $0.state == .deleted && !$0.sources.isEmpty }
+        #expect(walDeleted.count == 4)
+        for v in walDeleted {
+            #expect(v.endedBy?.transactions.count == 1 && v.historyDeletes.isEmpty, "\(v.entity)#\(v.pk): \(v.endedBy?.transactions.map(\.id) ?? []) \(v.historyDeletes.map(\.id))")
+        }
+
+        // The filters apply to history's versions as to any other.
+        let onlyTombstones = try RecordRecovery.versions(evidence, filter: .init(entity: "Flag", states: [.deleted]), carve: true)
+        #expect(onlyTombstones.allSatisfy { $0.entity == "Flag" && $0.state == .deleted })
+        #expect(onlyTombstones.count == versions.filter { $0.entityNumber == flag && $0.state == .deleted }.count)
+        try session.finish()
+        #expect(try FolderSnapshot(corpus.folder.url) == before, "the evidence must stay byte-identical")
+    }
+
+    @Test("Apple's stores with tombstones (knowledgeC, Screen Time, Photos 15.7.1 in its -wal): every delete that kept values is one version, with SQLite's values", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
+    func appleTombstones() throws {
+        let root = try #require(ProjectPaths.realFixtures())
+        for path in ["screentime-tombstones/RMAdminStore-Local.sqlite", "knowledgec-tombstones/knowledgec-10.13.db", "photos-macos1571-wal/Photos.sqlite"] {
+            let url = root.appendingPathComponent(path)
+            let before = try FolderSnapshot(url.deletingLastPathComponent())
+            let session = try EvidenceSession()
+            defer { session.scratch.remove() }
+            let evidence = try WALEvidence(copy: try session.workingCopy(of: url), displayPath: url.path)
+            let versions = try RecordRecovery.versions(evidence, carve: true)
+            // The truth, on a copy: deletes whose ZTOMBSTONE columns hold anything.
+            let folder = try TemporaryFolder("tombstone-truth")
+            for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: url.path + suffix) {
+                try FileManager.default.copyItem(at: URL(fileURLWithPath: url.path + suffix), to: folder.path("copy.sqlite" + suffix))
+            }
+            let db = try Connection.open(path: folder.path("copy.sqlite").path, mode: .readWrite)
+            let columns = try db.rows("SELECT name FROM pragma_table_info('ACHANGE') WHERE name LIKE 'ZTOMBSTONE%' ORDER BY cid").compactMap { $0[0].string }
+            let kept = try db.rows("SELECT ZENTITY, ZENTITYPK, ZTRANSACTIONID, \(columns.joined(separator: ", ")) FROM ACHANGE WHERE ZCHANGETYPE = 2 AND ("
+                                   + columns.map { "\($0) IS NOT NULL" }.joined(separator: " OR ") + ")")
+            #expect(!kept.isEmpty, "\(path)")
+            for row in kept {
+                let entity = row[0].int ?? -1, pk = row[1].int64 ?? -1, transaction = row[2].int64 ?? -1
+                let holding = versions.filter { $0.entityNumber == entity && $0.pk == pk && $0.endingTransactions.contains { $0.id == transaction } }
+                #expect(holding.count == 1, "\(path): entity \(entity) #\(pk)")
+                guard let v = holding.first, v.confidence == .tombstone else { continue }
+                // The version's values are the delete's kept values, one for each non-NULL column.
+                let change = try #require(v.historyDeletes.first?.changes.first)
+                #expect(change.tombstone.map(\.value) == Array(row.values.dropFirst(3)).filter { !$0.isNull }, "\(path): #\(pk)")
+                #expect(v.values.map(\.name) == change.tombstone.map(\.name))
+            }
+            #expect(versions.filter { $0.confidence == .tombstone }.count <= kept.count)
+            try session.finish()
+            #expect(try FolderSnapshot(url.deletingLastPathComponent()) == before, "\(path): the evidence must stay byte-identical")
+        }
+    }
+}
