@@ -201,4 +201,49 @@ struct HistoryDeletesTests {
             #expect(try FolderSnapshot(url.deletingLastPathComponent()) == before, "\(path): the evidence must stay byte-identical")
         }
     }
+
+    @Test("a crafted history: repeated, keyless, unknown-entity and odd-typed deletes are bounded, named or left out, never a crash")
+    func craftedHistory() throws {
+        let folder = try TemporaryFolder("recover-history-crafted")
+        let url = folder.path("default.store")
+        let writer = try StoreWriter(url: url, model: Self.model)
+        var pk = 0
+        try writer.transaction { pk = try $0.insert("Task", ["id": .uuid(UUID()), "title": .string("kept")]) }
+        try writer.transaction { try $0.delete("Task", pk: pk) }
+        let task = try #require(try writer.layout.entities.first { $0.description.name == "Task" }).number
+        let transaction = try #require(try Connection.open(path: url.path, mode: .readOnly).rows("SELECT max(Z_PK) FROM ATRANSACTION").first?[0].int64)
+        func change(_ entity: DatabaseValue, _ key: DatabaseValue, _ kept: DatabaseValue) throws {
+            try writer.executeRaw("INSERT INTO ACHANGE (Z_ENT, Z_OPT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZTOMBSTONE0) VALUES (16001, 1, 2, ?, ?, ?, ?)",
+                                  [entity, key, .integer(transaction), kept])
+        }
+        // The same record deleted 40 more times, with the same kept value.
+        let stored = try #require(try Connection.open(path: url.path, mode: .readOnly).rows("SELECT ZTOMBSTONE0 FROM ACHANGE WHERE ZCHANGETYPE = 2").first?[0])
+        for _ in 0 ..< 40 { try change(.integer(Int64(task)), .integer(Int64(pk)), stored) }
+        // Keys no record can have, an entity the store does not name, a key stored as text, a 1 MiB value.
+        try change(.integer(Int64(task)), .integer(0), .text("zero"))
+        try change(.integer(Int64(task)), .integer(-5), .text("negative"))
+        try change(.integer(Int64(task)), .null, .text("no key"))
+        try change(.integer(9999), .integer(7), .text("unnamed entity"))
+        try change(.text("Task"), .integer(8), .text("entity as text"))
+        try change(.integer(Int64(task)), .text("9"), .text("key as text"))
+        try change(.integer(Int64(task)), .integer(10), .blob(Data(repeating: 0xAB, count: 1 << 20)))
+        try writer.close()
+
+        let session = try EvidenceSession()
+        defer { session.scratch.remove() }
+        let evidence = try WALEvidence(copy: try session.workingCopy(of: url), displayPath: url.path)
+        let versions = try RecordRecovery.versions(evidence, carve: true).filter { $0.confidence == .tombstone }
+        let repeated = versions.filter { $0.entityNumber == task && $0.pk == Int64(pk) }
+        #expect(repeated.count == 1)
+        #expect(repeated.first?.historyDeletes.count == HistoryDeletes.perRecordLimit)
+        #expect(!versions.contains { $0.pk <= 0 }, "no version of a key no record can have")
+        #expect(versions.contains { $0.entity == "#9999" && $0.pk == 7 }, "an unnamed entity is named by its number")
+        // The key written as text is key 9 when SQLite stored it as an integer (the column's affinity), as SQLite says.
+        let nineIsInteger = try Connection.open(path: url.path, mode: .readOnly)
+            .rows("SELECT count(*) FROM ACHANGE WHERE ZENTITYPK = 9 AND typeof(ZENTITYPK) = 'integer'").first?[0].int == 1
+        #expect(versions.contains { $0.pk == 9 } == nineIsInteger)
+        let big = try #require(versions.first { $0.entityNumber == task && $0.pk == 10 })
+        #expect(big.values.count == 1)
+        try session.finish()
+    }
 }

@@ -220,7 +220,8 @@ final class CarvedVersions {
             for v in kept.dropFirst() where !found.isEmpty {
                 found.formIntersection(candidates(v.name, RecordRecovery.fingerprint([v])))
             }
-            for i in found where matches[i]?[pk] == nil { matches[i, default: [:]][pk] = transaction }
+            // Two keys already make a record's key unknowable: no more are kept.
+            for i in found where matches[i]?[pk] == nil && matches[i]?.count ?? 0 < 2 { matches[i, default: [:]][pk] = transaction }
         }
         for (i, byKey) in matches where byKey.count == 1 {
             let (pk, transaction) = byKey.first!

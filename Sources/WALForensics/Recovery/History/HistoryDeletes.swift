@@ -19,6 +19,10 @@ struct HistoryDeletes {
 
     var keepsValues: Bool { reader.keepsTombstones }
 
+    /// A record is deleted once; a history naming more deletes of one key than this is damaged or
+    /// crafted, and only the first ones are kept (each holds its values: memory stays bounded).
+    static let perRecordLimit = 16
+
     /// Every delete of the given keys (entity number → keys), as transactions holding that one
     /// change, by key. Deletes of other keys are read and dropped.
     mutating func deletes(of keys: [Int: Set<Int64>]) throws -> [RecordKey: [HistoryTransaction]] {
@@ -26,7 +30,8 @@ struct HistoryDeletes {
         var out: [RecordKey: [HistoryTransaction]] = [:]
         try reader.forEachDeletion(keptValuesOnly: false, entityNumbers: keys.keys.sorted(), byKey: false) { t in
             guard let c = t.changes.first, let number = c.entityNumber, let pk = c.pk, keys[number]?.contains(pk) == true else { return }
-            out[RecordKey(entity: number, pk: pk), default: []].append(t)
+            let key = RecordKey(entity: number, pk: pk)
+            if out[key]?.count ?? 0 < Self.perRecordLimit { out[key, default: []].append(t) }
         }
         return out
     }
@@ -80,7 +85,7 @@ enum TombstoneVersions {
             let values = change.tombstoneValues.map { RecordChange.Value(name: $0.name, value: $0.value) }
             let fingerprint = RecordRecovery.fingerprint(values)
             if let p = pending, p.key == key, p.fingerprint == fingerprint {
-                pending?.version.historyDeletes.append(transaction)
+                if p.version.historyDeletes.count < HistoryDeletes.perRecordLimit { pending?.version.historyDeletes.append(transaction) }
                 return
             }
             try flush()
