@@ -76,7 +76,7 @@ public enum RecordRecovery {
                 if filter.keeps(v) { try body(v) }
             }
             PointInTime.discardImage(evidence, commit: evidence.commitCount)
-            for v in carved.remaining() where filter.keeps(v) { try body(v) }
+            try carved.forEachRemaining { v in if filter.keeps(v) { try body(v) } }
             try emitTombstones(&deletes, filter: filter, names: names, history: history, carvedKeys: carved.keys, body)
         } catch let error as SQLiteError {
             throw WALForensicsError.sqlite(path: evidence.displayPath, error)
@@ -342,7 +342,7 @@ struct Tracker {
                 }
             }
             let group = WALDiff.Group(entity: name, entityNumber: number, table: table, keyColumns: ["Z_PK"])
-            let probe = carved?.probe(entity: number, positions: last.decodedFieldCount(of: group))
+            let probe = try carved?.probe(entity: number, positions: last.decodedFieldCount(of: group))
             // No carved record of the entity: none of its untouched rows is read.
             let foldsNone = probe.map { $0.pks.isEmpty && $0.position == nil && !$0.all } ?? false
             if wantLive, !foldsNone, try last.connection.tableExists(table) {
@@ -380,7 +380,7 @@ struct Tracker {
         let rest = pks.filter { !probe.pks.contains($0) }
         guard let position = probe.position, !rest.isEmpty else { return pks.filter { probe.pks.contains($0) } }
         guard let pieces = last.pieces(of: group, keys: rest, position: position) else { return pks }
-        return pks.filter { pk in probe.pks.contains(pk) || pieces[pk].map { probe.pieces.contains($0) } ?? true }
+        return pks.filter { pk in probe.pks.contains(pk) || pieces[pk].map { probe.pieces.contains(ValuesDigest($0)) } ?? true }
     }
 
     /// Entity tables of the last state: every table with `Z_PK` and `Z_ENT`, each `Z_ENT` in it,

@@ -7,58 +7,49 @@ import StoreFormats
 /// `Z_PK` and values found in several places is one version with every place as a find. A
 /// version the committed states also hold takes these finds; the rest are `carved` or
 /// `uncommitted` versions of their own.
+///
+/// The records' values live in a scratch SQLite database (a private temporary file SQLite removes
+/// when it closes), written as each new record is carved and read back through the model when
+/// they are needed, a few hundred at a time: what stays in memory per distinct record is its key,
+/// the digest of its values, its finds and state (about 200 bytes and 100 per find), whatever its
+/// size, so a store full of large deleted records does not fill memory with them.
 final class CarvedVersions {
     struct Group {
         let shape: Int
         let entity: Int
         var pk: Int64?
-        let raw: [RecordValue]
+        /// Its row in the scratch table of its shape.
+        let scratchKey: Int64
         var finds: [RecordVersion.Find]
         var findSet: Set<RecordVersion.Find>
         var state: RecordVersion.State
         /// Columns read from overflow pages that no find proves (the intersection over its finds:
         /// a find whose chain is proven proves them).
         var overflowUncertain: Set<Int> = []
-        var values: [RecordChange.Value] = []
-        var fingerprint = ""
+        /// The decoded values' digest (`ValuesDigest`), set by `decode`.
+        var digest = ValuesDigest.none
         var used = false
         /// History deletes of the record (by key; for a record whose key was lost, the one delete
         /// whose kept values named it).
         var historyDeletes: [HistoryTransaction] = []
     }
 
+    /// A carved record before decoding: its shape, rowid and the digest of its stored values.
     struct RawKey: Hashable {
         let shape: Int
         let pk: Int64?
-        let values: [RecordValue]
-
-        /// Text and blobs hashed as bytes at once (the synthesized hash fed them in one byte at a
-        /// time, a tenth of carving's time); equality stays the synthesized one.
-        func hash(into hasher: inout Hasher) {
-            hasher.combine(shape)
-            hasher.combine(pk)
-            hasher.combine(values.count)
-            for value in values {
-                switch value {
-                case .null: hasher.combine(0 as UInt8)
-                case .integer(let i): hasher.combine(1 as UInt8); hasher.combine(i)
-                case .real(let d): hasher.combine(2 as UInt8); hasher.combine(d)
-                case .text(let bytes): hasher.combine(3 as UInt8); hasher.combine(bytes.count); bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
-                case .blob(let bytes): hasher.combine(4 as UInt8); hasher.combine(bytes.count); bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
-                }
-            }
-        }
+        let digest: ValuesDigest
     }
 
     struct Key: Hashable {
         let entity: Int
         let pk: Int64
-        let fingerprint: String
+        let digest: ValuesDigest
     }
 
     struct ValuesKey: Hashable {
         let entity: Int
-        let fingerprint: String
+        let digest: ValuesDigest
     }
 
     private(set) var groups: [Group] = []
@@ -68,10 +59,28 @@ final class CarvedVersions {
     let names: [Int: (name: String, table: String)]
     /// Candidates turned away, by rule.
     private(set) var rejected: [String: Int] = [:]
+    /// The carved rows, one table per shape named as the store's (so they read back through the
+    /// model as the store's own rows do), keyed by `scratchKey`.
+    let scratch: Connection
+    /// `scratch` read through the last state's model.
+    let reader: StateReader
+    let encoding: UInt32
+    /// Each entity's fold probe, drawn up while `decode` reads the records (`probe`).
+    private var drafts: [Int: ProbeDraft] = [:]
 
-    init(shapes: [CarvingShape], names: [Int: (name: String, table: String)]) {
+    init(shapes: [CarvingShape], names: [Int: (name: String, table: String)], state: StateReader, encoding: UInt32) throws {
         self.shapes = shapes
         self.names = names
+        self.encoding = encoding
+        // An empty name: a private temporary file, deleted by SQLite as it closes (in TMPDIR, with
+        // the working folders; a failure there is ours, as `WorkingFolderFailure` says).
+        scratch = try Connection.open(path: "", mode: .create, label: "carved records")
+        try scratch.execute("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -2048; PRAGMA temp_store = FILE")
+        reader = StateReader(connection: scratch, like: state)
+        for shape in shapes {
+            let columns = shape.columns.enumerated().map { i, c in Identifier.quoted(c.name) + (i == shape.pkIndex ? " INTEGER PRIMARY KEY" : "") }
+            try scratch.execute("CREATE TABLE IF NOT EXISTS \(Identifier.quoted(shape.table)) (\(columns.joined(separator: ", ")))")
+        }
     }
 
     /// Carves `evidence`, keeping what `filter` lets through (entity and `Z_PK`; states are applied
@@ -84,10 +93,19 @@ final class CarvedVersions {
             if let number = mapping.number, names[number] == nil { names[number] = (mapping.entity.name, mapping.table) }
         }
         let shapes = try CarvingShape.shapes(of: state, entityTables: entityTables)
-        let carved = CarvedVersions(shapes: shapes, names: names)
+        let encoding = evidence.header?.textEncoding ?? 1
+        let carved = try CarvedVersions(shapes: shapes, names: names, state: state, encoding: encoding)
         guard var carver = StoreCarver(evidence: evidence, shapes: shapes) else { return carved }
         var index: [RawKey: Int] = [:]
+        // One statement per shape for every new record, in one transaction; the carver's callback
+        // cannot throw, so the first failure stops the writing and is thrown after it.
+        let inserts = try shapes.map { shape in
+            try carved.scratch.prepare("INSERT INTO \(Identifier.quoted(shape.table)) VALUES (" + shape.columns.map { _ in "?" }.joined(separator: ", ") + ")")
+        }
+        var failure: Error?
+        try carved.scratch.execute("BEGIN")
         carver.carve { hit in
+            guard failure == nil else { return }
             let shape = shapes[hit.record.shape]
             guard case .integer(let ent) = hit.record.values[shape.entIndex], let number = Int(exactly: ent) else { return }
             let name = names[number]?.name ?? "#\(number)"
@@ -95,58 +113,130 @@ final class CarvedVersions {
             // Z_OPT (Core Data's save counter) is not a value: copies differing only there are one version.
             var values = hit.record.values
             if let opt = shape.optIndex { values[opt] = .null }
-            let key = RawKey(shape: hit.record.shape, pk: hit.record.rowid, values: values)
+            let key = RawKey(shape: hit.record.shape, pk: hit.record.rowid, digest: ValuesDigest(values))
             if let i = index[key] {
                 if carved.groups[i].findSet.insert(hit.find).inserted { carved.groups[i].finds.append(hit.find) }
                 if hit.state == .uncommitted { carved.groups[i].state = .uncommitted }
                 carved.groups[i].overflowUncertain.formIntersection(hit.record.uncertainColumns)
-            } else {
-                index[key] = carved.groups.count
-                carved.groups.append(Group(shape: hit.record.shape, entity: number, pk: hit.record.rowid, raw: hit.record.values,
-                                           finds: [hit.find], findSet: [hit.find], state: hit.state,
-                                           overflowUncertain: Set(hit.record.uncertainColumns)))
+                return
             }
+            let scratchKey = Int64(carved.groups.count + 1)
+            do {
+                // The scratch key is the row's own, not its Z_PK (which may be unknown or repeated).
+                try inserts[hit.record.shape].bind(values.enumerated().map { c, v in
+                    c == shape.pkIndex ? .integer(scratchKey) : DatabaseValue(v, textEncoding: encoding)
+                })
+                while try inserts[hit.record.shape].step() != nil {}
+            } catch {
+                failure = error
+                return
+            }
+            index[key] = carved.groups.count
+            carved.groups.append(Group(shape: hit.record.shape, entity: number, pk: hit.record.rowid, scratchKey: scratchKey,
+                                       finds: [hit.find], findSet: [hit.find], state: hit.state,
+                                       overflowUncertain: Set(hit.record.uncertainColumns)))
         }
+        if let failure { throw failure }
+        try carved.scratch.execute("COMMIT")
         carved.rejected = carver.carver.rejected
-        try carved.decode(state: state, encoding: evidence.header?.textEncoding ?? 1)
+        try carved.decode(last: state)
         try carved.takeKeysFromHistory(state)
         carved.fold()
         return carved
     }
 
-    /// Lays the carved rows into scratch tables (same names and columns, no declared types, so
-    /// values stay as stored) and reads them back through the model, as `rows` would show them.
-    func decode(state: StateReader, encoding: UInt32) throws {
-        guard !groups.isEmpty else { return }
-        let scratch = try Connection.open(path: ":memory:", mode: .create, label: "carved records")
-        let reader = StateReader(connection: scratch, like: state)
-        for (s, shape) in shapes.enumerated() {
-            // By entity, so that each entity's rows have consecutive scratch keys (read as a range).
-            let members = groups.indices.filter { groups[$0].shape == s }.sorted { (groups[$0].entity, $0) < (groups[$1].entity, $1) }
-            guard !members.isEmpty else { continue }
-            let columns = shape.columns.enumerated().map { i, c in Identifier.quoted(c.name) + (i == shape.pkIndex ? " INTEGER PRIMARY KEY" : "") }
-            try scratch.execute("CREATE TABLE \(Identifier.quoted(shape.table)) (\(columns.joined(separator: ", ")))")
-            // One statement for every row, in one transaction.
-            let insert = try scratch.prepare("INSERT INTO \(Identifier.quoted(shape.table)) VALUES ("
-                + shape.columns.map { _ in "?" }.joined(separator: ", ") + ")")
-            try scratch.execute("BEGIN")
-            for (row, i) in members.enumerated() {
-                // The scratch key is the row's place among the members, not its Z_PK (which may be unknown or repeated).
-                let values = groups[i].raw.enumerated().map { c, v in c == shape.pkIndex ? .integer(Int64(row + 1)) : DatabaseValue(v, textEncoding: encoding) }
-                try insert.bind(values)
-                while try insert.step() != nil {}
+    /// The decoded values of these groups (indices), read back from the scratch tables through the
+    /// model as `rows` would show them, a few hundred at a time, in the order given.
+    /// A member whose row cannot be read through the model gets nil.
+    func forEachDecoded(_ members: [Int], _ body: (Int, [RecordChange.Value]?) throws -> Void) throws {
+        var start = 0
+        while start < members.count {
+            // One batch: consecutive members of one shape and entity (one reader).
+            let first = groups[members[start]]
+            var end = start + 1
+            while end < members.count, end - start < 500, groups[members[end]].shape == first.shape, groups[members[end]].entity == first.entity { end += 1 }
+            let batch = Array(members[start ..< end])
+            let group = WALDiff.Group(entity: names[first.entity]?.name, entityNumber: first.entity, table: shapes[first.shape].table, keyColumns: ["Z_PK"])
+            var byKey: [Int64: [RecordChange.Value]] = [:]
+            for (key, values) in try reader.values(of: group, keys: batch.map { [.integer(groups[$0].scratchKey)] }) {
+                if let id = key.first?.int64 { byKey[id] = values }
             }
-            try scratch.execute("COMMIT")
-            let byEntity = Dictionary(grouping: members.indices) { groups[members[$0]].entity }
-            for (number, rows) in byEntity {
-                let group = WALDiff.Group(entity: names[number]?.name, entityNumber: number, table: shape.table, keyColumns: ["Z_PK"])
-                for (key, values) in try reader.values(of: group, keys: rows.map { [.integer(Int64($0 + 1))] }) {
-                    guard let id = key.first?.int64, let row = Int(exactly: id - 1), members.indices.contains(row) else { continue }
-                    let i = members[row]
-                    groups[i].values = values
-                    groups[i].fingerprint = RecordRecovery.fingerprint(values)
+            for i in batch { try body(i, byKey[groups[i].scratchKey]) }
+            start = end
+        }
+    }
+
+    /// Reads every carved row back through the model once, for the digest of its values, and
+    /// draws up each entity's fold probe from its keyless records on the way (`ProbeDraft`), so
+    /// that no other pass reads them for it.
+    ///
+    /// - Parameter last: the last state, whose model says how many values a row of each entity shows.
+    func decode(last: StateReader) throws {
+        guard !groups.isEmpty else { return }
+        // By shape and entity, so that one reader serves a batch.
+        let order = groups.indices.sorted { (groups[$0].shape, groups[$0].entity, $0) < (groups[$1].shape, groups[$1].entity, $1) }
+        try forEachDecoded(order) { i, values in
+            if let values { groups[i].digest = ValuesDigest(RecordRecovery.fingerprint(values)) }
+            guard groups[i].pk == nil else { return }
+            let entity = groups[i].entity
+            if drafts[entity] == nil {
+                let group = WALDiff.Group(entity: names[entity]?.name, entityNumber: entity, table: names[entity]?.table ?? shapes[groups[i].shape].table, keyColumns: ["Z_PK"])
+                drafts[entity] = ProbeDraft(positions: last.decodedFieldCount(of: group))
+            }
+            drafts[entity]!.add(values ?? [])
+        }
+        for entity in drafts.keys { drafts[entity]!.finish() }
+    }
+
+    /// One entity's fold probe in the making, fed its keyless records in the order they were
+    /// carved: the first 64 are a sample that chooses the value to compare (as `probe` says);
+    /// every later record adds its value there; a record with no value there makes every row a
+    /// candidate (`all`), which is always right, only slower.
+    struct ProbeDraft {
+        let positions: Int?
+        var sample: [[RecordChange.Value]] = []
+        var position: Int?
+        var decided = false
+        var pieces: Set<ValuesDigest> = []
+        var all = false
+
+        init(positions: Int?) { self.positions = positions }
+
+        mutating func add(_ values: [RecordChange.Value]) {
+            guard decided else {
+                sample.append(values)
+                if sample.count == 64 { finish() }
+                return
+            }
+            guard !all else { return }
+            if let position, position < values.count {
+                pieces.insert(ValuesDigest(RecordRecovery.fingerprint([values[position]])))
+            } else {
+                all = true
+            }
+        }
+
+        /// Chooses the value from the sample: the one with the most distinct pieces among the
+        /// first records, then of the kind most likely to tell the table's rows apart (a few
+        /// keyless records are distinct in every value, and a Boolean would then let a quarter of
+        /// the rows through), then the shortest; any value gives the same answer, only faster or slower.
+        mutating func finish() {
+            guard !decided else { return }
+            decided = true
+            let usable = min(positions ?? 0, sample.map(\.count).min() ?? 0)
+            var best: (position: Int, count: Int, rank: Int, length: Int)?
+            for position in 0 ..< usable {
+                let pieces = Set(sample.map { RecordRecovery.fingerprint([$0[position]]) })
+                let length = pieces.reduce(0) { $0 + $1.utf8.count }
+                let rank = sample.lazy.map { CarvedVersions.selectivityRank($0[position].value) }.min() ?? Int.max
+                if best.map({ (-pieces.count, rank, length) < (-$0.count, $0.rank, $0.length) }) ?? true {
+                    best = (position, pieces.count, rank, length)
                 }
             }
+            guard let best else { all = true; sample = []; return }
+            position = best.position
+            for values in sample { pieces.insert(ValuesDigest(RecordRecovery.fingerprint([values[best.position]]))) }
+            sample = []
         }
     }
 
@@ -158,19 +248,19 @@ final class CarvedVersions {
         var unknown: [Group] = []
         for g in groups {
             guard let pk = g.pk else { unknown.append(g); continue }
-            let key = Key(entity: g.entity, pk: pk, fingerprint: g.fingerprint)
+            let key = Key(entity: g.entity, pk: pk, digest: g.digest)
             if let i = seen[key] { merge(g, into: &folded[i]) } else {
                 seen[key] = folded.count
                 folded.append(g)
             }
         }
         var pks: [ValuesKey: Set<Int64>] = [:]
-        for (key, _) in seen { pks[ValuesKey(entity: key.entity, fingerprint: key.fingerprint), default: []].insert(key.pk) }
+        for (key, _) in seen { pks[ValuesKey(entity: key.entity, digest: key.digest), default: []].insert(key.pk) }
         var unknownAt: [ValuesKey: Int] = [:]
         for g in unknown {
-            let vk = ValuesKey(entity: g.entity, fingerprint: g.fingerprint)
+            let vk = ValuesKey(entity: g.entity, digest: g.digest)
             if let candidates = pks[vk], candidates.count == 1, let pk = candidates.first,
-               let i = seen[Key(entity: g.entity, pk: pk, fingerprint: g.fingerprint)] {
+               let i = seen[Key(entity: g.entity, pk: pk, digest: g.digest)] {
                 merge(g, into: &folded[i])
             } else if let i = unknownAt[vk] {
                 merge(g, into: &folded[i])
@@ -183,8 +273,8 @@ final class CarvedVersions {
         byKey = [:]
         unknownPK = [:]
         for (i, g) in groups.enumerated() {
-            if let pk = g.pk { byKey[Key(entity: g.entity, pk: pk, fingerprint: g.fingerprint)] = i } else {
-                unknownPK[ValuesKey(entity: g.entity, fingerprint: g.fingerprint), default: []].append(i)
+            if let pk = g.pk { byKey[Key(entity: g.entity, pk: pk, digest: g.digest)] = i } else {
+                unknownPK[ValuesKey(entity: g.entity, digest: g.digest), default: []].append(i)
             }
         }
     }
@@ -195,31 +285,32 @@ final class CarvedVersions {
     /// alone (`HistoryDeletes.identifies`), and no other deleted record of its entity matches.
     /// Versions of one record share its kept values, so several carved records may take one key.
     func takeKeysFromHistory(_ state: StateReader) throws {
-        let keyless = groups.indices.filter { groups[$0].pk == nil && !groups[$0].values.isEmpty }
+        let keyless = groups.indices.filter { groups[$0].pk == nil && groups[$0].digest != .none }
         guard !keyless.isEmpty, var deletes = try HistoryDeletes(state), deletes.keepsValues else { return }
-        // The keyless records by property name and the fingerprint of their value there, built
-        // for the names kept values use (a few per entity).
-        var byValue: [String: [String: [Int]]] = [:]
-        func candidates(_ name: String, _ fingerprint: String) -> [Int] {
-            if byValue[name] == nil {
-                var index: [String: [Int]] = [:]
-                for i in keyless {
-                    guard let v = groups[i].values.first(where: { $0.name == name }) else { continue }
-                    index[RecordRecovery.fingerprint([v]), default: []].append(i)
-                }
-                byValue[name] = index
+        // The keyless records by property name and the digest of their value there, for the names
+        // kept values use (read back once, for those names only).
+        var kept: [Int: Set<String>] = [:]
+        if let model = state.map?.model {
+            for number in Set(keyless.map { groups[$0].entity }) {
+                if let name = names[number]?.name { kept[number] = Set(model.tombstoneAttributes(entity: name).map(\.name)) }
             }
-            return byValue[name]?[fingerprint] ?? []
         }
+        var byValue: [String: [ValuesDigest: [Int]]] = [:]
+        let order = keyless.sorted { (groups[$0].shape, groups[$0].entity, $0) < (groups[$1].shape, groups[$1].entity, $1) }
+        try forEachDecoded(order.filter { !(kept[groups[$0].entity] ?? []).isEmpty }) { i, values in
+            for v in values ?? [] where kept[groups[i].entity]?.contains(v.name) == true {
+                byValue[v.name, default: [:]][ValuesDigest(RecordRecovery.fingerprint([v])), default: []].append(i)
+            }
+        }
+        guard !byValue.isEmpty else { return }
         var matches: [Int: [Int64: HistoryTransaction]] = [:]
         let entities = Set(keyless.map { groups[$0].entity }).sorted()
         try deletes.forEachTombstone(entityNumbers: entities, pk: nil, byKey: false) { transaction, change in
             guard let number = change.entityNumber, let pk = change.pk, pk > 0, HistoryDeletes.identifies(change.tombstoneValues) else { return }
-            let kept = change.tombstoneValues.map { RecordChange.Value(name: $0.name, value: $0.value) }
-            var found = Set(candidates(kept[0].name, RecordRecovery.fingerprint([kept[0]]))).filter { groups[$0].entity == number }
-            for v in kept.dropFirst() where !found.isEmpty {
-                found.formIntersection(candidates(v.name, RecordRecovery.fingerprint([v])))
-            }
+            let values = change.tombstoneValues.map { RecordChange.Value(name: $0.name, value: $0.value) }
+            func candidates(_ v: RecordChange.Value) -> [Int] { byValue[v.name]?[ValuesDigest(RecordRecovery.fingerprint([v]))] ?? [] }
+            var found = Set(candidates(values[0])).filter { groups[$0].entity == number }
+            for v in values.dropFirst() where !found.isEmpty { found.formIntersection(candidates(v)) }
             // Two keys already make a record's key unknowable: no more are kept.
             for i in found where matches[i]?[pk] == nil && matches[i]?.count ?? 0 < 2 { matches[i, default: [:]][pk] = transaction }
         }
@@ -242,14 +333,14 @@ final class CarvedVersions {
     /// first such version takes them: versions come in key order).
     func attach(to version: inout RecordVersion) {
         guard !groups.isEmpty else { return }
-        let fp = RecordRecovery.fingerprint(version.values)
-        if let i = byKey[Key(entity: version.entityNumber, pk: version.pk, fingerprint: fp)], !groups[i].used {
+        let digest = ValuesDigest(RecordRecovery.fingerprint(version.values))
+        if let i = byKey[Key(entity: version.entityNumber, pk: version.pk, digest: digest)], !groups[i].used {
             groups[i].used = true
             version.finds += groups[i].finds
             // A delete the version's own commit already names is not repeated.
             for t in groups[i].historyDeletes where !version.endingTransactions.contains(where: { $0.id == t.id }) { version.historyDeletes.append(t) }
         }
-        for i in unknownPK[ValuesKey(entity: version.entityNumber, fingerprint: fp)] ?? [] where !groups[i].used {
+        for i in unknownPK[ValuesKey(entity: version.entityNumber, digest: digest)] ?? [] where !groups[i].used {
             groups[i].used = true
             version.finds += groups[i].finds
         }
@@ -258,41 +349,29 @@ final class CarvedVersions {
     /// Which of an entity's rows could take carved records (`attach`): those with a key a carved
     /// record of the entity has, and, when records of the entity lost their key, those whose value
     /// at `position` is one such a record has (a record folds only into a version with all its
-    /// values). `all`: every row could (a keyless record with no value to compare).
+    /// values; compared by digest). `all`: every row could (a keyless record with no value to compare).
     struct FoldProbe {
         var pks: Set<Int64> = []
         var position: Int?
-        var pieces: Set<String> = []
+        var pieces: Set<ValuesDigest> = []
         var all = false
     }
 
     /// The probe for `entity`'s rows, comparing keyless records at whichever of the first
-    /// `positions` values tells them apart best.
-    func probe(entity: Int, positions: Int?) -> FoldProbe {
+    /// `positions` values tells them apart best (`ProbeDraft`, drawn up by `decode`).
+    func probe(entity: Int, positions: Int?) throws -> FoldProbe {
         var probe = FoldProbe()
-        var keyless: [[RecordChange.Value]] = []
-        for g in groups where g.entity == entity {
-            if let pk = g.pk { probe.pks.insert(pk) } else { keyless.append(g.values) }
+        for g in groups where g.entity == entity { if let pk = g.pk { probe.pks.insert(pk) } }
+        guard var draft = drafts[entity] else { return probe }
+        if draft.positions != positions {
+            // Asked for another model's rows than `decode` assumed: drawn up again for them.
+            draft = ProbeDraft(positions: positions)
+            try forEachDecoded(groups.indices.filter { groups[$0].entity == entity && groups[$0].pk == nil }) { _, values in draft.add(values ?? []) }
+            draft.finish()
         }
-        guard !keyless.isEmpty else { return probe }
-        let usable = min(positions ?? 0, keyless.map(\.count).min() ?? 0)
-        // The value with the most distinct pieces among the first records, then of the kind most
-        // likely to tell the table's rows apart (a few keyless records are distinct in every value,
-        // and a Boolean would then let a quarter of the rows through), then the shortest; any value
-        // gives the same answer, only faster or slower.
-        let sample = keyless.prefix(64)
-        var best: (position: Int, count: Int, rank: Int, length: Int)?
-        for position in 0 ..< usable {
-            let pieces = Set(sample.map { RecordRecovery.fingerprint([$0[position]]) })
-            let length = pieces.reduce(0) { $0 + $1.utf8.count }
-            let rank = sample.lazy.map { Self.selectivityRank($0[position].value) }.min() ?? Int.max
-            if best.map({ (-pieces.count, rank, length) < (-$0.count, $0.rank, $0.length) }) ?? true {
-                best = (position, pieces.count, rank, length)
-            }
-        }
-        guard let best else { probe.all = true; return probe }
-        probe.position = best.position
-        probe.pieces = Set(keyless.map { RecordRecovery.fingerprint([$0[best.position]]) })
+        if draft.all { probe.all = true; return probe }
+        probe.position = draft.position
+        probe.pieces = draft.pieces
         return probe
     }
 
@@ -329,21 +408,23 @@ final class CarvedVersions {
     }
 
     /// The carved records no committed version took, as versions of their own, by entity, then
-    /// `Z_PK` (unknown keys last), then the order they were found in.
-    func remaining() -> [RecordVersion] {
-        let left = groups.filter { !$0.used }.sorted { a, b in
-            (a.entity, a.pk ?? Int64.max) < (b.entity, b.pk ?? Int64.max)
+    /// `Z_PK` (unknown keys last), then the order they were found in; their values read back a
+    /// few hundred at a time.
+    func forEachRemaining(_ body: (RecordVersion) throws -> Void) throws {
+        let left = groups.indices.filter { !groups[$0].used }.sorted { a, b in
+            (groups[a].entity, groups[a].pk ?? Int64.max) < (groups[b].entity, groups[b].pk ?? Int64.max)
         }
-        return left.map { g in
+        try forEachDecoded(left) { i, values in
+            let g = groups[i]
             let shape = shapes[g.shape]
             var v = RecordVersion(entity: names[g.entity]?.name ?? "#\(g.entity)", entityNumber: g.entity, table: shape.table,
-                                  pk: g.pk ?? 0, values: g.values, state: g.state, sources: [],
+                                  pk: g.pk ?? 0, values: values ?? [], state: g.state, sources: [],
                                   confidence: g.finds.contains { $0.confidence == .whole } ? .whole : .headerRebuilt)
             v.finds = g.finds
             v.historyDeletes = g.historyDeletes
             if g.pk == nil { v.uncertainColumns = [shape.columns[shape.pkIndex].name] }
             v.uncertainColumns += g.overflowUncertain.sorted().map { shape.columns[$0].name }
-            return v
+            try body(v)
         }
     }
 }
