@@ -243,33 +243,42 @@ final class CarvedVersions {
     /// Groups whose decoded values are the same record fold; a record whose `Z_PK` was overwritten
     /// takes the key of the one carved record of its entity with the same values, when there is one.
     func fold() {
-        var folded: [Group] = []
+        // In place: a group merged into another is marked gone and the rest closed up, so the
+        // groups are never held twice (a copy of them was the peak of carving's memory).
+        var gone = [Bool](repeating: false, count: groups.count)
         var seen: [Key: Int] = [:]
-        var unknown: [Group] = []
-        for g in groups {
-            guard let pk = g.pk else { unknown.append(g); continue }
-            let key = Key(entity: g.entity, pk: pk, digest: g.digest)
-            if let i = seen[key] { merge(g, into: &folded[i]) } else {
-                seen[key] = folded.count
-                folded.append(g)
+        for i in groups.indices {
+            guard let pk = groups[i].pk else { continue }
+            let key = Key(entity: groups[i].entity, pk: pk, digest: groups[i].digest)
+            if let first = seen[key] {
+                merge(groups[i], into: &groups[first])
+                gone[i] = true
+            } else {
+                seen[key] = i
             }
         }
         var pks: [ValuesKey: Set<Int64>] = [:]
         for (key, _) in seen { pks[ValuesKey(entity: key.entity, digest: key.digest), default: []].insert(key.pk) }
         var unknownAt: [ValuesKey: Int] = [:]
-        for g in unknown {
-            let vk = ValuesKey(entity: g.entity, digest: g.digest)
+        for i in groups.indices where groups[i].pk == nil {
+            let vk = ValuesKey(entity: groups[i].entity, digest: groups[i].digest)
             if let candidates = pks[vk], candidates.count == 1, let pk = candidates.first,
-               let i = seen[Key(entity: g.entity, pk: pk, digest: g.digest)] {
-                merge(g, into: &folded[i])
-            } else if let i = unknownAt[vk] {
-                merge(g, into: &folded[i])
+               let target = seen[Key(entity: groups[i].entity, pk: pk, digest: groups[i].digest)] {
+                merge(groups[i], into: &groups[target])
+                gone[i] = true
+            } else if let target = unknownAt[vk] {
+                merge(groups[i], into: &groups[target])
+                gone[i] = true
             } else {
-                unknownAt[vk] = folded.count
-                folded.append(g)
+                unknownAt[vk] = i
             }
         }
-        groups = folded
+        var write = 0
+        for read in groups.indices where !gone[read] {
+            if write != read { groups[write] = groups[read] }
+            write += 1
+        }
+        groups.removeLast(groups.count - write)
         byKey = [:]
         unknownPK = [:]
         for (i, g) in groups.enumerated() {
