@@ -211,7 +211,8 @@ struct Tracker {
 
     struct Span {
         let values: [RecordChange.Value]
-        let fingerprint: String
+        /// The values' digest: versions are told apart by it (the values are held once, here).
+        let digest: ValuesDigest
         let first: Int
         var last: Int?
         var ending: RecordVersion.Ending?
@@ -280,7 +281,7 @@ struct Tracker {
                     if !record.isOpen { record.spans.append(span(before[pk] ?? [], from: 0)) }
                     let new = after[pk] ?? []
                     // Only Z_OPT (or nothing shown) changed: the same version goes on.
-                    if RecordRecovery.fingerprint(new) != record.spans.last?.fingerprint {
+                    if ValuesDigest(RecordRecovery.fingerprint(new)) != record.spans.last?.digest {
                         close(&record, at: commit, kind: .changed, transactions: matching(diff, number, name, pk, .update))
                         record.spans.append(span(new, from: commit))
                     }
@@ -291,7 +292,7 @@ struct Tracker {
     }
 
     func span(_ values: [RecordChange.Value], from commit: Int) -> Span {
-        Span(values: values, fingerprint: RecordRecovery.fingerprint(values), first: commit)
+        Span(values: values, digest: ValuesDigest(RecordRecovery.fingerprint(values)), first: commit)
     }
 
     func close(_ record: inout Record, at commit: Int, kind: RecordVersion.Ending.Kind, transactions: [HistoryTransaction]) {
@@ -365,7 +366,7 @@ struct Tracker {
                         guard let pk = key.first?.int64 else { continue }
                         try emitTouched(below: pk)
                         try body(RecordVersion(entity: name, entityNumber: number, table: table, pk: pk, values: values, state: .live,
-                                               sources: [source(Span(values: values, fingerprint: "", first: 0), lastCommit: lastCommit)],
+                                               sources: [source(Span(values: values, digest: .none, first: 0), lastCommit: lastCommit)],
                                                confidence: .whole))
                     }
                 }
@@ -409,11 +410,11 @@ struct Tracker {
     /// A touched record's versions: spans with the same values folded, in order of first appearance.
     func versions(of key: Key, lastCommit: Int) -> [RecordVersion] {
         guard let record = records[key] else { return [] }
-        var order: [String] = []
-        var spans: [String: [Span]] = [:]
+        var order: [ValuesDigest] = []
+        var spans: [ValuesDigest: [Span]] = [:]
         for span in record.spans {
-            if spans[span.fingerprint] == nil { order.append(span.fingerprint) }
-            spans[span.fingerprint, default: []].append(span)
+            if spans[span.digest] == nil { order.append(span.digest) }
+            spans[span.digest, default: []].append(span)
         }
         return order.compactMap { fp in
             guard let runs = spans[fp], let final = runs.last else { return nil }
