@@ -62,6 +62,8 @@ struct WorkingFolderFailureTests {
         let commands: [[String]] = [
             ["wal", store.path], ["wal", store.path, "--format", "json"], ["wal", store.path, "--diff"],
             ["inspect", store.path, "--format", "json"], ["check", store.path], ["rows", store.path, "TodoItem"],
+            // recover writes its carved records into a scratch file in the working folder.
+            ["recover", store.path, "--format", "jsonl"],
         ]
         var expected: [String: String] = [:]
         for command in commands {

@@ -65,22 +65,36 @@ final class CarvedVersions {
     /// `scratch` read through the last state's model.
     let reader: StateReader
     let encoding: UInt32
+    private let scratchPath: String?
     /// Each entity's fold probe, drawn up while `decode` reads the records (`probe`).
     private var drafts: [Int: ProbeDraft] = [:]
 
-    init(shapes: [CarvingShape], names: [Int: (name: String, table: String)], state: StateReader, encoding: UInt32) throws {
+    /// - Parameter folder: the working copy's private folder, where the scratch file is made (and
+    ///   removed when this is released; SQLite refuses to write a database file unlinked while
+    ///   open); nil (evidence held in memory): SQLite's own private temporary file. A failure there
+    ///   is ours, never the evidence's (`WorkingFolderFailure`).
+    init(shapes: [CarvingShape], names: [Int: (name: String, table: String)], state: StateReader, encoding: UInt32, folder: URL?) throws {
         self.shapes = shapes
         self.names = names
         self.encoding = encoding
-        // An empty name: a private temporary file, deleted by SQLite as it closes (in TMPDIR, with
-        // the working folders; a failure there is ours, as `WorkingFolderFailure` says).
-        scratch = try Connection.open(path: "", mode: .create, label: "carved records")
+        if let folder {
+            let path = folder.appendingPathComponent("carved-records-\(UUID().uuidString).sqlite").path
+            scratchPath = path
+            scratch = try Connection.open(path: path, mode: .create, label: "carved records")
+        } else {
+            scratchPath = nil
+            scratch = try Connection.open(path: "", mode: .create, label: "carved records")
+        }
         try scratch.execute("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -2048; PRAGMA temp_store = FILE")
         reader = StateReader(connection: scratch, like: state)
         for shape in shapes {
             let columns = shape.columns.enumerated().map { i, c in Identifier.quoted(c.name) + (i == shape.pkIndex ? " INTEGER PRIMARY KEY" : "") }
             try scratch.execute("CREATE TABLE IF NOT EXISTS \(Identifier.quoted(shape.table)) (\(columns.joined(separator: ", ")))")
         }
+    }
+
+    deinit {
+        if let scratchPath { unlink(scratchPath) }
     }
 
     /// Carves `evidence`, keeping what `filter` lets through (entity and `Z_PK`; states are applied
@@ -94,7 +108,7 @@ final class CarvedVersions {
         }
         let shapes = try CarvingShape.shapes(of: state, entityTables: entityTables)
         let encoding = evidence.header?.textEncoding ?? 1
-        let carved = try CarvedVersions(shapes: shapes, names: names, state: state, encoding: encoding)
+        let carved = try CarvedVersions(shapes: shapes, names: names, state: state, encoding: encoding, folder: evidence.workingCopy?.folder)
         guard var carver = StoreCarver(evidence: evidence, shapes: shapes) else { return carved }
         var index: [RawKey: Int] = [:]
         // One statement per shape for every new record, in one transaction; the carver's callback
