@@ -237,6 +237,7 @@ final class Parts: @unchecked Sendable {
         let assumedCoreData = checker != nil
 
         let other = Thread { [parts] in
+            let started = ContinuousClock.now
             if let checker {
                 parts.invariants = Result { try checker.runInvariants() }
                 parts.history = HistoryPart.read(parts.copy, displayPath: displayPath)
@@ -244,6 +245,11 @@ final class Parts: @unchecked Sendable {
             parts.wal = (assumedCoreData, parts.evidence.map { evidence in
                 evidence.flatMap { evidence in Result { try WALAnalyzer.analyze(evidence, options: .init(integrityCheck: !assumedCoreData)) } }
             } ?? .failure(CancellationError()))
+            // STORELENS_TIMINGS: this thread's share, beside the integrity task's own line.
+            if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
+                let took = ContinuousClock.now - started
+                FileHandle.standardError.write(Data("timing report-part=\"checks, history, WAL\" seconds=\(Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18)\n".utf8))
+            }
             parts.done.signal()
         }
         other.name = "storelens.report-parts"

@@ -208,12 +208,19 @@ struct ReportCommand: Command {
     /// report on (an input that cannot be opened, a bad --migration-to): then no file is written.
     func build(_ paths: [String], manifest: Manifest?, session: EvidenceSession) throws -> Built {
         let progress = ProgressReporter.current
+        // STORELENS_TIMINGS: when each stage starts, from here (after the output checks).
+        let timings = ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil
+        let started = ContinuousClock.now
+        func mark(_ what: String) {
+            if timings { FileHandle.standardError.write(Data("timing report-stage=\"\(what)\" at-seconds=\(Self.seconds(since: started))\n".utf8)) }
+        }
         var document = ReportDocument(inputs: paths, commandLine: Self.commandLine(), toolVersion: Storelens.version)
         document.manifestPath = manifestPath
         if let manifestPath { try session.record([URL(fileURLWithPath: manifestPath)]) }
 
         let resolver = InputResolver(session: session, limits: input.limits, hashArchives: true)
         document.inventories = try InputResolver.distinct(paths).map { try resolver.inventory(of: $0) }
+        mark("inputs hashed and copied")
         var found = document.inventories.flatMap(\.stores)
         if let select = input.select {
             let matches = found.filter { $0.path.hasSuffix(select) }
@@ -233,8 +240,6 @@ struct ReportCommand: Command {
         reader.migrationTarget = target
         // STORELENS_REPORT_SEQUENTIAL=1 reads each store's parts one after another (to compare).
         reader.parallel = ProcessInfo.processInfo.environment["STORELENS_REPORT_SEQUENTIAL"] == nil
-        let timings = ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil
-        let started = ContinuousClock.now
         func stage(_ i: Int, _ store: FoundStore) -> (String) -> Void {
             { what in
                 progress.report("report: store \(i + 1) of \(found.count) (\(store.name)): \(what)", done: Int64(i), unit: .step)
@@ -254,7 +259,7 @@ struct ReportCommand: Command {
             reader.read(copies[i], displayPath: store.path, into: &section, plan: &plan, planNotes: &planNotes, stage: stage(i, store))
             document.stores.append(section)
         }
-        if timings { FileHandle.standardError.write(Data("timing report-stage=\"stores read\" at-seconds=\(Self.seconds(since: started))\n".utf8)) }
+        mark("stores read")
         var auditProblem: String?
         if let manifest {
             progress.report("report: auditing against the manifest", done: 0, unit: .step)
@@ -267,7 +272,9 @@ struct ReportCommand: Command {
                 auditProblem = Self.message(error)
             }
         }
+        mark("verifying the evidence")
         try session.finish()
+        mark("evidence verified")
         document.evidenceVerified = true
         document.originals = session.ledger.entries
         document.repairPlan = plan.steps.isEmpty ? nil : plan
@@ -277,6 +284,7 @@ struct ReportCommand: Command {
         progress.report("report: writing the HTML", done: 0, unit: .step)
         var built = Built(html: HTMLReport.render(document), storeCount: found.count, stores: found.map(\.path),
                           findings: document.allFindings)
+        mark("HTML written")
         if let damaged = document.inventories.first(where: { $0.damage != nil }), let damage = damaged.damage {
             built.problem = "\(damaged.input): \(damage); the report shows what could be read."
         } else if let auditProblem {
