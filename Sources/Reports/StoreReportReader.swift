@@ -76,7 +76,7 @@ public struct StoreReportReader {
         } else {
             stage("reading the WAL")
             analysis = Result {
-                try WALAnalyzer.analyze(try parts?.evidence?.get() ?? WALEvidence(copy: copy, displayPath: displayPath),
+                try WALAnalyzer.analyze(try parts?.evidence.get() ?? WALEvidence(copy: copy, displayPath: displayPath),
                                         options: .init(integrityCheck: !isCoreData))
             }
         }
@@ -198,7 +198,7 @@ struct HistoryPart {
 final class Parts: @unchecked Sendable {
     // Each field is written by one thread and read only after both are done (`done`).
     var inspection: Result<StoreInspection, Error>?
-    var evidence: Result<WALEvidence, Error>?
+    let evidence: Result<WALEvidence, Error>
     /// The WAL analysis, run as for a Core Data store when the store opened as one.
     var wal: (assumedCoreData: Bool, result: Result<WALAnalysis, Error>)?
     /// Only when the store opened as Core Data.
@@ -207,7 +207,7 @@ final class Parts: @unchecked Sendable {
     var integrity: Result<StoreChecker.IntegrityOutcome, Error>?
     var invariants: Result<[Finding], Error>?
 
-    /// Set only when the store opened as Core Data: the checks ran.
+    /// Set only when the store opened as Core Data and both parts of the checks ran.
     var checks: (opened: Result<OpenedStore, Error>, integrity: Result<StoreChecker.IntegrityOutcome, Error>,
                  invariants: Result<[Finding], Error>)? {
         guard let opened, let integrity, let invariants else { return nil }
@@ -220,31 +220,35 @@ final class Parts: @unchecked Sendable {
     private let copy: WorkingCopy
     private let done = DispatchSemaphore(value: 0)
 
-    private init(copy: WorkingCopy) { self.copy = copy }
+    private init(copy: WorkingCopy, evidence: Result<WALEvidence, Error>) {
+        self.copy = copy
+        self.evidence = evidence
+    }
 
     static func concurrently(_ copy: WorkingCopy, displayPath: String, xcodeModel: URL?, stage: (String) -> Void) -> Parts {
-        let parts = Parts(copy: copy)
         stage("reading the store")
         // Loads the copy's -wal and -journal.
-        parts.evidence = Result { try WALEvidence(copy: copy, displayPath: displayPath) }
+        let parts = Parts(copy: copy, evidence: Result { try WALEvidence(copy: copy, displayPath: displayPath) })
         _ = copy.wal
         // Opening the model tells a Core Data store (the checks and history run) from plain SQLite.
         let opened = Result { try OpenedStore.open(copy, displayPath: displayPath, xcodeModel: xcodeModel) }
-        let checker = try? StoreChecker(opened: opened.get(), copy: copy)
         // The integrity task on a connection of its own: the other thread's checker keeps the
-        // opened store's connection (the repair plan reads it afterwards, on this thread).
-        let integrityChecker = checker.map { checker in Result { checker.on(try copy.open()) } }
+        // opened store's connection (the repair plan reads it afterwards, on this thread). Where
+        // either cannot be had, the checks run afterwards as in the sequence.
+        var checker = try? StoreChecker(opened: opened.get(), copy: copy)
+        let integrityChecker = try? checker.map { checker in checker.on(try copy.open()) }
+        if integrityChecker == nil { checker = nil }
         let assumedCoreData = checker != nil
 
-        let other = Thread { [parts] in
+        let other = Thread { [parts, checker] in
             let started = ContinuousClock.now
             if let checker {
                 parts.invariants = Result { try checker.runInvariants() }
                 parts.history = HistoryPart.read(parts.copy, displayPath: displayPath)
             }
-            parts.wal = (assumedCoreData, parts.evidence.map { evidence in
-                evidence.flatMap { evidence in Result { try WALAnalyzer.analyze(evidence, options: .init(integrityCheck: !assumedCoreData)) } }
-            } ?? .failure(CancellationError()))
+            parts.wal = (assumedCoreData, parts.evidence.flatMap { evidence in
+                Result { try WALAnalyzer.analyze(evidence, options: .init(integrityCheck: !assumedCoreData)) }
+            })
             // STORELENS_TIMINGS: this thread's share, beside the integrity task's own line.
             if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
                 let took = ContinuousClock.now - started
@@ -257,7 +261,7 @@ final class Parts: @unchecked Sendable {
 
         if let integrityChecker {
             stage("running checks")
-            parts.integrity = integrityChecker.flatMap { checker in Result { try checker.runIntegrity() } }
+            parts.integrity = Result { try integrityChecker.runIntegrity() }
         }
         // What the exact comparison proved, the quick one in the counts need not look for again.
         let sound = (try? parts.integrity?.get())?.walTablesSound ?? false
