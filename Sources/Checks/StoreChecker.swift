@@ -147,7 +147,53 @@ public struct StoreChecker: @unchecked Sendable {
     /// taking the next check when it is done; findings come back in the same order either way.
     public func run(only: Set<Check>? = nil) throws -> [Finding] {
         func wanted(_ c: Check) -> Bool { only?.contains(c) ?? true }
-        let tasks = Self.tasks.filter { $0.checks.contains(where: wanted) }
+        return try screened(only: only).runTasks(Self.tasks.filter { $0.checks.contains(where: wanted) }, only: only)
+    }
+
+    /// What the integrity task found, and whether that proves the tables the `-wal` changed sound.
+    public struct IntegrityOutcome: Sendable {
+        /// The findings `run()` gives for `sqlite-integrity` and `wal-mismatch` (or `check-not-run`).
+        public let findings: [Finding]
+        /// `quick_check` passed and every table the `-wal` changed (`WALAgreement.changedTables`)
+        /// agrees with each of its indexes, row by row: SQLite's `integrity_check(T)` says "ok" for
+        /// each, so the quick, page-wise comparison `inspect` makes of the same tables can find
+        /// nothing either. False whenever that was not shown (no usable `-wal`, `--full`, a failure).
+        public let walTablesSound: Bool
+    }
+
+    /// `run()` in two parts that may run at the same time on different threads, each on its own
+    /// connection: the integrity task (here) and every other check (`runInvariants`).
+    /// `merged(integrity:invariants:)` gives exactly `run()`'s findings; where both parts throw,
+    /// `run()` throws the integrity task's error (it comes first).
+    public func runIntegrity() throws -> IntegrityOutcome {
+        let started = ContinuousClock.now
+        defer {
+            if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
+                FileHandle.standardError.write(Data("timing check-task=\"integrity\" connection=own seconds=\((ContinuousClock.now - started).seconds)\n".utf8))
+            }
+        }
+        do {
+            let outcome = try integrityOutcome()
+            return IntegrityOutcome(findings: outcome.findings.bySeverity, walTablesSound: outcome.walTablesSound)
+        } catch let error as SQLiteError where error.isCorrupt || error.isNotADatabase {
+            // As `runTasks` does: a malformed page stops this check, and says so.
+            return IntegrityOutcome(findings: [notRun(Self.tasks[0], error)], walTablesSound: false)
+        }
+    }
+
+    /// Every check but the integrity task, as `run()` runs them (on two connections when it has a second).
+    public func runInvariants() throws -> [Finding] {
+        try screened(only: nil).runTasks(Self.tasks.filter { !$0.checks.contains(.sqliteIntegrity) }, only: nil)
+    }
+
+    /// The two parts' findings in `run()`'s order (errors first, then task order).
+    public static func merged(integrity: [Finding], invariants: [Finding]) -> [Finding] {
+        (integrity + invariants).bySeverity
+    }
+
+    /// This checker with the row screen for the wanted checks.
+    private func screened(only: Set<Check>?) -> StoreChecker {
+        func wanted(_ c: Check) -> Bool { only?.contains(c) ?? true }
         var screened: [InvariantQueries.RowCondition] = []
         // The row screen only saves scans; a table it cannot read is left to the check itself.
         if wanted(.unknownEntityRows) { screened += ((try? unknownEntityConditions()) ?? []).map(\.1) }
@@ -156,7 +202,7 @@ public struct StoreChecker: @unchecked Sendable {
         if wanted(.historyUnknownEntity) { screened += (try? historyConditions()) ?? [] }
         var checker = self
         checker.screen = RowScreen(screened)
-        return try checker.runTasks(tasks, only: only)
+        return checker
     }
 
     private func runTasks(_ tasks: [Task], only: Set<Check>?) throws -> [Finding] {
@@ -189,6 +235,9 @@ public struct StoreChecker: @unchecked Sendable {
         }
         return findings.filter { f in f.id == Check.checkNotRun.rawValue || (only.map { $0.contains { $0.rawValue == f.id } } ?? true) }.bySeverity
     }
+
+    /// This checker on another connection to the same store (for a part run on another thread).
+    public func on(_ connection: Connection) -> StoreChecker { sibling(on: connection) }
 
     /// This checker on another connection to the same store.
     private func sibling(on connection: Connection) -> StoreChecker {
@@ -249,7 +298,9 @@ public struct StoreChecker: @unchecked Sendable {
 
     // MARK: - Checks
 
-    func integrity() throws -> [Finding] {
+    func integrity() throws -> [Finding] { try integrityOutcome().findings }
+
+    func integrityOutcome() throws -> (findings: [Finding], walTablesSound: Bool) {
         // Row by row: a check that meets a malformed page still reports what it found before it.
         var result = WALAgreement.integrity(connection, full: full, maxErrors: limit)
         var changed: [String] = []
@@ -263,9 +314,9 @@ public struct StoreChecker: @unchecked Sendable {
             result = changed.flatMap {
                 WALAgreement.tableIntegrity(connection, table: $0, structureChecked: true, maxErrors: limit)
             }.filter { $0 != "ok" }
-            if result.isEmpty { return [] }
+            if result.isEmpty { return ([], true) }
         }
-        guard result != ["ok"] else { return [] }
+        guard result != ["ok"] else { return ([], false) }
         var findings: [Finding] = []
         if let main = try mainOnly ?? mainFileOnly?(),
            let disagreement = WALAgreement.compare(walView: connection, mainOnly: main, tables: changed, full: full, walViewProblems: result) {
@@ -282,7 +333,7 @@ public struct StoreChecker: @unchecked Sendable {
                                 explanation: findings.isEmpty ? "The database file itself is damaged; Core Data may crash or lose rows reading it."
                                                               : "The image SQLite builds from the main file and the -wal is inconsistent; Core Data may crash or lose rows reading it.",
                                 suggestion: "Copy the store off the device again; if the damage is in the device's copy, recover rows with `storelens wal --as-of` or a SQLite recovery tool on a copy."))
-        return findings
+        return (findings, false)
     }
 
     /// A check SQLite could not finish: reported, so a store that could not be checked is never

@@ -208,12 +208,19 @@ struct ReportCommand: Command {
     /// report on (an input that cannot be opened, a bad --migration-to): then no file is written.
     func build(_ paths: [String], manifest: Manifest?, session: EvidenceSession) throws -> Built {
         let progress = ProgressReporter.current
+        // STORELENS_TIMINGS: when each stage starts, from here (after the output checks).
+        let timings = ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil
+        let started = ContinuousClock.now
+        func mark(_ what: String) {
+            if timings { FileHandle.standardError.write(Data("timing report-stage=\"\(what)\" at-seconds=\(Self.seconds(since: started))\n".utf8)) }
+        }
         var document = ReportDocument(inputs: paths, commandLine: Self.commandLine(), toolVersion: Storelens.version)
         document.manifestPath = manifestPath
         if let manifestPath { try session.record([URL(fileURLWithPath: manifestPath)]) }
 
         let resolver = InputResolver(session: session, limits: input.limits, hashArchives: true)
         document.inventories = try InputResolver.distinct(paths).map { try resolver.inventory(of: $0) }
+        mark("inputs hashed and copied")
         var found = document.inventories.flatMap(\.stores)
         if let select = input.select {
             let matches = found.filter { $0.path.hasSuffix(select) }
@@ -227,12 +234,32 @@ struct ReportCommand: Command {
         var planNotes: [String] = []
         // The target is read before the stores, through the same evidence path; a bad one stops here.
         let target = try migrationTo.map { try MigrationTarget.load($0, session: session, options: input.open, limits: input.limits) }
+        var reader = StoreReportReader(describe: Self.message)
+        reader.xcodeModel = modelPath.map { URL(fileURLWithPath: $0) }
+        reader.lint = lint
+        reader.migrationTarget = target
+        // STORELENS_REPORT_SEQUENTIAL=1 reads each store's parts one after another (to compare).
+        reader.parallel = ProcessInfo.processInfo.environment["STORELENS_REPORT_SEQUENTIAL"] == nil
+        func stage(_ i: Int, _ store: FoundStore) -> (String) -> Void {
+            { what in
+                progress.report("report: store \(i + 1) of \(found.count) (\(store.name)): \(what)", done: Int64(i), unit: .step)
+                if timings { FileHandle.standardError.write(Data("timing report-stage=\"\(what)\" store=\(i + 1) at-seconds=\(Self.seconds(since: started))\n".utf8)) }
+            }
+        }
+        // Every store's working copy first: the originals are not read again after that, so
+        // their after-hash runs beside the reading (`finish()` waits for it, and compares every
+        // file's size, times and inode at the end, as `check` does).
+        let copies = found.enumerated().map { i, store in
+            stage(i, store)("copying")
+            return Result { try session.workingCopy(of: store, options: input.open) }
+        }
+        session.verifyInBackground()
         for (i, store) in found.enumerated() {
-            let stage = { (what: String) in progress.report("report: store \(i + 1) of \(found.count) (\(store.name)): \(what)", done: Int64(i), unit: .step) }
             var section = ReportDocument.StoreSection(path: store.path, found: store)
-            read(store, into: &section, plan: &plan, planNotes: &planNotes, session: session, target: target, stage: stage)
+            reader.read(copies[i], displayPath: store.path, into: &section, plan: &plan, planNotes: &planNotes, stage: stage(i, store))
             document.stores.append(section)
         }
+        mark("stores read")
         var auditProblem: String?
         if let manifest {
             progress.report("report: auditing against the manifest", done: 0, unit: .step)
@@ -245,7 +272,9 @@ struct ReportCommand: Command {
                 auditProblem = Self.message(error)
             }
         }
+        mark("verifying the evidence")
         try session.finish()
+        mark("evidence verified")
         document.evidenceVerified = true
         document.originals = session.ledger.entries
         document.repairPlan = plan.steps.isEmpty ? nil : plan
@@ -255,6 +284,7 @@ struct ReportCommand: Command {
         progress.report("report: writing the HTML", done: 0, unit: .step)
         var built = Built(html: HTMLReport.render(document), storeCount: found.count, stores: found.map(\.path),
                           findings: document.allFindings)
+        mark("HTML written")
         if let damaged = document.inventories.first(where: { $0.damage != nil }), let damage = damaged.damage {
             built.problem = "\(damaged.input): \(damage); the report shows what could be read."
         } else if let auditProblem {
@@ -273,106 +303,9 @@ struct ReportCommand: Command {
         return built
     }
 
-    /// Reads one store into its section. A store that cannot be read is described, not fatal.
-    func read(_ store: FoundStore, into section: inout ReportDocument.StoreSection, plan: inout ReportDocument.RepairPlan,
-              planNotes: inout [String], session: EvidenceSession, target: MigrationTarget?, stage: (String) -> Void) {
-        let copy: WorkingCopy
-        do {
-            stage("copying")
-            copy = try session.workingCopy(of: store, options: input.open)
-        } catch {
-            section.problems.append("This store could not be read: \(Self.message(error))")
-            return
-        }
-        do {
-            stage("counting rows")
-            section.inspection = try StoreInspector.inspect(copy, displayPath: store.path)
-        } catch {
-            // The WAL analysis below still says what it can (a -wal that does not belong, say).
-            section.problems.append("This store could not be read: \(Self.message(error))")
-        }
-        let isCoreData = section.inspection?.format == .coreData
-        do {
-            stage("reading the WAL")
-            let evidence = try WALEvidence(copy: copy, displayPath: store.path)
-            // For Core Data stores the checks below run SQLite's quick_check once.
-            let analysis = try WALAnalyzer.analyze(evidence, options: .init(integrityCheck: !isCoreData))
-            section.wal = analysis
-            section.findings += analysis.findings.map { Self.finding($0, store: store.path) }
-        } catch {
-            section.problems.append("The WAL could not be analysed: \(Self.message(error))")
-        }
-        guard isCoreData else {
-            section.findings.append(StoreChecker.notCoreData(displayPath: store.path))
-            return
-        }
-        do {
-            stage("reading history")
-            let connection = try copy.open()
-            if let coreData = try CoreDataStore.read(connection), coreData.history.present {
-                let reader = try HistoryReader(connection: connection, store: coreData, model: nil, displayPath: store.path)
-                section.timeline = try reader.timeline()
-                section.entityWriters = try reader.summary()
-            }
-        } catch {
-            section.problems.append("History could not be read: \(Self.message(error))")
-        }
-        do {
-            stage("running checks")
-            let opened = try OpenedStore.open(copy, displayPath: store.path, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) })
-            let findings = try StoreChecker(opened: opened, copy: copy).run()
-            section.findings += findings
-            stage("planning repairs")
-            let repair = try RepairPlanner(opened: opened).plan(for: findings)
-            for action in repair.actions {
-                let affected = action.affected.isEmpty ? "" : " (first: \(action.affected.joined(separator: ", ")))"
-                plan.steps.append(.init(store: store.path, title: "\(action.name)" + (action.entity.map { " on \($0)" } ?? ""),
-                                        detail: "\(action.summary) — \(action.count) row\(action.count == 1 ? "" : "s")\(affected); tables: \(action.tables.joined(separator: ", ")).",
-                                        resolves: [action.answers]))
-            }
-            if !repair.actions.isEmpty {
-                plan.note = "Nothing was changed. `storelens repair INPUT --store PATH --plan` prints the same plan; `--out FILE` applies it to a copy and checks the copy again."
-            }
-            if !repair.unrepaired.isEmpty {
-                planNotes.append("\(repair.unrepaired.count) finding\(repair.unrepaired.count == 1 ? "" : "s") in \(store.path) ha\(repair.unrepaired.count == 1 ? "s" : "ve") no automatic repair (\(Set(repair.unrepaired.map(\.id)).sorted().joined(separator: ", "))).")
-            }
-            // Before a release: the same findings `lint` and `migration` give, store by store.
-            if lint {
-                stage("linting the model")
-                section.findings += try CloudKitLint.lint(opened)
-            }
-            if let target {
-                stage("planning the migration")
-                section.findings += try MigrationPlanner.plan([opened], to: target).findings
-            }
-        } catch {
-            section.problems.append("The checks could not run: \(Self.message(error))")
-        }
-    }
-
-    /// A WAL warning or note as a finding, so the report lists one kind of thing.
-    static func finding(_ f: WALAnalysis.Finding, store: String) -> Finding {
-        Finding(id: kebabCase(f.code), severity: f.severity == .warning ? .warning : .info, store: store, entity: nil, message: f.message,
-                evidence: f.details.isEmpty ? [:] : ["details": .list(f.details.map(EvidenceValue.string))],
-                explanation: "Reported by the WAL analysis (docs/wal.md).", suggestion: nil)
-    }
-
-    /// Finding ids are kebab-case in every command and view; the WAL analysis names its
-    /// findings in camelCase (`walMissing` → `wal-missing`, the id `check` uses).
-    static func kebabCase(_ code: String) -> String {
-        // A run of capitals is one word: `walModeWithoutWAL` → `wal-mode-without-wal`,
-        // `WALDamaged` → `wal-damaged`.
-        let chars = Array(code)
-        var out = ""
-        for (i, ch) in chars.enumerated() {
-            if ch.isUppercase, i > 0 {
-                let previous = chars[i - 1]
-                let nextIsLower = i + 1 < chars.count && chars[i + 1].isLowercase
-                if previous.isLowercase || previous.isNumber || (previous.isUppercase && nextIsLower) { out += "-" }
-            }
-            out += ch.lowercased()
-        }
-        return out
+    static func seconds(since start: ContinuousClock.Instant) -> Double {
+        let took = ContinuousClock.now - start
+        return Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
     }
 
     /// The sentence `Diagnostics` would print for an error.
