@@ -246,4 +246,29 @@ struct HistoryDeletesTests {
         #expect(big.values.count == 1)
         try session.finish()
     }
+
+    @Test("a history not laid out as Core Data makes it: every other version is still given, none from history")
+    func damagedHistoryLayout() throws {
+        let folder = try TemporaryFolder("recover-history-damaged")
+        let url = folder.path("default.store")
+        let writer = try StoreWriter(url: url, model: Self.model)
+        var pk = 0
+        try writer.transaction { w in
+            pk = try w.insert("Task", ["id": .uuid(UUID()), "title": .string("gone")])
+            _ = try w.insert("Task", ["id": .uuid(UUID()), "title": .string("stays")])
+        }
+        try writer.transaction { try $0.delete("Task", pk: pk) }
+        try writer.checkpoint()
+        try writer.executeRaw("ALTER TABLE ACHANGE RENAME COLUMN ZTRANSACTIONID TO ZXID")
+        try writer.close()
+        let live = try #require(try Connection.open(path: url.path, mode: .readOnly).rows("SELECT count(*) FROM ZTASK").first?[0].int)
+
+        let session = try EvidenceSession()
+        defer { session.scratch.remove() }
+        let evidence = try WALEvidence(copy: try session.workingCopy(of: url), displayPath: url.path)
+        let versions = try RecordRecovery.versions(evidence, carve: true)
+        #expect(versions.filter { $0.state == .live }.count == live)
+        #expect(versions.allSatisfy { $0.confidence != .tombstone && $0.historyDeletes.isEmpty })
+        try session.finish()
+    }
 }

@@ -53,10 +53,11 @@ public enum RecordRecovery {
             let last = try StateReader(evidence, commit: evidence.commitCount, option: "--to", decoder: decoder)
             let entityTables = try history.entityTables(last)
             let names = entityNames(last, entityTables: entityTables)
-            var deletes = try HistoryDeletes(last)
+            var deletes = try HistoryDeletes.unlessUnreadable { try HistoryDeletes(last) } ?? nil
             let carved = carve ? try CarvedVersions.collect(evidence, state: last, entityTables: entityTables, filter: filter) : nil
-            if deletes != nil {
-                var found = try deletes!.deletes(of: history.deletedWithoutTransaction.merging(carved?.keys ?? [:]) { $0.union($1) })
+            if deletes != nil, var found = try HistoryDeletes.unlessUnreadable({
+                try deletes!.deletes(of: history.deletedWithoutTransaction.merging(carved?.keys ?? [:]) { $0.union($1) })
+            }) {
                 // A record whose key is live again is not the one the delete removed.
                 for key in try liveKeys(Set(found.keys), last: last, names: names) { found[key] = nil }
                 history.historyDeletes = found
@@ -87,9 +88,12 @@ public enum RecordRecovery {
     static func emitTombstones(_ deletes: inout HistoryDeletes?, filter: Filter, names: [Int: (name: String, table: String)],
                                history: Tracker, carvedKeys: [Int: Set<Int64>], _ body: (RecordVersion) throws -> Void) throws {
         guard var d = deletes else { return }
-        try TombstoneVersions.forEach(&d, filter: filter, names: names, isKnown: { key in
-            history.records[key] != nil || carvedKeys[key.entity]?.contains(key.pk) == true
-        }, body)
+        // Versions already handed out stay out; what history could not give is left out, not fatal.
+        _ = try HistoryDeletes.unlessUnreadable {
+            try TombstoneVersions.forEach(&d, filter: filter, names: names, isKnown: { key in
+                history.records[key] != nil || carvedKeys[key.entity]?.contains(key.pk) == true
+            }, body)
+        }
         deletes = d
     }
 

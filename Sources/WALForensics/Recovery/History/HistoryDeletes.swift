@@ -1,3 +1,4 @@
+import Acquisition
 import CoreDataStore
 import Foundation
 import SQLiteAccess
@@ -9,15 +10,34 @@ import SQLiteAccess
 struct HistoryDeletes {
     private var reader: HistoryReader
 
-    /// Nil when the state has no persistent history (or no model-backed store to name it by).
+    /// Nil when the state has no persistent history (or no model-backed store to name it by), or
+    /// history tables not laid out as Core Data makes them: the other versions are still given,
+    /// as `wal --diff` leaves a damaged history's transactions out rather than the diff.
     init?(_ state: StateReader) throws {
         guard let store = state.store, try state.connection.tableExists("ATRANSACTION"), try state.connection.tableExists("ACHANGE") else { return nil }
-        var reader = try HistoryReader(connection: state.connection, store: store, model: state.map?.model)
+        var reader: HistoryReader
+        do {
+            reader = try HistoryReader(connection: state.connection, store: store, model: state.map?.model)
+        } catch is ModelError {
+            return nil
+        }
         reader.decoder = state.decoder
         self.reader = reader
     }
 
     var keepsValues: Bool { reader.keepsTombstones }
+
+    /// Runs a step that reads history; a history SQLite cannot read (damaged pages) gives nil, as
+    /// a damaged layout does: recover still gives every other version (`check` and `history`
+    /// report the damage). Our own working-folder failures are thrown, never taken for that.
+    static func unlessUnreadable<T>(_ body: () throws -> T) throws -> T? {
+        do {
+            return try body()
+        } catch {
+            if let failure = WorkingFolderFailure.from(error) { throw failure }
+            return nil
+        }
+    }
 
     /// A record is deleted once; a history naming more deletes of one key than this is damaged or
     /// crafted, and only the first ones are kept (each holds its values: memory stays bounded).
