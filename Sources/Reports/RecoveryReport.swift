@@ -21,6 +21,8 @@ public final class RecoveryWriter {
     private var stores = 0
     private var inStore = 0
     private var counts: [RecordVersion.State: Int] = [:]
+    /// Versions of the store only persistent history holds (confidence `tombstone`).
+    private var tombstones = 0
     public private(set) var versions = 0
 
     public init(format: Format, write: @escaping (String) -> Void) {
@@ -41,6 +43,7 @@ public final class RecoveryWriter {
         stores += 1
         inStore = 0
         counts = [:]
+        tombstones = 0
         switch format {
         case .json:
             var name = ""
@@ -56,6 +59,7 @@ public final class RecoveryWriter {
         inStore += 1
         versions += 1
         counts[v.state, default: 0] += 1
+        if v.confidence == .tombstone { tombstones += 1 }
         switch format {
         case .json:
             write((inStore == 1 ? "\n" : ",\n") + ValueRendering.indented(Self.json(v), by: 8))
@@ -72,7 +76,9 @@ public final class RecoveryWriter {
         switch format {
         case .json: write((inStore == 0 ? "]\n" : "\n      ]\n") + "    }")
         case .text:
-            let parts = RecordVersion.State.allCases.compactMap { s in counts[s].map { "\($0) \(s.rawValue)" } }
+            let parts = RecordVersion.State.allCases.compactMap { s in
+                counts[s].map { "\($0) \(s.rawValue)" + (s == .deleted && tombstones > 0 ? " (\(tombstones) of them only in history)" : "") }
+            }
             write("  " + (inStore == 0 ? "no record versions" : "\(inStore) version\(inStore == 1 ? "" : "s"): " + parts.joined(separator: ", ")) + "\n")
         case .jsonl, .csv: break
         }

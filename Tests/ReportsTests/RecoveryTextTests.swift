@@ -55,6 +55,13 @@ struct RecoveryHistoryDeleteViewTests {
         #expect(t.hasPrefix("deleted    InstalledApp#273  kept by the delete in history #534"), "\(t)")
         #expect(t.contains("bundle com.apple.ScreenTimeAgent") && !t.contains("1 change"))
         #expect(RecoveryWriter.text(Self.carved()).contains("(freelist-leaf); deleted in history #534"))
+        // The store's summary line says how many deleted versions only history holds.
+        var text = ""
+        let summary = RecoveryWriter(format: .text) { text += $0 }
+        summary.beginStore(path: "s.sqlite", commits: 0)
+        summary.add(path: "s.sqlite", Self.tombstone())
+        summary.endStore()
+        #expect(text.hasSuffix("1 version: 1 deleted (1 of them only in history)\n"), "\(text)")
         let writer = RecoveryWriter(format: .jsonl) { _ in }
         for v in [Self.tombstone(), Self.carved()] {
             let line = writer.jsonLineText(path: "s.sqlite", v)

@@ -73,13 +73,20 @@ struct HistoryDeletesTests {
         return corpus
     }
 
+    /// SQLite on a copy of a store and its `-wal` (the truth is read from copies, never the original);
+    /// the folder is returned with it, to live as long as the connection.
+    static func sqliteCopy(of url: URL) throws -> (TemporaryFolder, Connection) {
+        let folder = try TemporaryFolder("recover-history-truth")
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: url.path + suffix) {
+            try FileManager.default.copyItem(at: URL(fileURLWithPath: url.path + suffix), to: folder.path("copy.store" + suffix))
+        }
+        return (folder, try Connection.open(path: folder.path("copy.store").path, mode: .readWrite))
+    }
+
     /// ACHANGE's deletes as SQLite reads them on a copy: entity number, key, transaction, kept values.
     static func storedDeletes(_ corpus: Corpus) throws -> [(entity: Int, pk: Int64, transaction: Int64, kept: [DatabaseValue])] {
-        let folder = try TemporaryFolder("recover-history-truth")
-        for suffix in ["", "-wal"] {
-            try FileManager.default.copyItem(at: URL(fileURLWithPath: corpus.url.path + suffix), to: folder.path("copy.store" + suffix))
-        }
-        let db = try Connection.open(path: folder.path("copy.store").path, mode: .readWrite)
+        let (folder, db) = try sqliteCopy(of: corpus.url)
+        defer { _ = folder }
         let columns = try db.rows("SELECT name FROM pragma_table_info('ACHANGE') WHERE name LIKE 'ZTOMBSTONE%' ORDER BY cid").compactMap { $0[0].string }
         return try db.rows("SELECT ZENTITY, ZENTITYPK, ZTRANSACTIONID, \(columns.joined(separator: ", ")) FROM ACHANGE WHERE ZCHANGETYPE = 2").map { row in
             (row[0].int ?? -1, row[1].int64 ?? -1, row[2].int64 ?? -1, Array(row.values.dropFirst(3)))
@@ -88,11 +95,8 @@ struct HistoryDeletesTests {
 
     /// `Z_PRIMARYKEY`'s number for an entity, read with SQLite from a copy.
     static func entityNumber(_ name: String, _ corpus: Corpus) throws -> Int? {
-        let folder = try TemporaryFolder("entity-number")
-        for suffix in ["", "-wal"] {
-            try FileManager.default.copyItem(at: URL(fileURLWithPath: corpus.url.path + suffix), to: folder.path("copy.store" + suffix))
-        }
-        let db = try Connection.open(path: folder.path("copy.store").path, mode: .readWrite)
+        let (folder, db) = try sqliteCopy(of: corpus.url)
+        defer { _ = folder }
         return try db.rows("SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = ?", [.text(name)]).first?[0].int
     }
 
@@ -177,11 +181,8 @@ struct HistoryDeletesTests {
             let evidence = try WALEvidence(copy: try session.workingCopy(of: url), displayPath: url.path)
             let versions = try RecordRecovery.versions(evidence, carve: true)
             // The truth, on a copy: deletes whose ZTOMBSTONE columns hold anything.
-            let folder = try TemporaryFolder("tombstone-truth")
-            for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: url.path + suffix) {
-                try FileManager.default.copyItem(at: URL(fileURLWithPath: url.path + suffix), to: folder.path("copy.sqlite" + suffix))
-            }
-            let db = try Connection.open(path: folder.path("copy.sqlite").path, mode: .readWrite)
+            let (folder, db) = try Self.sqliteCopy(of: url)
+            defer { _ = folder }
             let columns = try db.rows("SELECT name FROM pragma_table_info('ACHANGE') WHERE name LIKE 'ZTOMBSTONE%' ORDER BY cid").compactMap { $0[0].string }
             let kept = try db.rows("SELECT ZENTITY, ZENTITYPK, ZTRANSACTIONID, \(columns.joined(separator: ", ")) FROM ACHANGE WHERE ZCHANGETYPE = 2 AND ("
                                    + columns.map { "\($0) IS NOT NULL" }.joined(separator: " OR ") + ")")

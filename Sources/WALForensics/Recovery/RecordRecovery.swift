@@ -54,7 +54,7 @@ public enum RecordRecovery {
             let entityTables = try history.entityTables(last)
             let names = entityNames(last, entityTables: entityTables)
             var deletes = try HistoryDeletes.unlessUnreadable { try HistoryDeletes(last) } ?? nil
-            let carved = carve ? try CarvedVersions.collect(evidence, state: last, entityTables: entityTables, filter: filter) : nil
+            let carved = carve ? try CarvedVersions.collect(evidence, state: last, entityTables: entityTables, names: names, filter: filter) : nil
             if deletes != nil, var found = try HistoryDeletes.unlessUnreadable({
                 try deletes!.deletes(of: history.deletedWithoutTransaction.merging(carved?.keys ?? [:]) { $0.union($1) })
             }) {
@@ -66,7 +66,7 @@ public enum RecordRecovery {
             guard let carved else {
                 try history.finish(last: last, filter: filter, body)
                 PointInTime.discardImage(evidence, commit: evidence.commitCount)
-                try emitTombstones(&deletes, filter: filter, names: names, history: history, carvedKeys: [:], body)
+                try emitTombstones(deletes, filter: filter, names: names, history: history, carvedKeys: [:], body)
                 return
             }
             // Live rows no commit touched are read only to take carved finds when they are not listed.
@@ -78,14 +78,14 @@ public enum RecordRecovery {
             }
             PointInTime.discardImage(evidence, commit: evidence.commitCount)
             try carved.forEachRemaining { v in if filter.keeps(v) { try body(v) } }
-            try emitTombstones(&deletes, filter: filter, names: names, history: history, carvedKeys: carved.keys, body)
+            try emitTombstones(deletes, filter: filter, names: names, history: history, carvedKeys: carved.keys, body)
         } catch let error as SQLiteError {
             throw WALForensicsError.sqlite(path: evidence.displayPath, error)
         }
     }
 
     /// Deleted records only persistent history holds (their kept values), after every other version.
-    static func emitTombstones(_ deletes: inout HistoryDeletes?, filter: Filter, names: [Int: (name: String, table: String)],
+    static func emitTombstones(_ deletes: HistoryDeletes?, filter: Filter, names: [Int: (name: String, table: String)],
                                history: Tracker, carvedKeys: [Int: Set<Int64>], _ body: (RecordVersion) throws -> Void) throws {
         guard var d = deletes else { return }
         // Versions already handed out stay out; what history could not give is left out, not fatal.
@@ -94,7 +94,6 @@ public enum RecordRecovery {
                 history.records[key] != nil || carvedKeys[key.entity]?.contains(key.pk) == true
             }, body)
         }
-        deletes = d
     }
 
     /// Entity number → name and table: the tables' entities, then the model's, then `Z_PRIMARYKEY`'s.

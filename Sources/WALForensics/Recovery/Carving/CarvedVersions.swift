@@ -8,11 +8,11 @@ import StoreFormats
 /// version the committed states also hold takes these finds; the rest are `carved` or
 /// `uncommitted` versions of their own.
 ///
-/// The records' values live in a scratch SQLite database (a private temporary file SQLite removes
-/// when it closes), written as each new record is carved and read back through the model when
-/// they are needed, a few hundred at a time: what stays in memory per distinct record is its key,
-/// the digest of its values, its finds and state (about 200 bytes and 100 per find), whatever its
-/// size, so a store full of large deleted records does not fill memory with them.
+/// The records' values live in a scratch SQLite file in the working copy's folder, written as each
+/// new record is carved and read back through the model when they are needed, a few hundred at a
+/// time: what stays in memory per distinct record is its key, the digest of its values, its finds
+/// and state (a few hundred bytes), whatever its size, so a store full of large deleted records
+/// does not fill memory with them.
 final class CarvedVersions {
     struct Group {
         let shape: Int
@@ -99,13 +99,10 @@ final class CarvedVersions {
 
     /// Carves `evidence`, keeping what `filter` lets through (entity and `Z_PK`; states are applied
     /// when the versions are handed out), and decodes each distinct record once through `state`'s model.
+    ///
+    /// - Parameter names: entity number → name and table (`RecordRecovery.entityNames`).
     static func collect(_ evidence: WALEvidence, state: StateReader, entityTables: [(Int, String, String)],
-                        filter: RecordRecovery.Filter) throws -> CarvedVersions {
-        var names: [Int: (name: String, table: String)] = [:]
-        for (number, name, table) in entityTables { names[number] = (name, table) }
-        for mapping in state.map?.entities ?? [] {
-            if let number = mapping.number, names[number] == nil { names[number] = (mapping.entity.name, mapping.table) }
-        }
+                        names: [Int: (name: String, table: String)], filter: RecordRecovery.Filter) throws -> CarvedVersions {
         let shapes = try CarvingShape.shapes(of: state, entityTables: entityTables)
         let encoding = evidence.header?.textEncoding ?? 1
         let carved = try CarvedVersions(shapes: shapes, names: names, state: state, encoding: encoding, folder: evidence.workingCopy?.folder)
@@ -195,7 +192,7 @@ final class CarvedVersions {
             guard groups[i].pk == nil else { return }
             let entity = groups[i].entity
             if drafts[entity] == nil {
-                let group = WALDiff.Group(entity: names[entity]?.name, entityNumber: entity, table: names[entity]?.table ?? shapes[groups[i].shape].table, keyColumns: ["Z_PK"])
+                let group = WALDiff.Group(entity: names[entity]?.name, entityNumber: entity, table: shapes[groups[i].shape].table, keyColumns: ["Z_PK"])
                 drafts[entity] = ProbeDraft(positions: last.decodedFieldCount(of: group))
             }
             drafts[entity]!.add(values ?? [])
