@@ -41,19 +41,24 @@ public struct CoreDataStore: Sendable {
     /// Counts rows per entity by `Z_ENT`, one grouped query per table (never one per entity).
     public func countRows(_ connection: Connection) throws -> [Int: (count: Int, maxPK: Int?)] {
         var unreadable: [(table: String, reason: String)] = []
-        return try countRows(connection, unreadable: &unreadable)
+        var integerKeyTables = Set<String>()
+        return try countRows(connection, unreadable: &unreadable, integerKeyTables: &integerKeyTables)
     }
 
     /// Counts as above; a table SQLite cannot read here (and that is not damage) is listed in
     /// `unreadable` with SQLite's reason instead of stopping the count of the others.
-    public func countRows(_ connection: Connection, unreadable: inout [(table: String, reason: String)]) throws -> [Int: (count: Int, maxPK: Int?)] {
+    /// `integerKeyTables` gets the tables the counting proved to hold no row `textKeyRows` would
+    /// report, so that it need not read them again.
+    public func countRows(_ connection: Connection, unreadable: inout [(table: String, reason: String)],
+                          integerKeyTables: inout Set<String>) throws -> [Int: (count: Int, maxPK: Int?)] {
         var result: [Int: (count: Int, maxPK: Int?)] = [:]
         var done = Set<String>()
         for entity in entities where entity.tableExists && !done.contains(entity.table) {
             done.insert(entity.table)
-            switch Result(catching: { () throws(SQLiteError) -> [Int: (count: Int, maxPK: Int?)] in try countTable(entity.table, connection) }) {
-            case .success(let counts):
-                result.merge(counts) { a, _ in a }
+            switch Result(catching: { () throws(SQLiteError) -> TableCount in try countTable(entity.table, connection) }) {
+            case .success(let table):
+                result.merge(table.entities) { a, _ in a }
+                if table.integerKeysOnly { integerKeyTables.insert(entity.table) }
             case .failure(let error):
                 guard !(error.isCorrupt || error.isNotADatabase) else { throw error }
                 unreadable.append((entity.table, error.message))
@@ -62,28 +67,52 @@ public struct CoreDataStore: Sendable {
         return result
     }
 
-    /// One table's rows by `Z_ENT`, and its highest integer `Z_PK` for every entity stored in it.
-    func countTable(_ tableName: String, _ connection: Connection) throws(SQLiteError) -> [Int: (count: Int, maxPK: Int?)] {
-        var result: [Int: (count: Int, maxPK: Int?)] = [:]
+    /// One table's counts: its rows by `Z_ENT` and its highest integer `Z_PK` for every entity
+    /// stored in it, and whether the count proved every `Z_PK` and `Z_ENT` an integer (or NULL).
+    struct TableCount {
+        var entities: [Int: (count: Int, maxPK: Int?)] = [:]
+        var integerKeysOnly = false
+    }
+
+    func countTable(_ tableName: String, _ connection: Connection) throws(SQLiteError) -> TableCount {
+        var result = TableCount()
         let table = Identifier.quoted(tableName)
-        let columns = try connection.columns(of: tableName).map(\.name)
+        let columnList = try connection.columns(of: tableName)
+        let columns = columnList.map(\.name)
         // Integer keys only: a text '9' sorts above 57 and is not a key Core Data can use.
         let maxPK = columns.contains("Z_PK") ? try connection.scalar("SELECT max(Z_PK) FROM \(table) WHERE typeof(Z_PK) = 'integer'").int : nil
         if columns.contains("Z_ENT") {
+            // Z_PK as the rowid is an integer in every row; a Z_ENT column of INTEGER affinity
+            // stores every number that is a whole int64 as an integer, so a non-integer Z_ENT
+            // shows as a group (or a min or max) of its own type: the counting passes below prove
+            // "no text keys" for free where Core Data declared the table as it does.
+            let entIsInteger = columnList.first { $0.name == "Z_ENT" }?.declaredType.uppercased().contains("INT") == true
+            let provable = entIsInteger && (try? keyIsRowid(tableName, columnList, connection)) == true
             if let single = try singleEntity(tableName, connection) {
-                if let ent = single.ent { result[ent] = (single.count, maxPK) }
+                if let ent = single.ent { result.entities[ent] = (single.count, maxPK) }
+                result.integerKeysOnly = provable
             } else {
-                for row in try connection.rows("SELECT Z_ENT, count(*) FROM \(table) GROUP BY Z_ENT") {
+                var integersOnly = true
+                for row in try connection.rows("SELECT Z_ENT, count(*), typeof(Z_ENT) FROM \(table) GROUP BY Z_ENT") {
+                    if let type = row[2].string, type != "integer" && type != "null" { integersOnly = false }
                     guard let ent = row[0].int, let count = row[1].int else { continue }
-                    result[ent] = (count, maxPK)
+                    result.entities[ent] = (count, maxPK)
                 }
+                result.integerKeysOnly = provable && integersOnly
             }
         }
         // Entities of this table with no rows still learn the table's max(Z_PK).
-        for member in entities where member.table == tableName && result[member.number] == nil {
-            result[member.number] = (0, maxPK)
+        for member in entities where member.table == tableName && result.entities[member.number] == nil {
+            result.entities[member.number] = (0, maxPK)
         }
         return result
+    }
+
+    /// Whether `Z_PK` is the table's rowid (Core Data's `INTEGER PRIMARY KEY`), so an integer in every row.
+    func keyIsRowid(_ tableName: String, _ columns: [Connection.Column], _ connection: Connection) throws -> Bool {
+        guard columns.filter(\.isPrimaryKey).map(\.name) == ["Z_PK"],
+              columns.first(where: { $0.name == "Z_PK" })?.declaredType.uppercased() == "INTEGER" else { return false }
+        return try connection.rowKey(of: tableName) == ["rowid"]
     }
 
     /// A table without an index on `Z_ENT` whose rows are all of one entity (history's ACHANGE,
@@ -110,9 +139,10 @@ public struct CoreDataStore: Sendable {
     /// Tables holding rows whose `Z_PK` or `Z_ENT` is not an integer (a table rebuilt by a CSV
     /// import stores them as TEXT): Core Data's `Z_ENT = 1` matches none of them, so the entity
     /// counts leave them out; this says how many there are and how far their keys go.
-    public func textKeyRows(_ connection: Connection) throws -> [(table: String, rows: Int, maxKey: String?)] {
+    /// `provenClean`: tables `countRows` proved to hold none (its `integerKeyTables`), not read again.
+    public func textKeyRows(_ connection: Connection, provenClean: Set<String> = []) throws -> [(table: String, rows: Int, maxKey: String?)] {
         var result: [(table: String, rows: Int, maxKey: String?)] = []
-        for table in Set(entities.filter(\.tableExists).map(\.table)).sorted() {
+        for table in Set(entities.filter(\.tableExists).map(\.table)).sorted() where !provenClean.contains(table) {
             // A table SQLite cannot read here is counted (and named) by countRows, not here.
             guard let read = try? connection.columns(of: table) else { continue }
             let columns = Set(read.map(\.name))
@@ -120,9 +150,7 @@ public struct CoreDataStore: Sendable {
             let q = Identifier.quoted(table)
             // Where Z_PK is the rowid (Core Data's `INTEGER PRIMARY KEY`) it is an integer in every
             // row: only Z_ENT is read, from its index when it has one, not from the whole table.
-            let keyIsRowid = read.filter(\.isPrimaryKey).map(\.name) == ["Z_PK"]
-                && read.first { $0.name == "Z_PK" }?.declaredType.uppercased() == "INTEGER"
-                && (try? connection.rowKey(of: table)) == ["rowid"]
+            let keyIsRowid = (try? self.keyIsRowid(table, read, connection)) == true
             let condition = keyIsRowid ? "typeof(Z_ENT) NOT IN ('integer', 'null')"
                                        : "typeof(Z_PK) NOT IN ('integer', 'null') OR typeof(Z_ENT) NOT IN ('integer', 'null')"
             guard let row = try connection.rows("""

@@ -172,7 +172,8 @@ public enum StoreInspector {
         }
 
         var unreadable: [(table: String, reason: String)] = []
-        let counts = try store.countRows(connection, unreadable: &unreadable)
+        var integerKeyTables = Set<String>()
+        let counts = try store.countRows(connection, unreadable: &unreadable, integerKeyTables: &integerKeyTables)
         // The main file may predate entities or tables that only the WAL created.
         // (A main file SQLite cannot read is a fact about it; our own failing disk is not.)
         let mainStore = try WorkingFolderFailure.unlessOurs { try CoreDataStore.read(mainOnly) } ?? nil
@@ -190,7 +191,7 @@ public enum StoreInspector {
         for u in unreadable {
             coreDataNotes.append("table \(u.table) cannot be read by SQLite here (\(u.reason)); its rows are not counted")
         }
-        for t in try store.textKeyRows(connection) {
+        for t in try store.textKeyRows(connection, provenClean: integerKeyTables) {
             coreDataNotes.append("\(t.table) holds \(t.rows) row\(t.rows == 1 ? "" : "s") whose Z_PK or Z_ENT is stored as text\(t.maxKey.map { " (keys up to '\($0)')" } ?? ""); Core Data matches none of them, so the entity counts above leave them out")
         }
         return StoreInspection(path: path, format: .coreData,
