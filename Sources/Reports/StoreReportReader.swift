@@ -28,6 +28,9 @@ public struct StoreReportReader {
     public var migrationTarget: MigrationTarget?
     /// Run the parts on two threads (the default); false runs them one after another.
     public var parallel = true
+    /// Which thread counts the rows when the parts run on two (tests pin both placements).
+    enum CountsPlacement { case firstFree, integrityThread, otherThread }
+    var counts = CountsPlacement.firstFree
     /// The sentence an error becomes in the section's problems (the command's own wording).
     public var describe: (Error) -> String
 
@@ -53,7 +56,7 @@ public struct StoreReportReader {
                      plan: inout ReportDocument.RepairPlan, planNotes: inout [String], stage: (String) -> Void) {
         // A hot journal is rolled back in the copy by the first connection that reads it, and the
         // main-file-only view of such a copy is made on first use: one part at a time there.
-        let parts = parallel && !copy.rollsBackJournal ? Parts.concurrently(copy, displayPath: displayPath, xcodeModel: xcodeModel, stage: stage) : nil
+        let parts = parallel && !copy.rollsBackJournal ? Parts.concurrently(copy, displayPath: displayPath, xcodeModel: xcodeModel, counts: counts, stage: stage) : nil
 
         let inspection: Result<StoreInspection, Error>
         if let parts, let ran = parts.inspection {
@@ -219,13 +222,28 @@ final class Parts: @unchecked Sendable {
     /// connections to it.
     private let copy: WorkingCopy
     private let done = DispatchSemaphore(value: 0)
+    /// The counts go to whichever thread is free first (`claimCounts`); the other thread's
+    /// reading is about as long, so neither waits for the other's last part.
+    private let countsClaim = NSLock()
+    private var countsClaimed = false
+    /// The counts ran before the integrity task's answer, taking the WAL's tables as sound.
+    private var countsAssumedSound = false
+
+    private func claimCounts() -> Bool {
+        countsClaim.lock()
+        defer { countsClaim.unlock() }
+        if countsClaimed { return false }
+        countsClaimed = true
+        return true
+    }
 
     private init(copy: WorkingCopy, evidence: Result<WALEvidence, Error>) {
         self.copy = copy
         self.evidence = evidence
     }
 
-    static func concurrently(_ copy: WorkingCopy, displayPath: String, xcodeModel: URL?, stage: (String) -> Void) -> Parts {
+    static func concurrently(_ copy: WorkingCopy, displayPath: String, xcodeModel: URL?, counts placement: StoreReportReader.CountsPlacement,
+                             stage: (String) -> Void) -> Parts {
         stage("reading the store")
         // Loads the copy's -wal and -journal.
         let parts = Parts(copy: copy, evidence: Result { try WALEvidence(copy: copy, displayPath: displayPath) })
@@ -240,6 +258,7 @@ final class Parts: @unchecked Sendable {
         if integrityChecker == nil { checker = nil }
         let assumedCoreData = checker != nil
 
+        let integrityRuns = integrityChecker != nil
         let other = Thread { [parts, checker] in
             let started = ContinuousClock.now
             if let checker {
@@ -249,6 +268,13 @@ final class Parts: @unchecked Sendable {
             parts.wal = (assumedCoreData, parts.evidence.flatMap { evidence in
                 Result { try WALAnalyzer.analyze(evidence, options: .init(integrityCheck: !assumedCoreData)) }
             })
+            // Free before the integrity task: the counts, as if the exact comparison will find the
+            // WAL's tables sound (it does on every store whose -wal belongs); where it does not,
+            // they are read again below as the sequence reads them.
+            if placement != .integrityThread, parts.claimCounts() {
+                parts.countsAssumedSound = integrityRuns
+                parts.inspection = Result { try StoreInspector.inspect(parts.copy, displayPath: displayPath, walTablesSound: parts.countsAssumedSound) }
+            }
             // STORELENS_TIMINGS: this thread's share, beside the integrity task's own line.
             if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
                 let took = ContinuousClock.now - started
@@ -266,8 +292,14 @@ final class Parts: @unchecked Sendable {
         // What the exact comparison proved, the quick one in the counts need not look for again.
         let sound = (try? parts.integrity?.get())?.walTablesSound ?? false
         stage("counting rows")
-        parts.inspection = Result { try StoreInspector.inspect(copy, displayPath: displayPath, walTablesSound: sound) }
-        parts.done.wait()
+        if placement == .otherThread { parts.done.wait() }
+        if parts.claimCounts() {
+            parts.inspection = Result { try StoreInspector.inspect(copy, displayPath: displayPath, walTablesSound: sound) }
+        }
+        if placement != .otherThread { parts.done.wait() }
+        if parts.countsAssumedSound && !sound {
+            parts.inspection = Result { try StoreInspector.inspect(copy, displayPath: displayPath, walTablesSound: false) }
+        }
         parts.opened = checker == nil ? nil : opened
         return parts
     }
