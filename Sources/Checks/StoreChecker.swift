@@ -246,6 +246,7 @@ public struct StoreChecker: @unchecked Sendable {
         other.full = full
         other.limit = limit
         other.mainFileOnly = mainFileOnly
+        other.secondConnection = secondConnection
         other.screen = screen
         return other
     }
@@ -311,9 +312,10 @@ public struct StoreChecker: @unchecked Sendable {
             // (`--full`'s integrity_check has compared them all already).
             mainOnly = main
             changed = WALAgreement.changedTables(walView: connection, mainOnly: main)
-            result = changed.flatMap {
-                WALAgreement.tableIntegrity(connection, table: $0, structureChecked: true, maxErrors: limit)
-            }.filter { $0 != "ok" }
+            let limit = self.limit
+            result = TableWork.each(changed, on: connection, second: changed.count > 1 ? secondConnection : nil) { connection, table in
+                WALAgreement.tableIntegrity(connection, table: table, structureChecked: true, maxErrors: limit)
+            }.flatMap { $0 }.filter { $0 != "ok" }
             if result.isEmpty { return ([], true) }
         }
         guard result != ["ok"] else { return ([], false) }
@@ -854,4 +856,56 @@ final class RowScreen: @unchecked Sendable {
 extension Duration {
     /// The duration in seconds, for timing lines.
     var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
+
+/// One piece of work per table, on two connections at once when a second can be had: the
+/// integrity task's comparison of each table the `-wal` changed with its indexes is the longest
+/// part of `check` on a large store, and the other checks leave the second core idle long
+/// before it ends. Results come back in `tables`' order, whichever connection read a table.
+enum TableWork {
+    static func each<T>(_ tables: [String], on first: Connection, second: (() throws -> Connection)?,
+                        _ body: @escaping @Sendable (Connection, String) -> T) -> [T] {
+        guard tables.count > 1, let opened = try? second?() else { return tables.map { body(first, $0) } }
+        let shared = Shared<T>(tables: tables, connection: opened)
+        let done = DispatchSemaphore(value: 0)
+        let worker = Thread { [shared] in
+            // Only this thread uses the second connection, and lets go of it before it signals.
+            if let connection = shared.connection {
+                while let index = shared.take() { shared.put(index, body(connection, tables[index])) }
+            }
+            shared.connection = nil
+            done.signal()
+        }
+        worker.name = "storelens.check-tables"
+        worker.start()
+        while let index = shared.take() { shared.put(index, body(first, tables[index])) }
+        done.wait()
+        return shared.results()
+    }
+
+    private final class Shared<T>: @unchecked Sendable {
+        private let lock = NSLock()
+        private var next = 0
+        private var slots: [T?]
+        /// The second connection, for the worker thread alone.
+        var connection: Connection?
+        init(tables: [String], connection: Connection) {
+            slots = Array(repeating: nil, count: tables.count)
+            self.connection = connection
+        }
+        func take() -> Int? {
+            lock.lock(); defer { lock.unlock() }
+            guard next < slots.count else { return nil }
+            next += 1
+            return next - 1
+        }
+        func put(_ index: Int, _ value: T) {
+            lock.lock(); defer { lock.unlock() }
+            slots[index] = value
+        }
+        func results() -> [T] {
+            lock.lock(); defer { lock.unlock() }
+            return slots.map { $0! }
+        }
+    }
 }
