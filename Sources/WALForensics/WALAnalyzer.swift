@@ -52,6 +52,11 @@ public enum WALAnalyzer {
                                   "The WAL's page size (\(walPageSize) bytes) differs from the database's (\(header.pageSize) bytes), so the WAL cannot belong to this database."))
         }
 
+        // SQLite's quick_check of the WAL view is the longest part on a large store and needs
+        // nothing the page walk below finds: it starts first, beside the walk.
+        let earlyQuickCheck = options.integrityCheck && !transactions.isEmpty ? BackgroundQuickCheck.start(evidence) : nil
+        defer { earlyQuickCheck?.wait() }
+
         // Pages to tables, commit by commit.
         var mapped: [WALAnalysis.Transaction] = []
         var structure = StructureEvidence()
@@ -160,7 +165,7 @@ public enum WALAnalyzer {
             structure.pageOneChanges = pageOneDifferences(evidence)
             if options.integrityCheck, let connection = finalConnection {
                 // Row by row: what SQLite found before a page it cannot parse is kept.
-                let result = WALAgreement.integrity(connection, full: false, maxErrors: 5)
+                let result = earlyQuickCheck?.wait() ?? WALAgreement.integrity(connection, full: false, maxErrors: 5)
                 if result != ["ok"] {
                     // quick_check puts several findings in one row, one per line.
                     structure.walViewIntegrity = result
@@ -492,5 +497,47 @@ struct StructureEvidence {
                                   details: details))
         }
         return findings
+    }
+}
+
+/// `PRAGMA quick_check` of the working copy's own WAL view, on a thread and a connection of its
+/// own. The connection is opened before the thread starts, so no two connections open the copy
+/// (and build its wal-index) at once; nil where the view is an image written for the purpose
+/// (the analysis then checks its own connection, as before).
+final class BackgroundQuickCheck: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var result: [String]?
+    private var connection: Connection?
+
+    static func start(_ evidence: WALEvidence) -> BackgroundQuickCheck? {
+        guard let connection = PointInTime.workingCopyView(evidence, commit: evidence.commitCount) else { return nil }
+        let check = BackgroundQuickCheck()
+        check.connection = connection
+        let thread = Thread { [check] in
+            // Only this thread uses the connection, and it lets go of it before it signals.
+            let found = check.connection.map { WALAgreement.integrity($0, full: false, maxErrors: 5) }
+            check.connection = nil
+            check.lock.lock()
+            check.result = found
+            check.lock.unlock()
+            check.done.signal()
+        }
+        thread.name = "storelens.wal-quick-check"
+        thread.start()
+        return check
+    }
+
+    /// The problems quick_check found (["ok"] for none), once it is done.
+    @discardableResult
+    func wait() -> [String]? {
+        lock.lock()
+        if let result { lock.unlock(); return result }
+        lock.unlock()
+        done.wait()
+        done.signal()       // later calls return at once
+        lock.lock()
+        defer { lock.unlock() }
+        return result
     }
 }
