@@ -21,37 +21,6 @@ struct TableWorkTests {
         return url
     }
 
-    /// The bench store pulled as `cp default.store*` pulls it while the app runs, the app writing
-    /// notes and their tags before the main file is copied, checkpointing, and writing more before
-    /// the `-wal` is copied: two tables (ZNOTE, Z_2TAGS) whose indexes the `-wal` view contradicts.
-    static func pulledLate(from bench: URL, in folder: TemporaryFolder, before: Int, after: Int) throws -> URL {
-        let live = folder.path("live/default.store")
-        let pulled = folder.path("pulled/default.store")
-        for url in [live, pulled] {
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        }
-        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: bench.path + suffix) {
-            try FileManager.default.copyItem(atPath: bench.path + suffix, toPath: live.path + suffix)
-        }
-        let app = try Connection.open(path: live.path, mode: .readWrite)
-        try app.set(.noCheckpointOnClose, true)
-        try app.execute("PRAGMA wal_autocheckpoint = 0; PRAGMA wal_checkpoint(TRUNCATE)")
-        let columns = try app.columns(of: "ZNOTE").map(\.name)
-        func add(from offset: Int, count: Int) throws {
-            let values = columns.map { $0 == "Z_PK" ? "Z_PK + \(100_000 + offset)" : "\"\($0)\"" }.joined(separator: ", ")
-            try app.execute("INSERT INTO ZNOTE (\(columns.map { "\"\($0)\"" }.joined(separator: ", "))) SELECT \(values) FROM ZNOTE WHERE Z_PK <= \(count)")
-            try app.execute("INSERT INTO Z_2TAGS (Z_2NOTES, Z_4TAGS) SELECT Z_2NOTES + \(100_000 + offset), Z_4TAGS FROM Z_2TAGS WHERE Z_2NOTES <= \(count)")
-        }
-        try add(from: 0, count: before)
-        try FileManager.default.copyItem(at: live, to: pulled)
-        try app.execute("PRAGMA wal_checkpoint")
-        try add(from: 10_000, count: after)
-        for suffix in ["-shm", "-wal"] {
-            try FileManager.default.copyItem(atPath: live.path + suffix, toPath: pulled.path + suffix)
-        }
-        return pulled
-    }
-
     /// The integrity task's outcome with the comparisons on one connection and on two.
     static func integrity(_ store: URL) throws -> (one: StoreChecker.IntegrityOutcome, two: StoreChecker.IntegrityOutcome) {
         let session = try EvidenceSession()
@@ -105,7 +74,7 @@ struct TableWorkTests {
     @Test("a -wal copied late, two tables behind their indexes: the same findings on two connections as on one")
     func lateWAL() throws {
         let folder = try TemporaryFolder("table-work")
-        let pulled = try Self.pulledLate(from: try Self.benchStore(in: folder), in: folder, before: 40, after: 3)
+        let pulled = try LateWAL.pull(from: try Self.benchStore(in: folder), in: folder, before: 40, after: 3, tags: true)
         let (one, two) = try Self.integrity(pulled)
         #expect(!one.walTablesSound)
         #expect(one.findings.contains { $0.id == "wal-mismatch" }, "\(one.findings.map(\.id))")

@@ -23,36 +23,6 @@ struct ReportPartsTests {
         return url
     }
 
-    /// The bench store pulled as `cp default.store*` pulls it while the app runs: the app has
-    /// written `before` notes (in its -wal) when the main file is copied, then checkpoints, writes
-    /// `after` more, and only then is the -wal copied.
-    static func pulledLate(from bench: URL, in folder: TemporaryFolder, before: Int, after: Int) throws -> URL {
-        let live = folder.path("live-\(before)-\(after)/default.store")
-        let pulled = folder.path("pulled-\(before)-\(after)/default.store")
-        for url in [live, pulled] {
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        }
-        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: bench.path + suffix) {
-            try FileManager.default.copyItem(atPath: bench.path + suffix, toPath: live.path + suffix)
-        }
-        let app = try Connection.open(path: live.path, mode: .readWrite)
-        try app.set(.noCheckpointOnClose, true)
-        try app.execute("PRAGMA wal_autocheckpoint = 0; PRAGMA wal_checkpoint(TRUNCATE)")
-        let columns = try app.columns(of: "ZNOTE").map(\.name)
-        func add(from offset: Int, count: Int) throws {
-            let values = columns.map { $0 == "Z_PK" ? "Z_PK + \(100_000 + offset)" : "\"\($0)\"" }.joined(separator: ", ")
-            try app.execute("INSERT INTO ZNOTE (\(columns.map { "\"\($0)\"" }.joined(separator: ", "))) SELECT \(values) FROM ZNOTE WHERE Z_PK <= \(count)")
-        }
-        try add(from: 0, count: before)
-        try FileManager.default.copyItem(at: live, to: pulled)                     // cp copies default.store first …
-        try app.execute("PRAGMA wal_checkpoint")                                    // … the app checkpoints …
-        try add(from: 10_000, count: after)                                         // … and writes more …
-        for suffix in ["-shm", "-wal"] {                                            // … before the -shm and -wal are copied.
-            try FileManager.default.copyItem(atPath: live.path + suffix, toPath: pulled.path + suffix)
-        }
-        return pulled
-    }
-
     /// A plain SQLite database with an uncheckpointed `-wal` (not Core Data: no checks, no history).
     static func plainStore(in folder: TemporaryFolder) throws -> URL {
         let url = folder.path("plain/cache.sqlite")
@@ -118,7 +88,7 @@ struct ReportPartsTests {
     @Test("a -wal copied late whose rows the indexes do not hold: the exact comparison finds it, the counts still carry the quick one's note")
     func lateWALIndexesBehind() throws {
         let folder = try TemporaryFolder("report-parts")
-        let pulled = try Self.pulledLate(from: try Self.benchStore(in: folder), in: folder, before: 40, after: 3)
+        let pulled = try LateWAL.pull(from: try Self.benchStore(in: folder), in: folder, before: 40, after: 3)
         let section = try Self.sameReport(pulled)
         #expect(section.findings.contains { $0.id == "wal-mismatch" }, "\(section.findings.map(\.id))")
         #expect(section.inspection?.notes.contains { $0.contains(Self.belongs) } == true, "\(section.inspection?.notes ?? [])")
@@ -127,7 +97,7 @@ struct ReportPartsTests {
     @Test("a -wal copied late with pages the main file lacks: SQLite's own check fails, the same report")
     func lateWALStructure() throws {
         let folder = try TemporaryFolder("report-parts")
-        let pulled = try Self.pulledLate(from: try Self.benchStore(in: folder), in: folder, before: 600, after: 300)
+        let pulled = try LateWAL.pull(from: try Self.benchStore(in: folder), in: folder, before: 600, after: 300)
         let section = try Self.sameReport(pulled)
         #expect(section.findings.contains { $0.id == "sqlite-integrity" || $0.id == "check-not-run" }, "\(section.findings.map(\.id))")
     }
@@ -135,7 +105,7 @@ struct ReportPartsTests {
     @Test("a -wal copied late that only adds rows the main file's pages can take: the same report")
     func lateWALSmall() throws {
         let folder = try TemporaryFolder("report-parts")
-        _ = try Self.sameReport(try Self.pulledLate(from: try Self.benchStore(in: folder), in: folder, before: 2, after: 2))
+        _ = try Self.sameReport(try LateWAL.pull(from: try Self.benchStore(in: folder), in: folder, before: 2, after: 2))
     }
 
     @Test("plain SQLite with a -wal: no checks or history on either path, the same report")
