@@ -90,7 +90,10 @@ public final class WorkingCopy {
     public var journalData: Data? {
         if !journalLoaded {
             journalLoaded = true
-            if let url = family.journal, FileWork.size(url) > 0, FileWork.size(url) <= Int64(Self.maxWALBytes) {
+            // The copy kept as it came (`journalAsCopied`): SQLite rolls a hot journal back and
+            // removes it from beside the copy, and the original is read only by the copy and the
+            // after-hash (each evidence byte at most twice).
+            if let url = journalAsCopied, FileWork.size(url) > 0, FileWork.size(url) <= Int64(Self.maxWALBytes) {
                 journalCache = try? Data(contentsOf: url)
             }
         }
@@ -104,6 +107,11 @@ public final class WorkingCopy {
     /// How errors and reports name this store.
     public let displayPath: String
     private let hasJournal: Bool
+    /// The `-journal` as it came with the store, copied into the working folder before SQLite
+    /// opens anything; nil when there is none.
+    private var journalAsCopied: URL?
+    /// Where the main file alone lives when a hot journal is rolled back in the copy.
+    private var mainOnlyFolder: URL { folder.appendingPathComponent("main-file-only", isDirectory: true) }
     /// Whether a hot `-journal` came with the store: SQLite rolls it back in the copy when the
     /// copy is first opened with the WAL view, so the copy's main file may change once.
     public var rollsBackJournal: Bool { hasJournal }
@@ -224,13 +232,18 @@ public final class WorkingCopy {
             (family.wal.map { $0.path == main.path + "-wal" } ?? true) && (family.journal.map { $0.path == main.path + "-journal" } ?? true)
         if alreadyPrivate && sidecarsBeside && !mismatchedWAL && !hotJournal {
             self.copiedMain = main
+            // Our own extracted file, never opened by SQLite with a hot journal beside it.
+            self.journalAsCopied = family.journal
             return
         }
         let copiedMain = folder.appendingPathComponent(name)
         self.copiedMain = copiedMain
         var copies = [(main, copiedMain)]
         if let wal = family.wal, !mismatchedWAL { copies.append((wal, URL(fileURLWithPath: copiedMain.path + "-wal"))) }
-        if hotJournal, let journal = family.journal { copies.append((journal, URL(fileURLWithPath: copiedMain.path + "-journal"))) }
+        // A journal goes beside the copy only when SQLite must roll it back there; either way it
+        // is kept as it came, for carving its pages.
+        let journalCopy = folder.appendingPathComponent("journal-as-copied")
+        if let journal = family.journal { copies.append((journal, journalCopy)) }
         let targets = Dictionary(uniqueKeysWithValues: copies.map { ($0.0, $0.1) })
         _ = try FileWork.map(copies.map(\.0)) { source in
             // A staged copy is moved with link + unlink, which cannot replace an existing file.
@@ -239,6 +252,20 @@ public final class WorkingCopy {
                 return
             }
             try SafeCopy.copy(source, to: targets[source]!)
+        }
+        if family.journal != nil { journalAsCopied = journalCopy }
+        if hotJournal {
+            // Copies of our copies, made before any connection opens: the journal SQLite rolls
+            // back beside the copy, and the main file alone as it came (the rollback rewrites the
+            // copy's), its header switched to rollback mode so SQLite reads no -wal beside it.
+            try SafeCopy.copy(journalCopy, to: URL(fileURLWithPath: copiedMain.path + "-journal"))
+            guard mkdir(mainOnlyFolder.path, 0o700) == 0 else { throw WorkingFolderFailure(code: errno) }
+            let mainOnly = mainOnlyFolder.appendingPathComponent(copiedMain.lastPathComponent)
+            try SafeCopy.copy(copiedMain, to: mainOnly)
+            let handle = try FileHandle(forUpdating: mainOnly)
+            try handle.seek(toOffset: 18)
+            try handle.write(contentsOf: Data([1, 1]))
+            try handle.close()
         }
     }
 
@@ -270,7 +297,8 @@ public final class WorkingCopy {
     /// `-journal`, and the copy's main file is what was hashed (the WAL view never writes it: no
     /// checkpoint, `query_only`). A copy whose hot journal the WAL view rolls back is the one
     /// exception: its main file changes when that view is opened, so the main file alone is a
-    /// second copy of the original, its header switched to rollback mode, in a folder of its own.
+    /// copy of the copy made before anything opened it, its header switched to rollback mode, in
+    /// a folder of its own.
     public func openMainFileOnly() throws -> Connection {
         do {
             guard hasJournal else {
@@ -279,24 +307,13 @@ public final class WorkingCopy {
                 _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
                 return connection
             }
-            let mainOnly = folder.appendingPathComponent("main-file-only", isDirectory: true)
-            if !FileManager.default.fileExists(atPath: mainOnly.path) {
-                guard mkdir(mainOnly.path, 0o700) == 0 else {
-                    throw WorkingFolderFailure(code: errno)
-                }
-                let copy = mainOnly.appendingPathComponent(copiedMain.lastPathComponent)
-                try SafeCopy.copy(family.main, to: copy)
-                let handle = try FileHandle(forUpdating: copy)
-                try handle.seek(toOffset: 18)
-                handle.write(Data([1, 1]))
-                try handle.close()
-            }
-            let connection = try Connection.open(path: mainOnly.appendingPathComponent(copiedMain.lastPathComponent).path, mode: .readOnly,
+            // Made when the copy was (see init): the original is not read again.
+            let connection = try Connection.open(path: mainOnlyFolder.appendingPathComponent(copiedMain.lastPathComponent).path, mode: .readOnly,
                                                  label: displayPath)
             try connection.makeQueryOnly()
             _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
             return connection
-        } catch let error as SQLiteError {
+        } catch {
             throw Self.translate(error, path: displayPath)
         }
     }

@@ -229,3 +229,73 @@ struct ScratchLifetimeTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: parent.url.path).count == 1)
     }
 }
+
+/// Each evidence byte is read at most twice (issue 16): once for the hash and the copy, once for
+/// the after-hash. A store's `-journal` and, with a hot journal, its main file alone are read
+/// later than the copy; they must come from the working folder, never from the originals again.
+@Suite("after the working copy is made, the originals are not read again")
+struct OriginalsReadOnceTests {
+    /// A rollback-journal database: 300 rows, then a transaction whose pages spill into the file.
+    /// `hot`: copied while that transaction is open (the journal holds the originals); otherwise
+    /// journal_mode=PERSIST after it commits (a journal whose zeroed header keeps the old pages).
+    static func store(in folder: TemporaryFolder, hot: Bool) throws -> URL {
+        let work = folder.path("work")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        let live = work.appendingPathComponent("Store.sqlite")
+        let db = try Connection.open(path: live.path, mode: .create)
+        try db.execute("PRAGMA page_size = 4096; PRAGMA journal_mode = \(hot ? "DELETE" : "PERSIST")")
+        try db.execute("CREATE TABLE item (id INTEGER PRIMARY KEY, v TEXT)")
+        try db.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300) INSERT INTO item SELECT i, 'row ' || i || ' ' || hex(randomblob(40)) FROM n")
+        try db.execute("PRAGMA cache_size = 2")
+        try db.execute("BEGIN IMMEDIATE")
+        try db.execute("UPDATE item SET v = v || ' (edited)'")
+        let evidence = folder.path("evidence")
+        try FileManager.default.createDirectory(at: evidence, withIntermediateDirectories: true)
+        let target = evidence.appendingPathComponent("Store.sqlite")
+        if hot {
+            for suffix in ["", "-journal"] { try FileManager.default.copyItem(atPath: live.path + suffix, toPath: target.path + suffix) }
+            try db.execute("ROLLBACK")
+        } else {
+            try db.execute("COMMIT")
+            for suffix in ["", "-journal"] { try FileManager.default.copyItem(atPath: live.path + suffix, toPath: target.path + suffix) }
+        }
+        return target
+    }
+
+    /// What SQLite reads in a copy of the main file alone (no journal beside it).
+    static func mainAloneTruth(_ url: URL, in folder: TemporaryFolder) throws -> String? {
+        let scratch = folder.path("truth-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        let copy = scratch.appendingPathComponent("alone.sqlite")
+        try FileManager.default.copyItem(at: url, to: copy)
+        let db = try Connection.open(path: copy.path, mode: .readOnly)
+        return try db.scalar("SELECT count(*) || ':' || sum(v LIKE '%(edited)') || ':' || sum(length(v)) FROM item").string
+    }
+
+    @Test("a hot journal rolled back in the copy: the journal and the main file alone come from the working folder", arguments: [true, false])
+    func originalsGone(hot: Bool) throws {
+        let folder = try TemporaryFolder("read-once")
+        let url = try Self.store(in: folder, hot: hot)
+        let journalBytes = try Data(contentsOf: URL(fileURLWithPath: url.path + "-journal"))
+        #expect(journalBytes.count > 4096, "the journal holds pages")
+        let truth = try Self.mainAloneTruth(url, in: folder)
+        var options = OpenOptions()
+        options.rollBackJournal = true
+        let session = try EvidenceSession()
+        let copy = try session.workingCopy(of: url, options: options)
+        #expect(copy.rollsBackJournal == hot)
+        // The originals go away once the copy is made: nothing below may need them.
+        let away = folder.path("away")
+        try FileManager.default.moveItem(at: url.deletingLastPathComponent(), to: away)
+        let withJournal = try copy.open()
+        #expect(try withJournal.scalar("SELECT count(*) FROM item").int == 300)
+        if hot {
+            #expect(try withJournal.scalar("SELECT sum(v LIKE '%(edited)') FROM item").int == 0, "rolled back in the copy")
+        }
+        #expect(copy.journalData == journalBytes, "the journal as it came")
+        let mainOnly = try copy.openMainFileOnly()
+        #expect(try mainOnly.scalar("SELECT count(*) || ':' || sum(v LIKE '%(edited)') || ':' || sum(length(v)) FROM item").string == truth)
+        try FileManager.default.moveItem(at: away, to: url.deletingLastPathComponent())
+        try session.finish()
+    }
+}
