@@ -73,12 +73,12 @@ public final class WorkingCopy {
         if !walLoaded {
             walLoaded = true
             // The copy's -wal, mapped: the bytes that were hashed as they were copied, read once
-            // more here (the original is read only by the copy and the after-hash). The original
-            // is read only when the -wal was left out of the copy (its page size is wrong).
+            // more here (the original is read only by the copy and the after-hash). A -wal left
+            // out of the copy (its page size is wrong) is read from where it was kept instead.
             let copied = copiedMain.path + "-wal"
             if family.wal != nil, FileManager.default.fileExists(atPath: copied), let data = try? MappedFile.map(path: copied) {
                 walCache = (WAL(data: data), data)
-            } else if let url = family.wal, let data = try? Self.read(url) {
+            } else if let url = walKeptAside ?? (family.wal != nil ? URL(fileURLWithPath: copied) : nil), let data = try? Self.read(url) {
                 walCache = (WAL(data: data), data)
             }
         }
@@ -110,6 +110,8 @@ public final class WorkingCopy {
     /// The `-journal` as it came with the store, copied into the working folder before SQLite
     /// opens anything; nil when there is none.
     private var journalAsCopied: URL?
+    /// A `-wal` SQLite must not see (its page size is wrong), copied aside for the analysis.
+    private var walKeptAside: URL?
     /// Where the main file alone lives when a hot journal is rolled back in the copy.
     private var mainOnlyFolder: URL { folder.appendingPathComponent("main-file-only", isDirectory: true) }
     /// Whether a hot `-journal` came with the store: SQLite rolls it back in the copy when the
@@ -234,12 +236,14 @@ public final class WorkingCopy {
             self.copiedMain = main
             // Our own extracted file, never opened by SQLite with a hot journal beside it.
             self.journalAsCopied = family.journal
+            self.walKeptAside = family.wal
             return
         }
         let copiedMain = folder.appendingPathComponent(name)
         self.copiedMain = copiedMain
         var copies = [(main, copiedMain)]
-        if let wal = family.wal, !mismatchedWAL { copies.append((wal, URL(fileURLWithPath: copiedMain.path + "-wal"))) }
+        let walAside = folder.appendingPathComponent("wal-kept-aside")
+        if let wal = family.wal { copies.append((wal, mismatchedWAL ? walAside : URL(fileURLWithPath: copiedMain.path + "-wal"))) }
         // A journal goes beside the copy only when SQLite must roll it back there; either way it
         // is kept as it came, for carving its pages.
         let journalCopy = folder.appendingPathComponent("journal-as-copied")
@@ -254,6 +258,7 @@ public final class WorkingCopy {
             try SafeCopy.copy(source, to: targets[source]!)
         }
         if family.journal != nil { journalAsCopied = journalCopy }
+        if family.wal != nil && mismatchedWAL { walKeptAside = walAside }
         if hotJournal {
             // Copies of our copies, made before any connection opens: the journal SQLite rolls
             // back beside the copy, and the main file alone as it came (the rollback rewrites the

@@ -299,3 +299,40 @@ struct OriginalsReadOnceTests {
         try session.finish()
     }
 }
+
+extension OriginalsReadOnceTests {
+    @Test("a -wal of the wrong page size, left out of the copy, is still read from the working folder")
+    func mismatchedWAL() throws {
+        let folder = try TemporaryFolder("read-once-wal")
+        func walStore(_ name: String, pageSize: Int) throws -> URL {
+            let url = folder.path("\(name)/db.sqlite")
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            let db = try Connection.open(path: url.path, mode: .create)
+            try db.execute("PRAGMA page_size = \(pageSize); PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0")
+            try db.disableCheckpointOnClose()
+            try db.execute("CREATE TABLE item (id INTEGER PRIMARY KEY, v TEXT)")
+            try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            try db.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200) INSERT INTO item SELECT i, hex(randomblob(50)) FROM n")
+            return url
+        }
+        let main = try walStore("main", pageSize: 4096)
+        let other = try walStore("other", pageSize: 1024)
+        let evidence = folder.path("evidence/db.sqlite")
+        try FileManager.default.createDirectory(at: evidence.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: main, to: evidence)
+        try FileManager.default.copyItem(atPath: other.path + "-wal", toPath: evidence.path + "-wal")
+        let walBytes = try Data(contentsOf: URL(fileURLWithPath: evidence.path + "-wal"))
+        #expect(walBytes.count > 1024 * 10)
+        var options = OpenOptions()
+        options.ignoreMismatchedWAL = true
+        let session = try EvidenceSession()
+        let copy = try session.workingCopy(of: evidence, options: options)
+        #expect(copy.notes.contains { if case .walPageSizeMismatch = $0 { return true } else { return false } })
+        let away = folder.path("away")
+        try FileManager.default.moveItem(at: evidence.deletingLastPathComponent(), to: away)
+        #expect(copy.walData == walBytes, "the -wal as it came, without the original")
+        #expect(copy.wal?.pageSize == 1024)
+        try FileManager.default.moveItem(at: away, to: evidence.deletingLastPathComponent())
+        try session.finish()
+    }
+}
