@@ -55,7 +55,8 @@ extension EvidenceSession {
     /// The stores the inputs hold (each input read once), narrowed by `--store`: the one place
     /// both forms of `stores(from:…)` find what to copy, so they cannot drift apart.
     private func found(in inputs: [String], select: String?, limits: ArchiveLimits) throws -> [FoundStore] {
-        let resolver = InputResolver(session: self, limits: limits)
+        // Every store found is copied unless `--store` names one (the same match as below).
+        let resolver = InputResolver(session: self, limits: limits, stagesCopies: { path in select.map { path.hasSuffix($0) } ?? true })
         var found: [FoundStore] = []
         var damage: [String: String] = [:]
         var emptyBackups: [(input: String, listed: Int)] = []

@@ -111,6 +111,7 @@ final class ArchiveInventory {
         archive_read_support_filter_all(a)
         if localHeadersOnly { archive_read_support_format_zip_streamable(a) } else { archive_read_support_format_all(a) }
         let opened = gzip.map { $0.attach(to: a) } ?? archive_read_open_filename(a, url.path, 1 << 16)
+        EvidenceReads.pass(url.path)
         let compressedBytes = { gzip?.compressedBytes ?? archive_filter_bytes(a, -1) }
         guard opened == ARCHIVE_OK else {
             throw ArchiveError.unsupported(path: displayName, detail: Self.message(a))

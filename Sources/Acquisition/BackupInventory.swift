@@ -91,6 +91,7 @@ struct BackupInventory {
 
     func read() throws -> Result {
         let manifestPlist = root.appendingPathComponent("Manifest.plist")
+        EvidenceReads.pass(manifestPlist.path)
         let plist = (try? Data(contentsOf: manifestPlist)).map { BackupManifestPlist($0) } ?? BackupManifestPlist(Data())
         if plist.isEncrypted { return try readEncrypted(plist) }
         let manifest = root.appendingPathComponent("Manifest.db")

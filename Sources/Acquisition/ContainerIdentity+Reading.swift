@@ -34,7 +34,7 @@ enum PlistStrings {
     static func read(_ url: URL) -> [String: String]? {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
               ((attributes[.size] as? NSNumber)?.intValue ?? Int.max) <= maxBytes,
-              let data = try? Data(contentsOf: url) else { return nil }
+              let data = { EvidenceReads.pass(url.path); return try? Data(contentsOf: url) }() else { return nil }
         if BinaryPlist.isBinaryPlist(data), let value = try? BinaryPlist.decode(data), let dict = value.dictionaryValue {
             return dict.compactMapValues(\.stringValue)
         }

@@ -41,6 +41,7 @@ public struct FileEvidence: Equatable, Sendable {
         }
         // Never hash through a link inside the evidence: its target is not what came off the device.
         if let target = SymbolicLink.target(of: url.path) { throw AcquisitionError.linkInEvidence(path: url.path, target: target) }
+        if hash { EvidenceReads.pass(url.path) }
         return FileEvidence(path: url.path, size: Int(identity.size),
                             sha256: hash ? try SHA256.hexOfFile(at: url) : nil, identity: identity)
     }

@@ -37,12 +37,37 @@ public final class EvidenceSession {
     /// Hashes a store family and, on the same two threads, copies its main file, -wal and
     /// -journal into the scratch folder for the working copy that follows.
     func recordCopying(_ family: StoreFamily) throws {
-        let originals = [family.main, family.wal, family.journal].compactMap { $0 }.filter { staged[$0.path] == nil }
+        var originals = [family.main, family.wal, family.journal].compactMap { $0 }.filter { staged[$0.path] == nil }
         guard !originals.isEmpty else { return try ledger.record(family.files) }
         let folder = try scratch.makeSubfolder(named: "staged-" + family.main.lastPathComponent)
+        // A store read a second time in one run (`migration X --to X`): its files were hashed and
+        // copied already, so the new copy is made from ours, checked against the recorded hash.
+        originals = try originals.enumerated().compactMap { i, url in
+            guard let hash = ledger.entry(for: url.path)?.sha256, let own = pristine[url.path] else { return url }
+            let copy = folder.appendingPathComponent("own-\(i)-\(url.lastPathComponent)")
+            guard try SafeCopy.copy(own, to: copy, hashing: true) == hash else {
+                unlink(copy.path)
+                return url
+            }
+            staged[url.path] = copy
+            return nil
+        }
+        guard !originals.isEmpty else { return try ledger.record(family.files) }
         let pairs = originals.enumerated().map { (from: $1, to: folder.appendingPathComponent("\($0)-\($1.lastPathComponent)")) }
         try ledger.record(family.files, copying: pairs)
         for pair in pairs { staged[pair.from.path] = pair.to }
+    }
+
+    /// Copies this session made that still hold their original's bytes (original path → copy).
+    private var pristine: [String: URL] = [:]
+
+    /// Remembers a working copy's files as copies of their originals, unless SQLite may change
+    /// them (a hot journal is rolled back into the copy's main file).
+    private func remember(_ copy: WorkingCopy) {
+        guard !copy.rollsBackJournal, copy.copiedMain.path != copy.family.main.path else { return }
+        pristine[copy.family.main.path] = copy.copiedMain
+        let wal = copy.copiedMain.path + "-wal"
+        if let original = copy.family.wal, FileManager.default.fileExists(atPath: wal) { pristine[original.path] = URL(fileURLWithPath: wal) }
     }
 
     /// The staged copies of `family`'s files, handed over once.
@@ -75,6 +100,7 @@ public final class EvidenceSession {
         let folder = try scratch.makeSubfolder(named: main.lastPathComponent)
         let copy = try WorkingCopy(family: family, name: main.lastPathComponent, displayPath: main.path, into: folder, options: options,
                                    staged: takeStaged(family))
+        remember(copy)
         TestPause.reach("working-copy")
         return copy
     }
@@ -86,6 +112,7 @@ public final class EvidenceSession {
         let extracted = store.family.main.standardizedFileURL.path.hasPrefix(scratch.url.standardizedFileURL.path + "/")
         let copy = try WorkingCopy(family: store.family, name: store.name, displayPath: store.path, into: folder, options: options,
                                    alreadyPrivate: extracted, staged: takeStaged(store.family))
+        remember(copy)
         // Tests interrupt here: the copy exists in the scratch folder and must be removed.
         TestPause.reach("working-copy")
         return copy
@@ -106,7 +133,10 @@ public final class EvidenceSession {
 
     /// Checks every original against its recorded hash, then removes the scratch folder.
     public func finish() throws {
-        defer { scratch.remove() }
+        defer {
+            scratch.remove()
+            EvidenceReads.flush()
+        }
         if let verification {
             try verification.wait()
             // Tests change an original here, after its after-hash: only its identity can tell.

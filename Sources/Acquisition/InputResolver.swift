@@ -14,9 +14,16 @@ public struct InputResolver {
     public let gzipDecoder: GzipDecoder
     /// How a zip is read: through its central directory, or streamed entry by entry (tests run both).
     public let zipReader: ZipReader
+    /// The stores (by path) a working copy will be made of: their files in a folder or a plain
+    /// backup are copied into the scratch folder while they are hashed, so the copy does not read
+    /// them a second time (each evidence byte is read at most twice: here and in the after-hash).
+    /// Nil: the stores are only hashed (`scan`).
+    public let stagesCopies: (@Sendable (String) -> Bool)?
 
     public init(session: EvidenceSession, limits: ArchiveLimits = ArchiveLimits(), hashArchives: Bool = false,
-                wanted: [PathPattern] = [], gzipDecoder: GzipDecoder = .preferred, zipReader: ZipReader = .preferred) {
+                wanted: [PathPattern] = [], gzipDecoder: GzipDecoder = .preferred, zipReader: ZipReader = .preferred,
+                stagesCopies: (@Sendable (String) -> Bool)? = nil) {
+        self.stagesCopies = stagesCopies
         self.session = session
         self.gzipDecoder = gzipDecoder
         self.zipReader = zipReader
@@ -72,6 +79,16 @@ public struct InputResolver {
 
     // MARK: - Kinds of input
 
+    /// Hashes a found store's files, copying them for its working copy on the way when one will
+    /// be made.
+    func record(_ store: FoundStore) throws {
+        if stagesCopies?(store.path) == true {
+            try session.recordCopying(store.family)
+        } else {
+            try session.record(store.family.files)
+        }
+    }
+
     func storeFile(_ url: URL, input: String) throws -> Inventory {
         let family = StoreFamily.beside(url)
         // A single store is read next: copy it for its working copy while hashing it.
@@ -94,7 +111,7 @@ public struct InputResolver {
         defer { progress.setContext(nil) }
         for i in stores.indices {
             progress.setContext("store \(i + 1) of \(ProgressReporter.Update.grouped(Int64(stores.count)))")
-            try session.record(stores[i].family.files)
+            try record(stores[i])
             stores[i].sha256 = session.hashes(for: stores[i].family, naming: stores[i].path)
         }
         FamilyGrouping.markSecondCopies(&stores)
@@ -160,7 +177,7 @@ public struct InputResolver {
                 continue
             }
             progress.setContext("store \(i + 1) of \(ProgressReporter.Update.grouped(Int64(stores.count)))")
-            try session.record(stores[i].family.files)
+            try record(stores[i])
             stores[i].sha256 = session.hashes(for: stores[i].family, naming: stores[i].path)
         }
         FamilyGrouping.markSecondCopies(&stores)

@@ -9,6 +9,7 @@ enum SafeCopy {
     @discardableResult
     static func copy(_ source: URL, to destination: URL, hashing: Bool = false) throws -> String? {
         let input = open(source.path, O_RDONLY | O_NOFOLLOW)
+        EvidenceReads.pass(source.path)
         guard input >= 0 else {
             let reason = String(cString: strerror(errno))
             if let target = SymbolicLink.target(of: source.path) { throw AcquisitionError.linkInEvidence(path: source.path, target: target) }

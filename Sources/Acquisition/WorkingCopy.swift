@@ -94,6 +94,7 @@ public final class WorkingCopy {
             // removes it from beside the copy, and the original is read only by the copy and the
             // after-hash (each evidence byte at most twice).
             if let url = journalAsCopied, FileWork.size(url) > 0, FileWork.size(url) <= Int64(Self.maxWALBytes) {
+                EvidenceReads.pass(url.path)
                 journalCache = try? Data(contentsOf: url)
             }
         }
@@ -344,6 +345,7 @@ public final class WorkingCopy {
     }
 
     static func read(_ url: URL) throws -> Data {
+        EvidenceReads.pass(url.path)
         do {
             return try Data(contentsOf: url)
         } catch {

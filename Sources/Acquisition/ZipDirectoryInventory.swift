@@ -57,6 +57,8 @@ extension ArchiveInventory {
 
     func readThroughCentralDirectory() throws -> ZipOutcome {
         let fd = open(url.path, O_RDONLY | O_NOFOLLOW)
+        // The directory, each entry's first bytes and the stores: at most one pass.
+        EvidenceReads.pass(url.path)
         guard fd >= 0 else { return .fallback("the zip cannot be opened: \(String(cString: strerror(errno)))", damaged: false) }
         defer { close(fd) }
         var st = stat()

@@ -15,6 +15,19 @@ public struct Auditor {
     public var limits = ArchiveLimits()
     /// Cap on the identifiers listed in one finding's evidence (the count is always given).
     public var evidenceLimit = 20
+    /// What the caller has read of the inputs already (`report --manifest`): their inventories,
+    /// made with `wantedFiles`, and the working copies it made, by store path. The audit then
+    /// reads no input again; each evidence byte is read at most twice, as by every command.
+    public var acquired: (inventories: [Inventory], copies: [String: WorkingCopy])?
+
+    /// The files other than stores the manifest's JSON stacks need from the inputs.
+    public var wantedFiles: [PathPattern] { manifest.stacks.filter { $0.kind == .json }.map { PathPattern($0.store) } }
+
+    /// Whether a store at `path` may be bound to a stack, so a working copy will be made of it.
+    public var mayBind: @Sendable (String) -> Bool {
+        let patterns = manifest.stacks.filter { $0.kind != .json }.map { PathPattern($0.store) }
+        return { path in patterns.contains { $0.matches(path, ignoringCase: true) } }
+    }
 
     public init(manifest: Manifest, session: EvidenceSession) {
         self.manifest = manifest
@@ -43,12 +56,10 @@ public struct Auditor {
     }
 
     func prepare(inputs: [String]) throws -> Prepared {
-        let wanted = manifest.stacks.filter { $0.kind == .json }.map { PathPattern($0.store) }
-        let resolver = InputResolver(session: session, limits: limits, wanted: wanted)
+        let resolver = InputResolver(session: session, limits: limits, wanted: wantedFiles, stagesCopies: mayBind)
         var stores: [FoundStore] = []
         var others: [(path: String, url: URL)] = []
-        for input in InputResolver.distinct(inputs) {
-            let inventory = try resolver.inventory(of: input)
+        for inventory in try acquired?.inventories ?? InputResolver.distinct(inputs).map({ try resolver.inventory(of: $0) }) {
             stores += inventory.stores
             others += inventory.otherFiles
         }
@@ -95,7 +106,7 @@ public struct Auditor {
         var copies: [String: WorkingCopy] = [:]
         for found in Set(storeOf.values.map(\.path)).sorted() {
             guard let store = stores.first(where: { $0.path == found }) else { continue }
-            let copy = try session.workingCopy(of: store, options: openOptions)
+            let copy = try acquired?.copies[found] ?? session.workingCopy(of: store, options: openOptions)
             copies[found] = copy
             opened[found] = try OpenedStore.open(copy, displayPath: store.path)
         }

@@ -171,6 +171,7 @@ enum BackupFileDecryption {
         }
         if let target = SymbolicLink.target(of: source.path) { throw AcquisitionError.linkInEvidence(path: source.path, target: target) }
         let input = open(source.path, O_RDONLY | O_NOFOLLOW)
+        EvidenceReads.pass(source.path)
         guard input >= 0 else { throw AcquisitionError.unreadable(path: source.path, reason: String(cString: strerror(errno))) }
         defer { close(input) }
         var st = stat()

@@ -218,7 +218,19 @@ struct ReportCommand: Command {
         document.manifestPath = manifestPath
         if let manifestPath { try session.record([URL(fileURLWithPath: manifestPath)]) }
 
-        let resolver = InputResolver(session: session, limits: input.limits, hashArchives: true)
+        let select = input.select
+        // With a manifest, the audit reads the same inventories and working copies: the files its
+        // JSON stacks need are found here too.
+        let auditor = manifest.map { manifest in
+            var auditor = Auditor(manifest: manifest, session: session)
+            auditor.openOptions = input.open
+            auditor.limits = input.limits
+            return auditor
+        }
+        let resolver = InputResolver(session: session, limits: input.limits, hashArchives: true, wanted: auditor?.wantedFiles ?? [],
+                                     stagesCopies: { [mayBind = auditor?.mayBind] path in
+                                         (select.map { path.hasSuffix($0) } ?? true) || mayBind?(path) == true
+                                     })
         document.inventories = try InputResolver.distinct(paths).map { try resolver.inventory(of: $0) }
         mark("inputs hashed and copied")
         var found = document.inventories.flatMap(\.stores)
@@ -261,11 +273,11 @@ struct ReportCommand: Command {
         }
         mark("stores read")
         var auditProblem: String?
-        if let manifest {
+        if var auditor {
             progress.report("report: auditing against the manifest", done: 0, unit: .step)
-            var auditor = Auditor(manifest: manifest, session: session)
-            auditor.openOptions = input.open
-            auditor.limits = input.limits
+            var made: [String: WorkingCopy] = [:]
+            for (i, store) in found.enumerated() { if case .success(let copy) = copies[i] { made[store.path] = copy } }
+            auditor.acquired = (document.inventories, made)
             do {
                 document.audit = try auditor.run(inputs: paths)
             } catch {

@@ -76,7 +76,10 @@ struct ScanCommand: Command {
 
     /// Finds the stores in `paths` and classifies each (one damaged store does not hide the others).
     func scan(_ paths: [String], session: EvidenceSession, hashArchives: Bool) throws -> ([Inventory], [ScannedStore]) {
-        let resolver = InputResolver(session: session, limits: input.limits, hashArchives: hashArchives)
+        // Every store listed is opened to classify it: copied while it is hashed.
+        let select = input.select
+        let resolver = InputResolver(session: session, limits: input.limits, hashArchives: hashArchives,
+                                     stagesCopies: { path in select.map { path.hasSuffix($0) } ?? true })
         var inventories: [Inventory] = []
         for path in InputResolver.distinct(paths) { inventories.append(try resolver.inventory(of: path)) }
         var scanned: [ScannedStore] = []

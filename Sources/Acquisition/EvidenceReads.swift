@@ -1,0 +1,37 @@
+import Foundation
+
+/// Whole passes over input files — a hash, a copy (or both in one read), an archive read through,
+/// a decryption — counted per path when `STORELENS_EVIDENCE_READS` names a log file. Each
+/// session's `finish()` appends its counts there (`passes<TAB>path` a line), and
+/// `EvidenceGuaranteeTests` reads them to prove that every command reads each evidence byte at
+/// most twice (issue 16). Reads of a few header bytes (sniffing a format, a WAL header) are not
+/// passes and are not counted. Without the variable this costs one nil check per pass.
+public enum EvidenceReads {
+    static let log = ProcessInfo.processInfo.environment["STORELENS_EVIDENCE_READS"]
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var counts: [String: Int] = [:]
+
+    /// One whole pass over the file at `path`.
+    static func pass(_ path: String) {
+        guard log != nil else { return }
+        lock.lock()
+        counts[path, default: 0] += 1
+        lock.unlock()
+    }
+
+    /// Appends the passes counted so far to the log, and starts counting afresh.
+    static func flush() {
+        guard let log else { return }
+        lock.lock()
+        let lines = counts.sorted { $0.key < $1.key }.map { "\($0.value)\t\($0.key)\n" }.joined()
+        counts = [:]
+        lock.unlock()
+        guard !lines.isEmpty, let handle = FileHandle(forWritingAtPath: log) ?? {
+            FileManager.default.createFile(atPath: log, contents: nil)
+            return FileHandle(forWritingAtPath: log)
+        }() else { return }
+        defer { try? handle.close() }
+        _ = try? handle.seekToEnd()
+        try? handle.write(contentsOf: Data(lines.utf8))
+    }
+}
