@@ -46,7 +46,9 @@ public enum DatabaseImage {
 
         image.withUnsafeMutableBytes { (destination: UnsafeMutableRawBufferPointer) in
             walData.withUnsafeBytes { (source: UnsafeRawBufferPointer) in
-                for (target, from) in layout.copies(walBytes: source.count) {
+                // In the WAL's own order: frames read in hash order faulted in the pages around
+                // each one (large folios), so the whole mapped -wal stayed resident between releases.
+                for (target, from) in layout.copies(walBytes: source.count).sorted(by: { $0.1 < $1.1 }) {
                     UnsafeMutableRawBufferPointer(rebasing: destination[target ..< target + pageSize])
                         .copyMemory(from: UnsafeRawBufferPointer(rebasing: source[from ..< from + pageSize]))
                 }
@@ -113,6 +115,8 @@ public enum DatabaseImage {
             }
             try result.get()
         }
+        // What was read through a mapping is given back: the image is read by SQLite from its file.
+        MappedFile.releaseResidentPages()
         // The header as `make` leaves it: checked, switched to rollback mode, its page count set.
         var header = Data(count: DatabaseHeader.length)
         let read = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, DatabaseHeader.length, 0) }
