@@ -384,7 +384,7 @@ struct Tracker {
         let rest = pks.filter { !probe.pks.contains($0) }
         guard let position = probe.position, !rest.isEmpty else { return pks.filter { probe.pks.contains($0) } }
         guard let pieces = last.pieces(of: group, keys: rest, position: position) else { return pks }
-        return pks.filter { pk in probe.pks.contains(pk) || pieces[pk].map { probe.pieces.contains(ValuesDigest($0)) } ?? true }
+        return pks.filter { pk in probe.pks.contains(pk) || pieces[pk].map(probe.holds) ?? true }
     }
 
     /// Entity tables of the last state: every table with `Z_PK` and `Z_ENT`, each `Z_ENT` in it,

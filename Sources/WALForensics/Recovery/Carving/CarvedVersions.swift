@@ -210,9 +210,16 @@ final class CarvedVersions {
         var position: Int?
         var decided = false
         var pieces: Set<ValuesDigest> = []
+        /// `FoldProbe.quick` of the pieces.
+        var quick: Set<Int> = []
         var all = false
 
         init(positions: Int?) { self.positions = positions }
+
+        mutating func insert(_ fingerprint: String) {
+            pieces.insert(ValuesDigest(fingerprint))
+            quick.insert(FoldProbe.quickHash(fingerprint))
+        }
 
         mutating func add(_ values: [RecordChange.Value]) {
             guard decided else {
@@ -222,7 +229,7 @@ final class CarvedVersions {
             }
             guard !all else { return }
             if let position, position < values.count {
-                pieces.insert(ValuesDigest(RecordRecovery.fingerprint([values[position]])))
+                insert(RecordRecovery.fingerprint([values[position]]))
             } else {
                 all = true
             }
@@ -247,7 +254,7 @@ final class CarvedVersions {
             }
             guard let best else { all = true; sample = []; return }
             position = best.position
-            for values in sample { pieces.insert(ValuesDigest(RecordRecovery.fingerprint([values[best.position]]))) }
+            for values in sample { insert(RecordRecovery.fingerprint([values[best.position]])) }
             sample = []
         }
     }
@@ -375,7 +382,23 @@ final class CarvedVersions {
         var pks: Set<Int64> = []
         var position: Int?
         var pieces: Set<ValuesDigest> = []
+        /// A cheap hash of each piece's fingerprint: a row whose piece is not among them is not
+        /// among `pieces` either, and is let go without its SHA-256 (most rows, on most stores).
+        var quick: Set<Int> = []
         var all = false
+
+        /// Whether a row's piece (its fingerprint) is one a keyless record has.
+        func holds(_ fingerprint: String) -> Bool {
+            quick.contains(Self.quickHash(fingerprint)) && pieces.contains(ValuesDigest(fingerprint))
+        }
+
+        /// The fingerprint's bytes hashed by the process's own hasher (equal bytes, equal hash).
+        static func quickHash(_ fingerprint: String) -> Int {
+            var text = fingerprint
+            var hasher = Hasher()
+            text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+            return hasher.finalize()
+        }
     }
 
     /// The probe for `entity`'s rows, comparing keyless records at whichever of the first
@@ -393,6 +416,7 @@ final class CarvedVersions {
         if draft.all { probe.all = true; return probe }
         probe.position = draft.position
         probe.pieces = draft.pieces
+        probe.quick = draft.quick
         return probe
     }
 
