@@ -86,10 +86,11 @@ public enum PointInTime {
             }
             do {
                 if resolved == 0 {
-                    try DatabaseImage.write(toNewFile: path, mainFile: evidence.mainFile)
+                    try DatabaseImage.write(toNewFile: path, mainFile: evidence.mainFile, sources: (evidence.files?.main, nil))
                 } else {
                     try DatabaseImage.write(toNewFile: path, mainFile: evidence.mainFile, wal: evidence.wal, walData: evidence.walData,
-                                            upToCommit: resolved, maxBytes: imageLimit(evidence))
+                                            upToCommit: resolved, maxBytes: imageLimit(evidence),
+                                            sources: (evidence.files?.main, evidence.files?.wal))
                 }
             } catch {
                 throw .image(path: evidence.displayPath, error)
