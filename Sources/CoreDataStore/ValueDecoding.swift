@@ -189,12 +189,14 @@ public struct ValueDecoder: Sendable {
         let digits: StaticString = "0123456789ABCDEF"
         return String(unsafeUninitializedCapacity: 36) { out in
             digits.withUTF8Buffer { hex in
-                var at = 0
-                for (i, byte) in data.enumerated() {
-                    if i == 4 || i == 6 || i == 8 || i == 10 { out[at] = 45; at += 1 }
-                    out[at] = hex[Int(byte >> 4)]
-                    out[at + 1] = hex[Int(byte & 0xF)]
-                    at += 2
+                data.withUnsafeBytes { bytes in
+                    var at = 0
+                    for i in 0 ..< 16 {
+                        if i == 4 || i == 6 || i == 8 || i == 10 { out[at] = 45; at += 1 }
+                        out[at] = hex[Int(bytes[i] >> 4)]
+                        out[at + 1] = hex[Int(bytes[i] & 0xF)]
+                        at += 2
+                    }
                 }
             }
             return 36
