@@ -92,8 +92,8 @@ public struct RecordDiff: Sendable {
     /// (`RecordRecovery` reads an updated record's whole values on both sides).
     ///
     /// With `entityRecordsOnly` (what `RecordRecovery` uses), only entity records
-    /// (`RecordRecovery.isRecordGroup`) carry records, and an updated one carries its key and
-    /// changed columns but no changes: the other groups keep their keys and counts only.
+    /// (`RecordRecovery.isRecordGroup`) carry records, by key alone (no values, no changes: the
+    /// caller reads them, a few at a time); the other groups keep their keys and counts only.
     static func forEachCommitStates(_ evidence: WALEvidence, decoder: ValueDecoder, entityRecordsOnly: Bool = false,
                                     _ body: (_ commit: Int, RecordDiff, _ earlier: StateReader, _ later: StateReader) throws -> Void) throws {
         let count = evidence.commitCount
@@ -135,6 +135,8 @@ public struct RecordDiff: Sendable {
             for group in diff.groups {
                 if entityRecordsOnly && !RecordRecovery.isRecordGroup(group) {
                     groups.append(GroupRecords(group: group, records: []))
+                } else if entityRecordsOnly {
+                    groups.append(GroupRecords(group: group, records: keysOnly(of: group)))
                 } else {
                     groups.append(GroupRecords(group: group, records: try records(of: group, earlier: earlier, later: later,
                                                                                   updatedChanges: !entityRecordsOnly)))
@@ -153,6 +155,17 @@ public struct RecordDiff: Sendable {
         } catch {
             throw .sqlite(path: evidence.displayPath, SQLiteError(extendedCode: 1, message: "\(error)"))
         }
+    }
+
+    /// The group's records by key alone, for a caller that reads their values itself (`recover`,
+    /// a bounded number at a time): inserted, updated (with the columns that changed), deleted.
+    static func keysOnly(of group: WALDiff.Group) -> [RecordChange] {
+        guard !group.keyColumns.isEmpty else { return [] }
+        func change(_ kind: RecordChange.Kind, _ key: WALDiff.RowKey, _ columns: [String]) -> RecordChange {
+            RecordChange(kind: kind, entity: group.entity, table: group.table, key: key, values: [], changes: [], changedColumns: columns)
+        }
+        return group.inserted.map { change(.inserted, $0, []) } + group.updated.map { change(.updated, $0.key, $0.changedColumns) }
+            + group.deleted.map { change(.deleted, $0, []) }
     }
 
     /// The group's records: inserted and deleted with their values, updated with their changes
