@@ -411,8 +411,8 @@ struct Tracker {
     static func folding(_ pks: [Int64], probe: CarvedVersions.FoldProbe, group: WALDiff.Group, last: StateReader) throws -> [Int64] {
         let rest = pks.filter { !probe.pks.contains($0) }
         guard let position = probe.position, !rest.isEmpty else { return pks.filter { probe.pks.contains($0) } }
-        guard let pieces = last.pieces(of: group, keys: rest, position: position) else { return pks }
-        return pks.filter { pk in probe.pks.contains(pk) || pieces[pk].map(probe.holds) ?? true }
+        guard let away = last.turnedAway(of: group, keys: rest, position: position, keep: probe.holds) else { return pks }
+        return pks.filter { pk in probe.pks.contains(pk) || !away.contains(pk) }
     }
 
     /// Entity tables of the last state: every table with `Z_PK` and `Z_ENT`, each `Z_ENT` in it,
@@ -459,6 +459,7 @@ struct Tracker {
                                         values: try stored.values(runs[0].values), state: state,
                                         sources: runs.map { source($0, lastCommit: lastCommit) }, confidence: .whole)
             if state == .deleted, final.ending?.transactions.isEmpty == true { version.historyDeletes = historyDeletes[key] ?? [] }
+            version.valuesDigest = fp
             out.append(version)
         }
         return out

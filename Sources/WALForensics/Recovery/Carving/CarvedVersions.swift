@@ -361,7 +361,7 @@ final class CarvedVersions {
     /// first such version takes them: versions come in key order).
     func attach(to version: inout RecordVersion) {
         guard !groups.isEmpty else { return }
-        let digest = ValuesDigest(RecordRecovery.fingerprint(version.values))
+        let digest = version.valuesDigest ?? ValuesDigest(RecordRecovery.fingerprint(version.values))
         if let i = byKey[Key(entity: version.entityNumber, pk: version.pk, digest: digest)], !groups[i].used {
             groups[i].used = true
             version.finds += groups[i].finds
