@@ -80,9 +80,11 @@ public struct WALDiff: Sendable {
             if let folder = evidence.imageFolder {
                 // Both states as files in the working folder (see PointInTime.open).
                 connection = try PointInTime.open(evidence, commit: fromCommit, option: "--from")
-                let later = try PointInTime.imageFile(evidence, commit: toCommit, folder: folder)
                 try connection.execute("PRAGMA query_only = 0")
-                try connection.attachFile(later, as: Schema.later)
+                if !attachWorkingCopy(evidence, commit: toCommit, to: connection) {
+                    let later = try PointInTime.imageFile(evidence, commit: toCommit, folder: folder)
+                    try connection.attachFile(later, as: Schema.later)
+                }
             } else {
                 let earlier = try PointInTime.image(evidence, commit: fromCommit, option: "--from")
                 let later = try PointInTime.image(evidence, commit: toCommit, option: "--to")
@@ -101,6 +103,28 @@ public struct WALDiff: Sendable {
             throw .sqlite(path: evidence.displayPath, error)
         } catch {
             throw .sqlite(path: evidence.displayPath, SQLiteError(extendedCode: 1, message: "\(error)"))
+        }
+    }
+
+    /// Attaches the working copy itself as the later state when it shows `commit` as an image
+    /// would (the last commit: `PointInTime.workingCopyFile`), read-only and never checkpointed,
+    /// instead of writing that image (the main file's size, again, for every `recover` and
+    /// `wal --diff`). False, with nothing attached, when it cannot be read so: the image then is.
+    static func attachWorkingCopy(_ evidence: WALEvidence, commit: Int, to connection: Connection) -> Bool {
+        guard let file = PointInTime.workingCopyFile(evidence, commit: commit) else { return false }
+        do {
+            // The connection is read-only (so is what it attaches); and it must never checkpoint.
+            try connection.disableCheckpointOnClose()
+            try connection.attachFile(file, as: Schema.later)
+        } catch {
+            return false
+        }
+        do {
+            _ = try connection.scalar("SELECT count(*) FROM \(Schema.later).sqlite_master")
+            return true
+        } catch {
+            try? connection.execute("DETACH DATABASE \(Schema.later)")
+            return false
         }
     }
 
