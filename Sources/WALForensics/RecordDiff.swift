@@ -327,13 +327,12 @@ final class StateReader {
         return (reader, reader.fields.indices.filter { lineage.contains(reader.fields[$0].declaredBy) })
     }
 
-    /// For rows of entity `group.entityNumber` with these keys, the fingerprint of the value at
-    /// `position` of what `values(of:keys:)` gives them (`RecordRecovery.fingerprint` of that one
-    /// value), read and decoded alone, handed to `keep`; the keys of the rows it turns away, or nil
-    /// when the rows would not be read through the model there. Equal fingerprints of whole values
+    /// For rows of entity `group.entityNumber` with these keys, the value at `position` of what
+    /// `values(of:keys:)` gives them, read and decoded alone, handed to `keep`; the keys of the
+    /// rows it turns away, or nil when the rows would not be read through the model there. Equal fingerprints of whole values
     /// need equal pieces: rows whose piece no carved record has cannot fold with one. Rows of
     /// another entity, or missing, have no piece (and are not turned away).
-    func turnedAway(of group: WALDiff.Group, keys: [Int64], position: Int, keep: (String) -> Bool) -> Set<Int64>? {
+    func turnedAway(of group: WALDiff.Group, keys: [Int64], position: Int, keep: (RecordChange.Value) -> Bool) -> Set<Int64>? {
         guard let low = keys.min(), let high = keys.max() else { return [] }
         let id = FieldScanKey(entity: group.entityNumber ?? -1, table: group.table, position: position)
         if fieldScans[id] == nil {
@@ -350,7 +349,7 @@ final class StateReader {
         var out: Set<Int64> = []
         do {
             try scan.forEach(keys: low ... high) { pk, value in
-                if let value, wanted.contains(pk), !keep(RecordRecovery.fingerprint([RecordChange.Value(name: name, value: value)])) {
+                if let value, wanted.contains(pk), !keep(RecordChange.Value(name: name, value: value)) {
                     out.insert(pk)
                 }
             }

@@ -216,9 +216,9 @@ final class CarvedVersions {
 
         init(positions: Int?) { self.positions = positions }
 
-        mutating func insert(_ fingerprint: String) {
-            pieces.insert(ValuesDigest(fingerprint))
-            quick.insert(FoldProbe.quickHash(fingerprint))
+        mutating func insert(_ piece: RecordChange.Value) {
+            pieces.insert(ValuesDigest(RecordRecovery.fingerprint([piece])))
+            quick.insert(FoldProbe.quickHash(piece))
         }
 
         mutating func add(_ values: [RecordChange.Value]) {
@@ -229,7 +229,7 @@ final class CarvedVersions {
             }
             guard !all else { return }
             if let position, position < values.count {
-                insert(RecordRecovery.fingerprint([values[position]]))
+                insert(values[position])
             } else {
                 all = true
             }
@@ -254,7 +254,7 @@ final class CarvedVersions {
             }
             guard let best else { all = true; sample = []; return }
             position = best.position
-            for values in sample { insert(RecordRecovery.fingerprint([values[best.position]])) }
+            for values in sample { insert(values[best.position]) }
             sample = []
         }
     }
@@ -382,21 +382,34 @@ final class CarvedVersions {
         var pks: Set<Int64> = []
         var position: Int?
         var pieces: Set<ValuesDigest> = []
-        /// A cheap hash of each piece's fingerprint: a row whose piece is not among them is not
-        /// among `pieces` either, and is let go without its SHA-256 (most rows, on most stores).
+        /// A cheap hash of each piece (`quickHash`): a row whose piece is not among them is not
+        /// among `pieces` either, and is let go without its fingerprint or SHA-256 (most rows).
         var quick: Set<Int> = []
         var all = false
 
-        /// Whether a row's piece (its fingerprint) is one a keyless record has.
-        func holds(_ fingerprint: String) -> Bool {
-            quick.contains(Self.quickHash(fingerprint)) && pieces.contains(ValuesDigest(fingerprint))
+        /// Whether a row's piece is one a keyless record has (its fingerprint's digest among `pieces`).
+        func holds(_ piece: RecordChange.Value) -> Bool {
+            quick.contains(Self.quickHash(piece)) && pieces.contains(ValuesDigest(RecordRecovery.fingerprint([piece])))
         }
 
-        /// The fingerprint's bytes hashed by the process's own hasher (equal bytes, equal hash).
-        static func quickHash(_ fingerprint: String) -> Int {
-            var text = fingerprint
+        /// The piece hashed by the process's own hasher, without its fingerprint: equal
+        /// fingerprints need the same name and the same value case with byte-equal contents, and
+        /// those hash alike here (the rare tree-shaped values hash their fingerprint).
+        static func quickHash(_ piece: RecordChange.Value) -> Int {
             var hasher = Hasher()
-            text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+            hasher.combine(piece.name)
+            switch piece.value {
+            case .null: hasher.combine(0)
+            case .integer(let i): hasher.combine(1); hasher.combine(i)
+            case .real(let d): hasher.combine(2); hasher.combine(d.bitPattern)
+            case .bool(let b): hasher.combine(3); hasher.combine(b)
+            case .text(let t): hasher.combine(4); hasher.combine(t)
+            case .date(let iso, let seconds): hasher.combine(5); hasher.combine(seconds.bitPattern); hasher.combine(iso)
+            case .uuid(let u): hasher.combine(6); hasher.combine(u)
+            case .decimal(let d): hasher.combine(7); hasher.combine(d)
+            case .object(let entity, let pk): hasher.combine(8); hasher.combine(pk); hasher.combine(entity)
+            case .binary, .archived, .composite: hasher.combine(9); hasher.combine(RecordRecovery.fingerprint([piece]))
+            }
             return hasher.finalize()
         }
     }
