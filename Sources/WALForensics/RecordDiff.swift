@@ -329,9 +329,9 @@ final class StateReader {
 
     /// For rows of entity `group.entityNumber` with these keys, the value at `position` of what
     /// `values(of:keys:)` gives them, read and decoded alone, handed to `keep`; the keys of the
-    /// rows it turns away, or nil when the rows would not be read through the model there. Equal fingerprints of whole values
-    /// need equal pieces: rows whose piece no carved record has cannot fold with one. Rows of
-    /// another entity, or missing, have no piece (and are not turned away).
+    /// rows it turns away, or nil when the rows would not be read through the model there. Equal
+    /// fingerprints of whole values need equal pieces: rows whose piece no carved record has
+    /// cannot fold with one. Rows of another entity, or missing, have no piece (none turned away).
     func turnedAway(of group: WALDiff.Group, keys: [Int64], position: Int, keep: (RecordChange.Value) -> Bool) -> Set<Int64>? {
         guard let low = keys.min(), let high = keys.max() else { return [] }
         let id = FieldScanKey(entity: group.entityNumber ?? -1, table: group.table, position: position)

@@ -8,9 +8,9 @@ import StoreFormats
 /// into one, with every run of commits they were seen in).
 ///
 /// Built on `RecordDiff.forEachCommit`: only two states are open at a time, and only records some
-/// commit touched are held in memory (their versions so far); records no commit touched are read
-/// from the last state at the end and handed out one at a time.
-
+/// commit touched are tracked (their key, and per version its digest and where its values are in
+/// a scratch file: `VersionValues`); records no commit touched are read from the last state at the
+/// end and handed out one at a time.
 public enum RecordRecovery {
     /// Which versions to hand out. Nil members keep everything.
     public struct Filter: Sendable {
@@ -209,7 +209,8 @@ extension PlistValue {
     }
 }
 
-/// The records some commit touched, with the runs of commits each held each set of values.
+/// The records some commit touched, with the runs of commits each held each set of values (the
+/// values themselves in `stored`).
 struct Tracker {
     typealias Key = RecordKey
 
