@@ -223,9 +223,9 @@ public final class RecoveryWriter {
             out += "}"
         }
         out += "]"
-        var used: Set<String> = ["_store", "_entity", "_table", "_pk", "_state", "_confidence", "_uncertain_columns", "_first_commit",
-                                 "_last_commit", "_source_file", "_written_by_commit", "_first_frame", "_commit_frame", "_ended_by",
-                                 "_end_commit", "_transactions", "_sources", "_finds"]
+        // No value's key can be a provenance key (`flatKey` doubles a leading `_`): only a value's
+        // key used twice is left out (a set of the 18 provenance names was built for every line).
+        var used = Set<String>(minimumCapacity: v.values.count)
         for value in v.values {
             let key = RowsWriter.flatKey(value.name)
             guard used.insert(key).inserted else { continue }

@@ -46,7 +46,9 @@ public enum DatabaseImage {
 
         image.withUnsafeMutableBytes { (destination: UnsafeMutableRawBufferPointer) in
             walData.withUnsafeBytes { (source: UnsafeRawBufferPointer) in
-                for (target, from) in layout.copies(walBytes: source.count) {
+                // In the WAL's own order: frames read in hash order faulted in the pages around
+                // each one (large folios), so the whole mapped -wal stayed resident between releases.
+                for (target, from) in layout.copies(walBytes: source.count).sorted(by: { $0.1 < $1.1 }) {
                     UnsafeMutableRawBufferPointer(rebasing: destination[target ..< target + pageSize])
                         .copyMemory(from: UnsafeRawBufferPointer(rebasing: source[from ..< from + pageSize]))
                 }
@@ -62,9 +64,14 @@ public enum DatabaseImage {
     /// Writes the same image as `make` to a new file at `path` (created with
     /// `O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600), a page at a time: a large store's image then
     /// needs disk in the caller's working folder, not memory. A file left half-written is removed.
+    ///
+    /// - Parameter sources: the files `mainFile` and `walData` were mapped from, when they were:
+    ///   their pages are then read with `pread`, through the page cache, and never become resident
+    ///   in the process (read through the mappings, a whole image's worth of them could be at once,
+    ///   between two releases, a third of `recover`'s peak on the bench corpus).
     public static func write(
         toNewFile path: String, mainFile: Data, wal: WAL? = nil, walData: Data? = nil, upToCommit: Int? = nil,
-        maxBytes: Int = defaultMaxBytes
+        maxBytes: Int = defaultMaxBytes, sources: (main: String?, wal: String?) = (nil, nil)
     ) throws(DatabaseImageError) {
         let layout = try Layout.of(mainFile: mainFile, wal: wal, walData: walData, upToCommit: upToCommit, maxBytes: maxBytes)
         // Read-write: the header is read back to be checked and patched once every page is in place.
@@ -87,7 +94,34 @@ public enum DatabaseImage {
         // The main file's pages up to the image's size, then zeros (a hole) for the rest.
         let fromMain = min(layout.size, mainFile.count)
         var result: Result<Void, DatabaseImageError> = .success(())
-        mainFile.withUnsafeBytes { (main: UnsafeRawBufferPointer) in
+        // Bytes of a source file at `offset` into `buffer`, all of them (a short file is an I/O error).
+        func read(_ source: Int32, _ buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(DatabaseImageError) {
+            var done = 0
+            while done < buffer.count {
+                let n = pread(source, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw .writeFailed(path: path, code: n == 0 ? EIO : errno, bytes: layout.size) }
+                done += n
+            }
+        }
+        func openSource(_ file: String) throws(DatabaseImageError) -> Int32 {
+            let source = open(file, O_RDONLY | O_CLOEXEC)
+            guard source >= 0 else { throw .writeFailed(path: path, code: errno, bytes: layout.size) }
+            return source
+        }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        if let file = sources.main {
+            let source = try openSource(file)
+            defer { close(source) }
+            var offset = 0
+            while offset < fromMain {
+                let part = UnsafeMutableRawBufferPointer(rebasing: buffer[0 ..< min(buffer.count, fromMain - offset)])
+                try read(source, part, at: offset)
+                try put(UnsafeRawBufferPointer(part), at: offset)
+                offset += part.count
+            }
+        } else { mainFile.withUnsafeBytes { (main: UnsafeRawBufferPointer) in
             var offset = 0
             while offset < fromMain {
                 let count = min(1 << 20, fromMain - offset)
@@ -98,12 +132,21 @@ public enum DatabaseImage {
                 offset += count
                 MappedFile.noteBytesRead(count)
             }
-        }
+        } }
         try result.get()
         if ftruncate(fd, off_t(layout.size)) != 0 { throw .writeFailed(path: path, code: errno, bytes: layout.size) }
-        if let walData, layout.applied != nil {
+        if let walData, layout.applied != nil, let file = sources.wal, layout.pageSize <= buffer.count {
+            let source = try openSource(file)
+            defer { close(source) }
+            let page = UnsafeMutableRawBufferPointer(rebasing: buffer[0 ..< layout.pageSize])
+            for (target, from) in layout.copies(walBytes: walData.count).sorted(by: { $0.1 < $1.1 }) {
+                try read(source, page, at: from)
+                try put(UnsafeRawBufferPointer(page), at: target)
+            }
+        } else if let walData, layout.applied != nil {
             walData.withUnsafeBytes { (source: UnsafeRawBufferPointer) in
-                for (target, from) in layout.copies(walBytes: source.count) {
+                // In the WAL's own order, as `make` reads them.
+                for (target, from) in layout.copies(walBytes: source.count).sorted(by: { $0.1 < $1.1 }) {
                     do throws(DatabaseImageError) { try put(UnsafeRawBufferPointer(rebasing: source[from ..< from + layout.pageSize]), at: target) } catch {
                         result = .failure(error)
                         return
@@ -113,6 +156,8 @@ public enum DatabaseImage {
             }
             try result.get()
         }
+        // What was read through a mapping is given back: the image is read by SQLite from its file.
+        MappedFile.releaseResidentPages()
         // The header as `make` leaves it: checked, switched to rollback mode, its page count set.
         var header = Data(count: DatabaseHeader.length)
         let read = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, DatabaseHeader.length, 0) }

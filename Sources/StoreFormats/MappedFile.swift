@@ -52,6 +52,12 @@ public enum MappedFile {
         if registry.note(count) { registry.releaseAll() }
     }
 
+    /// Gives back the pages read of every live mapping now, for a reader done with a pass over
+    /// them (what it read since the last release would otherwise stay resident until the next one).
+    public static func releaseResidentPages() {
+        registry.releaseAll()
+    }
+
     /// The live mappings, by address; `madvise` and `munmap` run under its lock, so a mapping is
     /// never advised after it is gone.
     private static let registry = Registry()

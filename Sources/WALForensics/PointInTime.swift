@@ -68,10 +68,19 @@ public enum PointInTime {
             // WAL it refuses would stop it: the main file alone is asked of the copy in both cases.
             return try? copy.openMainFileOnly()
         }
-        guard commit == evidence.commitCount, let wal = evidence.wal, wal.isUsable, wal.headerProblem == nil,
-              wal.pageSize == header.pageSize, FileManager.default.fileExists(atPath: copy.copiedMain.path + "-wal")
-        else { return nil }
+        guard workingCopyFile(evidence, commit: commit) != nil else { return nil }
         return try? copy.open()
+    }
+
+    /// The working copy's main file when SQLite, opening it with its `-wal`, shows `commit` (the
+    /// last one) as its image would (`workingCopyView`'s conditions), else nil.
+    static func workingCopyFile(_ evidence: WALEvidence, commit: Int) -> String? {
+        guard commit > 0, let copy = evidence.workingCopy, !copy.rollsBackJournal, let header = evidence.header,
+              evidence.mainFile.count >= header.pageSize, commit == evidence.commitCount, let wal = evidence.wal,
+              wal.isUsable, wal.headerProblem == nil, wal.pageSize == header.pageSize,
+              FileManager.default.fileExists(atPath: copy.copiedMain.path + "-wal")
+        else { return nil }
+        return copy.copiedMain.path
     }
 
     /// The file holding the image after `commit` in `folder`, written on first use (the commit
@@ -86,10 +95,11 @@ public enum PointInTime {
             }
             do {
                 if resolved == 0 {
-                    try DatabaseImage.write(toNewFile: path, mainFile: evidence.mainFile)
+                    try DatabaseImage.write(toNewFile: path, mainFile: evidence.mainFile, sources: (evidence.files?.main, nil))
                 } else {
                     try DatabaseImage.write(toNewFile: path, mainFile: evidence.mainFile, wal: evidence.wal, walData: evidence.walData,
-                                            upToCommit: resolved, maxBytes: imageLimit(evidence))
+                                            upToCommit: resolved, maxBytes: imageLimit(evidence),
+                                            sources: (evidence.files?.main, evidence.files?.wal))
                 }
             } catch {
                 throw .image(path: evidence.displayPath, error)

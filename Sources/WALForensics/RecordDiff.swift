@@ -92,8 +92,8 @@ public struct RecordDiff: Sendable {
     /// (`RecordRecovery` reads an updated record's whole values on both sides).
     ///
     /// With `entityRecordsOnly` (what `RecordRecovery` uses), only entity records
-    /// (`RecordRecovery.isRecordGroup`) carry records, and an updated one carries its key and
-    /// changed columns but no changes: the other groups keep their keys and counts only.
+    /// (`RecordRecovery.isRecordGroup`) carry records, by key alone (no values, no changes: the
+    /// caller reads them, a few at a time); the other groups keep their keys and counts only.
     static func forEachCommitStates(_ evidence: WALEvidence, decoder: ValueDecoder, entityRecordsOnly: Bool = false,
                                     _ body: (_ commit: Int, RecordDiff, _ earlier: StateReader, _ later: StateReader) throws -> Void) throws {
         let count = evidence.commitCount
@@ -135,6 +135,8 @@ public struct RecordDiff: Sendable {
             for group in diff.groups {
                 if entityRecordsOnly && !RecordRecovery.isRecordGroup(group) {
                     groups.append(GroupRecords(group: group, records: []))
+                } else if entityRecordsOnly {
+                    groups.append(GroupRecords(group: group, records: keysOnly(of: group)))
                 } else {
                     groups.append(GroupRecords(group: group, records: try records(of: group, earlier: earlier, later: later,
                                                                                   updatedChanges: !entityRecordsOnly)))
@@ -153,6 +155,17 @@ public struct RecordDiff: Sendable {
         } catch {
             throw .sqlite(path: evidence.displayPath, SQLiteError(extendedCode: 1, message: "\(error)"))
         }
+    }
+
+    /// The group's records by key alone, for a caller that reads their values itself (`recover`,
+    /// a bounded number at a time): inserted, updated (with the columns that changed), deleted.
+    static func keysOnly(of group: WALDiff.Group) -> [RecordChange] {
+        guard !group.keyColumns.isEmpty else { return [] }
+        func change(_ kind: RecordChange.Kind, _ key: WALDiff.RowKey, _ columns: [String]) -> RecordChange {
+            RecordChange(kind: kind, entity: group.entity, table: group.table, key: key, values: [], changes: [], changedColumns: columns)
+        }
+        return group.inserted.map { change(.inserted, $0, []) } + group.updated.map { change(.updated, $0.key, $0.changedColumns) }
+            + group.deleted.map { change(.deleted, $0, []) }
     }
 
     /// The group's records: inserted and deleted with their values, updated with their changes
@@ -314,13 +327,13 @@ final class StateReader {
         return (reader, reader.fields.indices.filter { lineage.contains(reader.fields[$0].declaredBy) })
     }
 
-    /// For rows of entity `group.entityNumber` with these keys, the fingerprint of the value at
-    /// `position` of what `values(of:keys:)` gives them (`RecordRecovery.fingerprint` of that one
-    /// value), read and decoded alone; nil when the rows would not be read through the model there.
-    /// Equal fingerprints of whole values need equal pieces: rows whose piece no carved record has
-    /// cannot fold with one. Rows of another entity, or missing, have no piece.
-    func pieces(of group: WALDiff.Group, keys: [Int64], position: Int) -> [Int64: String]? {
-        guard let low = keys.min(), let high = keys.max() else { return [:] }
+    /// For rows of entity `group.entityNumber` with these keys, the value at `position` of what
+    /// `values(of:keys:)` gives them, read and decoded alone, handed to `keep`; the keys of the
+    /// rows it turns away, or nil when the rows would not be read through the model there. Equal
+    /// fingerprints of whole values need equal pieces: rows whose piece no carved record has
+    /// cannot fold with one. Rows of another entity, or missing, have no piece (none turned away).
+    func turnedAway(of group: WALDiff.Group, keys: [Int64], position: Int, keep: (RecordChange.Value) -> Bool) -> Set<Int64>? {
+        guard let low = keys.min(), let high = keys.max() else { return [] }
         let id = FieldScanKey(entity: group.entityNumber ?? -1, table: group.table, position: position)
         if fieldScans[id] == nil {
             // Made once per entity and value (nil inside: not read through the model).
@@ -333,10 +346,12 @@ final class StateReader {
         }
         guard let (scan, name) = fieldScans[id] ?? nil else { return nil }
         let wanted = Set(keys)
-        var out: [Int64: String] = [:]
+        var out: Set<Int64> = []
         do {
             try scan.forEach(keys: low ... high) { pk, value in
-                if let value, wanted.contains(pk) { out[pk] = RecordRecovery.fingerprint([RecordChange.Value(name: name, value: value)]) }
+                if let value, wanted.contains(pk), !keep(RecordChange.Value(name: name, value: value)) {
+                    out.insert(pk)
+                }
             }
         } catch {
             return nil

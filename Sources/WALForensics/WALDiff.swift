@@ -80,9 +80,11 @@ public struct WALDiff: Sendable {
             if let folder = evidence.imageFolder {
                 // Both states as files in the working folder (see PointInTime.open).
                 connection = try PointInTime.open(evidence, commit: fromCommit, option: "--from")
-                let later = try PointInTime.imageFile(evidence, commit: toCommit, folder: folder)
                 try connection.execute("PRAGMA query_only = 0")
-                try connection.attachFile(later, as: Schema.later)
+                if !attachWorkingCopy(evidence, commit: toCommit, to: connection) {
+                    let later = try PointInTime.imageFile(evidence, commit: toCommit, folder: folder)
+                    try connection.attachFile(later, as: Schema.later)
+                }
             } else {
                 let earlier = try PointInTime.image(evidence, commit: fromCommit, option: "--from")
                 let later = try PointInTime.image(evidence, commit: toCommit, option: "--to")
@@ -101,6 +103,28 @@ public struct WALDiff: Sendable {
             throw .sqlite(path: evidence.displayPath, error)
         } catch {
             throw .sqlite(path: evidence.displayPath, SQLiteError(extendedCode: 1, message: "\(error)"))
+        }
+    }
+
+    /// Attaches the working copy itself as the later state when it shows `commit` as an image
+    /// would (the last commit: `PointInTime.workingCopyFile`), read-only and never checkpointed,
+    /// instead of writing that image (the main file's size, again, for every `recover` and
+    /// `wal --diff`). False, with nothing attached, when it cannot be read so: the image then is.
+    static func attachWorkingCopy(_ evidence: WALEvidence, commit: Int, to connection: Connection) -> Bool {
+        guard let file = PointInTime.workingCopyFile(evidence, commit: commit) else { return false }
+        do {
+            // The connection is read-only (so is what it attaches); and it must never checkpoint.
+            try connection.disableCheckpointOnClose()
+            try connection.attachFile(file, as: Schema.later)
+        } catch {
+            return false
+        }
+        do {
+            _ = try connection.scalar("SELECT count(*) FROM \(Schema.later).sqlite_master")
+            return true
+        } catch {
+            try? connection.execute("DETACH DATABASE \(Schema.later)")
+            return false
         }
     }
 
@@ -274,6 +298,10 @@ private struct Differ {
         var updatedByEnt: [Int?: Int] = [:]
         if !valueColumns.isEmpty {
             let differing = "(SELECT \(list) FROM \(b) EXCEPT SELECT \(list) FROM \(a))"
+            // With one rowid key under one declaration, a row differs from every earlier row exactly
+            // when a column differs from its key's earlier row: the join alone finds it, without
+            // the EXCEPT's temporary b-tree of every row (most of recover's diff time on a large table).
+            let direct = try valueColumns.count <= Self.directComparisonLimit && sameRowidTable(table, key: key)
             var flags: [[Bool]] = []
             var keys: [(ent: Int?, key: WALDiff.RowKey)] = []
             // Result columns are limited (2000 by default): ask for the change flags in slices.
@@ -281,7 +309,11 @@ private struct Differ {
             for start in stride(from: 0, to: valueColumns.count, by: slice) {
                 let part = valueColumns[start ..< min(start + slice, valueColumns.count)]
                 let tests = part.map { "n.\(Identifier.quoted($0)) IS NOT o.\(Identifier.quoted($0))" }.joined(separator: ", ")
-                let rows = try connection.rows("""
+                let rows = direct ? try connection.rows("""
+                    SELECT \(newEnt), \(keyList), \(tests) FROM \(b) AS n JOIN \(a) AS o ON \(match)
+                    WHERE \(part.map { "n.\(Identifier.quoted($0)) IS NOT o.\(Identifier.quoted($0))" }.joined(separator: " OR "))
+                    ORDER BY \(keyList)
+                    """) : try connection.rows("""
                     SELECT \(newEnt), \(keyList), \(tests) FROM \(differing) AS n JOIN \(a) AS o ON \(match)
                     ORDER BY \(keyList)
                     """)
@@ -316,6 +348,28 @@ private struct Differ {
             withGroup(ent) { $0.unchanged = max(0, both - (updatedByEnt[ent] ?? 0)) }
         }
         return sortedGroups(groups)
+    }
+
+    /// Value columns up to which a changed row is found by the join alone (`sameRowidTable`):
+    /// one slice of flags, and an `OR` chain well inside SQLite's expression depth limit (1000).
+    static let directComparisonLimit = 200
+
+    /// Whether `table` is declared the same in both states with `key` as its only primary-key
+    /// column, an `INTEGER PRIMARY KEY` (the rowid): each key is then one row on each side, and
+    /// every column compares with the same affinity and collation on both, so `IS NOT` column by
+    /// column against the row of the same key tells exactly the rows `EXCEPT` leaves.
+    func sameRowidTable(_ table: String, key: [String]) throws -> Bool {
+        guard key.count == 1 else { return false }
+        let sql = "SELECT sql FROM %@.sqlite_master WHERE type = 'table' AND name = ?"
+        let earlier = try connection.scalar(sql.replacingOccurrences(of: "%@", with: WALDiff.Schema.earlier), [.text(table)])
+        let later = try connection.scalar(sql.replacingOccurrences(of: "%@", with: WALDiff.Schema.later), [.text(table)])
+        guard let declaration = earlier.string, declaration == later.string else { return false }
+        let primary = try connection.rows("SELECT name, type FROM pragma_table_info(?, ?) WHERE pk > 0", [.text(table), .text(WALDiff.Schema.earlier)])
+        guard primary.count == 1, primary[0][0].string == key[0], primary[0][1].string?.uppercased() == "INTEGER" else { return false }
+        // An index made for the key means it is not the rowid (`INTEGER PRIMARY KEY DESC`, or a
+        // table without rowid), and a rowid table's such key may hold NULL more than once.
+        return try connection.scalar("SELECT count(*) FROM pragma_index_list(?, ?) WHERE origin = 'pk'",
+                                     [.text(table), .text(WALDiff.Schema.earlier)]).int == 0
     }
 
     /// `Z_PK` when both sides have it, else the declared primary key when both

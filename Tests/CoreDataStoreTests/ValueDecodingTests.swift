@@ -38,6 +38,20 @@ struct ValueDecodingTests {
         if case .binary(let b) = decoder.decode(.blob(Data([1, 2, 3])), as: uuid) { #expect(b.size == 3) } else { Issue.record("not bytes") }
     }
 
+    @Test("UUIDs are written byte by byte as Foundation's uuidString writes them, from any slice of bytes")
+    func uuidTextAsFoundations() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0 ..< 2000 {
+            let bytes = Data((0 ..< 20).map { _ in UInt8.random(in: 0 ... 255, using: &generator) })
+            let slice = bytes.dropFirst(2).prefix(16)
+            let b = [UInt8](slice)
+            let foundation = UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+                                         b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])).uuidString.uppercased()
+            #expect(ValueDecoder.uuidString(slice) == foundation)
+        }
+        #expect(ValueDecoder.uuidString(Data(repeating: 0xFF, count: 16)) == "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF")
+    }
+
     @Test("scalars: Booleans, integers, doubles, decimals, strings; a stored value of the wrong class is shown as stored")
     func scalars() {
         func text(_ v: DatabaseValue, _ t: ModelAttributeType) -> String {

@@ -8,8 +8,9 @@ import StoreFormats
 /// into one, with every run of commits they were seen in).
 ///
 /// Built on `RecordDiff.forEachCommit`: only two states are open at a time, and only records some
-/// commit touched are held in memory (their versions so far); records no commit touched are read
-/// from the last state at the end and handed out one at a time.
+/// commit touched are tracked (their key, and per version its digest and where its values are in
+/// a scratch file: `VersionValues`); records no commit touched are read from the last state at the
+/// end and handed out one at a time.
 public enum RecordRecovery {
     /// Which versions to hand out. Nil members keep everything.
     public struct Filter: Sendable {
@@ -208,13 +209,16 @@ extension PlistValue {
     }
 }
 
-/// The records some commit touched, with the runs of commits each held each set of values.
+/// The records some commit touched, with the runs of commits each held each set of values (the
+/// values themselves in `stored`).
 struct Tracker {
     typealias Key = RecordKey
 
     struct Span {
-        let values: [RecordChange.Value]
-        /// The values' digest: versions are told apart by it (the values are held once, here).
+        /// Where the values are kept (`VersionValues`; 0: none kept, a live row read at the end).
+        let values: Int64
+        /// The values' digest: versions are told apart by it (the values themselves are read back
+        /// only when the version is handed out).
         let digest: ValuesDigest
         let first: Int
         var last: Int?
@@ -229,6 +233,7 @@ struct Tracker {
     }
 
     let evidence: WALEvidence
+    let stored: VersionValues
     var records: [Key: Record] = [:]
     /// History deletes of deleted records no commit's history transactions named (`recover`
     /// looks them up by key once every commit is read).
@@ -246,6 +251,7 @@ struct Tracker {
 
     init(evidence: WALEvidence) {
         self.evidence = evidence
+        stored = VersionValues(folder: evidence.workingCopy?.folder)
     }
 
     mutating func apply(commit: Int, diff: RecordDiff, earlier: StateReader, later: StateReader, filter: RecordRecovery.Filter) throws {
@@ -256,46 +262,69 @@ struct Tracker {
             // Filtered records are not held: what is not shown need not be remembered.
             guard filter.keeps(entity: name) else { continue }
             let wanted = entry.records.filter { r in r.pk.map { pk in filter.pk.map { $0 == pk } ?? true } ?? false }
-            let updated = wanted.filter { $0.kind == .updated }.compactMap(\.pk)
-            // An updated record's whole values on both sides (the diff carries only what changed).
-            var after: [Int64: [RecordChange.Value]] = [:]
-            var before: [Int64: [RecordChange.Value]] = [:]
-            if !updated.isEmpty {
-                for (key, values) in try later.values(of: group, keys: updated.map { [.integer($0)] }) {
-                    if let pk = key.first?.int64 { after[pk] = values }
-                }
-                let unknown = updated.filter { records[Key(entity: number, pk: $0)] == nil }
-                for (key, values) in try earlier.values(of: group, keys: unknown.map { [.integer($0)] }) {
-                    if let pk = key.first?.int64 { before[pk] = values }
-                }
-            }
-            for r in wanted {
-                guard let pk = r.pk else { continue }
-                let key = Key(entity: number, pk: pk)
-                var record = records[key] ?? Record(entity: name, table: group.table)
-                switch r.kind {
-                case .inserted:
-                    record.spans.append(span(r.values, from: commit))
-                case .deleted:
-                    // Untouched so far: these values stood since the main file.
-                    if !record.isOpen { record.spans.append(span(r.values, from: 0)) }
-                    close(&record, at: commit, kind: .deleted, transactions: matching(diff, number, name, pk, .delete))
-                case .updated:
-                    if !record.isOpen { record.spans.append(span(before[pk] ?? [], from: 0)) }
-                    let new = after[pk] ?? []
-                    // Only Z_OPT (or nothing shown) changed: the same version goes on.
-                    if ValuesDigest(RecordRecovery.fingerprint(new)) != record.spans.last?.digest {
-                        close(&record, at: commit, kind: .changed, transactions: matching(diff, number, name, pk, .update))
-                        record.spans.append(span(new, from: commit))
+            // The diff carries keys only (`entityRecordsOnly`): the values are read here, a bounded
+            // number of records at a time, and kept in `stored` as they come, so a commit that
+            // deleted or rewrote many records never has them all in memory at once.
+            for kind in [RecordChange.Kind.inserted, .updated, .deleted] {
+                let pks = wanted.filter { $0.kind == kind }.compactMap(\.pk)
+                for start in stride(from: 0, to: pks.count, by: Self.batch) {
+                    let part = Array(pks[start ..< min(start + Self.batch, pks.count)])
+                    switch kind {
+                    case .inserted:
+                        for (rowKey, values) in try later.values(of: group, keys: part.map { [.integer($0)] }) {
+                            guard let pk = Self.pk(of: rowKey) else { continue }
+                            var record = records[Key(entity: number, pk: pk)] ?? Record(entity: name, table: group.table)
+                            record.spans.append(try span(values, from: commit))
+                            records[Key(entity: number, pk: pk)] = record
+                        }
+                    case .deleted:
+                        for (rowKey, values) in try earlier.values(of: group, keys: part.map { [.integer($0)] }) {
+                            guard let pk = Self.pk(of: rowKey) else { continue }
+                            var record = records[Key(entity: number, pk: pk)] ?? Record(entity: name, table: group.table)
+                            // Untouched so far: these values stood since the main file.
+                            if !record.isOpen { record.spans.append(try span(values, from: 0)) }
+                            close(&record, at: commit, kind: .deleted, transactions: matching(diff, number, name, pk, .delete))
+                            records[Key(entity: number, pk: pk)] = record
+                        }
+                    case .updated:
+                        // An updated record's whole values on both sides (the diff carries only what changed).
+                        var after: [Int64: [RecordChange.Value]] = [:]
+                        var before: [Int64: [RecordChange.Value]] = [:]
+                        for (key, values) in try later.values(of: group, keys: part.map { [.integer($0)] }) {
+                            if let pk = key.first?.int64 { after[pk] = values }
+                        }
+                        let unknown = part.filter { records[Key(entity: number, pk: $0)] == nil }
+                        for (key, values) in try earlier.values(of: group, keys: unknown.map { [.integer($0)] }) {
+                            if let pk = key.first?.int64 { before[pk] = values }
+                        }
+                        for pk in part {
+                            var record = records[Key(entity: number, pk: pk)] ?? Record(entity: name, table: group.table)
+                            if !record.isOpen { record.spans.append(try span(before[pk] ?? [], from: 0)) }
+                            let new = after[pk] ?? []
+                            // Only Z_OPT (or nothing shown) changed: the same version goes on.
+                            if ValuesDigest(RecordRecovery.fingerprint(new)) != record.spans.last?.digest {
+                                close(&record, at: commit, kind: .changed, transactions: matching(diff, number, name, pk, .update))
+                                record.spans.append(try span(new, from: commit))
+                            }
+                            records[Key(entity: number, pk: pk)] = record
+                        }
                     }
                 }
-                records[key] = record
             }
         }
     }
 
-    func span(_ values: [RecordChange.Value], from commit: Int) -> Span {
-        Span(values: values, digest: ValuesDigest(RecordRecovery.fingerprint(values)), first: commit)
+    /// Records whose values are read at once (as `StateReader.values` asks SQLite for them).
+    static let batch = 500
+
+    /// A row's `Z_PK`, as `RecordChange.pk` reads it.
+    static func pk(of key: WALDiff.RowKey) -> Int64? {
+        guard key.count == 1, case .integer(let value) = key[0] else { return nil }
+        return value
+    }
+
+    func span(_ values: [RecordChange.Value], from commit: Int) throws -> Span {
+        Span(values: try stored.store(values), digest: ValuesDigest(RecordRecovery.fingerprint(values)), first: commit)
     }
 
     func close(_ record: inout Record, at commit: Int, kind: RecordVersion.Ending.Kind, transactions: [HistoryTransaction]) {
@@ -339,7 +368,7 @@ struct Tracker {
             var next = 0
             func emitTouched(below limit: Int64?) throws {
                 while next < keys.count, limit.map({ keys[next] < $0 }) ?? true {
-                    for version in versions(of: Key(entity: number, pk: keys[next]), lastCommit: lastCommit) where filter.keeps(version) {
+                    for version in try versions(of: Key(entity: number, pk: keys[next]), lastCommit: lastCommit, filter: filter) {
                         try body(version)
                     }
                     next += 1
@@ -369,7 +398,7 @@ struct Tracker {
                         guard let pk = key.first?.int64 else { continue }
                         try emitTouched(below: pk)
                         try body(RecordVersion(entity: name, entityNumber: number, table: table, pk: pk, values: values, state: .live,
-                                               sources: [source(Span(values: values, digest: .none, first: 0), lastCommit: lastCommit)],
+                                               sources: [source(Span(values: 0, digest: .none, first: 0), lastCommit: lastCommit)],
                                                confidence: .whole))
                     }
                 }
@@ -383,8 +412,8 @@ struct Tracker {
     static func folding(_ pks: [Int64], probe: CarvedVersions.FoldProbe, group: WALDiff.Group, last: StateReader) throws -> [Int64] {
         let rest = pks.filter { !probe.pks.contains($0) }
         guard let position = probe.position, !rest.isEmpty else { return pks.filter { probe.pks.contains($0) } }
-        guard let pieces = last.pieces(of: group, keys: rest, position: position) else { return pks }
-        return pks.filter { pk in probe.pks.contains(pk) || pieces[pk].map { probe.pieces.contains(ValuesDigest($0)) } ?? true }
+        guard let away = last.turnedAway(of: group, keys: rest, position: position, keep: probe.holds) else { return pks }
+        return pks.filter { pk in probe.pks.contains(pk) || !away.contains(pk) }
     }
 
     /// Entity tables of the last state: every table with `Z_PK` and `Z_ENT`, each `Z_ENT` in it,
@@ -410,8 +439,9 @@ struct Tracker {
         return out
     }
 
-    /// A touched record's versions: spans with the same values folded, in order of first appearance.
-    func versions(of key: Key, lastCommit: Int) -> [RecordVersion] {
+    /// A touched record's versions that `filter` keeps: spans with the same values folded, in
+    /// order of first appearance (the values read back only for the versions kept).
+    func versions(of key: Key, lastCommit: Int, filter: RecordRecovery.Filter) throws -> [RecordVersion] {
         guard let record = records[key] else { return [] }
         var order: [ValuesDigest] = []
         var spans: [ValuesDigest: [Span]] = [:]
@@ -419,15 +449,21 @@ struct Tracker {
             if spans[span.digest] == nil { order.append(span.digest) }
             spans[span.digest, default: []].append(span)
         }
-        return order.compactMap { fp in
-            guard let runs = spans[fp], let final = runs.last else { return nil }
+        var out: [RecordVersion] = []
+        for fp in order {
+            guard let runs = spans[fp], let final = runs.last else { continue }
             let state: RecordVersion.State = final.last == nil ? .live : (final.ending?.kind == .deleted ? .deleted : .superseded)
+            // What the filter asks (entity, key, state) is known before the values are read.
+            guard filter.keeps(entity: record.entity), filter.pk.map({ $0 == key.pk }) ?? true,
+                  filter.states.map({ $0.contains(state) }) ?? true else { continue }
             var version = RecordVersion(entity: record.entity, entityNumber: key.entity, table: record.table, pk: key.pk,
-                                        values: runs[0].values, state: state,
+                                        values: try stored.values(runs[0].values), state: state,
                                         sources: runs.map { source($0, lastCommit: lastCommit) }, confidence: .whole)
             if state == .deleted, final.ending?.transactions.isEmpty == true { version.historyDeletes = historyDeletes[key] ?? [] }
-            return version
+            version.valuesDigest = fp
+            out.append(version)
         }
+        return out
     }
 
     func source(_ span: Span, lastCommit: Int) -> RecordVersion.Source {

@@ -123,6 +123,9 @@ public struct RecordVersion: Sendable {
     /// files ended it with: for carved records and tombstones. Each is its transaction holding
     /// that one change (with the values it kept).
     public var historyDeletes: [HistoryTransaction] = []
+    /// The digest of `values` when the one who made the version already had it (`recover`'s
+    /// tracker does), so that matching carved copies need not compute it again.
+    var valuesDigest: ValuesDigest?
 
     /// False for a carved record whose rowid (`Z_PK`) was overwritten and not found elsewhere (`pk` is 0).
     public var pkIsKnown: Bool { pk > 0 }

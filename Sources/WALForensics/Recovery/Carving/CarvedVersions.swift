@@ -210,9 +210,16 @@ final class CarvedVersions {
         var position: Int?
         var decided = false
         var pieces: Set<ValuesDigest> = []
+        /// `FoldProbe.quick` of the pieces.
+        var quick: Set<Int> = []
         var all = false
 
         init(positions: Int?) { self.positions = positions }
+
+        mutating func insert(_ piece: RecordChange.Value) {
+            pieces.insert(ValuesDigest(RecordRecovery.fingerprint([piece])))
+            quick.insert(FoldProbe.quickHash(piece))
+        }
 
         mutating func add(_ values: [RecordChange.Value]) {
             guard decided else {
@@ -222,7 +229,7 @@ final class CarvedVersions {
             }
             guard !all else { return }
             if let position, position < values.count {
-                pieces.insert(ValuesDigest(RecordRecovery.fingerprint([values[position]])))
+                insert(values[position])
             } else {
                 all = true
             }
@@ -247,7 +254,7 @@ final class CarvedVersions {
             }
             guard let best else { all = true; sample = []; return }
             position = best.position
-            for values in sample { pieces.insert(ValuesDigest(RecordRecovery.fingerprint([values[best.position]]))) }
+            for values in sample { insert(values[best.position]) }
             sample = []
         }
     }
@@ -354,7 +361,7 @@ final class CarvedVersions {
     /// first such version takes them: versions come in key order).
     func attach(to version: inout RecordVersion) {
         guard !groups.isEmpty else { return }
-        let digest = ValuesDigest(RecordRecovery.fingerprint(version.values))
+        let digest = version.valuesDigest ?? ValuesDigest(RecordRecovery.fingerprint(version.values))
         if let i = byKey[Key(entity: version.entityNumber, pk: version.pk, digest: digest)], !groups[i].used {
             groups[i].used = true
             version.finds += groups[i].finds
@@ -375,7 +382,36 @@ final class CarvedVersions {
         var pks: Set<Int64> = []
         var position: Int?
         var pieces: Set<ValuesDigest> = []
+        /// A cheap hash of each piece (`quickHash`): a row whose piece is not among them is not
+        /// among `pieces` either, and is let go without its fingerprint or SHA-256 (most rows).
+        var quick: Set<Int> = []
         var all = false
+
+        /// Whether a row's piece is one a keyless record has (its fingerprint's digest among `pieces`).
+        func holds(_ piece: RecordChange.Value) -> Bool {
+            quick.contains(Self.quickHash(piece)) && pieces.contains(ValuesDigest(RecordRecovery.fingerprint([piece])))
+        }
+
+        /// The piece hashed by the process's own hasher, without its fingerprint: equal
+        /// fingerprints need the same name and the same value case with byte-equal contents, and
+        /// those hash alike here (the rare tree-shaped values hash their fingerprint).
+        static func quickHash(_ piece: RecordChange.Value) -> Int {
+            var hasher = Hasher()
+            hasher.combine(piece.name)
+            switch piece.value {
+            case .null: hasher.combine(0)
+            case .integer(let i): hasher.combine(1); hasher.combine(i)
+            case .real(let d): hasher.combine(2); hasher.combine(d.bitPattern)
+            case .bool(let b): hasher.combine(3); hasher.combine(b)
+            case .text(let t): hasher.combine(4); hasher.combine(t)
+            case .date(let iso, let seconds): hasher.combine(5); hasher.combine(seconds.bitPattern); hasher.combine(iso)
+            case .uuid(let u): hasher.combine(6); hasher.combine(u)
+            case .decimal(let d): hasher.combine(7); hasher.combine(d)
+            case .object(let entity, let pk): hasher.combine(8); hasher.combine(pk); hasher.combine(entity)
+            case .binary, .archived, .composite: hasher.combine(9); hasher.combine(RecordRecovery.fingerprint([piece]))
+            }
+            return hasher.finalize()
+        }
     }
 
     /// The probe for `entity`'s rows, comparing keyless records at whichever of the first
@@ -393,6 +429,7 @@ final class CarvedVersions {
         if draft.all { probe.all = true; return probe }
         probe.position = draft.position
         probe.pieces = draft.pieces
+        probe.quick = draft.quick
         return probe
     }
 
