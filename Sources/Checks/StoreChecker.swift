@@ -313,7 +313,7 @@ public struct StoreChecker: @unchecked Sendable {
             mainOnly = main
             changed = WALAgreement.changedTables(walView: connection, mainOnly: main)
             let limit = self.limit
-            result = TableWork.each(changed, on: connection, second: changed.count > 1 ? secondConnection : nil) { connection, table in
+            result = TableWork.each(changed, on: connection, second: secondConnection) { connection, table in
                 WALAgreement.tableIntegrity(connection, table: table, structureChecked: true, maxErrors: limit)
             }.flatMap { $0 }.filter { $0 != "ok" }
             if result.isEmpty { return ([], true) }
