@@ -40,11 +40,13 @@ public enum MappedFile {
 
     // MARK: - Bounding what every mapping holds
 
-    /// Bytes read through mappings between two releases (8 MiB). Only for reading through a file
+    /// Bytes read through mappings between two releases (2 MiB: with `recover` carving on a second
+    /// thread, two readers' 8 MiB each were a tenth of its peak; a release is one `madvise` per
+    /// mapping, and what is read again comes from the page cache). Only for reading through a file
     /// in order: one page read here and there can map megabytes around it (the page cache holds
     /// large folios, and a fault maps the whole folio), so readers that jump from page to page
     /// read with `pread` instead (`PageOwnershipTracker` given file paths).
-    public static let releaseInterval = 8 << 20
+    public static let releaseInterval = 2 << 20
 
     /// Counts `count` bytes read through a mapping; every `releaseInterval` bytes, the pages read
     /// of every live mapping are given back.

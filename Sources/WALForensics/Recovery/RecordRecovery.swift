@@ -43,19 +43,43 @@ public enum RecordRecovery {
     public static func forEachVersion(_ evidence: WALEvidence, filter: Filter = Filter(), carve: Bool = false,
                                       decoder: ValueDecoder = ValueDecoder(supportFolder: nil),
                                       _ body: (RecordVersion) throws -> Void) throws {
+        try forEachVersion(evidence, filter: filter, carve: carve, decoder: decoder, carvingBeside: nil, body)
+    }
+
+    /// - Parameter carvingBeside: carve on a second thread while the commits are read (nil: where
+    ///   the evidence's images are files, so the last state held open meanwhile costs disk, not
+    ///   memory). The tests compare both ways.
+    static func forEachVersion(_ evidence: WALEvidence, filter: Filter, carve: Bool, decoder: ValueDecoder,
+                               carvingBeside: Bool?, _ body: (RecordVersion) throws -> Void) throws {
         do {
             // Carving needs every committed version, whatever the state filter, to fold into.
             var committedFilter = filter
             if carve { committedFilter.states = nil }
             var history = Tracker(evidence: evidence)
+            // Carving reads the last state and the evidence's bytes, nothing the commits hold.
+            var early: (last: StateReader, entityTables: [(Int, String, String)], names: [Int: (name: String, table: String)], carving: CarvingThread)?
+            // Where the last state cannot be read yet, it is left to the sequence (below), whose
+            // errors then come in the order they always did.
+            if carve, carvingBeside ?? (evidence.imageFolder != nil),
+               let last = try? StateReader(evidence, commit: evidence.commitCount, option: "--to", decoder: decoder),
+               let entityTables = try? Tracker.entityTables(last) {
+                let names = entityNames(last, entityTables: entityTables)
+                early = (last, entityTables, names, CarvingThread.start {
+                    try CarvedVersions.collect(evidence, state: last, entityTables: entityTables, names: names, filter: filter)
+                })
+            }
+            // A failed commit must not leave the thread carving into the working folder.
+            defer { _ = early?.carving.result() }
             try RecordDiff.forEachCommitStates(evidence, decoder: decoder, entityRecordsOnly: true) { commit, diff, earlier, later in
                 try history.apply(commit: commit, diff: diff, earlier: earlier, later: later, filter: committedFilter)
             }
-            let last = try StateReader(evidence, commit: evidence.commitCount, option: "--to", decoder: decoder)
-            let entityTables = try history.entityTables(last)
-            let names = entityNames(last, entityTables: entityTables)
+            // The last state is the carving thread's until it is done.
+            let carvedBeside = early.map { $0.carving.result() }
+            let last = try early?.last ?? StateReader(evidence, commit: evidence.commitCount, option: "--to", decoder: decoder)
+            let entityTables = try early?.entityTables ?? Tracker.entityTables(last)
+            let names = early?.names ?? entityNames(last, entityTables: entityTables)
             var deletes = try HistoryDeletes.unlessUnreadable { try HistoryDeletes(last) } ?? nil
-            let carved = carve ? try CarvedVersions.collect(evidence, state: last, entityTables: entityTables, names: names, filter: filter) : nil
+            let carved = carve ? try carvedBeside?.get() ?? CarvedVersions.collect(evidence, state: last, entityTables: entityTables, names: names, filter: filter) : nil
             if deletes != nil, var found = try HistoryDeletes.unlessUnreadable({
                 try deletes!.deletes(of: history.deletedWithoutTransaction.merging(carved?.keys ?? [:]) { $0.union($1) })
             }) {
@@ -353,7 +377,7 @@ struct Tracker {
         var entities: [Int: (name: String, table: String)] = [:]
         let wantLive = filter.states.map { $0.contains(.live) } ?? true
         if wantLive {
-            for (number, name, table) in try entityTables(last) where filter.keeps(entity: name) && entities[number] == nil {
+            for (number, name, table) in try Self.entityTables(last) where filter.keeps(entity: name) && entities[number] == nil {
                 entities[number] = (name, table)
             }
         }
@@ -418,7 +442,7 @@ struct Tracker {
 
     /// Entity tables of the last state: every table with `Z_PK` and `Z_ENT`, each `Z_ENT` in it,
     /// named by `Z_PRIMARYKEY` (as `WALDiff` groups them).
-    func entityTables(_ state: StateReader) throws -> [(Int, String, String)] {
+    static func entityTables(_ state: StateReader) throws -> [(Int, String, String)] {
         let c = state.connection
         var names: [Int: String] = [:]
         if try c.tableExists("Z_PRIMARYKEY"), try c.scalar("SELECT count(*) FROM pragma_table_info('Z_PRIMARYKEY') WHERE name IN ('Z_ENT', 'Z_NAME')").int == 2 {
