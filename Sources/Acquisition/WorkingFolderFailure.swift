@@ -18,11 +18,14 @@ public struct WorkingFolderFailure: Error, Equatable, CustomStringConvertible, S
     public let neededBytes: Int64?
     /// Free space in the folder when the failure was seen, when it can be measured.
     public let freeBytes: Int64?
+    /// Reading back one of storelens' own files failed, not writing one.
+    public let whileReading: Bool
 
-    public init(folder: String = ScratchFolder.defaultParent, code: Int32, neededBytes: Int64? = nil) {
+    public init(folder: String = ScratchFolder.defaultParent, code: Int32, neededBytes: Int64? = nil, whileReading: Bool = false) {
         self.folder = folder
         self.code = code
         self.neededBytes = neededBytes
+        self.whileReading = whileReading
         var info = statvfs()
         self.freeBytes = statvfs(folder, &info) == 0 ? Int64(info.f_bavail) * Int64(info.f_frsize) : nil
     }
@@ -43,7 +46,7 @@ public struct WorkingFolderFailure: Error, Equatable, CustomStringConvertible, S
             return "the working folder \(folder) cannot be written (\(reason)); set TMPDIR to a writable local folder (\(notEvidence))."
         }
         let free = freeBytes.map { "; \(Self.megabytes($0)) free" } ?? ""
-        return "writing in the working folder \(folder) failed (\(reason)\(free)); set TMPDIR to a healthy local folder and try again (\(notEvidence))."
+        return "\(whileReading ? "reading" : "writing") in the working folder \(folder) failed (\(reason)\(free)); set TMPDIR to a healthy local folder and try again (\(notEvidence))."
     }
 
     /// Megabytes, or kilobytes under 10 MB (so that a small shortfall still shows).
@@ -74,10 +77,11 @@ public struct WorkingFolderFailure: Error, Equatable, CustomStringConvertible, S
             default: return nil
             }
         case let error as DatabaseImageError:
-            if case .writeFailed(_, let code, let bytes) = error {
-                return WorkingFolderFailure(code: code, neededBytes: bytes > 0 ? Int64(bytes) : nil)
+            switch error {
+            case .writeFailed(_, let code, let bytes): return WorkingFolderFailure(code: code, neededBytes: bytes > 0 ? Int64(bytes) : nil)
+            case .sourceReadFailed(_, let code): return WorkingFolderFailure(code: code, whileReading: true)
+            default: return nil
             }
-            return nil
         default:
             return nil
         }

@@ -83,37 +83,27 @@ public enum DatabaseImage {
             if failed { unlink(path) }
         }
         func put(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(DatabaseImageError) {
-            var done = 0
-            while done < bytes.count {
-                let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { throw .writeFailed(path: path, code: n == 0 ? EIO : errno, bytes: layout.size) }
-                done += n
-            }
+            let code = transfer(bytes.count, at: offset) { pwrite(fd, bytes.baseAddress! + $0, bytes.count - $0, $1) }
+            if code != 0 { throw .writeFailed(path: path, code: code, bytes: layout.size) }
         }
         // The main file's pages up to the image's size, then zeros (a hole) for the rest.
         let fromMain = min(layout.size, mainFile.count)
         var result: Result<Void, DatabaseImageError> = .success(())
         // Bytes of a source file at `offset` into `buffer`, all of them (a short file is an I/O error).
-        func read(_ source: Int32, _ buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(DatabaseImageError) {
-            var done = 0
-            while done < buffer.count {
-                let n = pread(source, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { throw .writeFailed(path: path, code: n == 0 ? EIO : errno, bytes: layout.size) }
-                done += n
-            }
+        func read(_ source: (fd: Int32, path: String), _ buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(DatabaseImageError) {
+            let code = transfer(buffer.count, at: offset) { pread(source.fd, buffer.baseAddress! + $0, buffer.count - $0, $1) }
+            if code != 0 { throw .sourceReadFailed(path: source.path, code: code) }
         }
-        func openSource(_ file: String) throws(DatabaseImageError) -> Int32 {
+        func openSource(_ file: String) throws(DatabaseImageError) -> (fd: Int32, path: String) {
             let source = open(file, O_RDONLY | O_CLOEXEC)
-            guard source >= 0 else { throw .writeFailed(path: path, code: errno, bytes: layout.size) }
-            return source
+            guard source >= 0 else { throw .sourceReadFailed(path: file, code: errno) }
+            return (source, file)
         }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
         if let file = sources.main {
             let source = try openSource(file)
-            defer { close(source) }
+            defer { close(source.fd) }
             var offset = 0
             while offset < fromMain {
                 let part = UnsafeMutableRawBufferPointer(rebasing: buffer[0 ..< min(buffer.count, fromMain - offset)])
@@ -137,7 +127,7 @@ public enum DatabaseImage {
         if ftruncate(fd, off_t(layout.size)) != 0 { throw .writeFailed(path: path, code: errno, bytes: layout.size) }
         if let walData, layout.applied != nil, let file = sources.wal, layout.pageSize <= buffer.count {
             let source = try openSource(file)
-            defer { close(source) }
+            defer { close(source.fd) }
             let page = UnsafeMutableRawBufferPointer(rebasing: buffer[0 ..< layout.pageSize])
             for (target, from) in layout.copies(walBytes: walData.count).sorted(by: { $0.1 < $1.1 }) {
                 try read(source, page, at: from)
@@ -286,6 +276,19 @@ public enum DatabaseImage {
     }
 }
 
+/// Moves `count` bytes at file offset `offset` with `step(done, offset + done)` (a `pread` or
+/// `pwrite` of what is left), retrying after EINTR; 0, or the errno (EIO for a file that ends early).
+private func transfer(_ count: Int, at offset: Int, _ step: (Int, off_t) -> Int) -> Int32 {
+    var done = 0
+    while done < count {
+        let n = step(done, off_t(offset + done))
+        if n < 0 && errno == EINTR { continue }
+        guard n > 0 else { return n == 0 ? EIO : errno }
+        done += n
+    }
+    return 0
+}
+
 /// Why a database image could not be built.
 public enum DatabaseImageError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The main file's header is unreadable.
@@ -308,6 +311,10 @@ public enum DatabaseImageError: Error, Equatable, Sendable, CustomStringConverti
     /// The image (of `bytes` bytes) could not be written to a file: our own failure, with the
     /// errno that says why (ENOSPC: the working folder is full).
     case writeFailed(path: String, code: Int32, bytes: Int)
+    /// A file of storelens' own working copy the image's pages are read from could not be read:
+    /// our own failure too, with the errno (never a finding about the evidence, which was hashed
+    /// as it was copied).
+    case sourceReadFailed(path: String, code: Int32)
 
     public var description: String {
         switch self {
@@ -329,6 +336,8 @@ public enum DatabaseImageError: Error, Equatable, Sendable, CustomStringConverti
             "The database image built from the main file and WAL has no valid header: \(error)"
         case .writeFailed(let path, let code, let bytes):
             "The database image (\(bytes) bytes) could not be written to \(path) (\(String(cString: strerror(code)))); check free space in TMPDIR."
+        case .sourceReadFailed(let path, let code):
+            "The working copy \(path) could not be read to build a database image (\(String(cString: strerror(code)))); check TMPDIR and run the command again."
         }
     }
 }

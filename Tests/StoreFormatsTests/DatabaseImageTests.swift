@@ -195,6 +195,37 @@ struct DatabaseImageTests {
         #expect(!FileManager.default.fileExists(atPath: missing))
     }
 
+    @Test("pages read from the source files: the same image; a source that cannot be read is said to be read, not written")
+    func writtenFromSources() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("image-sources-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let main = Self.mainFile(pages: 3), walData = Self.sampleWAL().data()
+        let wal = WAL(data: walData)
+        let mainPath = folder.appendingPathComponent("main").path, walPath = folder.appendingPathComponent("wal").path
+        try main.write(to: URL(fileURLWithPath: mainPath))
+        try walData.write(to: URL(fileURLWithPath: walPath))
+        let made = try DatabaseImage.make(mainFile: main, wal: wal, walData: walData, upToCommit: nil)
+        let good = folder.appendingPathComponent("good.sqlite").path
+        try DatabaseImage.write(toNewFile: good, mainFile: main, wal: wal, walData: walData, sources: (mainPath, walPath))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: good)) == made)
+
+        // A source gone, or shorter than the bytes it was mapped as: a read failure on that file.
+        let target = folder.appendingPathComponent("bad.sqlite").path
+        let gone = folder.appendingPathComponent("gone").path
+        #expect(throws: DatabaseImageError.sourceReadFailed(path: gone, code: ENOENT)) {
+            try DatabaseImage.write(toNewFile: target, mainFile: main, wal: wal, walData: walData, sources: (gone, walPath))
+        }
+        let short = folder.appendingPathComponent("short-wal").path
+        try walData.prefix(walData.count / 2).write(to: URL(fileURLWithPath: short))
+        #expect(throws: DatabaseImageError.sourceReadFailed(path: short, code: EIO)) {
+            try DatabaseImage.write(toNewFile: target, mainFile: main, wal: wal, walData: walData, sources: (mainPath, short))
+        }
+        #expect(!FileManager.default.fileExists(atPath: target), "no half-written image is left")
+        let error = DatabaseImageError.sourceReadFailed(path: short, code: EIO)
+        #expect(error.description.contains("could not be read") && error.description.contains(short))
+    }
+
     @Test("typed errors for mismatched or unusable input")
     func errors() throws {
         let walData = Self.sampleWAL().data()
