@@ -323,12 +323,14 @@ final class BatchSink: @unchecked Sendable {
             var last: UInt8 = 0
             if pread(fd, &last, 1, size - 1) == 1, last != UInt8(ascii: "\n") { text = "\n" + text }
         }
-        let bytes = Array(text.utf8)
-        var written = 0
-        while written < bytes.count {
-            let n = bytes[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if n <= 0 { break }
-            written += n
+        if !Output.writeAll(fd, Array(text.utf8)) {
+            // A line that cannot be appended (a full disk) must not leave a batch that looks whole:
+            // the run stops as storelens' own failure; `--resume` sets aside a cut-off last line.
+            let reason = String(cString: strerror(errno))
+            _ = Output.writeAll(STDERR_FILENO, "Error: the batch results file \(TextTable.sanitized(path)) could not be written (\(reason)), so the batch stopped with lines missing; "
+                + "make room for it and run the same command with --resume (this is storelens' own failure, not a finding about the evidence).\n")
+            ScratchRegistry.shared.removeAll()
+            _exit(Output.writeFailedStatus)
         }
     }
 

@@ -28,8 +28,13 @@ protocol Command: Sendable {
 /// scratch folders are removed and the process exits quietly with 141, the status a shell
 /// reports for any filter its reader stopped (128 + SIGPIPE), so `set -o pipefail` treats
 /// storelens like `cat` (docs/exit-codes.md).
+///
+/// Any other failure to write the results (stdout on a full disk: ENOSPC, EIO) is storelens' own
+/// failure, never a partial answer given as whole: one sentence on stderr, the scratch folders
+/// removed, exit 3.
 final class Output: Sendable {
     static let readerGoneStatus: Int32 = 128 + SIGPIPE
+    static let writeFailedStatus: Int32 = 3
 
     func write(_ text: String) {
         write(bytes: Array(text.utf8))
@@ -38,11 +43,20 @@ final class Output: Sendable {
     /// Results as UTF-8 bytes (the rows writers hand over blocks of many rows).
     func write(bytes: [UInt8]) {
         ProgressReporter.current.clear()
-        if !Self.writeAll(STDOUT_FILENO, bytes), errno == EPIPE {
-            ScratchRegistry.shared.removeAll()
-            // _exit, as on a signal: other threads may still be working and atexit must not race them.
-            _exit(Self.readerGoneStatus)
+        guard !Self.writeAll(STDOUT_FILENO, bytes) else { return }
+        let code = errno
+        if code != EPIPE {
+            _ = Self.writeAll(STDERR_FILENO, Self.writeFailure(code))
         }
+        ScratchRegistry.shared.removeAll()
+        // _exit, as on a signal: other threads may still be working and atexit must not race them.
+        _exit(code == EPIPE ? Self.readerGoneStatus : Self.writeFailedStatus)
+    }
+
+    /// The sentence for results that could not be written (not EPIPE: that stop is quiet).
+    static func writeFailure(_ code: Int32) -> String {
+        "Error: the results could not be written to standard output (\(String(cString: strerror(code)))), so what was written is incomplete; "
+            + "make room where standard output goes, or send it elsewhere, and run the command again (this is storelens' own failure, not a finding about the evidence).\n"
     }
 
     /// Diagnostics: a closed stderr loses them but stops nothing.
@@ -64,6 +78,8 @@ final class Output: Sendable {
                 if errno == EINTR { continue }
                 return false
             }
+            // Nothing written for a non-empty write: a failure too (never a loop without end).
+            if n == 0 { errno = EIO; return false }
             written += n
         }
         return true
