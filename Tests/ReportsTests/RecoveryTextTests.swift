@@ -79,4 +79,28 @@ struct RecoveryHistoryDeleteViewTests {
         }
         #expect(deletes.count == 1)
     }
+
+    @Test("jsonl written in blocks of whole lines: nothing held back after endStore, flush hands over what is gathered")
+    func blocks() throws {
+        var chunks: [[UInt8]] = []
+        let writer = RecoveryWriter(format: .jsonl, write: { _ in Issue.record("bytes go to writeBytes") }, writeBytes: { chunks.append($0) })
+        writer.begin()
+        writer.beginStore(path: "s.sqlite", commits: 0)
+        var expected = ""
+        for n in 0 ..< 400 {
+            let v = n.isMultiple(of: 2) ? Self.tombstone() : Self.carved()
+            expected += writer.jsonLineText(path: "s.sqlite", v)
+            writer.add(path: "s.sqlite", v)
+        }
+        // Far fewer writes than versions, each ending at a line's end.
+        #expect(!chunks.isEmpty && chunks.count < 40, "\(chunks.count) writes")
+        #expect(chunks.allSatisfy { $0.last == UInt8(ascii: "\n") })
+        let beforeFlush = chunks.reduce(0) { $0 + $1.count }
+        writer.flush()
+        #expect(chunks.reduce(0) { $0 + $1.count } == expected.utf8.count, "flush hands over the rest")
+        #expect(beforeFlush < expected.utf8.count, "some lines were still gathered before flush")
+        writer.endStore()
+        writer.end()
+        #expect(String(decoding: chunks.joined(), as: UTF8.self) == expected)
+    }
 }

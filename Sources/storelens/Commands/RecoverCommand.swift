@@ -94,15 +94,21 @@ struct RecoverCommand: Command {
             try write(stores, to: out, output)
         } else {
             // Streamed: versions are printed as the library hands them out.
-            let writer = RecoveryWriter(format: format, write: output.write)
+            let writer = RecoveryWriter(format: format, write: output.write, writeBytes: output.write(bytes:))
             writer.begin()
-            for store in stores {
-                let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
-                writer.beginStore(path: store.displayPath, commits: evidence.commitCount)
-                try RecordRecovery.forEachVersion(evidence, filter: filter, carve: carve, decoder: WALCommand.decoder(store.copy)) {
-                    writer.add(path: store.displayPath, $0)
+            do {
+                for store in stores {
+                    let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
+                    writer.beginStore(path: store.displayPath, commits: evidence.commitCount)
+                    try RecordRecovery.forEachVersion(evidence, filter: filter, carve: carve, decoder: WALCommand.decoder(store.copy)) {
+                        writer.add(path: store.displayPath, $0)
+                    }
+                    writer.endStore()
                 }
-                writer.endStore()
+            } catch {
+                // What was read before the error comes out before the error's sentence.
+                writer.flush()
+                throw error
             }
             writer.end()
         }
