@@ -1,3 +1,4 @@
+import Acquisition
 import CoreDataStore
 import Foundation
 import SQLiteAccess
@@ -95,7 +96,7 @@ public final class RecoveredDatabase {
         } catch let error as SQLiteError {
             // Our output failed, not the evidence: said as such, never as a damaged store.
             abandon()
-            throw WALForensicsError.outputFailed(path: path, reason: error.message)
+            throw Self.failure(path, error)
         } catch {
             abandon()
             throw error
@@ -108,8 +109,15 @@ public final class RecoveredDatabase {
             try connection.execute("COMMIT")
         } catch {
             abandon()
-            throw error
+            throw Self.failure(path, error)
         }
+    }
+
+    /// SQLite failing on the output file: a full or failing disk is ours (`outputIncomplete`,
+    /// never the working folder's: the output is where the user asked), anything else as SQLite said.
+    static func failure(_ path: String, _ error: SQLiteError) -> WALForensicsError {
+        if let code = OutputFileFailure.code(of: error) { return .outputIncomplete(OutputFileFailure(path: path, code: code)) }
+        return .outputFailed(path: path, reason: error.message)
     }
 
     /// Removes the half-written file.

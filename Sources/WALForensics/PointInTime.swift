@@ -134,7 +134,9 @@ public enum PointInTime {
         switch writeNewFile(path, image) {
         case 0: return
         case EEXIST: throw .outputExists(path: path)
-        case let code: throw .outputFailed(path: path, reason: String(cString: strerror(code)))
+        case let code:
+            let failure = OutputFileFailure(path: path, code: code)
+            throw failure.isOurs ? .outputIncomplete(failure) : .outputFailed(path: path, reason: String(cString: strerror(code)))
         }
     }
 }

@@ -83,4 +83,34 @@ struct ResultsWriteFailureTests {
         #expect(Set(inputs) == Set(stores), "every input has a line after --resume")
         #expect(inputs.count == stores.count, "no input has two lines")
     }
+
+    @Test("an output file on a full file system: exit 3 naming the file, nothing half-written left there",
+          .enabled(if: SmallTmpfs.available, Comment(rawValue: SmallTmpfs.unavailable)),
+          arguments: [["report", "STORE", "--out", "OUT/report.html"], ["recover", "STORE", "--out", "OUT/recovered.sqlite"],
+                      ["wal", "STORE", "--as-of", "0", "--out", "OUT/as-of-0.sqlite"], ["export", "STORE", "--out", "OUT/export.sqlite"],
+                      ["scan", "STORE", "--evidence", "OUT/evidence.json"]])
+    func fullOutputFolder(_ arguments: [String]) throws {
+        let folder = try TemporaryFolder("full-out")
+        let scratch = try TemporaryFolder("full-out-scratch")
+        let store = try WorkingFolderFailureTests.demoStore(in: folder)
+        let before = try FolderSnapshot(folder.url)
+        // Where there is room the file is written.
+        let roomy = try TemporaryFolder("full-out-roomy")
+        let fine = try CLI.run(arguments.map { $0 == "STORE" ? store.path : $0.replacingOccurrences(of: "OUT", with: roomy.url.path) })
+        #expect(fine.status == 0, "\(arguments[0]) with room: \(fine.stderr)")
+        #expect(try !FileManager.default.contentsOfDirectory(atPath: roomy.url.path).isEmpty)
+
+        // A file system of one page, taken by a byte of another file: full for any write.
+        let small = try SmallTmpfs(bytes: 4096)
+        try Data([1]).write(to: small.url.appendingPathComponent("filler"))
+        let args = arguments.map { $0 == "STORE" ? store.path : $0.replacingOccurrences(of: "OUT", with: small.url.path) }
+        let target = try #require(args.last)
+        let (status, stderr) = try Self.run(args, stdout: "/dev/null", scratch: scratch.url)
+        #expect(status == 3, "\(arguments[0]): exit 3 (storelens' own failure), not \(status): \(stderr)")
+        #expect(stderr.contains(target) && stderr.contains("not a finding about the evidence"), "\(stderr)")
+        #expect(!stderr.contains("working folder"), "the output's folder is not the working folder: \(stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: small.url.path) == ["filler"], "nothing left in the full folder")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).isEmpty, "no working folder left behind")
+        #expect(try FolderSnapshot(folder.url) == before)
+    }
 }

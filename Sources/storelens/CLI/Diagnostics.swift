@@ -65,6 +65,7 @@ enum Diagnostics {
         case let e as WALForensicsError: return (e.description, !e.isInputError)
         case let e as InputError: return (e.message, false)
         case let e as DecodedExportError: return (e.description, true)
+        case let e as OutputFileFailure: return (e.description, e.isOurs)
         case let e as OutputPathError: return (e.description, false)
         case let e as ArchiveError: return (e.description, false)
         case let e as BackupError: return (e.description, false)

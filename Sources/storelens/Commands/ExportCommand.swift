@@ -67,7 +67,12 @@ struct ExportCommand: Command {
         try session.finish()
         var summary: DecodedExport.Summary?
         try ReportFile.place(at: out, force: force, originals: session.ledger.entries.map(\.path)) { _, temporary in
-            summary = try DecodedExport.write(opened, to: temporary, provenance: provenance)
+            do {
+                summary = try DecodedExport.write(opened, to: temporary, provenance: provenance)
+            } catch DecodedExportError.outputFailed(_, let reason) {
+                // Named as the user named it: the temporary file beside it is gone with the failure.
+                throw DecodedExportError.outputFailed(path: out, reason: reason)
+            }
         }
         guard let summary else { return .success }
         if json {

@@ -351,17 +351,8 @@ enum ReportFile {
 
     static func write(_ data: Data, to path: String, force: Bool, originals: [String]) throws {
         try place(at: path, force: force, originals: originals) { fd, _ in
-            let bytes = [UInt8](data)
-            var written = 0
-            while written < bytes.count {
-                let n = bytes[written...].withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
-                if n < 0, errno == EINTR { continue }
-                if n <= 0 { break }
-                written += n
-            }
-            guard written == bytes.count else {
-                throw InputError(message: "cannot write \(path) (\(String(cString: strerror(errno)))); check free space.")
-            }
+            let code = OutputFileFailure.writeAll(fd, [UInt8](data))
+            if code != 0 { throw OutputFileFailure(path: path, code: code) }
         }
     }
 
@@ -395,9 +386,7 @@ enum ReportFile {
         }
         let synced = fsync(fd) == 0
         close(fd)
-        guard synced else {
-            throw InputError(message: "cannot write \(path) (\(String(cString: strerror(errno)))); check free space.")
-        }
+        guard synced else { throw OutputFileFailure(path: path, code: errno) }
         if force {
             guard rename(temp, path) == 0 else {
                 throw InputError(message: "cannot write \(path) (\(String(cString: strerror(errno)))).")

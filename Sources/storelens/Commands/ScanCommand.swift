@@ -113,10 +113,12 @@ enum EvidenceFile {
         guard fd >= 0 else {
             throw InputError(message: "cannot create \(path) (\(String(cString: strerror(errno)))); give a path that does not exist yet.")
         }
-        defer { close(fd) }
-        let data = Array(text.utf8)
-        guard write(fd, data, data.count) == data.count else {
-            throw InputError(message: "cannot write \(path) (\(String(cString: strerror(errno)))).")
+        let code = OutputFileFailure.writeAll(fd, Array(text.utf8))
+        close(fd)
+        // Nothing half-written is left under the name the user gave.
+        if code != 0 {
+            unlink(path)
+            throw OutputFileFailure(path: path, code: code)
         }
     }
 }
