@@ -55,7 +55,7 @@ public enum WALAnalyzer {
         // SQLite's quick_check of the WAL view is the longest part on a large store and needs
         // nothing the page walk below finds: it starts first, beside the walk.
         let earlyQuickCheck = options.integrityCheck && !transactions.isEmpty ? BackgroundQuickCheck.start(evidence) : nil
-        defer { earlyQuickCheck?.wait() }
+        defer { earlyQuickCheck?.result() }
 
         // Pages to tables, commit by commit.
         var mapped: [WALAnalysis.Transaction] = []
@@ -165,7 +165,7 @@ public enum WALAnalyzer {
             structure.pageOneChanges = pageOneDifferences(evidence)
             if options.integrityCheck, let connection = finalConnection {
                 // Row by row: what SQLite found before a page it cannot parse is kept.
-                let result = earlyQuickCheck?.wait() ?? WALAgreement.integrity(connection, full: false, maxErrors: 5)
+                let result = earlyQuickCheck?.result() ?? WALAgreement.integrity(connection, full: false, maxErrors: 5)
                 if result != ["ok"] {
                     // quick_check puts several findings in one row, one per line.
                     structure.walViewIntegrity = result
@@ -504,40 +504,10 @@ struct StructureEvidence {
 /// own. The connection is opened before the thread starts, so no two connections open the copy
 /// (and build its wal-index) at once; nil where the view is an image written for the purpose
 /// (the analysis then checks its own connection, as before).
-final class BackgroundQuickCheck: @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private let lock = NSLock()
-    private var result: [String]?
-    private var connection: Connection?
-
-    static func start(_ evidence: WALEvidence) -> BackgroundQuickCheck? {
+enum BackgroundQuickCheck {
+    /// The problems quick_check finds (["ok"] for none), from `result()`.
+    static func start(_ evidence: WALEvidence) -> BackgroundWork<[String]>? {
         guard let connection = PointInTime.workingCopyView(evidence, commit: evidence.commitCount) else { return nil }
-        let check = BackgroundQuickCheck()
-        check.connection = connection
-        let thread = Thread { [check] in
-            // Only this thread uses the connection, and it lets go of it before it signals.
-            let found = check.connection.map { WALAgreement.integrity($0, full: false, maxErrors: 5) }
-            check.connection = nil
-            check.lock.lock()
-            check.result = found
-            check.lock.unlock()
-            check.done.signal()
-        }
-        thread.name = "storelens.wal-quick-check"
-        thread.start()
-        return check
-    }
-
-    /// The problems quick_check found (["ok"] for none), once it is done.
-    @discardableResult
-    func wait() -> [String]? {
-        lock.lock()
-        if let result { lock.unlock(); return result }
-        lock.unlock()
-        done.wait()
-        done.signal()       // later calls return at once
-        lock.lock()
-        defer { lock.unlock() }
-        return result
+        return BackgroundWork(name: "storelens.wal-quick-check") { WALAgreement.integrity(connection, full: false, maxErrors: 5) }
     }
 }

@@ -49,8 +49,8 @@ struct WALViewQuickCheckTests {
         let working = try session.workingCopy(of: copy.db)
         let evidence = try WALEvidence(copy: working, displayPath: copy.db.lastPathComponent)
         let background = try #require(BackgroundQuickCheck.start(evidence), "the working copy has its own WAL view")
-        let early = background.wait()
-        #expect(background.wait() == early, "a second wait gives the same answer")
+        let early = background.result()
+        #expect(background.result() == early, "a second wait gives the same answer")
         // The analysis with the check beside the walk, and without a working copy (after it).
         let beside = try WALAnalyzer.analyze(evidence)
         let after = try WALAnalyzer.analyze(try copy.evidence())

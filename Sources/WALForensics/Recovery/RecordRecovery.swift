@@ -57,7 +57,7 @@ public enum RecordRecovery {
             if carve { committedFilter.states = nil }
             var history = Tracker(evidence: evidence)
             // Carving reads the last state and the evidence's bytes, nothing the commits hold.
-            var early: (last: StateReader, entityTables: [(Int, String, String)], names: [Int: (name: String, table: String)], carving: CarvingThread)?
+            var early: (last: StateReader, entityTables: [(Int, String, String)], names: [Int: (name: String, table: String)], carving: BackgroundWork<Result<CarvedVersions, any Error>>)?
             // Where the last state cannot be read yet, it is left to the sequence (below), whose
             // errors then come in the order they always did.
             if carve, carvingBeside ?? (evidence.imageFolder != nil),
@@ -67,8 +67,8 @@ public enum RecordRecovery {
                 // within what the two were (carving reads it little; 1.5 MB off the bench's peak).
                 try? last.connection.execute("PRAGMA cache_size = -512")
                 let names = entityNames(last, entityTables: entityTables)
-                early = (last, entityTables, names, CarvingThread.start {
-                    try CarvedVersions.collect(evidence, state: last, entityTables: entityTables, names: names, filter: filter)
+                early = (last, entityTables, names, BackgroundWork(name: "storelens.recover-carving") {
+                    Result { try CarvedVersions.collect(evidence, state: last, entityTables: entityTables, names: names, filter: filter) }
                 })
             }
             // A failed commit must not leave the thread carving into the working folder.

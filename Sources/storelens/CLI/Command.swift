@@ -71,18 +71,9 @@ final class Output: Sendable {
     }
 
     static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        var written = 0
-        while written < bytes.count {
-            let n = bytes[written...].withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            // Nothing written for a non-empty write: a failure too (never a loop without end).
-            if n == 0 { errno = EIO; return false }
-            written += n
-        }
-        return true
+        let code = OutputFileFailure.writeAll(fd, bytes)
+        if code != 0 { errno = code }
+        return code == 0
     }
 }
 

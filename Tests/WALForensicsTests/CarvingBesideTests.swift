@@ -5,11 +5,11 @@ import StoreTestSupport
 import Testing
 @testable import WALForensics
 
-/// `recover` carves on a second thread while it reads the commits (`CarvingThread`) when the
+/// `recover` carves on a second thread while it reads the commits (`BackgroundWork`) when the
 /// evidence is a working copy; the answer must be the one the sequence gives, version for version,
 /// on a corpus with every kind of carved record and on Apple's own stores.
 @Suite("Carving beside the commits gives what carving after them gives")
-struct CarvingThreadTests {
+struct CarvingBesideTests {
     /// Everything a version says, in the order listed.
     static func described(_ versions: [RecordVersion]) -> [String] {
         versions.map { v in
