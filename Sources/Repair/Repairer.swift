@@ -133,6 +133,10 @@ public struct Repairer {
         }
         do {
             try Self.copyDurably(repaired, to: temporary)
+        } catch let failure as OutputFileFailure {
+            try? FileManager.default.removeItem(at: temporary)
+            // Named as the user named it (a full disk there is ours, exit 3; see OutputFileFailure).
+            throw OutputFileFailure(path: output.path, code: failure.code)
         } catch {
             try? FileManager.default.removeItem(at: temporary)
             // One sentence, not a dump of the NSError's user info.
@@ -251,12 +255,12 @@ public struct Repairer {
         let input = try FileHandle(forReadingFrom: source)
         defer { try? input.close() }
         let fd = open(destination.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644)
-        guard fd >= 0 else { throw RepairError.failed(path: destination.path, detail: String(cString: strerror(errno))) }
+        guard fd >= 0 else { throw OutputFileFailure(path: destination.path, code: errno) }
         defer { close(fd) }
         while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
-            let written = chunk.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            guard written == chunk.count else { throw RepairError.failed(path: destination.path, detail: String(cString: strerror(errno))) }
+            let code = OutputFileFailure.writeAll(fd, [UInt8](chunk))
+            if code != 0 { throw OutputFileFailure(path: destination.path, code: code) }
         }
-        guard fsync(fd) == 0 else { throw RepairError.failed(path: destination.path, detail: String(cString: strerror(errno))) }
+        guard fsync(fd) == 0 else { throw OutputFileFailure(path: destination.path, code: errno) }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import StoreBuilder
 import StoreTestSupport
 import Testing
 
@@ -88,11 +89,14 @@ struct ResultsWriteFailureTests {
           .enabled(if: SmallTmpfs.available, Comment(rawValue: SmallTmpfs.unavailable)),
           arguments: [["report", "STORE", "--out", "OUT/report.html"], ["recover", "STORE", "--out", "OUT/recovered.sqlite"],
                       ["wal", "STORE", "--as-of", "0", "--out", "OUT/as-of-0.sqlite"], ["export", "STORE", "--out", "OUT/export.sqlite"],
-                      ["scan", "STORE", "--evidence", "OUT/evidence.json"]])
+                      ["scan", "STORE", "--evidence", "OUT/evidence.json"], ["repair", "STORE", "--out", "OUT/repaired.store"]])
     func fullOutputFolder(_ arguments: [String]) throws {
         let folder = try TemporaryFolder("full-out")
         let scratch = try TemporaryFolder("full-out-scratch")
-        let store = try WorkingFolderFailureTests.demoStore(in: folder)
+        // repair writes only a store with something to repair (a Z_MAX below its largest key).
+        let store = arguments[0] == "repair"
+            ? try InvariantFixture.make(in: folder.url) { w in try w.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Note'") }
+            : try WorkingFolderFailureTests.demoStore(in: folder)
         let before = try FolderSnapshot(folder.url)
         // Where there is room the file is written.
         let roomy = try TemporaryFolder("full-out-roomy")
