@@ -89,7 +89,8 @@ struct ResultsWriteFailureTests {
           .enabled(if: SmallTmpfs.available, Comment(rawValue: SmallTmpfs.unavailable)),
           arguments: [["report", "STORE", "--out", "OUT/report.html"], ["recover", "STORE", "--out", "OUT/recovered.sqlite"],
                       ["wal", "STORE", "--as-of", "0", "--out", "OUT/as-of-0.sqlite"], ["export", "STORE", "--out", "OUT/export.sqlite"],
-                      ["scan", "STORE", "--evidence", "OUT/evidence.json"], ["repair", "STORE", "--out", "OUT/repaired.store"]])
+                      ["scan", "STORE", "--evidence", "OUT/evidence.json"], ["repair", "STORE", "--out", "OUT/repaired.store"],
+                      ["merge", "RESULTS", "--out", "OUT/merged.jsonl"]])
     func fullOutputFolder(_ arguments: [String]) throws {
         let folder = try TemporaryFolder("full-out")
         let scratch = try TemporaryFolder("full-out-scratch")
@@ -97,17 +98,26 @@ struct ResultsWriteFailureTests {
         let store = arguments[0] == "repair"
             ? try InvariantFixture.make(in: folder.url) { w in try w.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Note'") }
             : try WorkingFolderFailureTests.demoStore(in: folder)
+        // merge reads a batch's results file (written here, before the snapshot of the inputs).
+        let results = folder.path("inspect.jsonl").path
+        if arguments.contains("RESULTS") {
+            let batch = try CLI.run(["inspect", store.path, "--jsonl", results])
+            #expect(batch.status == 0, "\(batch.stderr)")
+        }
+        func placed(_ argument: String, out: URL) -> String {
+            argument == "STORE" ? store.path : argument == "RESULTS" ? results : argument.replacingOccurrences(of: "OUT", with: out.path)
+        }
         let before = try FolderSnapshot(folder.url)
         // Where there is room the file is written.
         let roomy = try TemporaryFolder("full-out-roomy")
-        let fine = try CLI.run(arguments.map { $0 == "STORE" ? store.path : $0.replacingOccurrences(of: "OUT", with: roomy.url.path) })
+        let fine = try CLI.run(arguments.map { placed($0, out: roomy.url) })
         #expect(fine.status == 0, "\(arguments[0]) with room: \(fine.stderr)")
         #expect(try !FileManager.default.contentsOfDirectory(atPath: roomy.url.path).isEmpty)
 
         // A file system of one page, taken by a byte of another file: full for any write.
         let small = try SmallTmpfs(bytes: 4096)
         try Data([1]).write(to: small.url.appendingPathComponent("filler"))
-        let args = arguments.map { $0 == "STORE" ? store.path : $0.replacingOccurrences(of: "OUT", with: small.url.path) }
+        let args = arguments.map { placed($0, out: small.url) }
         let target = try #require(args.last)
         let (status, stderr) = try Self.run(args, stdout: "/dev/null", scratch: scratch.url)
         #expect(status == 3, "\(arguments[0]): exit 3 (storelens' own failure), not \(status): \(stderr)")

@@ -40,10 +40,9 @@ struct MergeCommand: Command {
         do { merge = try BatchMerge.merge(files: files.map { URL(fileURLWithPath: $0) }) } catch { throw InputError(message: error.description) }
         // A partial account is not written as if it were whole.
         if let out, merge.malformedCount == 0 {
-            let text = merge.lines.map { $0 + "\n" }.joined()
-            guard FileManager.default.createFile(atPath: out, contents: Data(text.utf8)) else {
-                throw InputError(message: "cannot write \(out); check that its folder exists and is writable.")
-            }
+            // Created exclusively (never through a link, never over a file made meanwhile); a full
+            // disk is exit 3 naming it, and nothing half-written is left (`EvidenceFile`).
+            try EvidenceFile.create(merge.lines.map { $0 + "\n" }.joined(), at: out)
         }
         output.write(format == "json" ? merge.json().rendered() + "\n" : merge.text())
         // One sentence for all of them (--format json lists the first ones).
