@@ -1,5 +1,6 @@
 import Foundation
 import SQLiteAccess
+import StoreFormats
 
 /// A file the user asked for (`--out`, a report, a scan listing) that storelens could not write to
 /// the end.
@@ -42,16 +43,8 @@ public struct OutputFileFailure: Error, Equatable, Sendable, CustomStringConvert
 
     /// Writes all of `bytes` to `fd` at its offset, retrying short and interrupted writes; 0 or the errno.
     public static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32 {
-        var written = 0
-        while written < bytes.count {
-            let n = bytes[written...].withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            if n == 0 { return EIO }
-            written += n
+        bytes.withUnsafeBytes { raw in
+            FileTransfer.all(raw.count) { done, _ in Foundation.write(fd, raw.baseAddress! + done, raw.count - done) }
         }
-        return 0
     }
 }

@@ -34,7 +34,7 @@ public final class RecoveredDatabase {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             if errno == EEXIST { throw WALForensicsError.outputExists(path: path) }
-            throw WALForensicsError.outputFailed(path: path, reason: String(cString: strerror(errno)))
+            throw WALForensicsError.outputFile(OutputFileFailure(path: path, code: errno))
         }
         close(fd)
         do {
@@ -113,10 +113,10 @@ public final class RecoveredDatabase {
         }
     }
 
-    /// SQLite failing on the output file: a full or failing disk is ours (`outputIncomplete`,
-    /// never the working folder's: the output is where the user asked), anything else as SQLite said.
+    /// SQLite failing on the output file: a full or failing disk is ours (`outputFile`, never the
+    /// working folder's: the output is where the user asked), anything else as SQLite said.
     static func failure(_ path: String, _ error: SQLiteError) -> WALForensicsError {
-        if let code = OutputFileFailure.code(of: error) { return .outputIncomplete(OutputFileFailure(path: path, code: code)) }
+        if let code = OutputFileFailure.code(of: error) { return .outputFile(OutputFileFailure(path: path, code: code)) }
         return .outputFailed(path: path, reason: error.message)
     }
 

@@ -83,7 +83,7 @@ public enum DatabaseImage {
             if failed { unlink(path) }
         }
         func put(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(DatabaseImageError) {
-            let code = transfer(bytes.count, at: offset) { pwrite(fd, bytes.baseAddress! + $0, bytes.count - $0, $1) }
+            let code = FileTransfer.all(bytes.count, at: offset) { pwrite(fd, bytes.baseAddress! + $0, bytes.count - $0, $1) }
             if code != 0 { throw .writeFailed(path: path, code: code, bytes: layout.size) }
         }
         // The main file's pages up to the image's size, then zeros (a hole) for the rest.
@@ -91,7 +91,7 @@ public enum DatabaseImage {
         var result: Result<Void, DatabaseImageError> = .success(())
         // Bytes of a source file at `offset` into `buffer`, all of them (a short file is an I/O error).
         func read(_ source: (fd: Int32, path: String), _ buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(DatabaseImageError) {
-            let code = transfer(buffer.count, at: offset) { pread(source.fd, buffer.baseAddress! + $0, buffer.count - $0, $1) }
+            let code = FileTransfer.all(buffer.count, at: offset) { pread(source.fd, buffer.baseAddress! + $0, buffer.count - $0, $1) }
             if code != 0 { throw .sourceReadFailed(path: source.path, code: code) }
         }
         func openSource(_ file: String) throws(DatabaseImageError) -> (fd: Int32, path: String) {
@@ -274,19 +274,6 @@ public enum DatabaseImage {
         image[start + 30] = UInt8(truncatingIfNeeded: pages >> 8)
         image[start + 31] = UInt8(truncatingIfNeeded: pages)
     }
-}
-
-/// Moves `count` bytes at file offset `offset` with `step(done, offset + done)` (a `pread` or
-/// `pwrite` of what is left), retrying after EINTR; 0, or the errno (EIO for a file that ends early).
-private func transfer(_ count: Int, at offset: Int, _ step: (Int, off_t) -> Int) -> Int32 {
-    var done = 0
-    while done < count {
-        let n = step(done, off_t(offset + done))
-        if n < 0 && errno == EINTR { continue }
-        guard n > 0 else { return n == 0 ? EIO : errno }
-        done += n
-    }
-    return 0
 }
 
 /// Why a database image could not be built.

@@ -134,9 +134,7 @@ public enum PointInTime {
         switch writeNewFile(path, image) {
         case 0: return
         case EEXIST: throw .outputExists(path: path)
-        case let code:
-            let failure = OutputFileFailure(path: path, code: code)
-            throw failure.isOurs ? .outputIncomplete(failure) : .outputFailed(path: path, reason: String(cString: strerror(code)))
+        case let code: throw .outputFile(OutputFileFailure(path: path, code: code))
         }
     }
 }

@@ -16,9 +16,9 @@ public enum WALForensicsError: Error, Equatable, Sendable, CustomStringConvertib
     case outputExists(path: String)
     /// `--out` could not be written.
     case outputFailed(path: String, reason: String)
-    /// `--out` could not be written to the end: a full or failing disk is storelens' own failure
-    /// (exit 3), a path that cannot hold a file the request's.
-    case outputIncomplete(OutputFileFailure)
+    /// `--out` could not be written, with the errno: a full or failing disk is storelens' own
+    /// failure (exit 3), a path that cannot hold a file the request's (`OutputFileFailure`).
+    case outputFile(OutputFileFailure)
     /// SQLite refused the built image or a query on it.
     case sqlite(path: String, SQLiteError)
 
@@ -35,7 +35,7 @@ public enum WALForensicsError: Error, Equatable, Sendable, CustomStringConvertib
             return "\(path) already exists; storelens never overwrites a file, so give --out a new path."
         case .outputFailed(let path, let reason):
             return "\(path) cannot be written (\(reason)); give --out a path in a writable folder."
-        case .outputIncomplete(let failure):
+        case .outputFile(let failure):
             return failure.description
         case .sqlite(let path, let error):
             return "\(path): SQLite cannot read the point-in-time image (\(error.message)); the store or its -wal is damaged."
@@ -46,7 +46,7 @@ public enum WALForensicsError: Error, Equatable, Sendable, CustomStringConvertib
     public var isInputError: Bool {
         switch self {
         case .sqlite(_, let error): return error.isCorrupt || error.isNotADatabase || error.isUnsupportedFileFormat
-        case .outputIncomplete(let failure): return !failure.isOurs
+        case .outputFile(let failure): return !failure.isOurs
         default: return true
         }
     }

@@ -45,40 +45,18 @@ struct CarvingBesideTests {
         }
     }
 
-    @Test("a corpus with freed cells, freelist pages, committed and uncommitted frames")
+    @Test("the carving corpus: freed cells, freelist pages, committed, uncommitted and older-generation frames")
     func corpus() throws {
-        let ledger = CarvingTests.Ledger()
-        var builder = try SQLiteWALBuilder("carve-beside") { c in
-            try c.execute("PRAGMA secure_delete = OFF")
-            try c.execute(CarvingTests.schema)
-            try c.execute("BEGIN")
-            for pk in Int64(1) ... 300 { try ledger.item(c, pk, version: 0) }
-            for pk in Int64(1) ... 40 { try ledger.tag(c, pk) }
-            try c.execute("COMMIT")
-            try c.execute("BEGIN")
-            for pk in Int64(1) ... 300 where pk % 7 == 0 && !(100 ... 220).contains(pk) { try ledger.delete(c, pk) }
-            for pk in Int64(100) ... 220 { try ledger.delete(c, pk) }
-            try c.execute("COMMIT")
-        }
-        for round in 0 ..< 8 {
-            try builder.writer.execute("BEGIN")
-            let pk = Int64(1 + round * 13 % 90)
-            if let current = ledger.items[pk] { try ledger.item(builder.writer, pk, version: current.version + 1) }
-            if ledger.items[Int64(230 + round)] != nil { try ledger.delete(builder.writer, Int64(230 + round)) }
-            try builder.writer.execute("COMMIT")
-        }
-        try builder.writer.execute("PRAGMA cache_size = 10")
-        try builder.writer.execute("BEGIN")
-        for pk in Int64(1001) ... 1800 { try ledger.item(builder.writer, pk, version: 0, pending: true) }
-        let copy = try builder.copy()
-        try builder.writer.execute("ROLLBACK")
-
-        // The corpus holds what the comparison is about: carved and uncommitted versions, and deletes.
+        let (_, copy, builder) = try CarvingTests.makeWALCorpus("carve-beside")
+        defer { withExtendedLifetime(builder) {} }
+        // The corpus holds what the comparison is about: carved, uncommitted and superseded versions
+        // (its deletes were checkpointed with the older generation; the SwiftData store below has
+        // records a commit deleted).
         let session = try EvidenceSession()
         defer { try? session.finish() }
         let evidence = try WALEvidence(copy: try session.workingCopy(of: copy.db), displayPath: "carve-beside")
         let all = try Self.versions(evidence, filter: .init(), beside: true)
-        for state in [RecordVersion.State.carved, .uncommitted, .deleted, .superseded] {
+        for state in [RecordVersion.State.carved, .uncommitted, .superseded] {
             #expect(all.contains { $0.state == state }, "the corpus has \(state) versions")
         }
         try Self.compare(copy.db)

@@ -183,10 +183,12 @@ struct CarvingTests {
         return out
     }
 
-    @Test("WAL corpus: main file, committed, uncommitted and older-generation frames")
-    func walCorpus() throws {
+    /// The WAL corpus, written with SQLite itself: freed cells and freelist pages in the main file,
+    /// committed frames, an older WAL generation under a newer one, and frames past the last commit.
+    /// The builder is returned too: the copy lives in its folder.
+    static func makeWALCorpus(_ name: String = "carve") throws -> (ledger: Ledger, copy: SQLiteWALBuilder.Copy, builder: SQLiteWALBuilder) {
         let ledger = Ledger()
-        var builder = try SQLiteWALBuilder("carve") { c in
+        var builder = try SQLiteWALBuilder(name) { c in
             try c.execute("PRAGMA secure_delete = OFF")
             try c.execute(Self.schema)
             try c.execute("BEGIN")
@@ -235,7 +237,13 @@ struct CarvingTests {
         for pk in Int64(2001) ... 2600 { try ledger.item(builder.writer, pk, version: 0, pending: true) }
         let copy = try builder.copy()
         try builder.writer.execute("ROLLBACK")
+        return (ledger, copy, builder)
+    }
 
+    @Test("WAL corpus: main file, committed, uncommitted and older-generation frames")
+    func walCorpus() throws {
+        let (ledger, copy, builder) = try Self.makeWALCorpus()
+        defer { withExtendedLifetime(builder) {} }
         let evidence = try copy.evidence(withSharedMemory: false)
         if let keep = ProcessInfo.processInfo.environment["CARVE_KEEP"] {
             for f in [copy.db, copy.wal] { try? FileManager.default.copyItem(at: f, to: URL(fileURLWithPath: keep).appendingPathComponent(f.lastPathComponent)) }

@@ -326,11 +326,8 @@ final class BatchSink: @unchecked Sendable {
         if !Output.writeAll(fd, Array(text.utf8)) {
             // A line that cannot be appended (a full disk) must not leave a batch that looks whole:
             // the run stops as storelens' own failure; `--resume` sets aside a cut-off last line.
-            let reason = String(cString: strerror(errno))
-            _ = Output.writeAll(STDERR_FILENO, "Error: the batch results file \(TextTable.sanitized(path)) could not be written (\(reason)), so the batch stopped with lines missing; "
-                + "make room for it and run the same command with --resume (this is storelens' own failure, not a finding about the evidence).\n")
-            ScratchRegistry.shared.removeAll()
-            _exit(Output.writeFailedStatus)
+            Output.stop(Output.writeFailedStatus, saying: "the batch results file \(TextTable.sanitized(path)) could not be written "
+                + "(\(String(cString: strerror(errno)))), so the batch stopped with lines missing; make room for it and run the same command with --resume")
         }
     }
 

@@ -45,18 +45,20 @@ final class Output: Sendable {
         ProgressReporter.current.clear()
         guard !Self.writeAll(STDOUT_FILENO, bytes) else { return }
         let code = errno
-        if code != EPIPE {
-            _ = Self.writeAll(STDERR_FILENO, Self.writeFailure(code))
-        }
-        ScratchRegistry.shared.removeAll()
-        // _exit, as on a signal: other threads may still be working and atexit must not race them.
-        _exit(code == EPIPE ? Self.readerGoneStatus : Self.writeFailedStatus)
+        if code == EPIPE { Self.stop(Self.readerGoneStatus) }
+        Self.stop(Self.writeFailedStatus, saying: "the results could not be written to standard output (\(String(cString: strerror(code)))), "
+            + "so what was written is incomplete; make room where standard output goes, or send it elsewhere, and run the command again")
     }
 
-    /// The sentence for results that could not be written (not EPIPE: that stop is quiet).
-    static func writeFailure(_ code: Int32) -> String {
-        "Error: the results could not be written to standard output (\(String(cString: strerror(code)))), so what was written is incomplete; "
-            + "make room where standard output goes, or send it elsewhere, and run the command again (this is storelens' own failure, not a finding about the evidence).\n"
+    /// Ends the process at once when the results cannot go on: the sentence (if any) on stderr as
+    /// storelens' own failure, the working folders removed, then `_exit`, as on a signal (other
+    /// threads may still be working, and atexit must not race them).
+    static func stop(_ status: Int32, saying sentence: String? = nil) -> Never {
+        if let sentence {
+            _ = writeAll(STDERR_FILENO, "Error: \(sentence) (this is storelens' own failure, not a finding about the evidence).\n")
+        }
+        ScratchRegistry.shared.removeAll()
+        _exit(status)
     }
 
     /// Diagnostics: a closed stderr loses them but stops nothing.
