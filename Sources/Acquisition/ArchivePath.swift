@@ -38,6 +38,23 @@ public enum ArchivePath {
         return .safe(components: components, wasAbsolute: wasAbsolute)
     }
 
+    /// A backup's file, named by Manifest.db as `domain` and `relativePath`. Both come from the
+    /// device: the domain must be one plain name (`AppDomain-com.example.app`), never a path, and
+    /// the relative path passes `sanitize`. The verdict's components start with the domain.
+    public static func sanitize(domain: String, relativePath: String) -> Verdict {
+        guard !domain.isEmpty else { return .rejected(reason: "empty domain") }
+        guard domain.utf8.count <= 255 else { return .rejected(reason: "a domain longer than 255 bytes") }
+        guard !domain.unicodeScalars.contains("\0") else { return .rejected(reason: "a domain containing a NUL byte") }
+        guard !domain.unicodeScalars.contains("/") else { return .rejected(reason: "a domain containing \"/\" (a domain is one name, never a path)") }
+        guard domain != ".", domain != ".." else { return .rejected(reason: "path traversal (\"..\") in the domain") }
+        switch sanitize(relativePath) {
+        case .rejected(let reason): return .rejected(reason: reason)
+        case .safe(let components, let wasAbsolute):
+            guard components.count < maxComponents else { return .rejected(reason: "nested more than \(maxComponents) levels") }
+            return .safe(components: [domain] + components, wasAbsolute: wasAbsolute)
+        }
+    }
+
     /// Raw name bytes that are not valid UTF-8 are kept distinguishable: each invalid byte becomes
     /// `%XX`, so `caf\xe9.db` and `caf\xc3\xa9.db` never collide.
     public static func decode(rawBytes: [UInt8]) -> String {

@@ -82,7 +82,9 @@ struct BackupInventory {
 
     /// A Files row that names a file of an app domain present in the backup.
     private struct Entry {
-        let path: String
+        /// The domain, then the relative path's components, each a plain name (`ArchivePath`).
+        let components: [String]
+        var path: String { components.joined(separator: "/") }
         let fileID: String
         let url: URL
         let size: Int
@@ -144,12 +146,18 @@ struct BackupInventory {
                     skipped.append(SkippedEntry(path: "\(domain)/\(relative)", reason: "invalid fileID in Manifest.db"))
                     return
                 }
-                guard case .safe(let components, _) = ArchivePath.sanitize(relative) else {
-                    skipped.append(SkippedEntry(path: "\(domain)/\(relative)", reason: "unsafe relativePath in Manifest.db"))
+                // The one rule for names from evidence: the domain is one plain name, the
+                // relative path a safe relative path; either may come from a hostile Manifest.db.
+                let components: [String]
+                switch ArchivePath.sanitize(domain: domain, relativePath: relative) {
+                case .rejected(let reason):
+                    skipped.append(SkippedEntry(path: "\(domain)/\(relative)", reason: "unsafe domain or relativePath in Manifest.db: \(reason)"))
                     return
+                case .safe(let parts, _):
+                    components = parts
                 }
                 let url = root.appendingPathComponent(String(fileID.prefix(2))).appendingPathComponent(fileID)
-                let path = ([domain] + components).joined(separator: "/")
+                let path = components.joined(separator: "/")
                 guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
                       (attributes[.type] as? FileAttributeType) == .typeRegular else {
                     skipped.append(SkippedEntry(path: path, reason: SkippedEntry.missingFromBackup))
@@ -159,7 +167,7 @@ struct BackupInventory {
                     let identifier = domain.split(separator: "-", maxSplits: 1).dropFirst().first.map(String.init)
                     containers.append(ContainerIdentity(kind: kind, identifier: identifier, source: "backup domain \(domain)", root: domain))
                 }
-                entries.append(Entry(path: path, fileID: fileID, url: url, size: (attributes[.size] as? NSNumber)?.intValue ?? 0,
+                entries.append(Entry(components: components, fileID: fileID, url: url, size: (attributes[.size] as? NSNumber)?.intValue ?? 0,
                                      blob: withRecords ? row[4].data : nil))
             }
         } catch {
@@ -197,10 +205,19 @@ struct BackupInventory {
         result.encrypted = true
 
         let manifestFolder = try session.scratch.makeSubfolder(named: "backup-manifest")
-        let decryptedManifest = manifestFolder.appendingPathComponent("Manifest.db")
         let manifestKey = try backup.manifestKey(plist)
         defer { manifestKey.clear() }
-        let outcome = try BackupFileDecryption.decrypt(manifest, key: manifestKey, to: decryptedManifest, expectedSize: nil, name: manifest.path)
+        let manifestFile: (fd: Int32, url: URL)
+        do throws(PrivateTree.Failure) {
+            manifestFile = try PrivateTree(root: manifestFolder).createFile(["Manifest.db"])
+        } catch .ours(let code) {
+            throw WorkingFolderFailure(folder: manifestFolder.path, code: code)
+        } catch {
+            // A fresh folder of our own holds nothing yet: the name cannot be refused.
+            throw WorkingFolderFailure(folder: manifestFolder.path, code: EEXIST)
+        }
+        let decryptedManifest = manifestFile.url
+        let outcome = try BackupFileDecryption.decrypt(manifest, key: manifestKey, into: manifestFile, expectedSize: nil, name: manifest.path)
         session.recordDecrypted(outcome.ciphertext)
         guard DatabaseHeader.isSQLite(FamilyGrouping.prefix(of: decryptedManifest)) else {
             throw BackupError.manifestNotDecrypted(file: manifest.path)
@@ -215,7 +232,12 @@ struct BackupInventory {
 
         // Which files to decrypt: every SQLite file (known by its first block), every sidecar and
         // support file by name, and the files asked for by pattern.
-        struct Job { let entry: Entry; let record: BackupFileRecord; let destination: URL }
+        struct Job { let entry: Entry; let record: BackupFileRecord }
+        enum Decrypted {
+            case file(URL, DecryptionOutcome)
+            case skipped(reason: String)
+            var outcome: DecryptionOutcome? { if case .file(_, let outcome) = self { return outcome } else { return nil } }
+        }
         struct Candidate { let entry: Entry; let record: BackupFileRecord; let byName: Bool }
         var candidates: [Candidate] = []
         let output = try session.scratch.makeSubfolder(named: "decrypted")
@@ -252,42 +274,43 @@ struct BackupInventory {
         }
         var jobs: [Job] = []
         for (candidate, isNeeded) in zip(candidates, needed) where isNeeded {
-            jobs.append(Job(entry: candidate.entry, record: candidate.record,
-                            destination: try Self.destination(for: candidate.entry.path, under: output)))
+            jobs.append(Job(entry: candidate.entry, record: candidate.record))
         }
+        let tree = PrivateTree(root: output)
         let started = Date()
-        let outcomes = try FileWork.map(jobs, weights: jobs.map { Int64($0.entry.size) }) { job -> DecryptionOutcome in
+        let outcomes = try FileWork.map(jobs, weights: jobs.map { Int64($0.entry.size) }) { job -> Decrypted in
             let key = try backup.fileKey(protectionClass: job.record.protectionClass, wrappedKey: job.record.wrappedKey, name: name(job.entry))
             defer { key.clear() }
-            return try BackupFileDecryption.decrypt(job.entry.url, key: key, to: job.destination, expectedSize: job.record.size, name: name(job.entry))
+            let file: (fd: Int32, url: URL)
+            do throws(PrivateTree.Failure) {
+                file = try tree.createFile(job.entry.components)
+            } catch .ours(let code) {
+                throw WorkingFolderFailure(folder: output.path, code: code)
+            } catch .name(let reason) {
+                return .skipped(reason: "cannot be decrypted into the working folder (\(reason))")
+            }
+            return .file(file.url, try BackupFileDecryption.decrypt(job.entry.url, key: key, into: file, expectedSize: job.record.size, name: name(job.entry)))
         }
         if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
             // make bench (scripts/bench-backup.sh): decryption alone, beside `openssl enc -d`.
-            let bytes = outcomes.reduce(Int64(0)) { $0 + Int64($1.ciphertext.size) }
+            let bytes = outcomes.reduce(Int64(0)) { $0 + Int64($1.outcome?.ciphertext.size ?? 0) }
             FileHandle.standardError.write(Data("timing backup-decrypt-seconds=\(Date().timeIntervalSince(started)) bytes=\(bytes) files=\(jobs.count)\n".utf8))
         }
-        for (job, outcome) in zip(jobs, outcomes) {
+        for (job, decrypted) in zip(jobs, outcomes) {
+            guard case .file(let destination, let outcome) = decrypted else {
+                if case .skipped(let reason) = decrypted { result.skipped.append(SkippedEntry(path: job.entry.path, reason: reason)) }
+                continue
+            }
             session.recordDecrypted(outcome.ciphertext)
-            result.plaintextHashes[job.destination.path] = outcome.plaintextSHA256
+            result.plaintextHashes[destination.path] = outcome.plaintextSHA256
             result.decrypted.append(DecryptedFile(path: job.entry.path, original: job.entry.url.path,
                                                   encryptedSHA256: outcome.ciphertext.sha256 ?? "", plaintextSHA256: outcome.plaintextSHA256,
                                                   size: outcome.size))
             if let note = outcome.sizeNote { result.warnings.append(note) }
-            result.files.append(SeenFile(path: job.entry.path, url: job.destination, size: Int(outcome.size),
-                                         isSQLite: DatabaseHeader.isSQLite(FamilyGrouping.prefix(of: job.destination))))
+            result.files.append(SeenFile(path: job.entry.path, url: destination, size: Int(outcome.size),
+                                         isSQLite: DatabaseHeader.isSQLite(FamilyGrouping.prefix(of: destination))))
         }
         return result
     }
 
-    /// `output/Domain/relative/path`, its folders made 0700. The path was sanitised already.
-    private static func destination(for path: String, under output: URL) throws -> URL {
-        var folder = output
-        for part in path.split(separator: "/").dropLast() {
-            folder.appendPathComponent(String(part))
-            if mkdir(folder.path, 0o700) != 0 && errno != EEXIST {
-                throw WorkingFolderFailure(folder: output.path, code: errno)
-            }
-        }
-        return folder.appendingPathComponent(String(path.split(separator: "/").last ?? "file"))
-    }
 }

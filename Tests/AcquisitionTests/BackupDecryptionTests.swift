@@ -135,3 +135,11 @@ struct BackupDecryptionTests {
         #expect(!FileManager.default.fileExists(atPath: bad.path), "no partial plaintext is left")
     }
 }
+
+extension BackupFileDecryption {
+    /// Decrypts into the new file `destination`, made the way the backup reader makes its files.
+    static func decrypt(_ source: URL, key: SecretBytes, to destination: URL, expectedSize: Int64?, name: String) throws -> DecryptionOutcome {
+        let file = try PrivateTree(root: destination.deletingLastPathComponent()).createFile([destination.lastPathComponent])
+        return try decrypt(source, key: key, into: file, expectedSize: expectedSize, name: name)
+    }
+}

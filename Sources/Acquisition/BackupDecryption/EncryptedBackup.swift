@@ -158,14 +158,23 @@ enum BackupFileDecryption {
         return n == 16 ? Array(plain.prefix(16)) : nil
     }
 
-    /// Decrypts `source` into the new file `destination` (0600) through bounded buffers, hashing
-    /// the ciphertext and the plaintext on the way, and removing PKCS#7 padding from the end.
-    /// `expectedSize` (the record's Size) trims what is left of padding past it, when less than
-    /// a block. `name` names the file in errors. The destination is removed on any error.
+    /// Decrypts `source` into `destination`, a new file open for writing (made by `PrivateTree`,
+    /// closed here), through bounded buffers, hashing the ciphertext and the plaintext on the way,
+    /// and removing PKCS#7 padding from the end. `expectedSize` (the record's Size) trims what is
+    /// left of padding past it, when less than a block. `name` names the file in errors. The
+    /// destination is removed on any error.
     ///
     /// Two stages, so a large file keeps both cores busy: this thread reads, hashes the ciphertext
     /// and decrypts a chunk while a second one hashes and writes the chunk before it.
-    static func decrypt(_ source: URL, key: SecretBytes, to destination: URL, expectedSize: Int64?, name: String) throws -> DecryptionOutcome {
+    static func decrypt(_ source: URL, key: SecretBytes, into file: (fd: Int32, url: URL), expectedSize: Int64?,
+                        name: String) throws -> DecryptionOutcome {
+        let destination = file.url
+        let output = file.fd
+        var finished = false
+        defer {
+            close(output)
+            if !finished { unlink(destination.path) }
+        }
         guard let identity = FileIdentity.of(source.path) else {
             throw AcquisitionError.unreadable(path: source.path, reason: String(cString: strerror(errno)))
         }
@@ -180,15 +189,8 @@ enum BackupFileDecryption {
         guard total % 16 == 0 else {
             throw BackupError.decryptionFailed(file: name, detail: "it is \(total) bytes, not a whole number of 16-byte AES blocks")
         }
-        let output = open(destination.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
-        guard output >= 0 else { throw WorkingFolderFailure(folder: destination.deletingLastPathComponent().path, code: errno) }
         let sink = PlaintextSink(fd: output, folder: destination.deletingLastPathComponent().path, chunk: chunk)
-        var finished = false
-        defer {
-            sink.drain()
-            close(output)
-            if !finished { unlink(destination.path) }
-        }
+        defer { sink.drain() }
         var cipherHash = SHA256()
         let decryptor = try CBCDecryptor(key: key)
         let inBuffer = UnsafeMutableRawPointer.allocate(byteCount: chunk, alignment: 64)
