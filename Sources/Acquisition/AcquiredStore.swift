@@ -76,8 +76,12 @@ extension EvidenceSession {
             }
             found = matches
         }
-        if found.isEmpty, let (input, detail) = damage.first {
-            throw AcquisitionError.corrupt(path: input, detail: detail)
+        // A damaged archive stops the command: what it still holds may be an older state (a -wal
+        // cut short shows fewer commits) or corrupt bytes. Read anyway only when asked, and then
+        // keep the damage for the command to state.
+        if let (input, detail) = damage.sorted(by: { $0.key < $1.key }).first {
+            guard limits.readDamaged, !found.isEmpty else { throw AcquisitionError.archiveDamaged(path: input, detail: detail) }
+            damagedInputs += damage.sorted(by: { $0.key < $1.key }).map { DamagedInput(input: $0.key, detail: $0.value) }
         }
         if found.isEmpty, emptyBackups.count == InputResolver.distinct(inputs).count, let (input, listed) = emptyBackups.first {
             throw AcquisitionError.backupFilesMissing(backup: input, listed: listed)
@@ -86,6 +90,17 @@ extension EvidenceSession {
             throw AcquisitionError.noStores(inputs: inputs)
         }
         return found
+    }
+}
+
+/// An archive read with `--read-damaged` although it is damaged, and what is wrong with it.
+public struct DamagedInput: Sendable, Equatable {
+    public let input: String
+    public let detail: String
+
+    /// The warning a command prints, and the finding `check` and `report` list.
+    public var warning: String {
+        "\(input): \(detail); read as asked (--read-damaged): what is shown may be an older or partial state, or hold corrupt bytes"
     }
 }
 

@@ -14,6 +14,9 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
     case walPageSizeMismatch(wal: String, walPageSize: Int, databasePageSize: Int)
     case hotJournal(path: String, journal: String)
     case corrupt(path: String, detail: String)
+    /// An archive damaged part-way (cut, failing CRC or length, bytes after its end): refused
+    /// whole unless `ArchiveLimits.readDamaged`.
+    case archiveDamaged(path: String, detail: String)
     case evidenceChanged(path: String, before: String, after: String)
     case sqlite(SQLiteError)
     /// `--store` matched no store, or more than one.
@@ -46,6 +49,8 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
             return "\(wal) has \(walPageSize)-byte pages but its database has \(databasePageSize)-byte pages, so it cannot belong to this store; check that the -wal was copied together with its own database."
         case .hotJournal(let path, let journal):
             return "\(path) has a hot rollback journal (\(journal)): a transaction was interrupted; rerun with --roll-back-journal to read the store as SQLite would after rolling it back (on a copy)."
+        case .archiveDamaged(let path, let detail):
+            return "\(path): \(detail); storelens stopped rather than show what may be an older or partial state. Copy the archive again, or add --read-damaged to read what it still holds."
         case .corrupt(let path, let detail):
             return "\(path) is damaged (\(detail)); run `storelens check` on it, or copy it off the device again."
         case .evidenceChanged(let path, let before, let after):

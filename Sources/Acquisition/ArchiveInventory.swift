@@ -13,6 +13,9 @@ public struct ArchiveLimits: Sendable {
     public var maxCompressionRatio: Double = 1000
     /// Entries read before giving up.
     public var maxEntries = 2_000_000
+    /// Read what a damaged archive still holds (`--read-damaged`) instead of refusing it: the
+    /// damage is then kept in `EvidenceSession.damagedInputs` for the caller to state.
+    public var readDamaged = false
 
     public init() {}
 }
@@ -23,7 +26,6 @@ public enum ArchiveError: Error, Equatable, CustomStringConvertible, Sendable {
     case empty(path: String)
     case bomb(path: String, entry: String, detail: String)
     case tooManyEntries(path: String, limit: Int)
-    case extractionFailed(path: String, entry: String, reason: String)
 
     public var description: String {
         switch self {
@@ -35,8 +37,6 @@ public enum ArchiveError: Error, Equatable, CustomStringConvertible, Sendable {
             return "\(path): stopped at entry \(entry): \(detail); if the archive is genuine, raise the limit with the flag named above."
         case .tooManyEntries(let path, let limit):
             return "\(path) has more than \(limit) entries; raise the limit with --max-entries if the archive is genuine."
-        case .extractionFailed(let path, let entry, let reason):
-            return "\(path): cannot extract \(entry) into the working folder (\(reason)); check free space in TMPDIR."
         }
     }
 }
@@ -142,7 +142,7 @@ final class ArchiveInventory {
                 if result.entries == 0 {
                     throw ArchiveError.unsupported(path: displayName, detail: Self.message(a))
                 }
-                result.damage = "the archive is damaged after \(result.entries) entries (\(Self.message(a))); what came before was read"
+                result.damage = "the archive is damaged after \(result.entries) entries, the last \(lastName.isEmpty ? "none" : lastName) (\(Self.message(a)))"
                 break
             }
             guard let entry else { break }
@@ -199,7 +199,7 @@ final class ArchiveInventory {
             var offset: Int64 = 0
             let first = archive_read_data_block(a, &block, &blockSize, &offset)
             if first == ARCHIVE_FATAL {
-                result.damage = "the archive is damaged inside \(path) (\(Self.message(a))); what came before was read"
+                result.damage = "the archive is damaged inside \(path) (\(Self.message(a)))"
                 break
             }
             if first == ARCHIVE_FAILED || first == ARCHIVE_WARN && block == nil {
@@ -221,16 +221,18 @@ final class ArchiveInventory {
             var n = 0
             while usedNames.contains(target) { n += 1; target = path + "~\(n)" }
             usedNames.insert(target)
-            let destination = try makeParents(for: target, entry: path)
             if let failed = writer.firstFailure() {
                 throw WorkingFolderFailure(code: failed.code)
             }
-            let fd = open(destination.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
-            guard fd >= 0 else {
+            let fd: Int32, destination: URL
+            do throws(PrivateTree.Failure) {
+                (fd, destination) = try PrivateTree(root: output).createFile(components.dropLast() + [(components.last ?? "entry") + (n > 0 ? "~\(n)" : "")])
+            } catch .ours(let code) {
                 // A full or unwritable working folder is ours; only a name the file system
                 // refuses is the entry's.
-                if [ENOSPC, EDQUOT, EACCES, EPERM, EROFS, EIO, EMFILE, ENFILE].contains(errno) { throw WorkingFolderFailure(code: errno) }
-                result.skipped.append(SkippedEntry(path: path, reason: "cannot be extracted: \(String(cString: strerror(errno)))"))
+                throw WorkingFolderFailure(code: code)
+            } catch .name(let reason) {
+                result.skipped.append(SkippedEntry(path: path, reason: "cannot be extracted: \(reason)"))
                 continue
             }
             // A sparse entry (or one whose header just claims a size) costs its logical size in
@@ -289,11 +291,14 @@ final class ArchiveInventory {
                 }
             }
             writer.end(slot: slot, extendingTo: declared)
-            if let dataWarning, damaged == nil { result.warnings.append(Self.dataWarning(path: path, dataWarning)) }
+            if let dataWarning, damaged == nil {
+                result.warnings.append(Self.dataWarning(path: path, dataWarning))
+                result.damage = result.damage ?? Self.dataWarning(path: path, dataWarning)
+            }
             pending.append((slot: slot, file: SeenFile(path: target, url: destination, size: Int(size), isSQLite: isSQLite)))
             if isIdentity { identities.append((root: components.dropLast().joined(separator: "/"), fileName: fileName, url: destination)) }
             if let damaged {
-                result.damage = "the archive is damaged inside \(path) (\(damaged)); what came before was read"
+                result.damage = "the archive is damaged inside \(path) (\(damaged))"
                 break
             }
         }
@@ -302,10 +307,11 @@ final class ArchiveInventory {
             switch gzip.finish() {
             case .verified:
                 if gzip.trailingBytes > 0 {
-                    result.warnings.append("\(gzip.trailingBytes) bytes after the end of the gzip stream are not gzip data; they were ignored")
+                    // Not gzip, not part of any entry: the file was altered or appended to after it was made.
+                    result.damage = "\(gzip.trailingBytes) bytes after the end of the gzip stream (after the last entry, \(lastName)) are not gzip data: the archive was altered or appended to after it was made"
                 }
             case .damaged(let problem):
-                result.damage = "the archive's gzip stream fails its check after the last entry (\(problem)); every entry was read, but any of them may hold corrupt bytes"
+                result.damage = "the archive's gzip stream fails its check after the last entry, \(lastName) (\(problem)): any entry may hold corrupt bytes"
             case .unverified(let decoded):
                 result.warnings.append("the gzip stream goes on for more than \(decoded) bytes after the archive's end; that part was not read, so its checksum was not verified")
             }
@@ -356,25 +362,6 @@ final class ArchiveInventory {
             throw ArchiveError.bomb(path: displayName, entry: entry,
                                     detail: "the archive expands more than \(Int(limits.maxCompressionRatio)) times (a decompression bomb; --max-ratio)")
         }
-    }
-
-    func makeParents(for path: String, entry: String) throws -> URL {
-        var url = output
-        // Scalars, as ArchivePath splits them: a "/" before a combining mark is still a separator.
-        let parts = path.unicodeScalars.split(separator: "/").map { String(String.UnicodeScalarView($0)) }
-        for part in parts.dropLast() {
-            url.appendPathComponent(part)
-            if mkdir(url.path, 0o700) != 0 && errno != EEXIST {
-                if [ENOSPC, EDQUOT, EACCES, EPERM, EROFS, EIO].contains(errno) { throw WorkingFolderFailure(code: errno) }
-                throw ArchiveError.extractionFailed(path: displayName, entry: entry, reason: String(cString: strerror(errno)))
-            }
-            // Never write through anything but a real folder we made.
-            var st = stat()
-            guard lstat(url.path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
-                throw ArchiveError.extractionFailed(path: displayName, entry: entry, reason: "a file and a folder share the name \(part)")
-            }
-        }
-        return url.appendingPathComponent(parts.last ?? "entry")
     }
 
     /// The entry's name: UTF-8 when libarchive can give it, else the raw bytes kept distinguishable.

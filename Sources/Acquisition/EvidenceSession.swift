@@ -11,6 +11,13 @@ public final class EvidenceSession {
     /// sentence saying how to give it.
     public let backupPassword: BackupPasswordSource?
 
+    /// Damaged archives read anyway (`ArchiveLimits.readDamaged`): the command states each one.
+    public internal(set) var damagedInputs: [DamagedInput] = [] {
+        didSet { for input in damagedInputs.dropFirst(oldValue.count) { onDamagedInput?(input) } }
+    }
+    /// Told of each damaged archive as it is accepted, so a command can warn before its output.
+    public var onDamagedInput: ((DamagedInput) -> Void)?
+
     public init(keepScratch: Bool = false, scratchParent: URL? = nil, backupPassword: BackupPasswordSource?) throws {
         scratch = try ScratchFolder(parent: scratchParent, keep: keepScratch)
         self.backupPassword = backupPassword

@@ -268,14 +268,18 @@ extension ArchiveInventory {
             var n = 0
             while usedNames.contains(target) { n += 1; target = path + "~\(n)" }
             usedNames.insert(target)
-            let destination = try makeParents(for: target, entry: path)
             if let failed = writer.firstFailure() {
                 throw WorkingFolderFailure(code: failed.code)
             }
-            let out = open(destination.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
-            guard out >= 0 else {
-                if [ENOSPC, EDQUOT, EACCES, EPERM, EROFS, EIO, EMFILE, ENFILE].contains(errno) { throw WorkingFolderFailure(code: errno) }
-                result.skipped.append(SkippedEntry(path: path, reason: "cannot be extracted: \(String(cString: strerror(errno)))"))
+            let out: Int32, destination: URL
+            do throws(PrivateTree.Failure) {
+                (out, destination) = try PrivateTree(root: output).createFile(components.dropLast() + [(components.last ?? "entry") + (n > 0 ? "~\(n)" : "")])
+            } catch .ours(let code) {
+                // A full or unwritable working folder is ours; only a name the file system
+                // refuses is the entry's.
+                throw WorkingFolderFailure(code: code)
+            } catch .name(let reason) {
+                result.skipped.append(SkippedEntry(path: path, reason: "cannot be extracted: \(reason)"))
                 continue
             }
             if declaredSize > 64 << 20, Double(declaredSize) / Double(max(1, fileSize)) > limits.maxCompressionRatio {
@@ -295,7 +299,9 @@ extension ArchiveInventory {
             }
             writer.end(slot: slot, extendingTo: nil)
             if crc != entry.crc32 {
-                result.warnings.append(Self.dataWarning(path: path, "ZIP bad CRC: 0x\(String(crc, radix: 16)) should be 0x\(String(entry.crc32, radix: 16))"))
+                let warning = Self.dataWarning(path: path, "ZIP bad CRC: 0x\(String(crc, radix: 16)) should be 0x\(String(entry.crc32, radix: 16))")
+                result.warnings.append(warning)
+                result.damage = result.damage ?? warning
             }
             pending.append((slot: slot, file: SeenFile(path: target, url: destination, size: Int(declaredSize), isSQLite: isSQLite)))
             if isIdentity { identities.append((root: components.dropLast().joined(separator: "/"), fileName: fileName, url: destination)) }

@@ -1,5 +1,6 @@
 import Acquisition
 import CoreDataStore
+import Reports
 import Foundation
 import StoreFormats
 
@@ -98,6 +99,8 @@ enum CommonOptions {
                                                 help: "Stop at an archive entry larger than this.", default: "8589934592")
     static let maxRatio = OptionSpec.value("--max-ratio", valueName: "ratio",
                                            help: "Stop when archive data expands more than this many times (a decompression bomb).", default: "1000")
+    static let readDamaged = OptionSpec.flag("--read-damaged",
+                                             help: "Read what a damaged archive (cut off, failing its checksum, bytes after its end) still holds instead of stopping; the damage is printed as a warning and check lists it as archive-damaged.")
     static let maxEntries = OptionSpec.value("--max-entries", valueName: "count",
                                              help: "Stop after this many archive entries.", default: "2000000")
 
@@ -121,7 +124,8 @@ enum CommonOptions {
     static let quiet = OptionSpec.flag("--quiet", "-q", help: "Show no progress line (one is shown on stderr only when stderr is a terminal).")
 
     /// The options every command that reads stores accepts, in help order.
-    static let input: [OptionSpec] = [store, keepScratch, rollBackJournal, passwordFile, maxExtractBytes, maxEntryBytes, maxRatio, maxEntries, quiet]
+    static let input: [OptionSpec] = [store, keepScratch, rollBackJournal, passwordFile, maxExtractBytes, maxEntryBytes, maxRatio, maxEntries,
+                                      readDamaged, quiet]
 }
 
 /// What every reading command takes from the input options.
@@ -146,7 +150,10 @@ struct InputSettings {
     /// A session for one command (or one input of a batch), knowing where an encrypted backup's
     /// password comes from.
     func makeSession() throws -> EvidenceSession {
-        try EvidenceSession(keepScratch: keepScratch, backupPassword: BackupPasswordSource.implied(passwordFile: passwordFile))
+        let session = try EvidenceSession(keepScratch: keepScratch, backupPassword: BackupPasswordSource.implied(passwordFile: passwordFile))
+        // A damaged archive read on request is never read silently.
+        session.onDamagedInput = { Output().error("warning: \(TextTable.sanitized($0.warning)).\n") }
+        return session
     }
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
@@ -164,6 +171,7 @@ struct InputSettings {
         if let v = try number("--max-entry-bytes") { limits.maxEntryBytes = v }
         if let v = try number("--max-ratio") { limits.maxCompressionRatio = Double(v) }
         if let v = try number("--max-entries") { limits.maxEntries = Int(v) }
+        limits.readDamaged = parsed.flag("--read-damaged")
         self.limits = limits
     }
 }

@@ -118,6 +118,13 @@ struct CheckCommand: Command {
         let acquired = try session.stores(from: paths, select: input.select, options: open, limits: input.limits, refused: &refused)
         // Every original has been read into its working copy; `stores(from:)` has started hashing
         // them again beside the checks.
+        findings += session.damagedInputs.map { damaged in
+            Finding(id: "archive-damaged", severity: .error, store: damaged.input,
+                    message: "The archive is damaged and was read as asked (--read-damaged).",
+                    evidence: ["damage": .string(damaged.detail)],
+                    explanation: "A damaged archive can hold an older state (a -wal cut short shows fewer commits) or corrupt bytes; every result below is about what it still holds.",
+                    suggestion: "Copy the archive off the device again.")
+        }
         for store in acquired {
             let opened: OpenedStore
             do {
