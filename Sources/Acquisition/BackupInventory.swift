@@ -7,6 +7,7 @@ public enum BackupError: Error, Equatable, CustomStringConvertible, Sendable {
     /// Manifest.db is not SQLite, yet Manifest.plist does not say the backup is encrypted.
     case encrypted(path: String)
     case manifestUnreadable(path: String, detail: String)
+    case manifestPlistUnreadable(file: String, detail: String)
     /// An encrypted backup of a kind older than iOS 10.2's (no ManifestKey, no DPSL/DPIC round).
     case unsupportedEncryption(path: String, iosVersion: String?)
     case keybagDamaged(file: String, detail: String)
@@ -22,6 +23,8 @@ public enum BackupError: Error, Equatable, CustomStringConvertible, Sendable {
             return "\(path)/Manifest.db is not a SQLite database and Manifest.plist does not say the backup is encrypted; copy the whole backup folder again (Manifest.plist with it)."
         case .manifestUnreadable(let path, let detail):
             return "\(path)/Manifest.db cannot be read (\(detail)); the backup may be incomplete — copy the whole backup folder again."
+        case .manifestPlistUnreadable(let file, let detail):
+            return "\(file) cannot be read as a backup's Manifest.plist (\(detail)); copy the whole backup folder again."
         case .unsupportedEncryption(let path, let version):
             return "\(path) is an encrypted backup made by iOS \(version ?? "of an unknown version"), in the format used before iOS 10.2, which storelens does not decrypt; make a new backup with a current iOS, or decrypt this one with another tool first."
         case .keybagDamaged(let file, let detail):
@@ -92,9 +95,7 @@ struct BackupInventory {
     }
 
     func read() throws -> Result {
-        let manifestPlist = root.appendingPathComponent("Manifest.plist")
-        EvidenceReads.pass(manifestPlist.path)
-        let plist = (try? Data(contentsOf: manifestPlist)).map { BackupManifestPlist($0) } ?? BackupManifestPlist(Data())
+        let plist = try Self.manifestPlist(in: root)
         if plist.isEncrypted { return try readEncrypted(plist) }
         let manifest = root.appendingPathComponent("Manifest.db")
         guard FileManager.default.fileExists(atPath: manifest.path) else {
@@ -115,6 +116,25 @@ struct BackupInventory {
                                          isSQLite: DatabaseHeader.isSQLite(FamilyGrouping.prefix(of: entry.url))))
         }
         return result
+    }
+
+    /// The largest Manifest.plist read: Finder's and iTunes' hold the keybag, the device's
+    /// Lockdown facts and at most a list of apps, well under a megabyte; old iTunes backups with
+    /// app icons stay under a few.
+    static let manifestPlistLimit = 32 << 20
+
+    /// Manifest.plist, read only after its size is checked (a sparse 2 GiB one costs nothing); a
+    /// backup without one is read as unencrypted, as before.
+    static func manifestPlist(in root: URL) throws -> BackupManifestPlist {
+        let url = root.appendingPathComponent("Manifest.plist")
+        var st = stat()
+        guard lstat(url.path, &st) == 0 else { return BackupManifestPlist(Data()) }
+        EvidenceReads.pass(url.path)
+        do {
+            return BackupManifestPlist(try SmallFile.contents(of: url, limit: manifestPlistLimit))
+        } catch {
+            throw BackupError.manifestPlistUnreadable(file: url.path, detail: error.description)
+        }
     }
 
     // MARK: - Manifest.db rows
@@ -207,6 +227,7 @@ struct BackupInventory {
         let manifestFolder = try session.scratch.makeSubfolder(named: "backup-manifest")
         let manifestKey = try backup.manifestKey(plist)
         defer { manifestKey.clear() }
+        try BackupFileDecryption.checkManifest(manifest, key: manifestKey, name: manifest.path)
         let manifestFile: (fd: Int32, url: URL)
         do throws(PrivateTree.Failure) {
             manifestFile = try PrivateTree(root: manifestFolder).createFile(["Manifest.db"])

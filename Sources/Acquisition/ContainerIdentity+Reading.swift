@@ -32,9 +32,8 @@ enum PlistStrings {
     static let maxBytes = 1 << 20
 
     static func read(_ url: URL) -> [String: String]? {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
-              ((attributes[.size] as? NSNumber)?.intValue ?? Int.max) <= maxBytes,
-              let data = { EvidenceReads.pass(url.path); return try? Data(contentsOf: url) }() else { return nil }
+        EvidenceReads.pass(url.path)
+        guard let data = try? SmallFile.contents(of: url, limit: maxBytes) else { return nil }
         if BinaryPlist.isBinaryPlist(data), let value = try? BinaryPlist.decode(data), let dict = value.dictionaryValue {
             return dict.compactMapValues(\.stringValue)
         }

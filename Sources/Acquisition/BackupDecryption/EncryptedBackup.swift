@@ -158,6 +158,52 @@ enum BackupFileDecryption {
         return n == 16 ? Array(plain.prefix(16)) : nil
     }
 
+    /// The plaintext of `count` bytes at `offset` (both multiples of 16), read and decrypted alone:
+    /// CBC needs only the ciphertext block before them (zeros before the first, the IV).
+    static func peek(_ source: URL, key: SecretBytes, offset: Int64, count: Int) throws -> [UInt8] {
+        let fd = open(source.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw AcquisitionError.unreadable(path: source.path, reason: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        let from = max(0, offset - 16)
+        var cipher = [UInt8](repeating: 0, count: Int(offset - from) + count)
+        let got = cipher.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, off_t(from)) }
+        guard got == cipher.count else { throw AcquisitionError.unreadable(path: source.path, reason: "it is shorter than its size says") }
+        if offset == 0 { cipher.insert(contentsOf: [UInt8](repeating: 0, count: 16), at: 0) }
+        var plain = [UInt8](repeating: 0, count: cipher.count)
+        let decryptor = try CBCDecryptor(key: key)
+        _ = try cipher.withUnsafeBytes { input in
+            try plain.withUnsafeMutableBytes { output in try decryptor.update(input.baseAddress!, count: input.count, into: output.baseAddress!) }
+        }
+        defer { for i in plain.indices { plain[i] = 0 } }
+        return Array(plain.suffix(count))
+    }
+
+    /// Checks an encrypted Manifest.db before it is decrypted, from three of its blocks: the first
+    /// must be SQLite's, the last must end in valid padding, and the size the SQLite header declares
+    /// (when it is valid) must be the size the file decrypts to. A sparse or padded Manifest.db of
+    /// gigabytes is refused here, before any of it is decrypted into the working folder.
+    static func checkManifest(_ source: URL, key: SecretBytes, name: String) throws {
+        var st = stat()
+        guard lstat(source.path, &st) == 0 else { throw AcquisitionError.unreadable(path: source.path, reason: String(cString: strerror(errno))) }
+        let total = Int64(st.st_size)
+        guard total >= 112, total % 16 == 0 else {
+            throw BackupError.decryptionFailed(file: name, detail: "it is \(total) bytes, not a whole number of 16-byte AES blocks holding a database")
+        }
+        let head = try peek(source, key: key, offset: 0, count: 112)
+        guard DatabaseHeader.isSQLite(Data(head)) else { throw BackupError.manifestNotDecrypted(file: name) }
+        let last = try peek(source, key: key, offset: total - 16, count: 16)
+        let pad = Int(last[15])
+        guard pad >= 1, pad <= 16, last.suffix(pad).allSatisfy({ Int($0) == pad }) else {
+            throw BackupError.decryptionFailed(file: name, detail: "its last block does not end in valid padding: the key does not fit the file, or the file is damaged")
+        }
+        guard let header = try? DatabaseHeader(data: Data(head.prefix(100))), header.pageCountIsValid else { return }
+        let declared = Int64(header.pageCount).multipliedReportingOverflow(by: Int64(header.pageSize))
+        let plaintext = total - Int64(pad)
+        if declared.overflow || declared.partialValue != plaintext {
+            throw BackupError.decryptionFailed(file: name, detail: "its SQLite header declares \(header.pageCount) pages of \(header.pageSize) bytes, but it would decrypt to \(plaintext) bytes")
+        }
+    }
+
     /// Decrypts `source` into `destination`, a new file open for writing (made by `PrivateTree`,
     /// closed here), through bounded buffers, hashing the ciphertext and the plaintext on the way,
     /// and removing PKCS#7 padding from the end. `expectedSize` (the record's Size) trims what is
