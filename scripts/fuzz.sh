@@ -25,7 +25,7 @@ SECONDS_EACH=${FUZZ_SECONDS:-30}
 SANITIZERS=${FUZZ_SANITIZERS:-fuzzer,address}
 OUT=${FUZZ_BUILD:-.build/fuzz}
 SWIFTC=${SWIFTC:-swiftc}
-ALL_TARGETS="wal shm database binary-plist keyed-archive model-cache archive-path manifest path-pattern gzip-archive store-keys"
+ALL_TARGETS="wal shm database binary-plist keyed-archive model-cache archive-path backup-path manifest path-pattern gzip-archive store-keys"
 TARGETS=${*:-${FUZZ_TARGETS:-$ALL_TARGETS}}
 
 # target -> entry point, modules (in dependency order), -max_len
@@ -33,7 +33,8 @@ entry() {
   case $1 in
     wal) echo WALFuzz ;; shm) echo SHMFuzz ;; database) echo DatabaseFuzz ;;
     binary-plist) echo BinaryPlistFuzz ;; keyed-archive) echo KeyedArchiveFuzz ;;
-    model-cache) echo ModelCacheFuzz ;; archive-path) echo ArchivePathFuzz ;; manifest) echo ManifestFuzz ;;
+    model-cache) echo ModelCacheFuzz ;; archive-path) echo ArchivePathFuzz ;; backup-path) echo BackupPathFuzz ;;
+    manifest) echo ManifestFuzz ;;
     path-pattern) echo PathPatternFuzz ;;
     gzip-archive) echo GzipArchiveFuzz ;; store-keys) echo StoreKeysFuzz ;;
     *) echo "fuzz.sh: unknown target '$1' (targets: $ALL_TARGETS)" >&2; exit 2 ;;

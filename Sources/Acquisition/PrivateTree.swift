@@ -8,10 +8,12 @@ import Foundation
 /// nor a link planted by an earlier entry (or by another process in the folder) can lead a write
 /// outside the root. Components must already have passed `ArchivePath`; one that could still
 /// climb or nest (`..`, `.`, empty, a `/` or a NUL inside) is refused here as well.
-struct PrivateTree {
-    let root: URL
+public struct PrivateTree: Sendable {
+    public let root: URL
 
-    enum Failure: Error, Equatable {
+    public init(root: URL) { self.root = root }
+
+    public enum Failure: Error, Equatable, Sendable {
         /// Our own working folder failed (full, unwritable, out of descriptors): never the evidence's fault.
         case ours(code: Int32)
         /// The name cannot be made here (too long for the file system, a file and a folder of the
@@ -24,7 +26,7 @@ struct PrivateTree {
 
     /// Creates the file `components` names beneath the root (folders 0700, the file 0600) and
     /// returns it open for writing, with its path.
-    func createFile(_ components: [String]) throws(Failure) -> (fd: Int32, url: URL) {
+    public func createFile(_ components: [String]) throws(Failure) -> (fd: Int32, url: URL) {
         guard let last = components.last else { throw .name(reason: "no file name") }
         for part in components where !Self.isPlain(part) {
             throw .name(reason: "the path component \"\(part.prefix(40))\" could lead outside the working folder")
@@ -49,7 +51,7 @@ struct PrivateTree {
     }
 
     /// A name that stays one level below its folder.
-    static func isPlain(_ part: String) -> Bool {
+    public static func isPlain(_ part: String) -> Bool {
         !part.isEmpty && part != "." && part != ".." && !part.unicodeScalars.contains("/") && !part.unicodeScalars.contains("\0")
     }
 

@@ -12,7 +12,7 @@ import Testing
 /// (The manifest parser's inputs are replayed in CoexistenceTests.)
 @Suite("fuzz regression inputs")
 struct FuzzRegressionTests {
-    static let targets = ["wal", "shm", "database", "binary-plist", "keyed-archive", "model-cache", "archive-path"]
+    static let targets = ["wal", "shm", "database", "binary-plist", "keyed-archive", "model-cache", "archive-path", "backup-path", "gzip-archive"]
 
     static func inputs(_ target: String) throws -> [URL] {
         let fuzz = ProjectPaths.root().appendingPathComponent("Fuzz")
@@ -40,6 +40,8 @@ struct FuzzRegressionTests {
             case "keyed-archive": Self.keyedArchive(data)
             case "model-cache": Self.modelCache(data)
             case "archive-path": Self.archivePath([UInt8](data))
+            case "backup-path": try Self.backupPath([UInt8](data))
+            case "gzip-archive": try Self.gzipArchive(data)
             default: Issue.record("unknown target \(target)")
             }
         }
@@ -271,6 +273,53 @@ struct FuzzRegressionTests {
                 #expect(!c.isEmpty && !scalars.elementsEqual(".".unicodeScalars) && !scalars.elementsEqual("..".unicodeScalars))
                 #expect(!scalars.contains("/") && !scalars.contains("\0"), "\(Array(c.utf8))")
             }
+        }
+    }
+
+    static func backupPath(_ bytes: [UInt8]) throws {
+        guard let first = bytes.first else { return }
+        let split = min(bytes.count, 1 + Int(first))
+        let domain = ArchivePath.decode(rawBytes: Array(bytes[1..<split]))
+        let relative = ArchivePath.decode(rawBytes: Array(bytes[split...]))
+        guard case .safe(let components, _) = ArchivePath.sanitize(domain: domain, relativePath: relative) else { return }
+        #expect(components.first == domain && components.allSatisfy(PrivateTree.isPlain))
+        let folder = try TemporaryFolder("backup-path")
+        let tree = folder.path("t")
+        try FileManager.default.createDirectory(at: tree, withIntermediateDirectories: false)
+        let file = try PrivateTree(root: tree).createFile(components)
+        close(file.fd)
+        #expect(file.url.resolvingSymlinksInPath().path.hasPrefix(tree.resolvingSymlinksInPath().path + "/"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path) == ["t"])
+    }
+
+    static func gzipArchive(_ data: Data) throws {
+        let folder = try TemporaryFolder("gzip-seed")
+        let input = folder.path("input.tar.gz"), scratch = folder.path("scratch")
+        try data.write(to: input)
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: false)
+        let session = try EvidenceSession(scratchParent: scratch)
+        var limits = ArchiveLimits()
+        limits.maxExtractedBytes = 32 << 20
+        _ = try? InputResolver(session: session, limits: limits).inventory(of: input.path)
+        session.scratch.remove()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).isEmpty)
+    }
+
+    /// The gzip seeds are what their names say: the whole ones read without damage, each damaged
+    /// one (cut, CRC-32, length, bytes after the end) is reported as damaged, the entry named.
+    @Test("the gzip-archive seeds: whole ones read clean, each kind of damage is found",
+          .enabled(if: GzipDecoder.available.contains(.isal), "ISA-L is not built in; libarchive's filter does not check the trailer"))
+    func gzipSeeds() throws {
+        for name in ["model.tar.gz", "two-members.tar.gz", "cut-inside-entry.tar.gz", "bad-crc.tar.gz", "bad-isize.tar.gz", "trailing-bytes.tar.gz"] {
+            let folder = try TemporaryFolder("gzip-seed-facts")
+            let input = folder.path(name)
+            try Self.seed("gzip-archive/\(name)").write(to: input)
+            let session = try EvidenceSession(scratchParent: folder.url)
+            defer { session.scratch.remove() }
+            let inventory = try InputResolver(session: session).inventory(of: input.path)
+            let whole = name == "model.tar.gz" || name == "two-members.tar.gz"
+            #expect((inventory.damage == nil) == whole, "\(name): \(inventory.damage ?? "no damage")")
+            if !whole { #expect(inventory.damage?.contains("Model.sqlite") == true, "\(name) names the entry: \(inventory.damage ?? "")") }
         }
     }
 
