@@ -224,17 +224,7 @@ final class ArchiveInventory {
             if let failed = writer.firstFailure() {
                 throw WorkingFolderFailure(code: failed.code)
             }
-            let fd: Int32, destination: URL
-            do throws(PrivateTree.Failure) {
-                (fd, destination) = try PrivateTree(root: output).createFile(components.dropLast() + [(components.last ?? "entry") + (n > 0 ? "~\(n)" : "")])
-            } catch .ours(let code) {
-                // A full or unwritable working folder is ours; only a name the file system
-                // refuses is the entry's.
-                throw WorkingFolderFailure(code: code)
-            } catch .name(let reason) {
-                result.skipped.append(SkippedEntry(path: path, reason: "cannot be extracted: \(reason)"))
-                continue
-            }
+            guard let (fd, destination) = try createEntryFile(components, copy: n, path: path, result: &result) else { continue }
             // A sparse entry (or one whose header just claims a size) costs its logical size in
             // hashing and reading even when its data is a few blocks: that size counts against
             // --max-ratio, measured against the whole archive file, before any work on it.
@@ -361,6 +351,20 @@ final class ArchiveInventory {
         if uncompressed > 256 << 20, Double(uncompressed) / Double(compressed) > limits.maxCompressionRatio {
             throw ArchiveError.bomb(path: displayName, entry: entry,
                                     detail: "the archive expands more than \(Int(limits.maxCompressionRatio)) times (a decompression bomb; --max-ratio)")
+        }
+    }
+
+    /// Creates an extracted entry's file beneath the output folder (`PrivateTree`); the `n`th copy
+    /// of a name gets `~n`. Nil, with the entry skipped and why, when the file system refuses the
+    /// name; a full or unwritable working folder is ours and throws.
+    func createEntryFile(_ components: [String], copy n: Int, path: String, result: inout Result) throws -> (fd: Int32, url: URL)? {
+        do throws(PrivateTree.Failure) {
+            return try PrivateTree(root: output).createFile(components.dropLast() + [(components.last ?? "entry") + (n > 0 ? "~\(n)" : "")])
+        } catch .ours(let code) {
+            throw WorkingFolderFailure(code: code)
+        } catch .name(let reason) {
+            result.skipped.append(SkippedEntry(path: path, reason: "cannot be extracted: \(reason)"))
+            return nil
         }
     }
 

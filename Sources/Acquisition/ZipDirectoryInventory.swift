@@ -271,17 +271,7 @@ extension ArchiveInventory {
             if let failed = writer.firstFailure() {
                 throw WorkingFolderFailure(code: failed.code)
             }
-            let out: Int32, destination: URL
-            do throws(PrivateTree.Failure) {
-                (out, destination) = try PrivateTree(root: output).createFile(components.dropLast() + [(components.last ?? "entry") + (n > 0 ? "~\(n)" : "")])
-            } catch .ours(let code) {
-                // A full or unwritable working folder is ours; only a name the file system
-                // refuses is the entry's.
-                throw WorkingFolderFailure(code: code)
-            } catch .name(let reason) {
-                result.skipped.append(SkippedEntry(path: path, reason: "cannot be extracted: \(reason)"))
-                continue
-            }
+            guard let (out, destination) = try createEntryFile(components, copy: n, path: path, result: &result) else { continue }
             if declaredSize > 64 << 20, Double(declaredSize) / Double(max(1, fileSize)) > limits.maxCompressionRatio {
                 close(out)
                 unlink(destination.path)

@@ -78,11 +78,8 @@ struct EvidenceNameTests {
             return (backup.path, [])
         },
         Case(name: "encrypted backup", make: { evidence, work, target in
-            let plain = work.appendingPathComponent("plain/00008120-001A2B3C4D5E802E")
-            try hostileBackup(at: plain, container: try demo(in: work), target: target)
             let encrypted = evidence.appendingPathComponent("00008120-001A2B3C4D5E802E")
-            let password = try passwordFile(in: work)
-            try EncryptedBackupWriter.encrypt(plain, into: encrypted, passwordFile: password, verify: false)
+            let password = try encryptedHostileBackup(at: encrypted, work: work, target: target)
             return (encrypted.path, ["--password-file", password.path])
         }, needsWriter: true),
         Case(name: "plain backup in a zip") { evidence, work, target in
@@ -102,11 +99,8 @@ struct EvidenceNameTests {
             return (archive.path, [])
         },
         Case(name: "encrypted backup in a tar.gz", make: { evidence, work, target in
-            let plain = work.appendingPathComponent("plain/00008120-001A2B3C4D5E802E")
-            try hostileBackup(at: plain, container: try demo(in: work), target: target)
             let encrypted = work.appendingPathComponent("encrypted")
-            let password = try passwordFile(in: work)
-            try EncryptedBackupWriter.encrypt(plain, into: encrypted, passwordFile: password, verify: false)
+            let password = try encryptedHostileBackup(at: encrypted, work: work, target: target)
             let archive = evidence.appendingPathComponent("backup.tar.gz")
             try ArchiveMaker.write(try ArchiveMaker.entries(of: encrypted, prefix: "00008120-001A2B3C4D5E802E"), to: archive, format: .paxTar, filter: .gzip)
             return (archive.path, ["--password-file", password.path])
@@ -125,16 +119,20 @@ struct EvidenceNameTests {
         },
     ]
 
+    /// The hostile backup encrypted by the independent writer; returns the password file.
+    static func encryptedHostileBackup(at encrypted: URL, work: URL, target: URL) throws -> URL {
+        let plain = work.appendingPathComponent("plain/00008120-001A2B3C4D5E802E")
+        try hostileBackup(at: plain, container: try demo(in: work), target: target)
+        let password = work.appendingPathComponent("password.txt")
+        try Data("hostile names\n".utf8).write(to: password)
+        try EncryptedBackupWriter.encrypt(plain, into: encrypted, passwordFile: password, verify: false)
+        return password
+    }
+
     static func demo(in work: URL) throws -> URL {
         let container = work.appendingPathComponent("container-\(UUID().uuidString.prefix(6))")
         try DemoContainer.write(into: container)
         return container
-    }
-
-    static func passwordFile(in work: URL) throws -> URL {
-        let url = work.appendingPathComponent("password.txt")
-        try Data("hostile names\n".utf8).write(to: url)
-        return url
     }
 
     @Test("every hostile name is refused and nothing lands outside the working folder", arguments: 0..<cases.count)
