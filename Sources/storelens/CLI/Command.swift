@@ -102,7 +102,7 @@ enum CommonOptions {
                                              help: "Stop after this many archive entries.", default: "2000000")
 
     static let passwordFile = OptionSpec.value("--password-file", valueName: "file",
-                                               help: "An encrypted backup's password, read from this file (one trailing newline is dropped). Without it: the STORELENS_BACKUP_PASSWORD variable, else a prompt when stdin is a terminal; never a plain command-line value.")
+                                               help: "An encrypted backup's password, read from this file, named pipe or <(pass show backup) (one trailing newline is dropped; a pipe is waited for at most 30 s). Without it: the STORELENS_BACKUP_PASSWORD variable, else a prompt when stdin is a terminal; never a plain command-line value.")
 
     /// `--tz`: the zone people read dates in; JSON stays UTC (docs/json-output.md).
     static let timeZone = OptionSpec.value("--tz", valueName: "zone",
