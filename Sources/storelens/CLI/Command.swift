@@ -1,6 +1,7 @@
 import Acquisition
 import CoreDataStore
 import Foundation
+import Reports
 import StoreFormats
 
 /// What every subcommand declares about itself, for parsing and for help.
@@ -55,16 +56,27 @@ final class Output: Sendable {
     /// threads may still be working, and atexit must not race them).
     static func stop(_ status: Int32, saying sentence: String? = nil) -> Never {
         if let sentence {
-            _ = writeAll(STDERR_FILENO, "Error: \(sentence) (this is storelens' own failure, not a finding about the evidence).\n")
+            _ = writeAll(STDERR_FILENO, terminalLine("Error: \(sentence) (this is storelens' own failure, not a finding about the evidence).\n"))
         }
         ScratchRegistry.shared.removeAll()
         _exit(status)
     }
 
-    /// Diagnostics: a closed stderr loses them but stops nothing.
-    func error(_ text: String) {
+    /// Diagnostics, one line per call: a closed stderr loses them but stops nothing. Every
+    /// diagnostic passes here, so here its bytes are made safe for a terminal (`terminalLine`):
+    /// paths, option values and store names in it come from the command line or the evidence.
+    func error(_ line: String) {
         ProgressReporter.current.clear()
-        _ = Self.writeAll(STDERR_FILENO, text)
+        _ = Self.writeAll(STDERR_FILENO, Self.terminalLine(line))
+    }
+
+    /// `line` with every control character (ESC, BEL, CR, a newline inside it …) and every
+    /// invisible reordering character shown as U+FFFD (`TextTable.sanitized`); only the newline
+    /// that ends it is kept, so a value cannot split one sentence over two lines or fake another.
+    static func terminalLine(_ line: String) -> String {
+        let ended = line.unicodeScalars.last == "\n"
+        let body = ended ? String(String.UnicodeScalarView(line.unicodeScalars.dropLast())) : line
+        return TextTable.sanitized(body) + (ended ? "\n" : "")
     }
 
     /// Writes every byte, retrying short and interrupted writes. False (with errno) on failure.

@@ -98,7 +98,7 @@ struct RowsCommand: Command {
         let writer = RowsWriter(format: format, fields: reader.fields.map(\.label), header: header, rawCSV: rawCSV, write: output.write,
                                 writeBytes: output.write(bytes:))
         if format == .table {
-            var title = "\(TextTable.sanitized(acquired.displayPath)): \(entity.entity.name)"
+            var title = TextTable.sanitized("\(acquired.displayPath): \(entity.entity.name)")
             if asOf != nil { title += " as of commit \(asOf!)" }
             if opened.model.source == .inferred { title += " (model INFERRED from the SQL schema)" }
             output.write(title + "\n")
