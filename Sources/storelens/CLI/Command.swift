@@ -130,6 +130,16 @@ enum CommonOptions {
         return zone
     }
 
+    /// `--raw-csv` for the commands whose only spreadsheet format is csv (rows has its own, with tsv).
+    static let rawCSV = OptionSpec.flag("--raw-csv", help: "With --format csv: write cells exactly as stored; by default control characters are written as \\u001b-style escapes (a backslash as \\\\) and a cell a spreadsheet would run as a formula gets a leading ' (docs/rows.md).")
+
+    /// `--raw-csv`, refused with any format but csv.
+    static func rawCSV(_ parsed: ParsedArguments, csv: Bool) throws(ParseError) -> Bool {
+        let raw = parsed.flag("--raw-csv")
+        if raw && !csv { throw .invalid("--raw-csv is for --format csv; the other formats escape by their own rules (JSON's) or are for a terminal.") }
+        return raw
+    }
+
     static let quiet = OptionSpec.flag("--quiet", "-q", help: "Show no progress line (one is shown on stderr only when stderr is a terminal).")
 
     /// The options every command that reads stores accepts, in help order.
