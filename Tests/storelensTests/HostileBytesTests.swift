@@ -170,4 +170,50 @@ struct HostileBytesTests {
                     "\(arguments): one error sentence, not split: \(r.stderr.debugDescription)")
         }
     }
+
+    @Test("a link or a named pipe in _EXTERNAL_DATA is reported as what it is, never as an existing file of the link's length, and blocks nothing")
+    func externalDataLinks() throws {
+        let folder = try TemporaryFolder("hostile-external")
+        let evidence = folder.path("evidence")
+        try FileManager.default.createDirectory(at: evidence, withIntermediateDirectories: true)
+        let store = evidence.appendingPathComponent("photos.store")
+        let model = ModelDescription(entities: [
+            EntityDescription("Photo", attributes: [AttributeDescription("image", .binaryData, externalStorage: true)]),
+        ], versionIdentifiers: ["1.0.0"])
+        let writer = try StoreWriter(url: store, model: model, options: .init(journalMode: .delete))
+        let real = UUID(), linked = UUID(), pipe = UUID()
+        // A secret outside the store that a link points at: its size must not be reported as the data's.
+        let secret = folder.path("secret.bin")
+        try Data(count: 4321).write(to: secret)
+        try writer.transaction { w in
+            _ = try w.insert("Photo", ["image": try writer.externalData(Data(count: 300), name: real)])
+            _ = try w.insert("Photo", ["image": StoreWriter.externalReference(linked)])
+            _ = try w.insert("Photo", ["image": StoreWriter.externalReference(pipe)])
+        }
+        try writer.close()
+        let external = writer.supportFolder.appendingPathComponent("_EXTERNAL_DATA")
+        try FileManager.default.createSymbolicLink(atPath: external.appendingPathComponent(linked.uuidString).path, withDestinationPath: secret.path)
+        #expect(mkfifo(external.appendingPathComponent(pipe.uuidString).path, 0o600) == 0)
+
+        let rows = try BoundedRun.run(["rows", store.path, "Photo", "--format", "jsonl"], timeout: 60)
+        #expect(!rows.timedOut && rows.status == 0, "\(rows.stderr)")
+        var kinds: [String: String] = [:]
+        for line in rows.stdout.split(separator: "\n") {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let file = try #require((object["image"] as? [String: Any])?["externalFile"] as? [String: Any])
+            let path = try #require(file["path"] as? String)
+            kinds[String(path.split(separator: "/").last ?? "")] = "\(file["kind"] ?? "-") \(file["exists"] ?? "-") \(file["size"] ?? "-")"
+        }
+        #expect(kinds == [real.uuidString: "file 1 300", linked.uuidString: "symbolic link 0 <null>", pipe.uuidString: "named pipe 0 <null>"]
+                || kinds == [real.uuidString: "file true 300", linked.uuidString: "symbolic link false <null>", pipe.uuidString: "named pipe false <null>"], "\(kinds)")
+        let table = try BoundedRun.run(["rows", store.path, "Photo"], timeout: 60)
+        #expect(table.stdout.contains("symbolic link, not followed or read") && table.stdout.contains("named pipe, not followed or read")
+                && !table.stdout.contains("4321"), "\(table.stdout)")
+        // Every other reader of the store's family passes the pipe by too.
+        for arguments in [["inspect", store.path], ["check", store.path], ["scan", evidence.path, "--evidence", folder.path("evidence.json").path],
+                          ["report", store.path, "--out", folder.path("r.html").path]] {
+            let r = try BoundedRun.run(arguments, timeout: 60)
+            #expect(!r.timedOut && r.status <= 1, "\(arguments[0]): \(r.status) \(r.stderr)")
+        }
+    }
 }
