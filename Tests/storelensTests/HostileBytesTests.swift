@@ -139,7 +139,8 @@ struct HostileBytesTests {
         let named = folder.path("ev\(Self.osc52)il\r\n.store")
         try Self.store(at: named, entity: "Evil\u{1B}[31mItem")
         for arguments in [["inspect", named.path], ["rows", named.path, "Evil\u{1B}[31mItem"], ["history", named.path],
-                          ["check", named.path], ["wal", named.path, "--diff"], ["recover", named.path], ["schema", named.path], ["scan", folder.url.path]] {
+                          ["check", named.path], ["wal", named.path, "--diff"], ["wal", named.path], ["recover", named.path], ["schema", named.path],
+                          ["lint", named.path], ["scan", folder.url.path], ["scan", folder.url.path, "--format", "markdown"]] {
             let r = try CLI.run(arguments)
             #expect(r.status <= 1, "\(arguments[0]): \(r.stderr)")
             Self.expectClean(r.stdout, "\(arguments[0]) stdout")
