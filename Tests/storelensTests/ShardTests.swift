@@ -227,9 +227,7 @@ struct ShardTests {
     @Test("merge refuses what is not a results file, in one sentence, and writes no partial --out")
     func mergeRefuses() throws {
         let folder = try TemporaryFolder("merge-bad")
-        let good = folder.path("good.jsonl")
-        try ReportSamples.write(to: folder.path("d.store"))
-        _ = try CLI.run(["inspect", folder.path("d.store").path, "--jsonl", good.path])
+        let good = try Self.goodResults(in: folder)
         var text = try String(contentsOf: good, encoding: .utf8)
         text += "{\"schemaVersion\":1,\"command\":\"inspect\",\"inp"
         let cut = folder.path("cut.jsonl")
@@ -243,7 +241,16 @@ struct ShardTests {
         let ok = try CLI.run(["merge", good.path])
         #expect(ok.status == 0 && ok.stdout.contains("inspect: 1 input: 1 ok"), "\(ok.stdout)\(ok.stderr)")
     }
-    /// A batch line with `key` set to the JSON literal `literal` (and the other keys as given).
+
+    /// good.jsonl: the results line of an inspect batch of one sample store (d.store).
+    static func goodResults(in folder: TemporaryFolder) throws -> URL {
+        let good = folder.path("good.jsonl")
+        try ReportSamples.write(to: folder.path("d.store"))
+        _ = try CLI.run(["inspect", folder.path("d.store").path, "--jsonl", good.path])
+        return good
+    }
+
+    /// `good` as a JSON line with each key of `changes` set to its JSON literal, written as is.
     static func line(_ good: [String: Any], _ changes: [String: String]) throws -> String {
         var object = good
         for key in changes.keys { object[key] = "@@\(key)@@" }
@@ -255,9 +262,7 @@ struct ShardTests {
     @Test("merge checks every field of a batch line: exit codes 0 to 3 matching the status, JSON types; nonsense is exit 2 naming file and line, never success")
     func mergeChecksFields() throws {
         let folder = try TemporaryFolder("merge-fields")
-        let good = folder.path("good.jsonl")
-        try ReportSamples.write(to: folder.path("d.store"))
-        _ = try CLI.run(["inspect", folder.path("d.store").path, "--jsonl", good.path])
+        let good = try Self.goodResults(in: folder)
         let goodLine = try String(contentsOf: good, encoding: .utf8).trimmingCharacters(in: .newlines)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(goodLine.utf8)) as? [String: Any])
         #expect(object["status"] as? String == "ok", "the sample store inspects cleanly: \(goodLine)")
