@@ -62,18 +62,43 @@ public struct BinaryValue: Sendable, Equatable {
 /// A file of `.<store>_SUPPORT/_EXTERNAL_DATA/`, checked for existence in the original folder
 /// (its size is read; the file is never opened).
 public struct ExternalFile: Sendable, Equatable {
+    /// What the name is in `_EXTERNAL_DATA/`, looked at without following a link: only a regular
+    /// file is external data. A link or a named pipe placed there is reported as what it is (a
+    /// link's length is not a file's size; a pipe would block a reader), never followed or read.
+    public enum Kind: UInt8, Sendable {
+        case missing = 0, file = 1, symbolicLink = 2, namedPipe = 3, folder = 4, other = 5
+
+        public var name: String {
+            switch self {
+            case .missing: return "missing"
+            case .file: return "file"
+            case .symbolicLink: return "symbolic link"
+            case .namedPipe: return "named pipe"
+            case .folder: return "folder"
+            case .other: return "device or socket"
+            }
+        }
+    }
+
     /// The UUID-like name stored in the marker.
     public let name: String
     /// The path relative to the store's folder, e.g. `.default_SUPPORT/_EXTERNAL_DATA/<UUID>`.
     public let relativePath: String
-    public let exists: Bool
+    public let kind: Kind
+    /// The size of a regular file (nil for anything else).
     public let size: Int?
+    /// A regular file: the external data is there.
+    public var exists: Bool { kind == .file }
 
-    public init(name: String, relativePath: String, exists: Bool, size: Int?) {
+    public init(name: String, relativePath: String, kind: Kind, size: Int?) {
         self.name = name
         self.relativePath = relativePath
-        self.exists = exists
-        self.size = size
+        self.kind = kind
+        self.size = kind == .file ? size : nil
+    }
+
+    public init(name: String, relativePath: String, exists: Bool, size: Int?) {
+        self.init(name: name, relativePath: relativePath, kind: exists ? .file : .missing, size: size)
     }
 }
 
@@ -165,11 +190,28 @@ public struct ValueDecoder: Sendable {
         let folderName = supportFolder?.lastPathComponent ?? ".\(storeBaseName)_SUPPORT"
         let relative = "\(folderName)/_EXTERNAL_DATA/\(name)"
         guard let supportFolder else { return ExternalFile(name: name, relativePath: relative, exists: false, size: nil) }
-        let url = supportFolder.appendingPathComponent("_EXTERNAL_DATA").appendingPathComponent(name)
-        var isDirectory: ObjCBool = false
-        let exists = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) && !isDirectory.boolValue
-        let size = exists ? (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.intValue : nil
-        return ExternalFile(name: name, relativePath: relative, exists: exists, size: size)
+        let folder = supportFolder.appendingPathComponent("_EXTERNAL_DATA")
+        // The folder itself must be one: through a linked _EXTERNAL_DATA every name would be a
+        // file elsewhere, so each is reported as behind a link.
+        let folderKind = Self.kind(of: folder.path).kind
+        guard folderKind == .folder else {
+            return ExternalFile(name: name, relativePath: relative, kind: folderKind == .missing ? .missing : .symbolicLink, size: nil)
+        }
+        let (kind, size) = Self.kind(of: folder.appendingPathComponent(name).path)
+        return ExternalFile(name: name, relativePath: relative, kind: kind, size: size)
+    }
+
+    /// What `path` is, by lstat(2) (a link is not followed), and a regular file's size.
+    static func kind(of path: String) -> (kind: ExternalFile.Kind, size: Int?) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return (.missing, nil) }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return (.file, Int(info.st_size))
+        case S_IFLNK: return (.symbolicLink, nil)
+        case S_IFIFO: return (.namedPipe, nil)
+        case S_IFDIR: return (.folder, nil)
+        default: return (.other, nil)
+        }
     }
 
     /// A keyed archive of Foundation types as a tree, or nil when the bytes are something else.

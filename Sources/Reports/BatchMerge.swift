@@ -63,7 +63,7 @@ public struct BatchMerge: Sendable {
 
     private struct Entry {
         var line: String
-        var status: String
+        var status: BatchLine.Status
         var exitCode: Int32
         var error: String?
         var hosts: [String]
@@ -79,12 +79,12 @@ public struct BatchMerge: Sendable {
             merge.files.append(file.path)
             try forEachLine(of: file) { number, text in
                 merge.lineCount += 1
-                let parsed = parse(text)
-                guard case .success(let line) = parsed else {
-                    if case .failure(let reason) = parsed {
-                        merge.malformedCount += 1
-                        if merge.malformed.count < malformedLimit { merge.malformed.append(Malformed(file: file.path, line: number, reason: reason.text)) }
-                    }
+                let line: BatchLine.Read
+                switch BatchLine.read(text) {
+                case .success(let read): line = read
+                case .failure(let invalid):
+                    merge.malformedCount += 1
+                    if merge.malformed.count < malformedLimit { merge.malformed.append(Malformed(file: file.path, line: number, reason: invalid.reason)) }
                     return
                 }
                 if let host = line.host { hosts.insert(host) }
@@ -105,9 +105,9 @@ public struct BatchMerge: Sendable {
             for (input, entry) in entries[command, default: [:]].sorted(by: { $0.key < $1.key }) {
                 totals.inputs += 1
                 switch entry.status {
-                case "ok": totals.ok += 1
-                case "findings": totals.findings += 1
-                default:
+                case .ok: totals.ok += 1
+                case .findings: totals.findings += 1
+                case .error:
                     totals.errors += 1
                     merge.failures.append(Failure(command: command, input: input, error: entry.error ?? "(no error given)"))
                 }
@@ -118,33 +118,6 @@ public struct BatchMerge: Sendable {
             merge.commands.append(totals)
         }
         return merge
-    }
-
-    private struct Line {
-        let command: String
-        let input: String
-        let status: String
-        let exitCode: Int32
-        let error: String?
-        let host: String?
-    }
-
-    private struct Reason: Error { let text: String }
-
-    private static func parse(_ text: String) -> Result<Line, Reason> {
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else {
-            return .failure(Reason(text: "not a JSON object (a line cut off, or not a results file)"))
-        }
-        guard let version = object["schemaVersion"] as? Int, version == BatchLine.schemaVersion else {
-            return .failure(Reason(text: "not a batch line of schemaVersion \(BatchLine.schemaVersion)"))
-        }
-        guard let command = object["command"] as? String, let input = object["input"] as? String,
-              let status = object["status"] as? String, ["ok", "findings", "error"].contains(status),
-              let code = (object["exitCode"] as? NSNumber)?.int32Value else {
-            return .failure(Reason(text: "a batch line without its command, input, status or exitCode"))
-        }
-        return .success(Line(command: command, input: input, status: status, exitCode: code,
-                             error: object["error"] as? String, host: object["host"] as? String))
     }
 
     /// Streams `file` in bounded chunks; `body` gets each non-empty line with its 1-based number.

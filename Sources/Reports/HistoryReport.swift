@@ -20,6 +20,8 @@ public final class HistoryWriter {
     let header: [(String, JSONValue)]
     let path: String
     let write: (String) -> Void
+    /// CSV cells exactly as stored (`--raw-csv`): no escapes, no formula neutralised.
+    public var rawCSV = false
     public private(set) var transactions = 0
     public private(set) var changes = 0
 
@@ -39,7 +41,7 @@ public final class HistoryWriter {
 
     public func begin(title: String) {
         if format == .csv {
-            write(Self.flatColumns.map { RowsWriter.csvField(RowsWriter.neutralisingFormula($0)) }.joined(separator: ",") + "\r\n")
+            write(Self.flatColumns.map { RowsWriter.csvCell($0, raw: rawCSV) }.joined(separator: ",") + "\r\n")
             return
         }
         if format == .jsonl { return }
@@ -136,7 +138,7 @@ public final class HistoryWriter {
                 } else {
                     // For people: the time in the --tz zone; JSON Lines keep UTC.
                     if let shown = ValueRendering.time(t.timestamp, referenceSeconds: t.referenceSeconds) { record[2] = .string(shown) }
-                    out += record.map { RowsWriter.csvField(RowsWriter.neutralisingFormula(Self.cell($0))) }.joined(separator: ",") + "\r\n"
+                    out += record.map { RowsWriter.csvCell(Self.cell($0), raw: rawCSV) }.joined(separator: ",") + "\r\n"
                 }
             }
             write(out)

@@ -67,14 +67,19 @@ public indirect enum JSONValue: Equatable, Sendable {
         }
     }
 
-    /// Escapes per RFC 8259; control characters (and NUL bytes from a device) become \u escapes.
+    /// Escapes per RFC 8259; control characters (and NUL bytes from a device) become \u escapes,
+    /// and so does every other character `TextTable.isHostile` finds — DEL, the C1 controls, the
+    /// bidi and line-separator characters — which JSON allows raw but a terminal showing the file
+    /// (`cat`, `less -r`) may act on or reorder by.
     static func escape(_ s: String, into out: inout String) {
         out += "\""
         // Most strings need no escape: one scan of the UTF-8, then one append (appending scalar by
-        // scalar was most of the time `recover` spent writing JSON). U+2028/2029 start with 0xE2.
+        // scalar was most of the time `recover` spent writing JSON). U+2028/2029 and the bidi
+        // characters start with 0xE2, the C1 controls with 0xC2, U+061C with 0xD8.
+        func special(_ b: UInt8) -> Bool { b < 0x20 || b == 0x22 || b == 0x5C || b == 0x7F || b == 0xC2 || b == 0xD8 || b == 0xE2 }
         let plain = s.utf8.withContiguousStorageIfAvailable { bytes in
-            !bytes.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0xE2 })
-        } ?? !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0xE2 })
+            !bytes.contains(where: special)
+        } ?? !s.utf8.contains(where: special)
         if plain {
             out += s
             out += "\""
@@ -87,7 +92,7 @@ public indirect enum JSONValue: Equatable, Sendable {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029:
+            case _ where TextTable.isHostile(scalar):
                 out += String(format: "\\u%04x", scalar.value)
             default: out.unicodeScalars.append(scalar)
             }

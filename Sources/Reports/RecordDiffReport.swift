@@ -39,6 +39,8 @@ public final class RecordDiffWriter {
     static let historyTables: Set<String> = ["ATRANSACTION", "ACHANGE", "ATRANSACTIONSTRING"]
 
     let format: Format
+    /// CSV cells exactly as stored (`--raw-csv`): no escapes, no formula neutralised.
+    public var rawCSV = false
     let each: Bool
     let write: (String) -> Void
     private var stores = 0
@@ -201,7 +203,7 @@ public final class RecordDiffWriter {
     }
 
     private func csvCell(_ s: String) -> String {
-        RowsWriter.csvField(RowsWriter.neutralisingFormula(s))
+        RowsWriter.csvCell(s, raw: rawCSV)
     }
 
     // MARK: - Text

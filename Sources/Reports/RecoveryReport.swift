@@ -17,6 +17,8 @@ public final class RecoveryWriter {
     public static let schemaVersion = 3
 
     let format: Format
+    /// CSV cells exactly as stored (`--raw-csv`): no escapes, no formula neutralised.
+    public var rawCSV = false
     let writeBytes: ([UInt8]) -> Void
     /// Output not yet written, gathered into blocks of about `RowsWriter.blockSize` bytes (a write
     /// per version was a tenth of `recover`'s time on the bench's 10000 deleted records).
@@ -303,7 +305,7 @@ public final class RecoveryWriter {
     }
 
     private func csvCell(_ s: String) -> String {
-        RowsWriter.csvField(RowsWriter.neutralisingFormula(s))
+        RowsWriter.csvCell(s, raw: rawCSV)
     }
 
     // MARK: - Text

@@ -227,12 +227,42 @@ public final class RowsWriter {
         s.count <= width ? s : String(s.prefix(max(0, width - 1))) + "…"
     }
 
-    private func csvCell(_ s: String) -> String {
-        Self.csvField(rawCSV ? s : Self.neutralisingFormula(s))
+    private func csvCell(_ s: String) -> String { Self.csvCell(s, raw: rawCSV) }
+
+    private func tsvCell(_ s: String) -> String { Self.tsvCell(s, raw: rawCSV) }
+
+    /// A CSV cell as every CSV view writes it: unless `raw` (`--raw-csv`), its control
+    /// characters escaped (`escapingControls`) and a formula neutralised; then quoted as RFC 4180 wants.
+    public static func csvCell(_ s: String, raw: Bool) -> String {
+        csvField(raw ? s : neutralisingFormula(escapingControls(s)))
     }
 
-    private func tsvCell(_ s: String) -> String {
-        Self.tsvField(rawCSV ? s : Self.neutralisingFormula(s))
+    /// `csvCell` for TSV.
+    public static func tsvCell(_ s: String, raw: Bool) -> String {
+        tsvField(raw ? s : neutralisingFormula(escapingControls(s)))
+    }
+
+    /// `s` with every character a terminal could act on or that hides what a reader sees (the
+    /// ones `TextTable.sanitized` replaces: C0 controls — tab, CR and LF included —, DEL, C1
+    /// controls, bidi embeddings, overrides, isolates and marks, line and paragraph separators)
+    /// written as `\u` and four lower-case hex digits, as JSON writes them, and each backslash
+    /// doubled. So `cat` of a CSV file runs nothing (no ESC, no OSC 52, no CR that overwrites a
+    /// line), a cell is one line, and the exact value comes back by undoing the two escapes
+    /// (docs/rows.md, "Escaping").
+    public static func escapingControls(_ s: String) -> String {
+        guard s.unicodeScalars.contains(where: { $0 == "\\" || TextTable.isHostile($0) }) else { return s }
+        var out = String.UnicodeScalarView()
+        for scalar in s.unicodeScalars {
+            if scalar == "\\" {
+                out.append(contentsOf: "\\\\".unicodeScalars)
+            } else if TextTable.isHostile(scalar) {
+                let hex = String(scalar.value, radix: 16)
+                out.append(contentsOf: ("\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex).unicodeScalars)
+            } else {
+                out.append(scalar)
+            }
+        }
+        return String(out)
     }
 
     /// `s` with a `'` in front when a spreadsheet would read it as a formula: it starts with

@@ -32,7 +32,7 @@ public enum ValueRendering {
         case .external(let file):
             members.append(("storage", .string("external")))
             members.append(("externalFile", .object([("path", .string(file.relativePath)), ("exists", .bool(file.exists)),
-                                                    ("size", .optional(file.size))])))
+                                                    ("kind", .string(file.kind.name)), ("size", .optional(file.size))])))
         }
         return .object(members)
     }
@@ -75,7 +75,11 @@ public enum ValueRendering {
         case .binary(let b):
             switch b.storage {
             case .external(let file):
-                return "<external " + (file.exists ? "\(file.size ?? 0) bytes" : "file MISSING") + ": \(file.relativePath)>"
+                switch file.kind {
+                case .file: return "<external \(file.size ?? 0) bytes: \(file.relativePath)>"
+                case .missing: return "<external file MISSING: \(file.relativePath)>"
+                default: return "<external data is a \(file.kind.name), not followed or read: \(file.relativePath)>"
+                }
             case .inline:
                 return "<\(b.size ?? 0) bytes inline \(b.prefixHex)\((b.size ?? 0) > BinaryValue.prefixLength ? "…" : "")>"
             case .plain:

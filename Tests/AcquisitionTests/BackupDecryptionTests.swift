@@ -26,6 +26,55 @@ struct BackupDecryptionTests {
         #expect("\(error)".contains(missing))
     }
 
+    @Test("a password file may be a named pipe: written after a while it is read; one nobody writes to ends at the wait with a clear error; too long, a folder, a device are refused")
+    func passwordPipe() throws {
+        let folder = try TemporaryFolder("pwfifo")
+        let fifo = folder.path("late").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        // The writer opens the pipe only after the reader waits (a thread, so no timing is assumed:
+        // the reader waits up to 60 s for it).
+        let writer = Thread {
+            usleep(200_000)
+            let fd = open(fifo, O_WRONLY)
+            guard fd >= 0 else { return }
+            _ = "pw from a pipe\n".withCString { write(fd, $0, strlen($0)) }
+            close(fd)
+        }
+        writer.start()
+        #expect(Self.bytes(try BackupPasswordSource.readFile(fifo, waitMilliseconds: 60_000)) == Array("pw from a pipe".utf8))
+
+        let silent = folder.path("silent").path
+        #expect(mkfifo(silent, 0o600) == 0)
+        #expect(throws: BackupPasswordError.nothingArrived(path: silent, seconds: 1, received: false)) {
+            try BackupPasswordSource.readFile(silent, waitMilliseconds: 300)
+        }
+        let error = BackupPasswordError.nothingArrived(path: silent, seconds: 1, received: false)
+        #expect(error.description.contains("nothing arrived on the password file \(silent) within 1 s"))
+
+        // Longer than the bound, through a pipe and from a file: refused, the bytes never echoed.
+        let long = String(repeating: "p", count: BackupPasswordSource.maxBytes + 100)
+        let longFIFO = folder.path("long").path
+        #expect(mkfifo(longFIFO, 0o600) == 0)
+        let longWriter = Thread {
+            let fd = open(longFIFO, O_WRONLY)
+            guard fd >= 0 else { return }
+            _ = long.withCString { write(fd, $0, strlen($0)) }
+            close(fd)
+        }
+        longWriter.start()
+        let tooLong = try #require(throws: BackupPasswordError.self) { try BackupPasswordSource.readFile(longFIFO, waitMilliseconds: 60_000) }
+        #expect(tooLong == .tooLong(source: "the password file \(longFIFO)", limit: BackupPasswordSource.maxBytes))
+        #expect(!tooLong.description.contains("ppppp"))
+        let longFile = folder.path("long.txt")
+        try Data(long.utf8).write(to: longFile)
+        #expect(throws: BackupPasswordError.tooLong(source: "the password file \(longFile.path)", limit: BackupPasswordSource.maxBytes)) {
+            try BackupPasswordSource.readFile(longFile.path)
+        }
+
+        #expect(throws: BackupPasswordError.unsupportedKind(path: folder.url.path, kind: "a folder")) { try BackupPasswordSource.readFile(folder.url.path) }
+        #expect(throws: BackupPasswordError.unsupportedKind(path: "/dev/null", kind: "a character device")) { try BackupPasswordSource.readFile("/dev/null") }
+    }
+
     @Test("SecretBytes clears its bytes on clear() and when shortened")
     func secretBytes() {
         let secret = Array("hunter2".utf8).withUnsafeBytes { SecretBytes(copying: $0) }

@@ -97,6 +97,26 @@ struct ValueDecodingTests {
         #expect(found?.storage == .external(ExternalFile(name: name, relativePath: ".default_SUPPORT/_EXTERNAL_DATA/\(name)", exists: true, size: 300)))
         let missing = binary(Data([0x02]) + Data("FFFFFFFF-2222-4333-8444-555555555555".utf8))
         if case .external(let file)? = missing?.storage { #expect(!file.exists && file.size == nil) } else { Issue.record("not external") }
+        // A link or a named pipe in _EXTERNAL_DATA is what it is: not followed, not read (lstat
+        // only, so the pipe cannot block), never an existing file of the link's length.
+        let linked = "11111111-2222-4333-8444-555555555555", pipe = "22222222-2222-4333-8444-555555555555"
+        try FileManager.default.createSymbolicLink(atPath: support.appendingPathComponent("_EXTERNAL_DATA/\(linked)").path,
+                                                   withDestinationPath: support.appendingPathComponent("_EXTERNAL_DATA/\(name)").path)
+        #expect(mkfifo(support.appendingPathComponent("_EXTERNAL_DATA/\(pipe)").path, 0o600) == 0)
+        for (file, kind) in [(linked, ExternalFile.Kind.symbolicLink), (pipe, .namedPipe)] {
+            let value = binary(Data([0x02]) + Data(file.utf8) + Data([0]))
+            guard case .external(let found)? = value?.storage else { Issue.record("not external"); continue }
+            #expect(found.kind == kind && !found.exists && found.size == nil && value?.size == nil, "\(found)")
+        }
+        // A linked _EXTERNAL_DATA folder: its files are behind a link, not followed.
+        let other = folder.path(".other_SUPPORT")
+        try FileManager.default.createDirectory(at: other, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: other.appendingPathComponent("_EXTERNAL_DATA").path,
+                                                   withDestinationPath: support.appendingPathComponent("_EXTERNAL_DATA").path)
+        if case .binary(let b) = ValueDecoder(supportFolder: other).decode(.blob(Data([0x02]) + Data(name.utf8)), as: attribute),
+           case .external(let file) = b.storage {
+            #expect(file.kind == .symbolicLink && !file.exists)
+        } else { Issue.record("not external") }
         // A name that could leave the folder is not a file reference: the bytes are shown as they are.
         #expect(binary(Data([0x02]) + Data("../../etc/passwd".utf8))?.storage == .plain)
         // Without external storage enabled, a leading 0x02 is just data.

@@ -97,4 +97,30 @@ struct BatchShardTests {
         #expect(BatchReportName.fileName(for: "t/..").hasPrefix("input-"))
         #expect(BatchReportName.fileName(for: "/").hasPrefix("input-"))
     }
+
+    @Test("a batch line's startedAt is an RFC 3339 timestamp, never one Foundation's ISO 8601 parser refuses")
+    func startedAt() {
+        let candidates = ["2026-11-29T10:00:00.123Z", "2026-11-29T10:00:00Z", "2026-11-29T10:00:00+01:00", "2026-11-29T23:59:59.5-05:30",
+                          "2026-13-29T10:00:00Z", "2026-11-32T10:00:00Z", "2026-11-29T24:00:00Z", "2026-11-29T10:60:00Z",
+                          "2026-11-29 10:00:00Z", "2026-11-29T10:00:00", "2026-11-29T10:00:00.Z", "2026-11-29T10:00:00Zjunk",
+                          "2026-11-29", "yesterday", "", "2026-11-29T10:00:00+1:00", "２０２６-11-29T10:00:00Z"]
+        // The oracle: Foundation's parser, with and without fractional seconds.
+        let formatter = ISO8601DateFormatter()
+        func parses(_ text: String) -> Bool {
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            if formatter.date(from: text) != nil { return true }
+            formatter.formatOptions = [.withInternetDateTime]
+            return formatter.date(from: text) != nil
+        }
+        for text in candidates {
+            let line = "{\"schemaVersion\":1,\"command\":\"audit\",\"input\":\"a\",\"status\":\"ok\",\"exitCode\":0,\"startedAt\":\"\(text)\"}"
+            let accepted: Bool
+            if case .success = BatchLine.read(line) { accepted = true } else { accepted = false }
+            // Never more than Foundation takes; Foundation also takes trailing text, hour 24, a
+            // one-digit offset and full-width digits, which RFC 3339 (and merge) do not.
+            #expect(!accepted || parses(text), "\(text.debugDescription): read takes what Foundation refuses")
+            let strictlyValid = candidates.prefix(4).contains(text)
+            #expect(accepted == strictlyValid, "\(text.debugDescription): read \(accepted)")
+        }
+    }
 }

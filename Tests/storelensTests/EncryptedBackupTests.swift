@@ -270,6 +270,47 @@ struct EncryptedBackupTests {
         try twins.expectNoScratchLeft()
     }
 
+    @Test("--password-file <(…): a process substitution (/dev/fd/N) unlocks the backup as a file does; a pipe nobody writes to ends with a clear sentence, not a hang; too long, a device refused",
+          .enabled(if: EncryptedBackupWriter.available, "\(EncryptedBackupWriter.skipReason)"))
+    func passwordFromPipe() throws {
+        let twins = try Twins("pipes", verify: false)
+        let viaFile = try twins.run(["inspect", "--format", "json", twins.encrypted.path])
+        #expect(viaFile.status == 0, "\(viaFile.stderr)")
+        /// storelens run by bash with `--password-file` replaced by what `given` says (bash syntax).
+        func shell(_ given: String, environment: [String: String] = [:]) throws -> BoundedRun.Outcome {
+            let script = "exec \"$0\" inspect --format json --password-file \(given) \"$1\""
+            var env = environment
+            env["TMPDIR"] = twins.tmp.path
+            env["STORELENS_BACKUP_PASSWORD"] = nil
+            return try BoundedRun.run(["-c", script, ProjectPaths.executable().path, twins.encrypted.path],
+                                      environment: env, timeout: 120, tool: "/bin/bash")
+        }
+        // As docs/backups.md shows it: the shell hands storelens /dev/fd/N, a pipe's read end.
+        let substituted = try shell("<(printf '%s\\n' \"$PW\")", environment: ["PW": Self.password])
+        #expect(!substituted.timedOut && substituted.status == 0, "\(substituted.stderr)")
+        #expect(substituted.stdout == viaFile.stdout, "the same account as with the password in a file")
+
+        // A named pipe nobody writes to: the wait ends (1 s here), exit 2, one sentence.
+        let silent = twins.folder.path("silent.fifo")
+        #expect(mkfifo(silent.path, 0o600) == 0)
+        let waited = try shell("\"$PIPE\"", environment: ["PIPE": silent.path, "STORELENS_PASSWORD_WAIT_SECONDS": "1"])
+        #expect(!waited.timedOut && waited.status == 2, "\(waited.stderr)")
+        #expect(waited.stderr.contains("nothing arrived on the password file \(silent.path) within 1 s"), "\(waited.stderr)")
+        #expect(waited.stderr.split(separator: "\n").count == 1 && waited.stdout.isEmpty)
+
+        // More than the bound through a pipe; a device.
+        let long = try shell("<(head -c 10000 /dev/zero | tr '\\0' p)")
+        #expect(!long.timedOut && long.status == 2 && long.stderr.contains("holds more than \(4096) bytes"), "\(long.stderr)")
+        #expect(!long.stderr.contains("pppp"))
+        let device = try shell("/dev/null")
+        #expect(device.status == 2 && device.stderr.contains("is a character device; give a regular file, a named pipe or a process substitution"), "\(device.stderr)")
+        try twins.expectNoScratchLeft()
+        for outcome in [substituted, waited, long, device] {
+            #expect(!outcome.stdout.contains(Self.password) && !outcome.stderr.contains(Self.password), "the password appeared in a command's output")
+        }
+        try Self.expectPasswordAbsent([], files: [twins.folder.url])
+    }
+
     static var hasScript: Bool {
         #if os(Linux)
         return FileManager.default.isExecutableFile(atPath: "/usr/bin/script")

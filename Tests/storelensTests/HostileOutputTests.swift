@@ -47,7 +47,7 @@ struct HostileOutputTests {
         return records
     }
 
-    @Test("CSV: formula cells get a leading quote (numbers do not), --raw-csv gives the stored text; both match SQLite")
+    @Test("CSV: formula cells get a leading quote (numbers do not), controls are escaped, --raw-csv gives the stored text; both match SQLite")
     func csvInjection() throws {
         let folder = try TemporaryFolder("hostile-csv")
         let store = try Self.store(in: folder)
@@ -67,13 +67,13 @@ struct HostileOutputTests {
             let safeCell = try #require(safeRecords.first { $0[1] == String(pk) }?[column])
             let rawCell = try #require(rawRecords.first { $0[1] == String(pk) }?[column])
             #expect(rawCell == title, "--raw-csv writes the stored value")
-            let trigger = title.unicodeScalars.first.map { "=+-@\t\r".unicodeScalars.contains($0) } ?? false
+            // A tab or CR in front is escaped (`\u0009`), so only =, +, -, @ are left to neutralise.
+            let trigger = title.unicodeScalars.first.map { "=+-@".unicodeScalars.contains($0) } ?? false
             let number = Double(title) != nil && title.allSatisfy { "+-.0123456789e".contains($0) }
-            if trigger && !number {
-                #expect(safeCell == "'" + title, "a formula is neutralised: \(title.debugDescription) → \(safeCell.debugDescription)")
-            } else {
-                #expect(safeCell == title, "anything else is unchanged: \(title.debugDescription)")
-            }
+            let body = trigger && !number ? String(safeCell.dropFirst()) : safeCell
+            if trigger && !number { #expect(safeCell.hasPrefix("'"), "a formula is neutralised: \(title.debugDescription) → \(safeCell.debugDescription)") }
+            #expect(HostileBytesTests.unescape(body) == title, "anything else only escaped: \(title.debugDescription) → \(safeCell.debugDescription)")
+            HostileBytesTests.expectClean(safeCell, allowed: [], "a CSV cell")
         }
         // The to-one relationship's target and every other cell obey the same rule.
         for record in safeRecords.dropFirst() {

@@ -227,9 +227,7 @@ struct ShardTests {
     @Test("merge refuses what is not a results file, in one sentence, and writes no partial --out")
     func mergeRefuses() throws {
         let folder = try TemporaryFolder("merge-bad")
-        let good = folder.path("good.jsonl")
-        try ReportSamples.write(to: folder.path("d.store"))
-        _ = try CLI.run(["inspect", folder.path("d.store").path, "--jsonl", good.path])
+        let good = try Self.goodResults(in: folder)
         var text = try String(contentsOf: good, encoding: .utf8)
         text += "{\"schemaVersion\":1,\"command\":\"inspect\",\"inp"
         let cut = folder.path("cut.jsonl")
@@ -243,7 +241,68 @@ struct ShardTests {
         let ok = try CLI.run(["merge", good.path])
         #expect(ok.status == 0 && ok.stdout.contains("inspect: 1 input: 1 ok"), "\(ok.stdout)\(ok.stderr)")
     }
+
+    /// good.jsonl: the results line of an inspect batch of one sample store (d.store).
+    static func goodResults(in folder: TemporaryFolder) throws -> URL {
+        let good = folder.path("good.jsonl")
+        try ReportSamples.write(to: folder.path("d.store"))
+        _ = try CLI.run(["inspect", folder.path("d.store").path, "--jsonl", good.path])
+        return good
+    }
+
+    /// `good` as a JSON line with each key of `changes` set to its JSON literal, written as is.
+    static func line(_ good: [String: Any], _ changes: [String: String]) throws -> String {
+        var object = good
+        for key in changes.keys { object[key] = "@@\(key)@@" }
+        var text = String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+        for (key, literal) in changes { text = text.replacingOccurrences(of: "\"@@\(key)@@\"", with: literal) }
+        return text
+    }
+
+    @Test("merge checks every field of a batch line: exit codes 0 to 3 matching the status, JSON types; nonsense is exit 2 naming file and line, never success")
+    func mergeChecksFields() throws {
+        let folder = try TemporaryFolder("merge-fields")
+        let good = try Self.goodResults(in: folder)
+        let goodLine = try String(contentsOf: good, encoding: .utf8).trimmingCharacters(in: .newlines)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(goodLine.utf8)) as? [String: Any])
+        #expect(object["status"] as? String == "ok", "the sample store inspects cleanly: \(goodLine)")
+        let clean = try CLI.run(["merge", good.path])
+        #expect(clean.status == 0, "\(clean.stderr)")
+        let cases: [(String, [String: String])] = [
+            ("exitCode", ["exitCode": "4294967296"]), ("exitCode", ["exitCode": "9223372036854775807"]),
+            ("exitCode", ["exitCode": "7"]), ("exitCode", ["exitCode": "256"]), ("exitCode", ["exitCode": "1e20"]),
+            ("exitCode", ["exitCode": "-1"]), ("exitCode", ["exitCode": "0.0"]), ("exitCode", ["exitCode": "false"]),
+            ("exitCode", ["exitCode": "\"0\""]), ("exitCode", ["exitCode": "null"]),
+            ("exitCode", ["exitCode": "18446744073709551616"]),
+            ("contradicts", ["exitCode": "2"]), ("contradicts", ["status": "\"findings\"", "exitCode": "0"]),
+            ("contradicts", ["status": "\"error\"", "exitCode": "1"]),
+            ("status", ["status": "\"\\u001b]52;c;aGk=\\u0007\""]), ("status", ["status": "true"]),
+            ("command", ["command": "5"]), ("input", ["input": "null"]), ("host", ["host": "7"]),
+            ("error", ["error": "[]"]), ("storelensVersion", ["storelensVersion": "{}"]),
+            ("sha256", ["sha256": "\"xyz\""]), ("startedAt", ["startedAt": "\"yesterday\""]),
+            ("seconds", ["seconds": "\"fast\""]), ("seconds", ["seconds": "-1"]), ("seconds", ["seconds": "true"]),
+            ("summary", ["summary": "3"]), ("findings", ["findings": "{\"a\":1}"]), ("findings", ["findings": "[1]"]),
+            ("schemaVersion", ["schemaVersion": "true"]), ("schemaVersion", ["schemaVersion": "1.0"]),
+        ]
+        for (n, (says, changes)) in cases.enumerated() {
+            let bad = folder.path("bad\(n).jsonl")
+            try Data((goodLine + "\n" + (try Self.line(object, changes)) + "\n").utf8).write(to: bad)
+            let out = folder.path("m\(n).jsonl")
+            let r = try CLI.run(["merge", bad.path, "--out", out.path])
+            #expect(r.status == 2, "\(changes): exit \(r.status) \(r.stderr)")
+            #expect(r.stderr.split(separator: "\n").count == 1 && r.stderr.contains("bad\(n).jsonl line 2") && r.stderr.contains(says),
+                    "\(changes): \(r.stderr)")
+            #expect(!r.stderr.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" }, "\(changes): no control character on stderr")
+            #expect(!FileManager.default.fileExists(atPath: out.path), "\(changes): no --out from a partial account")
+            // --resume does not take such a line as done: its input runs again.
+            let alone = folder.path("alone\(n).jsonl")
+            try Data(((try Self.line(object, changes)) + "\n").utf8).write(to: alone)
+            let resumed = try CLI.run(["inspect", folder.path("d.store").path, "--jsonl", alone.path, "--resume"])
+            #expect(resumed.stderr.contains("ran 1 ") && resumed.stderr.contains("skipped 0"), "\(changes): \(resumed.stderr)")
+        }
+    }
 }
+
 
 struct Unfinished: Error { let index: Int }
 

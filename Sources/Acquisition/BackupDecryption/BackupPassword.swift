@@ -7,6 +7,10 @@ public enum BackupPasswordError: Error, Equatable, Sendable, CustomStringConvert
     case fileUnreadable(path: String, reason: String)
     case empty(source: String)
     case tooLong(source: String, limit: Int)
+    /// A folder, a device, a socket: not something a password is read from.
+    case unsupportedKind(path: String, kind: String)
+    /// A pipe that nobody wrote to and closed within the wait (`received` bytes came).
+    case nothingArrived(path: String, seconds: Int, received: Bool)
     /// Ctrl-C or Ctrl-D at the prompt.
     case cancelled
 
@@ -20,6 +24,10 @@ public enum BackupPasswordError: Error, Equatable, Sendable, CustomStringConvert
             return "\(source) gives an empty password; an encrypted backup always has one — check that the right file or variable was used."
         case .tooLong(let source, let limit):
             return "\(source) holds more than \(limit) bytes, too long for a backup password; check that the right file was given."
+        case .unsupportedKind(let path, let kind):
+            return "the password file \(path) is \(kind); give a regular file, a named pipe or a process substitution such as --password-file <(pass show backup)."
+        case .nothingArrived(let path, let seconds, let received):
+            return "\(received ? "the password file \(path) was not closed" : "nothing arrived on the password file \(path)") within \(seconds) s; check that the program meant to write the password to it runs and ends (set \(BackupPasswordSource.waitVariable) to wait longer)."
         case .cancelled:
             return "no password was typed (the prompt was cancelled); nothing was decrypted."
         }
@@ -72,33 +80,102 @@ public final class BackupPasswordSource: Sendable {
 
     // MARK: - Reading without a String
 
-    static func readFile(_ path: String) throws(BackupPasswordError) -> SecretBytes {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { throw .fileUnreadable(path: path, reason: String(cString: strerror(errno))) }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
-            throw .fileUnreadable(path: path, reason: "not a regular file")
+    /// How long a password file that is a pipe may take to deliver the password and close: a
+    /// password manager behind `<(pass show backup)` may first ask for its own passphrase.
+    public static let defaultWaitSeconds = 30
+    public static let waitVariable = "STORELENS_PASSWORD_WAIT_SECONDS"
+
+    /// `STORELENS_PASSWORD_WAIT_SECONDS` when it is a whole number from 1 to 3600, else 30.
+    static var waitSeconds: Int {
+        guard let text = getenv(waitVariable).map({ String(cString: $0) }), let n = Int(text), (1...3600).contains(n) else {
+            return defaultWaitSeconds
         }
+        return n
+    }
+
+    /// A regular file, a named pipe, or a pipe handed over as `/dev/fd/N` (a shell's process
+    /// substitution): read without ever blocking past `waitMilliseconds`, at most `maxBytes` + 2.
+    static func readFile(_ path: String, waitMilliseconds: Int = waitSeconds * 1000) throws(BackupPasswordError) -> SecretBytes {
+        let fd = try openPasswordFile(path)
+        defer { close(fd) }
         let secret = SecretBytes(capacity: maxBytes + 2)
         var used = 0
-        let failure: Int32? = secret.withUnsafeMutableBytes { buffer in
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: .milliseconds(waitMilliseconds))
+        enum Stop { case failed(Int32), timedOut }
+        let stop: Stop? = secret.withUnsafeMutableBytes { buffer in
             while used < buffer.count {
+                // Waits for bytes or the end before each read: a named pipe with no writer yet
+                // reads as its end at once, while poll(2) waits for the writer.
+                let left = clock.now.duration(to: deadline).components
+                let milliseconds = left.seconds * 1000 + left.attoseconds / 1_000_000_000_000_000
+                guard milliseconds > 0 else { return .timedOut }
+                var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                let polled = poll(&ready, 1, Int32(min(milliseconds, Int64(Int32.max))))
+                if polled < 0 { if errno == EINTR { continue }; return .failed(errno) }
+                if polled == 0 { return .timedOut }
                 let n = read(fd, buffer.baseAddress! + used, buffer.count - used)
-                if n < 0 { if errno == EINTR { continue }; return errno }
+                if n < 0 { if errno == EINTR || errno == EAGAIN { continue }; return .failed(errno) }
                 if n == 0 { break }
                 used += n
             }
             return nil
         }
-        if let failure { throw .fileUnreadable(path: path, reason: String(cString: strerror(failure))) }
         secret.setCount(used)
+        switch stop {
+        case .failed(let code)?:
+            secret.clear()
+            throw .fileUnreadable(path: path, reason: String(cString: strerror(code)))
+        case .timedOut?:
+            secret.clear()
+            throw .nothingArrived(path: path, seconds: (waitMilliseconds + 999) / 1000, received: used > 0)
+        case nil: break
+        }
         let source = "the password file \(path)"
         if used > maxBytes + 1 { secret.clear(); throw .tooLong(source: source, limit: maxBytes) }
         dropTrailingNewline(secret)
         if secret.count > maxBytes { secret.clear(); throw .tooLong(source: source, limit: maxBytes) }
         guard secret.count > 0 else { throw .empty(source: source) }
         return secret
+    }
+
+    /// Opens `path` for reading without blocking (a named pipe's open waits for a writer
+    /// otherwise), after checking what it is: opening a device or a socket may itself act.
+    ///
+    /// Links are followed (no O_NOFOLLOW): the password file is named by the user, is never
+    /// evidence and is never written, and `/dev/fd/N` — how a shell hands over a process
+    /// substitution — is a link to the pipe on Linux. What the opened descriptor is (fstat) is
+    /// checked again, so a link cannot lead to a device between the two looks.
+    static func openPasswordFile(_ path: String) throws(BackupPasswordError) -> Int32 {
+        var named = stat()
+        guard stat(path, &named) == 0 else { throw .fileUnreadable(path: path, reason: String(cString: strerror(errno))) }
+        if let kind = unsupportedKind(named.st_mode) { throw .unsupportedKind(path: path, kind: kind) }
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+        guard fd >= 0 else { throw .fileUnreadable(path: path, reason: String(cString: strerror(errno))) }
+        var opened = stat()
+        guard fstat(fd, &opened) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw .fileUnreadable(path: path, reason: reason)
+        }
+        if let kind = unsupportedKind(opened.st_mode) {
+            close(fd)
+            throw .unsupportedKind(path: path, kind: kind)
+        }
+        return fd
+    }
+
+    /// What a file of `mode` is, when a password cannot be read from it; nil for a regular file
+    /// or a pipe.
+    static func unsupportedKind(_ mode: mode_t) -> String? {
+        switch mode & S_IFMT {
+        case S_IFREG, S_IFIFO: return nil
+        case S_IFDIR: return "a folder"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        case S_IFSOCK: return "a socket"
+        default: return "not a regular file or a pipe"
+        }
     }
 
     static func readEnvironment(_ name: String) throws(BackupPasswordError) -> SecretBytes {

@@ -147,7 +147,7 @@ struct RowBytesEncoder {
     static func appendJSONString(ascii bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
         out.append(0x22)
         var start = 0
-        for (i, b) in bytes.enumerated() where b < 0x20 || b == 0x22 || b == 0x5C {
+        for (i, b) in bytes.enumerated() where b < 0x20 || b == 0x22 || b == 0x5C || b == 0x7F {
             if start < i { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start ..< i])) }
             start = i + 1
             switch b {
@@ -209,9 +209,14 @@ struct RowBytesEncoder {
         }
     }
 
-    /// `cell` as a CSV or TSV field: a `'` in front of a formula unless raw, quoted when it holds
-    /// a separator, a quote or a line break (byte for byte what the String versions give for UTF-8).
-    private func appendCell(_ cell: [UInt8], to out: inout [UInt8]) {
+    /// `cell` as a CSV or TSV field: unless raw its control characters escaped and a `'` in front
+    /// of a formula, quoted when it holds a separator, a quote or a line break (byte for byte what
+    /// the String versions, `RowsWriter.csvCell` and `tsvCell`, give for UTF-8).
+    private func appendCell(_ text: [UInt8], to out: inout [UInt8]) {
+        // Only a backslash, a C0 control, DEL or a lead byte of C1 (0xC2), U+061C (0xD8) or the
+        // U+2xxx marks and separators (0xE2) can need an escape; other cells skip the String.
+        let escape = !rawCSV && text.contains { $0 < 0x20 || $0 == 0x5C || $0 == 0x7F || $0 == 0xC2 || $0 == 0xD8 || $0 == 0xE2 }
+        let cell = escape ? Array(RowsWriter.escapingControls(String(decoding: text, as: UTF8.self)).utf8) : text
         let neutralise = !rawCSV && (cell.first.map { [0x3D, 0x2B, 0x2D, 0x40, 0x09, 0x0D].contains($0) } ?? false)
             && !Self.isPlainNumber(cell)
         let separator: UInt8 = format == .csv ? 0x2C : 0x09

@@ -204,6 +204,6 @@ public enum TimelineWriter {
     }
 
     static func csvCell(_ s: String, raw: Bool) -> String {
-        RowsWriter.csvField(raw ? s : RowsWriter.neutralisingFormula(s))
+        RowsWriter.csvCell(s, raw: raw)
     }
 }

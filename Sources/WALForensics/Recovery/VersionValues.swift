@@ -127,7 +127,7 @@ final class VersionValues {
                     bytes.append(2)
                     text(file.name)
                     text(file.relativePath)
-                    flag(file.exists)
+                    bytes.append(file.kind.rawValue)
                     optional(file.size)
                 }
             case .archived(let tree): bytes.append(9); plist(tree)
@@ -239,8 +239,9 @@ final class VersionValues {
                 case 0: storage = .plain
                 case 1: storage = .inline
                 case 2:
-                    guard let name = text(), let path = text(), let exists = flag(), let fileSize = optional() else { return nil }
-                    storage = .external(ExternalFile(name: name, relativePath: path, exists: exists, size: fileSize))
+                    guard let name = text(), let path = text(), let kind = byte().flatMap(ExternalFile.Kind.init(rawValue:)),
+                          let fileSize = optional() else { return nil }
+                    storage = .external(ExternalFile(name: name, relativePath: path, kind: kind, size: fileSize))
                 default: return nil
                 }
                 return .binary(BinaryValue(size: size, prefixHex: prefix, storage: storage))

@@ -2,6 +2,7 @@ import Acquisition
 import CoreDataStore
 import Reports
 import Foundation
+import Reports
 import StoreFormats
 
 /// What every subcommand declares about itself, for parsing and for help.
@@ -56,16 +57,27 @@ final class Output: Sendable {
     /// threads may still be working, and atexit must not race them).
     static func stop(_ status: Int32, saying sentence: String? = nil) -> Never {
         if let sentence {
-            _ = writeAll(STDERR_FILENO, "Error: \(sentence) (this is storelens' own failure, not a finding about the evidence).\n")
+            _ = writeAll(STDERR_FILENO, terminalLine("Error: \(sentence) (this is storelens' own failure, not a finding about the evidence).\n"))
         }
         ScratchRegistry.shared.removeAll()
         _exit(status)
     }
 
-    /// Diagnostics: a closed stderr loses them but stops nothing.
-    func error(_ text: String) {
+    /// Diagnostics, one line per call: a closed stderr loses them but stops nothing. Every
+    /// diagnostic passes here, so here its bytes are made safe for a terminal (`terminalLine`):
+    /// paths, option values and store names in it come from the command line or the evidence.
+    func error(_ line: String) {
         ProgressReporter.current.clear()
-        _ = Self.writeAll(STDERR_FILENO, text)
+        _ = Self.writeAll(STDERR_FILENO, Self.terminalLine(line))
+    }
+
+    /// `line` with every control character (ESC, BEL, CR, a newline inside it …) and every
+    /// invisible reordering character shown as U+FFFD (`TextTable.sanitized`); only the newline
+    /// that ends it is kept, so a value cannot split one sentence over two lines or fake another.
+    static func terminalLine(_ line: String) -> String {
+        let ended = line.unicodeScalars.last == "\n"
+        let body = ended ? String(String.UnicodeScalarView(line.unicodeScalars.dropLast())) : line
+        return TextTable.sanitized(body) + (ended ? "\n" : "")
     }
 
     /// Writes every byte, retrying short and interrupted writes. False (with errno) on failure.
@@ -105,7 +117,7 @@ enum CommonOptions {
                                              help: "Stop after this many archive entries.", default: "2000000")
 
     static let passwordFile = OptionSpec.value("--password-file", valueName: "file",
-                                               help: "An encrypted backup's password, read from this file (one trailing newline is dropped). Without it: the STORELENS_BACKUP_PASSWORD variable, else a prompt when stdin is a terminal; never a plain command-line value.")
+                                               help: "An encrypted backup's password, read from this file, named pipe or <(pass show backup) (one trailing newline is dropped; a pipe is waited for at most 30 s). Without it: the STORELENS_BACKUP_PASSWORD variable, else a prompt when stdin is a terminal; never a plain command-line value.")
 
     /// `--tz`: the zone people read dates in; JSON stays UTC (docs/json-output.md).
     static let timeZone = OptionSpec.value("--tz", valueName: "zone",
@@ -119,6 +131,16 @@ enum CommonOptions {
             throw .invalid("The value '\(name)' is invalid for '--tz'; give an IANA time zone name such as Europe/Berlin or America/New_York (default UTC).")
         }
         return zone
+    }
+
+    /// `--raw-csv` for the commands whose only spreadsheet format is csv (rows has its own, with tsv).
+    static let rawCSV = OptionSpec.flag("--raw-csv", help: "With --format csv: write cells exactly as stored; by default control characters are written as \\u001b-style escapes (a backslash as \\\\) and a cell a spreadsheet would run as a formula gets a leading ' (docs/rows.md).")
+
+    /// `--raw-csv`, refused with any format but csv.
+    static func rawCSV(_ parsed: ParsedArguments, csv: Bool) throws(ParseError) -> Bool {
+        let raw = parsed.flag("--raw-csv")
+        if raw && !csv { throw .invalid("--raw-csv is for --format csv; the other formats escape by their own rules (JSON's) or are for a terminal.") }
+        return raw
     }
 
     static let quiet = OptionSpec.flag("--quiet", "-q", help: "Show no progress line (one is shown on stderr only when stderr is a terminal).")

@@ -32,14 +32,15 @@ enum Diagnostics {
 
     /// Usage errors: the message, the usage line and where to find help (stderr, exit 2).
     static func report(_ error: ParseError, command: CommandConfiguration?, to output: Output) -> ExitCode {
-        var text = "Error: \(message(for: error))\n"
+        // One line each: `Output.error` keeps only the newline that ends a line.
+        output.error("Error: \(message(for: error))\n")
         if let command {
-            text += "Usage: \(Help.usage(command))\n"
-            text += "  See 'storelens \(command.name) --help' for more information.\n"
+            output.error("Usage: \(Help.usage(command))\n")
+            output.error("  See 'storelens \(command.name) --help' for more information.\n")
         } else {
-            text += "Usage: storelens <subcommand> [<options>]\n  See 'storelens --help' for more information.\n"
+            output.error("Usage: storelens <subcommand> [<options>]\n")
+            output.error("  See 'storelens --help' for more information.\n")
         }
-        output.error(text)
         return .usageOrInput
     }
 

@@ -20,6 +20,7 @@ struct HistoryCommand: Command {
         arguments: [ArgumentSpec(name: "input", help: "A store file, an app container, an archive or a backup folder.", repeating: false, optional: false)],
         options: [OptionSpec.value("--format", "-f", valueName: "format", help: "Output format: text, json, or one flat record per change as jsonl or csv (docs/history.md).",
                                    allowed: HistoryWriter.Format.allCases.map(\.rawValue), default: "text"),
+                  CommonOptions.rawCSV,
                   OptionSpec.value("--entity", valueName: "name", help: "Only changes to this entity (and its subentities): entity, legacy or class name."),
                   OptionSpec.value("--author", valueName: "author", help: "Only transactions with this author."),
                   OptionSpec.value("--bundle", valueName: "bundle-id", help: "Only transactions from this bundle identifier."),
@@ -32,6 +33,7 @@ struct HistoryCommand: Command {
 
     let path: String
     let format: HistoryWriter.Format
+    let rawCSV: Bool
     let entityName: String?
     let author: String?
     let bundle: String?
@@ -45,6 +47,7 @@ struct HistoryCommand: Command {
         guard parsed.positionals.count == 1 else { throw .unexpectedArgument(parsed.positionals[1]) }
         path = first
         format = HistoryWriter.Format(rawValue: parsed.value("--format") ?? "text") ?? .text
+        rawCSV = try CommonOptions.rawCSV(parsed, csv: format == .csv)
         entityName = parsed.value("--entity")
         author = parsed.value("--author")
         bundle = parsed.value("--bundle")
@@ -92,6 +95,7 @@ struct HistoryCommand: Command {
                                           : HistorySummaryReport.text(result, title: title))
         } else {
             let writer = HistoryWriter(format: format, header: header, path: acquired.displayPath, write: output.write)
+            writer.rawCSV = rawCSV
             writer.begin(title: title)
             try ModelOption.reading(acquired.displayPath) { try reader.forEachTransaction(filter) { writer.add($0) } }
             writer.end()

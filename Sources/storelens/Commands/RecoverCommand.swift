@@ -29,6 +29,7 @@ struct RecoverCommand: Command {
         arguments: [ArgumentSpec(name: "input", help: "A store file, an app container or .xcappdata folder, a tar or zip archive of one, or a Finder/iTunes backup folder.", repeating: false, optional: false)],
         options: [OptionSpec.value("--format", "-f", valueName: "format", help: "Output format.",
                                    allowed: RecoveryWriter.Format.allCases.map(\.rawValue), default: "text"),
+                  CommonOptions.rawCSV,
                   OptionSpec.value("--entity", valueName: "name", help: "Only versions of this entity (its name as Z_PRIMARYKEY has it; case-insensitive)."),
                   OptionSpec.value("--pk", valueName: "n", help: "Only versions of the record with this Z_PK."),
                   OptionSpec.value("--state", valueName: "state", help: "Only versions in this state: live, superseded, deleted, uncommitted or carved (repeatable, or comma-separated).", repeatable: true),
@@ -44,6 +45,7 @@ struct RecoverCommand: Command {
 
     let path: String
     let format: RecoveryWriter.Format
+    let rawCSV: Bool
     let filter: RecordRecovery.Filter
     let out: String?
     let carve: Bool
@@ -54,6 +56,7 @@ struct RecoverCommand: Command {
         guard parsed.positionals.count == 1 else { throw .unexpectedArgument(parsed.positionals[1]) }
         path = parsed.positionals[0]
         format = RecoveryWriter.Format(rawValue: parsed.value("--format") ?? "text") ?? .text
+        rawCSV = try CommonOptions.rawCSV(parsed, csv: format == .csv)
         var filter = RecordRecovery.Filter(entity: parsed.value("--entity"))
         if let entity = filter.entity, entity.isEmpty { throw .invalid("--entity needs an entity name.") }
         if let text = parsed.value("--pk") {
@@ -95,6 +98,7 @@ struct RecoverCommand: Command {
         } else {
             // Streamed: versions are printed as the library hands them out.
             let writer = RecoveryWriter(format: format, write: output.write, writeBytes: output.write(bytes:))
+            writer.rawCSV = rawCSV
             writer.begin()
             do {
                 for store in stores {

@@ -24,7 +24,7 @@ struct RowsCommand: Command {
                   OptionSpec.value("--where", valueName: "attr=value", help: "Keep rows whose attribute or to-one relationship equals the value (Entity#pk or pk for relationships, null for NULL).", repeatable: true),
                   OptionSpec.value("--limit", valueName: "n", help: "Print at most this many rows."),
                   OptionSpec.value("--as-of", valueName: "commit", help: "Read the store as it stood after WAL commit N (0: the main file alone)."),
-                  OptionSpec.flag("--raw-csv", help: "With --format csv or tsv: write cells exactly as stored; by default a cell a spreadsheet would run as a formula (=, +, -, @, tab, CR) gets a leading ' (docs/rows.md)."),
+                  OptionSpec.flag("--raw-csv", help: "With --format csv or tsv: write cells exactly as stored; by default control characters are written as \\u001b-style escapes (a backslash as \\\\) and a cell a spreadsheet would run as a formula (=, +, -, @) gets a leading ' (docs/rows.md)."),
                   ModelOption.model] + [CommonOptions.timeZone] + CommonOptions.input,
         examples: ["storelens rows default.store Item",
                    "storelens rows default.store Component --where item=Item#7 --format json",
@@ -63,7 +63,7 @@ struct RowsCommand: Command {
         }
         modelPath = parsed.value("--model")
         rawCSV = parsed.flag("--raw-csv")
-        if rawCSV && format != .csv && format != .tsv { throw .invalid("--raw-csv is for --format csv or tsv; the other formats never neutralise cells.") }
+        if rawCSV && format != .csv && format != .tsv { throw .invalid("--raw-csv is for --format csv or tsv; the other formats escape by their own rules (JSON's) or are for a terminal.") }
         input = try InputSettings(parsed)
     }
 
@@ -98,7 +98,7 @@ struct RowsCommand: Command {
         let writer = RowsWriter(format: format, fields: reader.fields.map(\.label), header: header, rawCSV: rawCSV, write: output.write,
                                 writeBytes: output.write(bytes:))
         if format == .table {
-            var title = "\(TextTable.sanitized(acquired.displayPath)): \(entity.entity.name)"
+            var title = TextTable.sanitized("\(acquired.displayPath): \(entity.entity.name)")
             if asOf != nil { title += " as of commit \(asOf!)" }
             if opened.model.source == .inferred { title += " (model INFERRED from the SQL schema)" }
             output.write(title + "\n")

@@ -21,7 +21,7 @@ struct TimelineCommand: Command {
         arguments: [ArgumentSpec(name: "input", help: "A store file, an app container, an archive or a backup folder.", repeating: false, optional: false)],
         options: [OptionSpec.value("--format", "-f", valueName: "format", help: "Output format.",
                                    allowed: TimelineWriter.Format.allCases.map(\.rawValue), default: "csv"),
-                  OptionSpec.flag("--raw-csv", help: "With --format csv: write cells exactly as stored; by default a cell a spreadsheet would run as a formula gets a leading ' (docs/rows.md)."),
+                  CommonOptions.rawCSV,
                   ModelOption.model, CommonOptions.timeZone] + CommonOptions.input,
         examples: ["storelens timeline default.store > timeline.csv",
                    "storelens timeline App.xcappdata --tz Europe/Berlin",
@@ -38,8 +38,7 @@ struct TimelineCommand: Command {
         guard parsed.positionals.count == 1 else { throw .unexpectedArgument(parsed.positionals[1]) }
         path = first
         format = TimelineWriter.Format(rawValue: parsed.value("--format") ?? "csv") ?? .csv
-        rawCSV = parsed.flag("--raw-csv")
-        if rawCSV && format != .csv { throw .invalid("--raw-csv is for --format csv; JSON Lines never neutralise cells.") }
+        rawCSV = try CommonOptions.rawCSV(parsed, csv: format == .csv)
         modelPath = parsed.value("--model")
         input = try InputSettings(parsed)
     }

@@ -31,6 +31,7 @@ struct WALCommand: Command {
                   OptionSpec.value("--from", valueName: "commit", help: "With --diff: the earlier state (default 0, the main file alone)."),
                   OptionSpec.value("--to", valueName: "commit", help: "With --diff: the later state (default: the last commit)."),
                   OptionSpec.flag("--each", help: "With --diff: every commit's changes in one pass (commit k against k-1), with its history transactions."),
+                  CommonOptions.rawCSV,
                   OptionSpec.flag("--no-integrity-check", help: "Skip SQLite's quick_check of the WAL view (faster on very large stores).")]
             + [CommonOptions.timeZone] + CommonOptions.input,
         examples: ["storelens wal default.store",
@@ -48,6 +49,7 @@ struct WALCommand: Command {
 
     let paths: [String]
     let format: String
+    let rawCSV: Bool
     let mode: Mode
     let integrityCheck: Bool
     let input: InputSettings
@@ -56,6 +58,7 @@ struct WALCommand: Command {
         guard !parsed.positionals.isEmpty else { throw .missingArgument("input") }
         paths = parsed.positionals
         format = parsed.value("--format") ?? "text"
+        rawCSV = try CommonOptions.rawCSV(parsed, csv: format == "csv")
         integrityCheck = !parsed.flag("--no-integrity-check")
         input = try InputSettings(parsed)
         func commit(_ name: String) throws(ParseError) -> Int? {
@@ -145,6 +148,7 @@ struct WALCommand: Command {
             }
             try session.finish()
             let writer = RecordDiffWriter(format: RecordDiffWriter.Format(rawValue: format) ?? .text, each: false, write: output.write)
+            writer.rawCSV = rawCSV
             writer.begin()
             for (path, position, diff) in diffs {
                 writer.beginStore(path: path)
@@ -156,6 +160,7 @@ struct WALCommand: Command {
         case .each:
             // Streamed: one commit's diff is printed and dropped before the next is built.
             let writer = RecordDiffWriter(format: RecordDiffWriter.Format(rawValue: format) ?? .text, each: true, write: output.write)
+            writer.rawCSV = rawCSV
             writer.begin()
             for store in stores {
                 let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
