@@ -180,9 +180,28 @@ public struct RowReader {
         }
     }
 
+    /// The columns the rows' statement selects (`Z_PK`, `Z_ENT`, then each field's, unquoted), and
+    /// for each field the positions of its columns in the result (-1: no column in this store).
+    func selection() -> (columns: [String], positions: [[Int]]) {
+        var select = ["Z_PK", "Z_ENT"]
+        var positions: [[Int]] = []
+        for field in fields {
+            var indexes: [Int] = []
+            for column in Self.columns(of: field) {
+                guard let column else { indexes.append(-1); continue }
+                indexes.append(select.count)
+                select.append(column)
+            }
+            positions.append(indexes)
+        }
+        return (select, positions)
+    }
+
     /// The statement that selects the rows (nil when the entity has no `Z_ENT` values), and for
     /// each field the positions of its columns in the result (-1: no column in this store).
-    func prepare(_ connection: Connection, filters: [Filter], limit: Int?, byKey: Bool = false) throws -> (Statement, [[Int]])? {
+    /// `after`: only rows whose `Z_PK` is greater (a scan resumed past a long value).
+    func prepare(_ connection: Connection, filters: [Filter], limit: Int?, byKey: Bool = false,
+                 after: Int64? = nil) throws -> (Statement, [[Int]])? {
         guard entity.tableExists else {
             throw ModelError.missingTable(entity: entity.entity.name, table: entity.table, path: map.path)
         }
@@ -191,24 +210,17 @@ public struct RowReader {
         for required in ["Z_PK", "Z_ENT"] where !present.contains(required) {
             throw ModelError.damagedTable(table: entity.table, path: map.path, detail: "it has no \(required) column")
         }
-        // Columns to read, and where each field's values sit in the row.
-        var select = ["Z_PK", "Z_ENT"]
-        var positions: [[Int]] = []
-        for field in fields {
-            var indexes: [Int] = []
-            for column in Self.columns(of: field) {
-                guard let column else { indexes.append(-1); continue }
-                indexes.append(select.count)
-                select.append(Identifier.quoted(column))
-            }
-            positions.append(indexes)
-        }
-        var sql = "SELECT \(select.joined(separator: ", ")) FROM \(Identifier.quoted(entity.table)) WHERE \(byKey ? "+" : "")Z_ENT IN ("
+        let (select, positions) = selection()
+        var sql = "SELECT \(select.enumerated().map { $0 < 2 ? $1 : Identifier.quoted($1) }.joined(separator: ", ")) FROM \(Identifier.quoted(entity.table)) WHERE \(byKey ? "+" : "")Z_ENT IN ("
             + entity.entityNumbers.map { _ in "?" }.joined(separator: ", ") + ")"
         var arguments: [DatabaseValue] = entity.entityNumbers.map { .integer(Int64($0)) }
         for f in filters {
             sql += " AND (\(f.sql))"
             arguments += f.arguments
+        }
+        if let after {
+            sql += " AND Z_PK > ?"
+            arguments.append(.integer(after))
         }
         sql += " ORDER BY Z_PK"
         if let limit {
@@ -229,12 +241,12 @@ public struct RowReader {
     /// `byKey`: the rows are found by walking the keys, never through the `Z_ENT` index.
     func forEach(_ connection: Connection, filters: [Filter] = [], limit: Int? = nil, byKey: Bool,
                  _ body: (DecodedRow) throws -> Void) throws {
-        guard let (statement, positions) = try prepare(connection, filters: filters, limit: limit, byKey: byKey) else { return }
+        let positionsOfFields = selection().positions
         // Which fields apply to each concrete entity: those declared along its lineage.
         var applicable: [Int: [Bool]] = [:]
         var names: [Int: String] = [:]
-        try statement.forEach { row in
-            guard let pk = row[0].int64 else { return }
+        func decoded(_ row: Row, longs: [Int: FieldValue]) throws -> Bool {
+            guard let pk = row[0].int64 else { return false }
             let ent = row[1].int ?? -1
             if applicable[ent] == nil {
                 let concrete = map.entity(number: ent)
@@ -247,10 +259,19 @@ public struct RowReader {
             var indexes: [Int] = []
             values.reserveCapacity(fields.count)
             for (i, field) in fields.enumerated() where applies[i] {
-                values.append((field.name, decode(field, row: row, at: positions[i])))
+                values.append((field.name, decode(field, row: row, at: positionsOfFields[i], longs: longs)))
                 indexes.append(i)
             }
             try body(DecodedRow(entity: names[ent] ?? "#\(ent)", pk: pk, values: values, fieldIndexes: indexes))
+            return true
+        }
+        try stepRows(connection, filters: filters, limit: limit, byKey: byKey) { statement, counted in
+            try statement.forEach { row in
+                counted(row[0].int64)
+                _ = try decoded(row, longs: [:])
+            }
+        } longRow: { row, longs in
+            _ = try decoded(row, longs: longs)
         }
     }
 
@@ -347,19 +368,20 @@ public struct RowReader {
         a.elements.isEmpty ? [a] : a.elements.flatMap(leaves)
     }
 
-    func decode(_ field: Field, row: Row, at positions: [Int]) -> FieldValue {
+    /// - Parameter longs: values of this row left in the store because they are long, by position.
+    func decode(_ field: Field, row: Row, at positions: [Int], longs: [Int: FieldValue] = [:]) -> FieldValue {
         switch field.kind {
         case .attribute(let a):
             if a.elements.isEmpty {
                 guard let p = positions.first, p >= 0 else { return .null }
-                return decoder.decode(row[p], as: a.attribute)
+                return longs[p] ?? decoder.decode(row[p], as: a.attribute)
             }
             var cursor = 0
             func composite(_ m: AttributeMapping) -> FieldValue {
                 if m.elements.isEmpty {
                     defer { cursor += 1 }
                     guard cursor < positions.count, positions[cursor] >= 0 else { return .null }
-                    return decoder.decode(row[positions[cursor]], as: m.attribute)
+                    return longs[positions[cursor]] ?? decoder.decode(row[positions[cursor]], as: m.attribute)
                 }
                 let elements = m.elements.map { FieldValue.CompositeElement(name: $0.attribute.name, value: composite($0)) }
                 if elements.allSatisfy({ if case .null = $0.value { return true } else { return false } }) { return .null }

@@ -62,7 +62,7 @@ public enum DecodedExport {
             try reading(opened.displayPath) {
                 try reader.forEach(opened.connection) { row in
                     guard let table = targets[row.entity] else { return }
-                    try output(path) { try table.insert(row, fields: reader.fields, connection) }
+                    try output(path) { try table.insert(row, fields: reader.fields, connection, storePath: opened.displayPath) }
                 }
             }
         }
@@ -200,19 +200,41 @@ public enum DecodedExport {
                                                + columnNames.map { _ in "?" }.joined(separator: ", ") + ")")
         }
 
-        func insert(_ row: DecodedRow, fields: [RowReader.Field], _ connection: Connection) throws {
+        func insert(_ row: DecodedRow, fields: [RowReader.Field], _ connection: Connection, storePath: String) throws {
             guard let statement else { return }
             var values = [DatabaseValue](repeating: .null, count: columnNames.count)
             values[0] = .integer(row.pk)
+            var long: [(column: String, text: LongText)] = []
             for (offset, value) in row.values.enumerated() where offset < row.fieldIndexes.count {
                 let field = fields[row.fieldIndexes[offset]]
                 guard let column = columns[Self.key(field.declaredBy, field.name)] else { continue }
                 values[column.index] = DecodedExport.stored(value.value)
                 if let entityIndex = column.entityIndex, case .object(let entity, _) = value.value { values[entityIndex] = .text(entity) }
+                if case .longText(let text) = value.value { long.append((columnNames[column.index], text)) }
             }
             try statement.bind(values)
             while try statement.step() != nil {}
+            for (column, text) in long { try insertLong(text, column: column, pk: row.pk, connection, storePath: storePath) }
             rows += 1
+        }
+
+        /// A text over `LongValue.window` written in pieces: SQLite inserts a TEXT only whole, so
+        /// it is stored as a BLOB of its UTF-8 (`CAST(column AS TEXT)` reads it as text), sized
+        /// first (`zeroblob`, never held) then filled through `sqlite3_blob_write`.
+        func insertLong(_ text: LongText, column: String, pk: Int64, _ connection: Connection, storePath: String) throws {
+            var count = 0
+            try DecodedExport.reading(storePath) { try text.forEachPiece { count += $0.utf8.count } }
+            try connection.run("UPDATE \(Identifier.quoted(name)) SET \(Identifier.quoted(column)) = zeroblob(?) WHERE _pk = ?",
+                               [.integer(Int64(count)), .integer(pk)])
+            let writer = try connection.storedValue(table: name, column: column, rowid: pk, writable: true)
+            var offset = 0
+            try DecodedExport.reading(storePath) {
+                try text.forEachPiece { piece in
+                    let bytes = Array(piece.utf8)
+                    try DecodedExport.output(output) { try writer.write(bytes, at: offset) }
+                    offset += bytes.count
+                }
+            }
         }
     }
 
@@ -224,6 +246,8 @@ public enum DecodedExport {
         case .real(let d): return .real(d)
         case .bool(let b): return .integer(b ? 1 : 0)
         case .text(let s): return .text(s)
+        // Written after the row, in pieces (`EntityTable.insert`).
+        case .longText: return .null
         case .date(let iso, _): return .text(iso)
         case .uuid(let s), .decimal(let s): return .text(s)
         case .object(_, let pk): return .integer(pk)

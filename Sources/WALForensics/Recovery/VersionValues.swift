@@ -113,6 +113,9 @@ final class VersionValues {
             case .real(let d): bytes.append(2); bits(d.bitPattern)
             case .bool(let b): bytes.append(3); flag(b)
             case .text(let s): bytes.append(4); text(s)
+            case .longText(let t):
+                let print = t.fingerprint
+                bytes.append(12); int(Int64(print?.count ?? -1)); text(print?.sha256 ?? "")
             case .date(let iso, let seconds): bytes.append(5); text(iso); bits(seconds.bitPattern)
             case .uuid(let s): bytes.append(6); text(s)
             case .decimal(let s): bytes.append(7); text(s)
