@@ -45,7 +45,8 @@ public enum DecodedExport {
             try connection.execute("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; BEGIN")
             return connection
         }
-        var names = UniqueNames(reserved: ["_storelens"])
+        var names = UniqueNames(reserved: ["_storelens", LongTexts.table])
+        let longTexts = LongTexts()
         var tables: [Table] = []
         let map = opened.map
         // Each hierarchy is read once, from its root; each row goes to its own entity's table.
@@ -62,7 +63,7 @@ public enum DecodedExport {
             try reading(opened.displayPath) {
                 try reader.forEach(opened.connection) { row in
                     guard let table = targets[row.entity] else { return }
-                    try output(path) { try table.insert(row, fields: reader.fields, connection, storePath: opened.displayPath) }
+                    try output(path) { try table.insert(row, fields: reader.fields, connection, longTexts: longTexts, storePath: opened.displayPath) }
                 }
             }
         }
@@ -104,6 +105,9 @@ public enum DecodedExport {
             var facts = provenance
             facts.append(("modelSource", opened.model.source.rawValue))
             facts.append(("modelOrigin", opened.model.origin))
+            if longTexts.rows > 0 {
+                facts.append(("table " + LongTexts.table, "texts over 1 MiB, as UTF-8 BLOBs, \(longTexts.rows) rows"))
+            }
             for t in tables {
                 facts.append(("table " + t.name, (t.entity.map { "entity \($0)" } ?? "link table of \(t.relationship ?? "?")") + ", \(t.rows) rows"))
             }
@@ -200,7 +204,7 @@ public enum DecodedExport {
                                                + columnNames.map { _ in "?" }.joined(separator: ", ") + ")")
         }
 
-        func insert(_ row: DecodedRow, fields: [RowReader.Field], _ connection: Connection, storePath: String) throws {
+        func insert(_ row: DecodedRow, fields: [RowReader.Field], _ connection: Connection, longTexts: LongTexts, storePath: String) throws {
             guard let statement else { return }
             var values = [DatabaseValue](repeating: .null, count: columnNames.count)
             values[0] = .integer(row.pk)
@@ -210,23 +214,40 @@ public enum DecodedExport {
                 guard let column = columns[Self.key(field.declaredBy, field.name)] else { continue }
                 values[column.index] = DecodedExport.stored(value.value)
                 if let entityIndex = column.entityIndex, case .object(let entity, _) = value.value { values[entityIndex] = .text(entity) }
-                if case .longText(let text) = value.value { long.append((columnNames[column.index], text)) }
+                if case .longText(let text) = value.value {
+                    long.append((columnNames[column.index], text))
+                    values[column.index] = .text(LongTexts.note(text))
+                }
             }
             try statement.bind(values)
             while try statement.step() != nil {}
-            for (column, text) in long { try insertLong(text, column: column, pk: row.pk, connection, storePath: storePath) }
+            for (column, text) in long { try longTexts.insert(text, table: name, column: column, pk: row.pk, connection, output: output, storePath: storePath) }
             rows += 1
         }
+    }
 
-        /// A text over `LongValue.window` written in pieces: SQLite inserts a TEXT only whole, so
-        /// it is stored as a BLOB of its UTF-8 (`CAST(column AS TEXT)` reads it as text), sized
-        /// first (`zeroblob`, never held) then filled through `sqlite3_blob_write`.
-        func insertLong(_ text: LongText, column: String, pk: Int64, _ connection: Connection, storePath: String) throws {
+    /// Texts over `LongValue.window`, each in its own row of `_storelens_long_text` (entity
+    /// table, column, `_pk`, value): SQLite writes a value without holding it only when nothing
+    /// but empty columns follow it in the row, so it is the table's last column, sized first
+    /// (`zeroblob`) then filled in pieces through `sqlite3_blob_write`. The value is the text's
+    /// UTF-8 as a BLOB (`CAST(value AS TEXT)` reads it); the entity's cell names where it is.
+    final class LongTexts {
+        static let table = "_storelens_long_text"
+        private(set) var rows = 0
+
+        static func note(_ text: LongText) -> String {
+            "<text of \(text.stored.byteCount) bytes in \(table)>"
+        }
+
+        func insert(_ text: LongText, table: String, column: String, pk: Int64, _ connection: Connection,
+                    output: String, storePath: String) throws {
+            if rows == 0 {
+                try connection.execute("CREATE TABLE \(Self.table) (entity_table TEXT NOT NULL, \"column\" TEXT NOT NULL, _pk INTEGER NOT NULL, value BLOB)")
+            }
             var count = 0
             try DecodedExport.reading(storePath) { try text.forEachPiece { count += $0.utf8.count } }
-            try connection.run("UPDATE \(Identifier.quoted(name)) SET \(Identifier.quoted(column)) = zeroblob(?) WHERE _pk = ?",
-                               [.integer(Int64(count)), .integer(pk)])
-            let writer = try connection.storedValue(table: name, column: column, rowid: pk, writable: true)
+            try connection.run("INSERT INTO \(Self.table) VALUES (?, ?, ?, zeroblob(?))", [.text(table), .text(column), .integer(pk), .integer(Int64(count))])
+            let writer = try connection.storedValue(table: Self.table, column: "value", rowid: connection.lastInsertedRowID, writable: true)
             var offset = 0
             try DecodedExport.reading(storePath) {
                 try text.forEachPiece { piece in
@@ -235,6 +256,7 @@ public enum DecodedExport {
                     offset += bytes.count
                 }
             }
+            rows += 1
         }
     }
 
