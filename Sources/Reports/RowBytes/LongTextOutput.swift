@@ -26,15 +26,20 @@ enum LongTextOutput {
     }
 
     /// The text as a CSV (`separator` 0x2C) or TSV (0x09) cell: read twice, once to learn whether
-    /// it needs quotes and whether it is a formula, once to write it.
+    /// it needs quotes and whether it is a formula, once to write it. The first reading looks at
+    /// the stored bytes: the ASCII bytes that decide both are the same in the decoded text.
     static func cell(_ text: LongText, separator: UInt8, rawCSV: Bool, into out: inout [UInt8], spill: ([UInt8]) -> Void) throws {
         var quote = false
         var first: UInt8?
         var number = PlainNumber()
-        try text.forEachPiece { piece in
-            for b in piece.utf8 {
-                if first == nil { first = b }
-                if b == separator || b == 0x22 || b == 0x0A || b == 0x0D { quote = true }
+        try text.stored.forEachPiece { piece in
+            if first == nil { first = piece.first }
+            piece.withUnsafeBytes { bytes in
+                guard let base = bytes.baseAddress else { return }
+                quote = quote || [separator, 0x22, 0x0A, 0x0D].contains { memchr(base, Int32($0), bytes.count) != nil }
+            }
+            for b in piece {
+                if number.isRefused { break }
                 number.add(b)
             }
         }
@@ -42,13 +47,18 @@ enum LongTextOutput {
         if quote { out.append(0x22) }
         if neutralise { out.append(0x27) }
         try text.forEachPiece { piece in
-            if quote {
-                for b in piece.utf8 {
-                    if b == 0x22 { out.append(0x22) }
-                    out.append(b)
+            var piece = piece
+            piece.withUTF8 { bytes in
+                guard quote else { out.append(contentsOf: bytes); return }
+                // Each `"` doubled: the runs between quotes appended whole.
+                var start = 0
+                while start < bytes.count, let hit = memchr(bytes.baseAddress! + start, 0x22, bytes.count - start) {
+                    let at = bytes.baseAddress!.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start ... at]))
+                    out.append(0x22)
+                    start = at + 1
                 }
-            } else {
-                out.append(contentsOf: piece.utf8)
+                if start < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...])) }
             }
             spillIfFull(&out, spill)
         }
@@ -62,6 +72,8 @@ enum LongTextOutput {
         private var state = State.start
 
         var isNumber: Bool { state == .whole || state == .fraction || state == .exponent }
+        /// No more bytes can make it a number.
+        var isRefused: Bool { state == .no }
 
         mutating func add(_ b: UInt8) {
             let digit = b >= 0x30 && b <= 0x39
