@@ -48,23 +48,40 @@ public struct LongValue: @unchecked Sendable {
     }
 }
 
-/// A text value longer than `LongValue.window`, as `FieldValue.longText` carries it.
-public struct LongText: Sendable {
-    public let stored: LongValue
+/// A text value longer than `LongValue.window`, as `FieldValue.longText` carries it: read from
+/// the store in pieces while its source is there; a version `recover` kept aside holds only its
+/// summary (length, SHA-256, first characters).
+public final class LongText: @unchecked Sendable {
+    /// Where the text is; nil for a summary kept aside.
+    public let stored: LongValue?
+    /// The stored length in bytes.
+    public let byteCount: Int
     /// The first `LongValue.prefixLength` bytes (cut before an unfinished character), decoded.
     public let prefix: String
+    private let lock = NSLock()
+    private var cachedFingerprint: (count: Int, sha256: String)?
 
     init(_ stored: LongValue) throws {
         self.stored = stored
+        byteCount = stored.byteCount
         var head = try stored.head(LongValue.prefixLength)
         head.removeLast(UTF8Pieces.unfinished(head))
         prefix = String(decoding: head, as: UTF8.self)
+    }
+
+    /// A summary of a long text, without its source.
+    public init(byteCount: Int, prefix: String, fingerprint: (count: Int, sha256: String)) {
+        stored = nil
+        self.byteCount = byteCount
+        self.prefix = prefix
+        cachedFingerprint = fingerprint
     }
 
     /// The text in pieces of at most about `LongValue.window` bytes, each decoded as the whole
     /// would be (`String(decoding:as:)`: U+FFFD for each invalid sequence): a character split
     /// between two pieces is held back and decoded with the next.
     public func forEachPiece(_ body: (String) throws -> Void) throws {
+        guard let stored else { throw LongTextUnavailable(byteCount: byteCount) }
         var carry: [UInt8] = []
         try stored.forEachPiece { piece in
             var bytes = carry + piece
@@ -77,8 +94,11 @@ public struct LongText: Sendable {
     }
 
     /// The byte length and SHA-256 (hex) of the decoded text's UTF-8: what tells two long texts
-    /// apart without holding either. Nil when the store cannot be read any more.
+    /// apart without holding either (read once, then kept). Nil when the store cannot be read.
     public var fingerprint: (count: Int, sha256: String)? {
+        lock.lock()
+        defer { lock.unlock() }
+        if let cachedFingerprint { return cachedFingerprint }
         var hash = SHA256()
         var count = 0
         do {
@@ -87,7 +107,17 @@ public struct LongText: Sendable {
                 hash.update(Array(piece.utf8))
             }
         } catch { return nil }
-        return (count, hash.finalize().map { String(format: "%02x", $0) }.joined())
+        cachedFingerprint = (count, hash.finalize().map { String(format: "%02x", $0) }.joined())
+        return cachedFingerprint
+    }
+}
+
+/// A long text's summary was asked for its whole text: a caller's mistake, said plainly.
+public struct LongTextUnavailable: Error, CustomStringConvertible {
+    public let byteCount: Int
+    public init(byteCount: Int) { self.byteCount = byteCount }
+    public var description: String {
+        "a text of \(byteCount) bytes was kept as its summary only and cannot be written whole; read it with `rows` or `export`."
     }
 }
 

@@ -315,14 +315,19 @@ public struct RowReader {
     public final class FieldScan {
         let reader: RowReader
         let field: Field
+        /// The field's position in `reader.fields`.
+        let index: Int
+        let connection: Connection
         let statement: Statement
         let positions: [Int]
         let entityCount: Int
         var applies: [Int: Bool] = [:]
 
-        init(reader: RowReader, field: Field, statement: Statement, positions: [Int]) {
+        init(reader: RowReader, index: Int, connection: Connection, statement: Statement, positions: [Int]) {
             self.reader = reader
-            self.field = field
+            self.field = reader.fields[index]
+            self.index = index
+            self.connection = connection
             self.statement = statement
             self.positions = positions
             entityCount = reader.entity.entityNumbers.count
@@ -332,13 +337,28 @@ public struct RowReader {
         /// `forEach` gives that field, or nil for a row whose entity the field does not apply to.
         public func forEach(keys: ClosedRange<Int64>, _ body: (Int64, FieldValue?) throws -> Void) throws {
             try statement.bind(reader.entity.entityNumbers.map { .integer(Int64($0)) } + [.integer(keys.lowerBound), .integer(keys.upperBound)])
-            try statement.forEach { row in
-                guard let pk = row[0].int64 else { return }
-                let ent = row[1].int ?? -1
-                if applies[ent] == nil {
-                    applies[ent] = Set(reader.map.entity(number: ent)?.lineage ?? reader.entity.lineage).contains(field.declaredBy)
+            var last: Int64?
+            do {
+                // As `forEach`: no value over `LongValue.window` is read whole.
+                try connection.withLengthLimit(LongValue.window) {
+                    try statement.forEach { row in
+                        guard let pk = row[0].int64 else { return }
+                        last = pk
+                        let ent = row[1].int ?? -1
+                        if applies[ent] == nil {
+                            applies[ent] = Set(reader.map.entity(number: ent)?.lineage ?? reader.entity.lineage).contains(field.declaredBy)
+                        }
+                        try body(pk, applies[ent] == true ? reader.decode(field, row: row, at: positions) : nil)
+                    }
                 }
-                try body(pk, applies[ent] == true ? reader.decode(field, row: row, at: positions) : nil)
+            } catch let error as SQLiteError where error.isTooBig {
+                // A long value in the range: the rest of it read as `forEach` reads it.
+                guard last.map({ $0 < keys.upperBound }) ?? true else { return }
+                let from = last.map { $0 + 1 } ?? keys.lowerBound
+                let range = Filter(field: "Z_PK", sql: "Z_PK BETWEEN ? AND ?", arguments: [.integer(from), .integer(keys.upperBound)])
+                try reader.forEach(connection, filters: [range], byKey: true) { row in
+                    try body(row.pk, row.fieldIndexes.firstIndex(of: index).map { row.values[$0].value })
+                }
             }
         }
     }
@@ -360,7 +380,7 @@ public struct RowReader {
         // `+Z_ENT`: walk the key range itself (through the Z_ENT index SQLite would sort the rows).
         let statement = try connection.prepare("SELECT \(select.joined(separator: ", ")) FROM \(Identifier.quoted(entity.table)) WHERE +Z_ENT IN ("
             + entity.entityNumbers.map { _ in "?" }.joined(separator: ", ") + ") AND Z_PK BETWEEN ? AND ? ORDER BY Z_PK")
-        return FieldScan(reader: self, field: field, statement: statement, positions: positions)
+        return FieldScan(reader: self, index: index, connection: connection, statement: statement, positions: positions)
     }
 
     /// The element mappings of a composite attribute, flattened in order.

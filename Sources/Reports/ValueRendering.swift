@@ -5,8 +5,8 @@ import StoreFormats
 /// How decoded values print: JSON for machines, one short cell for tables and CSV.
 public enum ValueRendering {
     /// A decoded value as JSON (documented in docs/json-output.md, `rows`). A text over
-    /// `LongValue.window` is its first 64 KiB and `…` here: `rows` and `export` write it whole, in
-    /// pieces (`LongTextOutput`), and never come here for it.
+    /// `LongValue.window` is its summary here (`longText(_:)`): `rows` and `export` write it
+    /// whole, in pieces (`LongTextOutput`).
     public static func json(_ value: FieldValue) -> JSONValue {
         switch value {
         case .null: return .null
@@ -14,7 +14,7 @@ public enum ValueRendering {
         case .real(let d): return .double(d)
         case .bool(let b): return .bool(b)
         case .text(let s): return .string(s)
-        case .longText(let t): return .string(t.prefix + "…")
+        case .longText(let t): return longText(t)
         case .date(let iso, _): return .string(iso)
         case .uuid(let s): return .string(s)
         case .decimal(let s): return .string(s)
@@ -23,6 +23,14 @@ public enum ValueRendering {
         case .composite(let elements): return .object(elements.map { ($0.name, json($0.value)) })
         case .object(let entity, let pk): return .string("\(entity)#\(pk)")
         }
+    }
+
+    /// A text over `LongValue.window` where it is not written whole (`recover`, a composite in
+    /// `export`): its UTF-8 length, SHA-256, and first 1000 characters.
+    public static func longText(_ t: LongText) -> JSONValue {
+        let print = t.fingerprint
+        return .object([("size", .optional(print?.count)), ("sha256", print.map { .string($0.sha256) } ?? .null),
+                        ("textPrefix", .string(String(t.prefix.prefix(1000))))])
     }
 
     public static func json(_ b: BinaryValue) -> JSONValue {

@@ -236,7 +236,7 @@ public enum DecodedExport {
         private(set) var rows = 0
 
         static func note(_ text: LongText) -> String {
-            "<text of \(text.stored.byteCount) bytes in \(table)>"
+            "<text of \(text.byteCount) bytes in \(table)>"
         }
 
         func insert(_ text: LongText, table: String, column: String, pk: Int64, _ connection: Connection,

@@ -32,7 +32,8 @@ enum LongTextOutput {
         var quote = false
         var first: UInt8?
         var number = PlainNumber()
-        try text.stored.forEachPiece { piece in
+        guard let stored = text.stored else { throw LongTextUnavailable(byteCount: text.byteCount) }
+        try stored.forEachPiece { piece in
             if first == nil { first = piece.first }
             piece.withUnsafeBytes { bytes in
                 guard let base = bytes.baseAddress else { return }
