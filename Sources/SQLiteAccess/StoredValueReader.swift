@@ -19,9 +19,11 @@ extension Connection {
     /// Opens one stored text or blob value (table, column, rowid) for reading in pieces
     /// (`sqlite3_blob_open`, read-only): its length is known without reading it.
     /// - Parameter writable: open it for `StoredValueReader.write` (the value's length stays).
-    public func storedValue(table: String, column: String, rowid: Int64, writable: Bool = false) throws(SQLiteError) -> StoredValueReader {
+    /// - Parameter schema: the attached database holding the table.
+    public func storedValue(table: String, column: String, rowid: Int64, writable: Bool = false,
+                            schema: String = "main") throws(SQLiteError) -> StoredValueReader {
         var blob: OpaquePointer?
-        let rc = sqlite3_blob_open(handle, "main", table, column, rowid, writable ? 1 : 0, &blob)
+        let rc = sqlite3_blob_open(handle, schema, table, column, rowid, writable ? 1 : 0, &blob)
         guard rc == SQLITE_OK, let blob else {
             let error = self.error(code: rc, sql: nil)
             if let blob { sqlite3_blob_close(blob) }
