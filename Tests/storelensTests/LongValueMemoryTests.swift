@@ -1,6 +1,7 @@
 import Foundation
 import SQLiteAccess
 import StoreBuilder
+import StoreFormats
 import StoreTestSupport
 import Testing
 
@@ -117,5 +118,49 @@ struct LongValueMemoryTests {
         #expect(stored.first?[3].data == Data(text.utf8), "the UTF-8 of SQLite's text")
         let note = try exported.scalar("SELECT notes FROM TodoItem WHERE _pk = 2").string
         #expect(note == "<text of \(text.utf8.count - 2) bytes in _storelens_long_text>", "the stored length: the invalid byte is one, its U+FFFD three")
+    }
+
+    @Test("recover (and wal --diff) on two long texts in WAL commits: each version's size and SHA-256 are SQLite's, in under 100 MB")
+    func recover() throws {
+        let folder = try TemporaryFolder("long-value-recover")
+        try DemoContainer.write(into: folder.url)
+        let store = folder.url.appendingPathComponent("Library/Application Support/default.store").path
+        var texts: [String] = []
+        do {
+            let connection = try Connection.open(path: store, mode: .readWrite)
+            try connection.execute("PRAGMA wal_autocheckpoint = 0")
+            try connection.disableCheckpointOnClose()
+            for (word, count) in [("first ", 60_000_000), ("second ", 70_000_000)] {
+                try connection.run("UPDATE ZTODOITEM SET ZNOTES = ? || printf('%.*c', ?, 'y') WHERE Z_PK = 2", [.text(word), .integer(Int64(count))])
+                texts.append(try #require(try connection.scalar("SELECT ZNOTES FROM ZTODOITEM WHERE Z_PK = 2").string))
+            }
+        }
+        let wal = try #require(try FileManager.default.attributesOfItem(atPath: store + "-wal")[.size] as? NSNumber).intValue
+        #expect(wal > 130_000_000, "both texts are in the WAL: \(wal) bytes")
+
+        let output = folder.path("recover.jsonl")
+        let (ran, peak) = try Self.run(["recover", store, "--format", "jsonl", "--entity", "TodoItem", "--pk", "2"], output: output)
+        #expect(ran.status == 0, "\(ran.stderr)")
+        Self.expectBounded(peak, "recover --format jsonl")
+        let lines = try Data(contentsOf: output).split(separator: 0x0A)
+        let notes = try lines.compactMap { line -> [String: Any]? in
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any])
+            return object["notes"] as? [String: Any]
+        }
+        for text in texts {
+            var hash = SHA256()
+            hash.update(Array(text.utf8))
+            let sha = hash.finalize().map { String(format: "%02x", $0) }.joined()
+            let found = notes.first { ($0["sha256"] as? String) == sha }
+            #expect((found?["size"] as? Int) == text.utf8.count, "a version with SQLite's text: \(notes.map { $0["size"] ?? "?" })")
+            #expect((found?["textPrefix"] as? String).map { text.hasPrefix($0) && $0.count == 1000 } == true)
+        }
+
+        // Every commit against the one before: the two long texts compared in pieces.
+        let (diffed, diffPeak) = try Self.run(["wal", store, "--diff", "--each"], output: folder.path("diff.txt"))
+        #expect(diffed.status == 0, "\(diffed.stderr)")
+        Self.expectBounded(diffPeak, "wal --diff --each")
+        let diff = String(decoding: try Data(contentsOf: folder.path("diff.txt")), as: UTF8.self)
+        #expect(diff.contains("notes \"first yyy") && diff.contains("→ \"second yyy"), "the change from the first text to the second: \(diff.suffix(3000))")
     }
 }
