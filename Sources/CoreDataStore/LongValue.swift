@@ -107,7 +107,7 @@ public final class LongText: @unchecked Sendable {
                 hash.update(Array(piece.utf8))
             }
         } catch { return nil }
-        cachedFingerprint = (count, hash.finalize().map { String(format: "%02x", $0) }.joined())
+        cachedFingerprint = (count, ValueDecoder.hex(hash.finalize()))
         return cachedFingerprint
     }
 }

@@ -38,17 +38,7 @@ extension RowReader {
     /// The first selected row's `Z_PK` after `after` (without the length limit: a `--where` on a
     /// long value's column has SQLite read that value once, to compare it).
     private func nextKey(_ connection: Connection, filters: [Filter], byKey: Bool, after: Int64?) throws -> Int64? {
-        var sql = "SELECT Z_PK FROM \(Identifier.quoted(entity.table)) WHERE \(byKey ? "+" : "")Z_ENT IN ("
-            + entity.entityNumbers.map { _ in "?" }.joined(separator: ", ") + ")"
-        var arguments: [DatabaseValue] = entity.entityNumbers.map { .integer(Int64($0)) }
-        for f in filters {
-            sql += " AND (\(f.sql))"
-            arguments += f.arguments
-        }
-        if let after {
-            sql += " AND Z_PK > ?"
-            arguments.append(.integer(after))
-        }
+        let (sql, arguments) = selecting("Z_PK", filters: filters, byKey: byKey, after: after)
         return try connection.scalar(sql + " ORDER BY Z_PK LIMIT 1", arguments).int64
     }
 

@@ -211,7 +211,22 @@ public struct RowReader {
             throw ModelError.damagedTable(table: entity.table, path: map.path, detail: "it has no \(required) column")
         }
         let (select, positions) = selection()
-        var sql = "SELECT \(select.enumerated().map { $0 < 2 ? $1 : Identifier.quoted($1) }.joined(separator: ", ")) FROM \(Identifier.quoted(entity.table)) WHERE \(byKey ? "+" : "")Z_ENT IN ("
+        var (sql, arguments) = selecting(select.enumerated().map { $0 < 2 ? $1 : Identifier.quoted($1) }.joined(separator: ", "),
+                                         filters: filters, byKey: byKey, after: after)
+        sql += " ORDER BY Z_PK"
+        if let limit {
+            sql += " LIMIT ?"
+            arguments.append(.integer(Int64(max(0, limit))))
+        }
+        let statement = try connection.prepare(sql)
+        try statement.bind(arguments)
+        return (statement, positions)
+    }
+
+    /// `SELECT columns FROM` the entity's table `WHERE` its rows pass `filters` (and follow
+    /// `after`), with the arguments to bind.
+    func selecting(_ columns: String, filters: [Filter], byKey: Bool, after: Int64?) -> (String, [DatabaseValue]) {
+        var sql = "SELECT \(columns) FROM \(Identifier.quoted(entity.table)) WHERE \(byKey ? "+" : "")Z_ENT IN ("
             + entity.entityNumbers.map { _ in "?" }.joined(separator: ", ") + ")"
         var arguments: [DatabaseValue] = entity.entityNumbers.map { .integer(Int64($0)) }
         for f in filters {
@@ -222,14 +237,7 @@ public struct RowReader {
             sql += " AND Z_PK > ?"
             arguments.append(.integer(after))
         }
-        sql += " ORDER BY Z_PK"
-        if let limit {
-            sql += " LIMIT ?"
-            arguments.append(.integer(Int64(max(0, limit))))
-        }
-        let statement = try connection.prepare(sql)
-        try statement.bind(arguments)
-        return (statement, positions)
+        return (sql, arguments)
     }
 
     /// Steps through the rows, by primary key, calling `body` for each. `limit` nil means all.

@@ -62,9 +62,7 @@ struct LongValueTests {
         }
         #expect(try Self.whole(summary) == expected, "the pieces join to SQLite's text, decoded as a whole")
         #expect(expected.utf8.starts(with: summary.prefix.utf8) && summary.prefix.utf8.count > LongValue.prefixLength - 4, "the first 64 KiB, cut at a character")
-        var hash = SHA256()
-        hash.update(Array(expected.utf8))
-        #expect(summary.fingerprint?.sha256 == hash.finalize().map { String(format: "%02x", $0) }.joined())
+        #expect(summary.fingerprint?.sha256 == SHA256.hex(Data(expected.utf8)))
         #expect(summary.fingerprint?.count == expected.utf8.count)
 
         let coverColumn = try #require(opened.map.entity(named: "Media")?.attribute(named: "cover")?.column)

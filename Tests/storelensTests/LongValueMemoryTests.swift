@@ -148,9 +148,7 @@ struct LongValueMemoryTests {
             return object["notes"] as? [String: Any]
         }
         for text in texts {
-            var hash = SHA256()
-            hash.update(Array(text.utf8))
-            let sha = hash.finalize().map { String(format: "%02x", $0) }.joined()
+            let sha = SHA256.hex(Data(text.utf8))
             let found = notes.first { ($0["sha256"] as? String) == sha }
             #expect((found?["size"] as? Int) == text.utf8.count, "a version with SQLite's text: \(notes.map { $0["size"] ?? "?" })")
             #expect((found?["textPrefix"] as? String).map { text.hasPrefix($0) && $0.count == 1000 } == true)
