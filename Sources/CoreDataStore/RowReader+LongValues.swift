@@ -14,7 +14,7 @@ extension RowReader {
                   longRow: (Row, [Int: FieldValue]) throws -> Void) throws {
         var after: Int64?
         var remaining = limit
-        while remaining.map({ $0 > 0 }) ?? true {
+        while true {
             guard let (statement, _) = try prepare(connection, filters: filters, limit: remaining, byKey: byKey, after: after) else { return }
             var last = after
             do {
@@ -31,6 +31,7 @@ extension RowReader {
                 try longRow(row, longs)
                 remaining = remaining.map { $0 - 1 }
                 after = pk
+                if remaining == 0 { return }
             }
         }
     }

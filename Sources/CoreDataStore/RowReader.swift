@@ -253,8 +253,8 @@ public struct RowReader {
         // Which fields apply to each concrete entity: those declared along its lineage.
         var applicable: [Int: [Bool]] = [:]
         var names: [Int: String] = [:]
-        func decoded(_ row: Row, longs: [Int: FieldValue]) throws -> Bool {
-            guard let pk = row[0].int64 else { return false }
+        func decoded(_ row: Row, longs: [Int: FieldValue]) throws {
+            guard let pk = row[0].int64 else { return }
             let ent = row[1].int ?? -1
             if applicable[ent] == nil {
                 let concrete = map.entity(number: ent)
@@ -271,15 +271,14 @@ public struct RowReader {
                 indexes.append(i)
             }
             try body(DecodedRow(entity: names[ent] ?? "#\(ent)", pk: pk, values: values, fieldIndexes: indexes))
-            return true
         }
         try stepRows(connection, filters: filters, limit: limit, byKey: byKey) { statement, counted in
             try statement.forEach { row in
                 counted(row[0].int64)
-                _ = try decoded(row, longs: [:])
+                try decoded(row, longs: [:])
             }
         } longRow: { row, longs in
-            _ = try decoded(row, longs: longs)
+            try decoded(row, longs: longs)
         }
     }
 
