@@ -13,6 +13,10 @@ enum RecordValue {
         case .real(let d): return number(d)
         case .bool(let b): return b ? "true" : "false"
         case .text(let s): return s
+        case .longText(let t):
+            // Over a megabyte: compared by length and hash, never held whole.
+            let print = t.fingerprint
+            return "<text of \(print?.count ?? -1) bytes, SHA-256 \(print?.sha256 ?? "unreadable")>"
         case .date(_, let seconds): return date(seconds)
         case .uuid(let s): return s.uppercased()
         case .decimal(let s): return s

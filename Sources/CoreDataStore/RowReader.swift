@@ -180,9 +180,28 @@ public struct RowReader {
         }
     }
 
+    /// The columns the rows' statement selects (`Z_PK`, `Z_ENT`, then each field's, unquoted), and
+    /// for each field the positions of its columns in the result (-1: no column in this store).
+    func selection() -> (columns: [String], positions: [[Int]]) {
+        var select = ["Z_PK", "Z_ENT"]
+        var positions: [[Int]] = []
+        for field in fields {
+            var indexes: [Int] = []
+            for column in Self.columns(of: field) {
+                guard let column else { indexes.append(-1); continue }
+                indexes.append(select.count)
+                select.append(column)
+            }
+            positions.append(indexes)
+        }
+        return (select, positions)
+    }
+
     /// The statement that selects the rows (nil when the entity has no `Z_ENT` values), and for
     /// each field the positions of its columns in the result (-1: no column in this store).
-    func prepare(_ connection: Connection, filters: [Filter], limit: Int?, byKey: Bool = false) throws -> (Statement, [[Int]])? {
+    /// `after`: only rows whose `Z_PK` is greater (a scan resumed past a long value).
+    func prepare(_ connection: Connection, filters: [Filter], limit: Int?, byKey: Bool = false,
+                 after: Int64? = nil) throws -> (Statement, [[Int]])? {
         guard entity.tableExists else {
             throw ModelError.missingTable(entity: entity.entity.name, table: entity.table, path: map.path)
         }
@@ -191,25 +210,9 @@ public struct RowReader {
         for required in ["Z_PK", "Z_ENT"] where !present.contains(required) {
             throw ModelError.damagedTable(table: entity.table, path: map.path, detail: "it has no \(required) column")
         }
-        // Columns to read, and where each field's values sit in the row.
-        var select = ["Z_PK", "Z_ENT"]
-        var positions: [[Int]] = []
-        for field in fields {
-            var indexes: [Int] = []
-            for column in Self.columns(of: field) {
-                guard let column else { indexes.append(-1); continue }
-                indexes.append(select.count)
-                select.append(Identifier.quoted(column))
-            }
-            positions.append(indexes)
-        }
-        var sql = "SELECT \(select.joined(separator: ", ")) FROM \(Identifier.quoted(entity.table)) WHERE \(byKey ? "+" : "")Z_ENT IN ("
-            + entity.entityNumbers.map { _ in "?" }.joined(separator: ", ") + ")"
-        var arguments: [DatabaseValue] = entity.entityNumbers.map { .integer(Int64($0)) }
-        for f in filters {
-            sql += " AND (\(f.sql))"
-            arguments += f.arguments
-        }
+        let (select, positions) = selection()
+        var (sql, arguments) = selecting(select.enumerated().map { $0 < 2 ? $1 : Identifier.quoted($1) }.joined(separator: ", "),
+                                         filters: filters, byKey: byKey, after: after)
         sql += " ORDER BY Z_PK"
         if let limit {
             sql += " LIMIT ?"
@@ -218,6 +221,23 @@ public struct RowReader {
         let statement = try connection.prepare(sql)
         try statement.bind(arguments)
         return (statement, positions)
+    }
+
+    /// `SELECT columns FROM` the entity's table `WHERE` its rows pass `filters` (and follow
+    /// `after`), with the arguments to bind.
+    func selecting(_ columns: String, filters: [Filter], byKey: Bool, after: Int64?) -> (String, [DatabaseValue]) {
+        var sql = "SELECT \(columns) FROM \(Identifier.quoted(entity.table)) WHERE \(byKey ? "+" : "")Z_ENT IN ("
+            + entity.entityNumbers.map { _ in "?" }.joined(separator: ", ") + ")"
+        var arguments: [DatabaseValue] = entity.entityNumbers.map { .integer(Int64($0)) }
+        for f in filters {
+            sql += " AND (\(f.sql))"
+            arguments += f.arguments
+        }
+        if let after {
+            sql += " AND Z_PK > ?"
+            arguments.append(.integer(after))
+        }
+        return (sql, arguments)
     }
 
     /// Steps through the rows, by primary key, calling `body` for each. `limit` nil means all.
@@ -229,11 +249,11 @@ public struct RowReader {
     /// `byKey`: the rows are found by walking the keys, never through the `Z_ENT` index.
     func forEach(_ connection: Connection, filters: [Filter] = [], limit: Int? = nil, byKey: Bool,
                  _ body: (DecodedRow) throws -> Void) throws {
-        guard let (statement, positions) = try prepare(connection, filters: filters, limit: limit, byKey: byKey) else { return }
+        let positionsOfFields = selection().positions
         // Which fields apply to each concrete entity: those declared along its lineage.
         var applicable: [Int: [Bool]] = [:]
         var names: [Int: String] = [:]
-        try statement.forEach { row in
+        func decoded(_ row: Row, longs: [Int: FieldValue]) throws {
             guard let pk = row[0].int64 else { return }
             let ent = row[1].int ?? -1
             if applicable[ent] == nil {
@@ -247,10 +267,18 @@ public struct RowReader {
             var indexes: [Int] = []
             values.reserveCapacity(fields.count)
             for (i, field) in fields.enumerated() where applies[i] {
-                values.append((field.name, decode(field, row: row, at: positions[i])))
+                values.append((field.name, decode(field, row: row, at: positionsOfFields[i], longs: longs)))
                 indexes.append(i)
             }
             try body(DecodedRow(entity: names[ent] ?? "#\(ent)", pk: pk, values: values, fieldIndexes: indexes))
+        }
+        try stepRows(connection, filters: filters, limit: limit, byKey: byKey) { statement, counted in
+            try statement.forEach { row in
+                counted(row[0].int64)
+                try decoded(row, longs: [:])
+            }
+        } longRow: { row, longs in
+            try decoded(row, longs: longs)
         }
     }
 
@@ -294,14 +322,19 @@ public struct RowReader {
     public final class FieldScan {
         let reader: RowReader
         let field: Field
+        /// The field's position in `reader.fields`.
+        let index: Int
+        let connection: Connection
         let statement: Statement
         let positions: [Int]
         let entityCount: Int
         var applies: [Int: Bool] = [:]
 
-        init(reader: RowReader, field: Field, statement: Statement, positions: [Int]) {
+        init(reader: RowReader, index: Int, connection: Connection, statement: Statement, positions: [Int]) {
             self.reader = reader
-            self.field = field
+            self.field = reader.fields[index]
+            self.index = index
+            self.connection = connection
             self.statement = statement
             self.positions = positions
             entityCount = reader.entity.entityNumbers.count
@@ -311,13 +344,28 @@ public struct RowReader {
         /// `forEach` gives that field, or nil for a row whose entity the field does not apply to.
         public func forEach(keys: ClosedRange<Int64>, _ body: (Int64, FieldValue?) throws -> Void) throws {
             try statement.bind(reader.entity.entityNumbers.map { .integer(Int64($0)) } + [.integer(keys.lowerBound), .integer(keys.upperBound)])
-            try statement.forEach { row in
-                guard let pk = row[0].int64 else { return }
-                let ent = row[1].int ?? -1
-                if applies[ent] == nil {
-                    applies[ent] = Set(reader.map.entity(number: ent)?.lineage ?? reader.entity.lineage).contains(field.declaredBy)
+            var last: Int64?
+            do {
+                // As `forEach`: no value over `LongValue.window` is read whole.
+                try connection.withLengthLimit(LongValue.window) {
+                    try statement.forEach { row in
+                        guard let pk = row[0].int64 else { return }
+                        last = pk
+                        let ent = row[1].int ?? -1
+                        if applies[ent] == nil {
+                            applies[ent] = Set(reader.map.entity(number: ent)?.lineage ?? reader.entity.lineage).contains(field.declaredBy)
+                        }
+                        try body(pk, applies[ent] == true ? reader.decode(field, row: row, at: positions) : nil)
+                    }
                 }
-                try body(pk, applies[ent] == true ? reader.decode(field, row: row, at: positions) : nil)
+            } catch let error as SQLiteError where error.isTooBig {
+                // A long value in the range: the rest of it read as `forEach` reads it.
+                guard last.map({ $0 < keys.upperBound }) ?? true else { return }
+                let from = last.map { $0 + 1 } ?? keys.lowerBound
+                let range = Filter(field: "Z_PK", sql: "Z_PK BETWEEN ? AND ?", arguments: [.integer(from), .integer(keys.upperBound)])
+                try reader.forEach(connection, filters: [range], byKey: true) { row in
+                    try body(row.pk, row.fieldIndexes.firstIndex(of: index).map { row.values[$0].value })
+                }
             }
         }
     }
@@ -339,7 +387,7 @@ public struct RowReader {
         // `+Z_ENT`: walk the key range itself (through the Z_ENT index SQLite would sort the rows).
         let statement = try connection.prepare("SELECT \(select.joined(separator: ", ")) FROM \(Identifier.quoted(entity.table)) WHERE +Z_ENT IN ("
             + entity.entityNumbers.map { _ in "?" }.joined(separator: ", ") + ") AND Z_PK BETWEEN ? AND ? ORDER BY Z_PK")
-        return FieldScan(reader: self, field: field, statement: statement, positions: positions)
+        return FieldScan(reader: self, index: index, connection: connection, statement: statement, positions: positions)
     }
 
     /// The element mappings of a composite attribute, flattened in order.
@@ -347,19 +395,20 @@ public struct RowReader {
         a.elements.isEmpty ? [a] : a.elements.flatMap(leaves)
     }
 
-    func decode(_ field: Field, row: Row, at positions: [Int]) -> FieldValue {
+    /// - Parameter longs: values of this row left in the store because they are long, by position.
+    func decode(_ field: Field, row: Row, at positions: [Int], longs: [Int: FieldValue] = [:]) -> FieldValue {
         switch field.kind {
         case .attribute(let a):
             if a.elements.isEmpty {
                 guard let p = positions.first, p >= 0 else { return .null }
-                return decoder.decode(row[p], as: a.attribute)
+                return longs[p] ?? decoder.decode(row[p], as: a.attribute)
             }
             var cursor = 0
             func composite(_ m: AttributeMapping) -> FieldValue {
                 if m.elements.isEmpty {
                     defer { cursor += 1 }
                     guard cursor < positions.count, positions[cursor] >= 0 else { return .null }
-                    return decoder.decode(row[positions[cursor]], as: m.attribute)
+                    return longs[positions[cursor]] ?? decoder.decode(row[positions[cursor]], as: m.attribute)
                 }
                 let elements = m.elements.map { FieldValue.CompositeElement(name: $0.attribute.name, value: composite($0)) }
                 if elements.allSatisfy({ if case .null = $0.value { return true } else { return false } }) { return .null }

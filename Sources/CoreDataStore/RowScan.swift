@@ -52,16 +52,20 @@ public final class RowScan {
     let positions: [[Int]]
     /// Columns in the statement's result: what the reference decoding's `Row` holds.
     let columnCount: Int
-    let statement: Statement
+    let connection: Connection
+    let filters: [RowReader.Filter]
+    let limit: Int?
     /// Per concrete entity met so far (`Row.entity`): its name index and which fields apply.
     private var concrete: [(name: Int, applies: [Bool])] = []
     private var slotOfEntity: [Int: Int] = [:]
     /// `Z_ENT` of a to-one's destination row → the name index of that entity (nil: keep the declared one).
     private var destinationOfEntity: [Int: Int?] = [:]
 
-    init(reader: RowReader, statement: Statement, positions: [[Int]]) {
+    init(reader: RowReader, connection: Connection, filters: [RowReader.Filter], limit: Int?, positions: [[Int]]) {
         self.reader = reader
-        self.statement = statement
+        self.connection = connection
+        self.filters = filters
+        self.limit = limit
         self.positions = positions
         self.columnCount = max(2, (positions.joined().max() ?? 0) + 1)
         var names: [String] = []
@@ -111,7 +115,9 @@ public final class RowScan {
     /// The current row of the scan.
     public struct Row {
         let scan: RowScan
-        let cursor: RowCursor
+        let cursor: RowCursor?
+        /// A row holding a long value: read whole, its long values left in the store (`RowReader.longValuesRow`).
+        let longRow: (row: SQLiteAccess.Row, longs: [Int: FieldValue])?
         public let pk: Int64
         let slot: Int
         /// The row's concrete entity, as a `names` index (the same entity always has the same index).
@@ -121,19 +127,30 @@ public final class RowScan {
         /// Whether field `i` (in `RowReader.fields` order) applies to the row's entity.
         public func applies(_ i: Int) -> Bool { scan.concrete[slot].applies[i] }
         /// Field `i`'s value; valid until the next row.
-        public func value(_ i: Int) -> RawFieldValue { scan.value(i, cursor) }
+        public func value(_ i: Int) -> RawFieldValue {
+            if let longRow {
+                return .decoded(scan.reader.decode(scan.reader.fields[i], row: longRow.row, at: scan.positions[i], longs: longRow.longs))
+            }
+            return cursor.map { scan.value(i, $0) } ?? .null
+        }
     }
 
     /// Steps through the rows as `RowReader.forEach` does (same statement, same order, same rows).
     public func forEach(_ body: (Row) throws -> Void) throws {
-        try statement.forEachCursor { cursor in
-            let pk: Int64
-            if cursor.storageClass(0) == .integer { pk = cursor.int64(0) } else {
-                guard let v = cursor.value(0).int64 else { return }
-                pk = v
+        try reader.stepRows(connection, filters: filters, limit: limit, byKey: false) { statement, counted in
+            try statement.forEachCursor { cursor in
+                let pk: Int64
+                if cursor.storageClass(0) == .integer { pk = cursor.int64(0) } else {
+                    guard let v = cursor.value(0).int64 else { counted(nil); return }
+                    pk = v
+                }
+                counted(pk)
+                let ent = cursor.storageClass(1) == .integer ? (Int(exactly: cursor.int64(1)) ?? -1) : (cursor.value(1).int ?? -1)
+                try body(Row(scan: self, cursor: cursor, longRow: nil, pk: pk, slot: slot(ent)))
             }
-            let ent = cursor.storageClass(1) == .integer ? (Int(exactly: cursor.int64(1)) ?? -1) : (cursor.value(1).int ?? -1)
-            try body(Row(scan: self, cursor: cursor, pk: pk, slot: slot(ent)))
+        } longRow: { row, longs in
+            guard let pk = row[0].int64 else { return }
+            try body(Row(scan: self, cursor: nil, longRow: (row, longs), pk: pk, slot: slot(row[1].int ?? -1)))
         }
     }
 
@@ -234,7 +251,7 @@ extension RowReader {
     /// Prepares the rows `forEach(_:filters:limit:_:)` would step through, for a `RowScan`;
     /// nil when the entity has no rows to select (no `Z_ENT` values).
     public func scan(_ connection: Connection, filters: [Filter] = [], limit: Int? = nil) throws -> RowScan? {
-        guard let (statement, positions) = try prepare(connection, filters: filters, limit: limit) else { return nil }
-        return RowScan(reader: self, statement: statement, positions: positions)
+        guard try prepare(connection, filters: filters, limit: limit) != nil else { return nil }
+        return RowScan(reader: self, connection: connection, filters: filters, limit: limit, positions: selection().positions)
     }
 }

@@ -9,6 +9,8 @@ public indirect enum FieldValue: Sendable {
     case real(Double)
     case bool(Bool)
     case text(String)
+    /// A text longer than `LongValue.window`, left in the store to be read in pieces.
+    case longText(LongText)
     /// A Date: ISO 8601 UTC, and the stored seconds since 2001-01-01.
     case date(iso: String, referenceSeconds: Double)
     /// A 16-byte UUID as its canonical uppercase string.
@@ -214,10 +216,13 @@ public struct ValueDecoder: Sendable {
         }
     }
 
+    /// The most bytes a keyed archive may have to be decoded as a tree.
+    static let archiveLimit = 16 << 20
+
     /// A keyed archive of Foundation types as a tree, or nil when the bytes are something else.
     public static func archivedTree(_ data: Data) -> PlistValue? {
         guard BinaryPlist.isBinaryPlist(data),
-              let archive = try? KeyedArchive(data: data, limits: .init(maxInputBytes: 16 << 20, maxObjects: 100_000, maxDepth: 64)),
+              let archive = try? KeyedArchive(data: data, limits: .init(maxInputBytes: archiveLimit, maxObjects: 100_000, maxDepth: 64)),
               let root = try? archive.root
         else { return nil }
         return try? archive.json(root, depthLimit: 32, maxValues: 10_000)

@@ -175,6 +175,8 @@ public final class RecoveredDatabase {
         case .text(let s): return .text(s)
         // ISO 8601 UTC whatever --tz says: the file is data, as JSON is.
         case .date(let iso, _): return .text(iso)
+        // Over a megabyte: its summary, as recover's JSON has it.
+        case .longText: return .text(ValueRendering.json(value).rendered(pretty: false))
         default: return .text(ValueRendering.cell(value))
         }
     }

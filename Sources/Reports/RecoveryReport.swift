@@ -301,7 +301,11 @@ public final class RecoveryWriter {
         let lead: [String] = [path, v.entity, v.table, pk, v.state.rawValue, v.confidence.rawValue, first, last, sources,
                               ended, endCommit, transactions, finds, v.uncertainColumns.joined(separator: " ")]
         if v.values.isEmpty { return [lead + ["", ""]] }
-        return v.values.map { lead + [$0.name, ValueRendering.cell($0.value)] }
+        return v.values.map { value in
+            // A text over a megabyte: its summary (size, SHA-256, first characters), as in JSON.
+            if case .longText = value.value { return lead + [value.name, ValueRendering.json(value.value).rendered(pretty: false)] }
+            return lead + [value.name, ValueRendering.cell(value.value)]
+        }
     }
 
     private func csvCell(_ s: String) -> String {

@@ -58,7 +58,7 @@ public final class RowsWriter {
         self.writeBytes = writeBytes ?? { write(String(decoding: $0, as: UTF8.self)) }
         self.flatKeys = fields.map(Self.flatKey)
         if RowBytesEncoder.handles(format) {
-            encoder = RowBytesEncoder(format: format, flatKeys: flatKeys, rawCSV: rawCSV)
+            encoder = RowBytesEncoder(format: format, flatKeys: flatKeys, rawCSV: rawCSV, spill: self.writeBytes)
         }
         buffer.reserveCapacity(Self.blockSize + 4096)
     }
@@ -68,10 +68,10 @@ public final class RowsWriter {
 
     /// Adds a row read by a `RowScan`: the same output as `add(_: DecodedRow)` for the row
     /// `RowReader.forEach` decodes from the same cells. Only when `takesScanRows`.
-    public func add(_ row: RowScan.Row) {
+    public func add(_ row: RowScan.Row) throws {
         guard encoder != nil else { preconditionFailure("add(RowScan.Row) is for jsonl, array, csv and tsv") }
         count += 1
-        encoder!.append(row, number: count, fieldCount: fields.count, to: &buffer)
+        try encoder!.append(row, number: count, fieldCount: fields.count, to: &buffer)
         if buffer.count >= Self.blockSize { flush() }
     }
 
@@ -110,10 +110,14 @@ public final class RowsWriter {
     }
 
     public static func json(_ row: DecodedRow) -> JSONValue {
+        json(row, rendering: ValueRendering.json)
+    }
+
+    static func json(_ row: DecodedRow, rendering: (FieldValue) -> JSONValue) -> JSONValue {
         .object([
             ("entity", .string(row.entity)),
             ("pk", Int(exactly: row.pk).map(JSONValue.int) ?? .string(String(row.pk))),
-            ("values", .object(row.values.map { ($0.name, ValueRendering.json($0.value)) })),
+            ("values", .object(row.values.map { ($0.name, rendering($0.value)) })),
         ])
     }
 
@@ -137,17 +141,25 @@ public final class RowsWriter {
     ///
     /// - Parameter keys: `fields.map(flatKey)`, in `RowReader.fields` order.
     public static func flat(_ row: DecodedRow, keys: [String]) -> JSONValue {
+        flat(row, keys: keys, rendering: ValueRendering.json)
+    }
+
+    static func flat(_ row: DecodedRow, keys: [String], rendering: (FieldValue) -> JSONValue) -> JSONValue {
         var values = [JSONValue](repeating: .null, count: keys.count)
         for (index, value) in zip(row.fieldIndexes, row.values) where index >= 0 && index < values.count {
-            values[index] = ValueRendering.json(value.value)
+            values[index] = rendering(value.value)
         }
         return .object([(entityKey, .string(row.entity)),
                          (pkKey, Int(exactly: row.pk).map(JSONValue.int) ?? .string(String(row.pk)))]
                         + zip(keys, values).map { ($0, $1) })
     }
 
-    public func add(_ row: DecodedRow) {
+    public func add(_ row: DecodedRow) throws {
         count += 1
+        if format != .table, row.values.contains(where: { LongTextSplice.holdsLongText($0.value) }) {
+            try addSpliced(row)
+            return
+        }
         switch format {
         case .json:
             emit((count == 1 ? "\n" : ",\n") + ValueRendering.indented(Self.json(row), by: 4))
@@ -173,6 +185,38 @@ public final class RowsWriter {
                 emit(line(clean))
             }
         }
+    }
+
+    /// A row holding a text over `LongValue.window`: rendered with a mark in each long text's
+    /// place, then written with each mark replaced by the text, streamed in pieces.
+    private func addSpliced(_ row: DecodedRow) throws {
+        let splice = LongTextSplice()
+        switch format {
+        case .json:
+            try splice.write((count == 1 ? "\n" : ",\n") + ValueRendering.indented(Self.json(row, rendering: splice.marking), by: 4), into: &buffer, spill: writeBytes)
+        case .jsonl:
+            try splice.write(Self.flat(row, keys: flatKeys, rendering: splice.marking).rendered(pretty: false) + "\n", into: &buffer, spill: writeBytes)
+        case .array:
+            try splice.write((count == 1 ? "\n" : ",\n") + Self.flat(row, keys: flatKeys, rendering: splice.marking).rendered(pretty: false), into: &buffer, spill: writeBytes)
+        case .csv, .tsv:
+            let separator: UInt8 = format == .csv ? 0x2C : 0x09
+            var values = [FieldValue](repeating: .null, count: fields.count)
+            for (index, value) in zip(row.fieldIndexes, row.values) where index >= 0 && index < values.count { values[index] = value.value }
+            emit(format == .csv ? csvCell(row.entity) + "," + csvCell(String(row.pk)) : tsvCell(row.entity) + "\t" + tsvCell(String(row.pk)))
+            for value in values {
+                buffer.append(separator)
+                if case .longText(let text) = value {
+                    try LongTextOutput.cell(text, separator: separator, rawCSV: rawCSV, into: &buffer, spill: writeBytes)
+                } else {
+                    let cell = ValueRendering.cell(value)
+                    emit(format == .csv ? csvCell(cell) : tsvCell(cell))
+                }
+            }
+            emit(format == .csv ? "\r\n" : "\n")
+        case .table:
+            preconditionFailure("a table shows a long text's first characters, as any cell")
+        }
+        if buffer.count >= Self.blockSize { flush() }
     }
 
     public func end() {

@@ -4,7 +4,9 @@ import StoreFormats
 
 /// How decoded values print: JSON for machines, one short cell for tables and CSV.
 public enum ValueRendering {
-    /// A decoded value as JSON (documented in docs/json-output.md, `rows`).
+    /// A decoded value as JSON (documented in docs/json-output.md, `rows`). A text over
+    /// `LongValue.window` is its summary here (`longText(_:)`): `rows` and `export` write it
+    /// whole, in pieces (`LongTextOutput`).
     public static func json(_ value: FieldValue) -> JSONValue {
         switch value {
         case .null: return .null
@@ -12,6 +14,7 @@ public enum ValueRendering {
         case .real(let d): return .double(d)
         case .bool(let b): return .bool(b)
         case .text(let s): return .string(s)
+        case .longText(let t): return longText(t)
         case .date(let iso, _): return .string(iso)
         case .uuid(let s): return .string(s)
         case .decimal(let s): return .string(s)
@@ -20,6 +23,14 @@ public enum ValueRendering {
         case .composite(let elements): return .object(elements.map { ($0.name, json($0.value)) })
         case .object(let entity, let pk): return .string("\(entity)#\(pk)")
         }
+    }
+
+    /// A text over `LongValue.window` where it is not written whole (`recover`, a composite in
+    /// `export`): its UTF-8 length, SHA-256, and first 1000 characters.
+    public static func longText(_ t: LongText) -> JSONValue {
+        let print = t.fingerprint
+        return .object([("size", .optional(print?.count)), ("sha256", print.map { .string($0.sha256) } ?? .null),
+                        ("textPrefix", .string(String(t.prefix.prefix(1000))))])
     }
 
     public static func json(_ b: BinaryValue) -> JSONValue {
@@ -69,6 +80,7 @@ public enum ValueRendering {
         case .real(let d): return String(d)
         case .bool(let b): return b ? "true" : "false"
         case .text(let s): return s
+        case .longText(let t): return t.prefix + "…"
         case .date(let iso, let seconds): return DisplayZone.current.isUTC ? iso : DisplayZone.current.iso8601(referenceSeconds: seconds)
         case .uuid(let s): return s
         case .decimal(let s): return s
@@ -96,6 +108,7 @@ public enum ValueRendering {
     /// caller sanitises the whole line.
     public static func inline(_ value: FieldValue) -> String {
         if case .text(let s) = value { return "\"" + String(s.prefix(80)) + (s.count > 80 ? "…" : "") + "\"" }
+        if case .longText(let t) = value { return "\"" + String(t.prefix.prefix(80)) + "…\"" }
         let text = cell(value, nullText: "NULL")
         return text.count > 120 ? String(text.prefix(119)) + "…" : text
     }

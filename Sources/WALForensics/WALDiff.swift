@@ -1,3 +1,4 @@
+import CoreDataStore
 import Foundation
 import SQLiteAccess
 import StoreFormats
@@ -304,29 +305,38 @@ private struct Differ {
             let direct = try valueColumns.count <= Self.directComparisonLimit && sameRowidTable(table, key: key)
             var flags: [[Bool]] = []
             var keys: [(ent: Int?, key: WALDiff.RowKey)] = []
-            // Result columns are limited (2000 by default): ask for the change flags in slices.
-            let slice = 500
-            for start in stride(from: 0, to: valueColumns.count, by: slice) {
-                let part = valueColumns[start ..< min(start + slice, valueColumns.count)]
-                let tests = part.map { "n.\(Identifier.quoted($0)) IS NOT o.\(Identifier.quoted($0))" }.joined(separator: ", ")
-                let rows = direct ? try connection.rows("""
-                    SELECT \(newEnt), \(keyList), \(tests) FROM \(b) AS n JOIN \(a) AS o ON \(match)
-                    WHERE \(part.map { "n.\(Identifier.quoted($0)) IS NOT o.\(Identifier.quoted($0))" }.joined(separator: " OR "))
-                    ORDER BY \(keyList)
-                    """) : try connection.rows("""
-                    SELECT \(newEnt), \(keyList), \(tests) FROM \(differing) AS n JOIN \(a) AS o ON \(match)
-                    ORDER BY \(keyList)
-                    """)
-                for (index, row) in rows.enumerated() {
-                    let values = row.values
-                    let rowFlags = values.suffix(part.count).map { ($0.int64 ?? 0) != 0 }
-                    if start == 0 {
-                        keys.append((hasEnt ? row[0].int : nil, Array(values[1 ... key.count])))
-                        flags.append(rowFlags)
-                    } else if index < flags.count {
-                        flags[index] += rowFlags
+            do {
+                // SQL compares two values only whole: a value over `LongValue.window` stops this
+                // (SQLITE_TOOBIG) before SQLite loads it, and the table is compared in pieces.
+                try connection.withLengthLimit(LongValue.window) {
+                    // Result columns are limited (2000 by default): ask for the change flags in slices.
+                    let slice = 500
+                    for start in stride(from: 0, to: valueColumns.count, by: slice) {
+                        let part = valueColumns[start ..< min(start + slice, valueColumns.count)]
+                        let tests = part.map { "n.\(Identifier.quoted($0)) IS NOT o.\(Identifier.quoted($0))" }.joined(separator: ", ")
+                        let rows = direct ? try connection.rows("""
+                            SELECT \(newEnt), \(keyList), \(tests) FROM \(b) AS n JOIN \(a) AS o ON \(match)
+                            WHERE \(part.map { "n.\(Identifier.quoted($0)) IS NOT o.\(Identifier.quoted($0))" }.joined(separator: " OR "))
+                            ORDER BY \(keyList)
+                            """) : try connection.rows("""
+                            SELECT \(newEnt), \(keyList), \(tests) FROM \(differing) AS n JOIN \(a) AS o ON \(match)
+                            ORDER BY \(keyList)
+                            """)
+                        for (index, row) in rows.enumerated() {
+                            let values = row.values
+                            let rowFlags = values.suffix(part.count).map { ($0.int64 ?? 0) != 0 }
+                            if start == 0 {
+                                keys.append((hasEnt ? row[0].int : nil, Array(values[1 ... key.count])))
+                                flags.append(rowFlags)
+                            } else if index < flags.count {
+                                flags[index] += rowFlags
+                            }
+                        }
                     }
                 }
+            } catch let error as SQLiteError where error.isTooBig {
+                (keys, flags) = try changedInPieces(table: table, valueColumns: valueColumns, keyList: keyList, match: match,
+                                                    newEnt: newEnt, keyCount: key.count, hasEnt: hasEnt)
             }
             let attributes = attributeNames[table]
             for (index, entry) in keys.enumerated() {
@@ -348,6 +358,59 @@ private struct Differ {
             withGroup(ent) { $0.unchanged = max(0, both - (updatedByEnt[ent] ?? 0)) }
         }
         return sortedGroups(groups)
+    }
+
+    /// The rows of the later state whose key is in the earlier one and some value differs, with
+    /// the flags of the columns that differ, for a table holding a text or blob over
+    /// `LongValue.window`: two texts or blobs are compared by length, then byte by byte in pieces
+    /// of that size (`sqlite3_blob_open`), never whole; other values by SQL (`IS NOT`).
+    func changedInPieces(table: String, valueColumns: [String], keyList: String, match: String, newEnt: String,
+                         keyCount: Int, hasEnt: Bool) throws -> ([(ent: Int?, key: WALDiff.RowKey)], [[Bool]]) {
+        let quotedTable = Identifier.quoted(table)
+        let a = "\(WALDiff.Schema.earlier).\(quotedTable)", b = "\(WALDiff.Schema.later).\(quotedTable)"
+        var keys: [(ent: Int?, key: WALDiff.RowKey)] = []
+        var flags: [[Bool]] = []
+        let pairs = try connection.rows("SELECT \(newEnt), \(keyList), n.rowid, o.rowid FROM \(b) AS n JOIN \(a) AS o ON \(match) ORDER BY \(keyList)")
+        let large = "('text', 'blob')"
+        for pair in pairs {
+            guard let later = pair[keyCount + 1].int64, let earlier = pair[keyCount + 2].int64 else { continue }
+            var rowFlags: [Bool] = []
+            for start in stride(from: 0, to: valueColumns.count, by: 500) {
+                let part = valueColumns[start ..< min(start + 500, valueColumns.count)]
+                // typeof never reads a value; IS NOT runs only where neither side can be long.
+                let tests = part.map { column -> String in
+                    let n = "n.\(Identifier.quoted(column))", o = "o.\(Identifier.quoted(column))"
+                    return "typeof(\(n)), typeof(\(o)), CASE WHEN typeof(\(n)) IN \(large) OR typeof(\(o)) IN \(large) THEN NULL ELSE \(n) IS NOT \(o) END"
+                }.joined(separator: ", ")
+                guard let row = try connection.withLengthLimit(LongValue.window, {
+                    try connection.rows("SELECT \(tests) FROM \(b) AS n, \(a) AS o WHERE n.rowid = ? AND o.rowid = ?", [.integer(later), .integer(earlier)]).first
+                }) else { continue }
+                for (i, column) in part.enumerated() {
+                    let typeN = row[3 * i].string ?? "", typeO = row[3 * i + 1].string ?? ""
+                    if let same = row[3 * i + 2].int64 { rowFlags.append(same != 0); continue }
+                    guard typeN == typeO else { rowFlags.append(true); continue }
+                    rowFlags.append(try !sameStoredValue(table: table, column: column, later: later, earlier: earlier))
+                }
+            }
+            guard rowFlags.contains(true) else { continue }
+            keys.append((hasEnt ? pair[0].int : nil, Array(pair.values[1 ... keyCount])))
+            flags.append(rowFlags)
+        }
+        return (keys, flags)
+    }
+
+    /// Whether a text or blob is byte for byte the same in both states, read in pieces.
+    func sameStoredValue(table: String, column: String, later: Int64, earlier: Int64) throws -> Bool {
+        let n = try connection.storedValue(table: table, column: column, rowid: later, schema: WALDiff.Schema.later)
+        let o = try connection.storedValue(table: table, column: column, rowid: earlier, schema: WALDiff.Schema.earlier)
+        guard n.count == o.count else { return false }
+        var offset = 0
+        while offset < n.count {
+            let end = min(n.count, offset + LongValue.window)
+            if try n.bytes(offset ..< end) != o.bytes(offset ..< end) { return false }
+            offset = end
+        }
+        return true
     }
 
     /// Value columns up to which a changed row is found by the join alone (`sameRowidTable`):

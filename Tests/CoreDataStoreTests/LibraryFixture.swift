@@ -45,6 +45,7 @@ extension FieldValue {
         case .real(let d): return String(d)
         case .bool(let b): return String(b)
         case .text(let s): return s
+        case .longText(let t): return "long:\(t.byteCount)"
         case .date(let iso, _): return iso
         case .uuid(let s): return "uuid:" + s
         case .decimal(let s): return "decimal:" + s

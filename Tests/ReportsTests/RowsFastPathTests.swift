@@ -40,10 +40,10 @@ struct RowsFastPathTests {
                                          writeBytes: { fast += $0 })
                     #expect(new.takesScanRows)
                     old.begin()
-                    try reader.forEach(opened.connection, filters: resolved, limit: limit) { old.add($0) }
+                    try reader.forEach(opened.connection, filters: resolved, limit: limit) { try old.add($0) }
                     old.end()
                     new.begin()
-                    try reader.scan(opened.connection, filters: resolved, limit: limit)?.forEach { new.add($0) }
+                    try reader.scan(opened.connection, filters: resolved, limit: limit)?.forEach { try new.add($0) }
                     new.end()
                     #expect(old.count == new.count, "\(store.displayPath) \(mapping.entity.name) \(format)")
                     if reference != fast {

@@ -45,6 +45,7 @@ struct RecordDiffTests {
         case .real(let d): return stored.double == d
         case .bool(let b): return stored.int64 == (b ? 1 : 0)
         case .text(let s): return stored == .text(s)
+        case .longText: return stored.string != nil
         case .date(_, let seconds): return stored.double == seconds
         case .uuid(let s):
             guard let uuid = UUID(uuidString: s) else { return false }

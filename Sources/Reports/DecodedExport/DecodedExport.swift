@@ -45,7 +45,8 @@ public enum DecodedExport {
             try connection.execute("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; BEGIN")
             return connection
         }
-        var names = UniqueNames(reserved: ["_storelens"])
+        var names = UniqueNames(reserved: ["_storelens", LongTexts.table])
+        let longTexts = LongTexts()
         var tables: [Table] = []
         let map = opened.map
         // Each hierarchy is read once, from its root; each row goes to its own entity's table.
@@ -62,7 +63,7 @@ public enum DecodedExport {
             try reading(opened.displayPath) {
                 try reader.forEach(opened.connection) { row in
                     guard let table = targets[row.entity] else { return }
-                    try output(path) { try table.insert(row, fields: reader.fields, connection) }
+                    try output(path) { try table.insert(row, fields: reader.fields, connection, longTexts: longTexts, storePath: opened.displayPath) }
                 }
             }
         }
@@ -104,6 +105,9 @@ public enum DecodedExport {
             var facts = provenance
             facts.append(("modelSource", opened.model.source.rawValue))
             facts.append(("modelOrigin", opened.model.origin))
+            if longTexts.rows > 0 {
+                facts.append(("table " + LongTexts.table, "texts over 1 MiB, as UTF-8 BLOBs, \(longTexts.rows) rows"))
+            }
             for t in tables {
                 facts.append(("table " + t.name, (t.entity.map { "entity \($0)" } ?? "link table of \(t.relationship ?? "?")") + ", \(t.rows) rows"))
             }
@@ -200,18 +204,58 @@ public enum DecodedExport {
                                                + columnNames.map { _ in "?" }.joined(separator: ", ") + ")")
         }
 
-        func insert(_ row: DecodedRow, fields: [RowReader.Field], _ connection: Connection) throws {
+        func insert(_ row: DecodedRow, fields: [RowReader.Field], _ connection: Connection, longTexts: LongTexts, storePath: String) throws {
             guard let statement else { return }
             var values = [DatabaseValue](repeating: .null, count: columnNames.count)
             values[0] = .integer(row.pk)
+            var long: [(column: String, text: LongText)] = []
             for (offset, value) in row.values.enumerated() where offset < row.fieldIndexes.count {
                 let field = fields[row.fieldIndexes[offset]]
                 guard let column = columns[Self.key(field.declaredBy, field.name)] else { continue }
                 values[column.index] = DecodedExport.stored(value.value)
                 if let entityIndex = column.entityIndex, case .object(let entity, _) = value.value { values[entityIndex] = .text(entity) }
+                if case .longText(let text) = value.value {
+                    long.append((columnNames[column.index], text))
+                    values[column.index] = .text(LongTexts.note(text))
+                }
             }
             try statement.bind(values)
             while try statement.step() != nil {}
+            for (column, text) in long { try longTexts.insert(text, table: name, column: column, pk: row.pk, connection, output: output, storePath: storePath) }
+            rows += 1
+        }
+    }
+
+    /// Texts over `LongValue.window`, each in its own row of `_storelens_long_text` (entity
+    /// table, column, `_pk`, value): SQLite writes a value without holding it only when nothing
+    /// but empty columns follow it in the row, so it is the table's last column, sized first
+    /// (`zeroblob`) then filled in pieces through `sqlite3_blob_write`. The value is the text's
+    /// UTF-8 as a BLOB (`CAST(value AS TEXT)` reads it); the entity's cell names where it is.
+    final class LongTexts {
+        static let table = "_storelens_long_text"
+        private(set) var rows = 0
+
+        static func note(_ text: LongText) -> String {
+            "<text of \(text.byteCount) bytes in \(table)>"
+        }
+
+        func insert(_ text: LongText, table: String, column: String, pk: Int64, _ connection: Connection,
+                    output: String, storePath: String) throws {
+            if rows == 0 {
+                try connection.execute("CREATE TABLE \(Self.table) (entity_table TEXT NOT NULL, \"column\" TEXT NOT NULL, _pk INTEGER NOT NULL, value BLOB)")
+            }
+            var count = 0
+            try DecodedExport.reading(storePath) { try text.forEachPiece { count += $0.utf8.count } }
+            try connection.run("INSERT INTO \(Self.table) VALUES (?, ?, ?, zeroblob(?))", [.text(table), .text(column), .integer(pk), .integer(Int64(count))])
+            let writer = try connection.storedValue(table: Self.table, column: "value", rowid: connection.lastInsertedRowID, writable: true)
+            var offset = 0
+            try DecodedExport.reading(storePath) {
+                try text.forEachPiece { piece in
+                    let bytes = Array(piece.utf8)
+                    try DecodedExport.output(output) { try writer.write(bytes, at: offset) }
+                    offset += bytes.count
+                }
+            }
             rows += 1
         }
     }
@@ -224,6 +268,8 @@ public enum DecodedExport {
         case .real(let d): return .real(d)
         case .bool(let b): return .integer(b ? 1 : 0)
         case .text(let s): return .text(s)
+        // Written after the row, in pieces (`EntityTable.insert`).
+        case .longText: return .null
         case .date(let iso, _): return .text(iso)
         case .uuid(let s), .decimal(let s): return .text(s)
         case .object(_, let pk): return .integer(pk)

@@ -18,11 +18,14 @@ struct RowBytesEncoder {
     private var objectPrefix: [[UInt8]] = []
     /// Cell text before CSV/TSV quoting, reused per value.
     private var cell: [UInt8] = []
+    /// Writes out what is gathered, mid-row, while a long text is written in pieces.
+    let spill: ([UInt8]) -> Void
 
-    init(format: RowsWriter.Format, flatKeys: [String], rawCSV: Bool) {
+    init(format: RowsWriter.Format, flatKeys: [String], rawCSV: Bool, spill: @escaping ([UInt8]) -> Void) {
         precondition(Self.handles(format), "RowBytesEncoder writes jsonl, array, csv and tsv")
         self.format = format
         self.rawCSV = rawCSV
+        self.spill = spill
         keyBytes = flatKeys.map { key in
             var text = ","
             JSONValue.escape(key, into: &text)
@@ -38,7 +41,7 @@ struct RowBytesEncoder {
     private var isJSON: Bool { format == .jsonl || format == .array }
 
     /// Appends one row, `number` counting from 1 (the array format separates rows by it).
-    mutating func append(_ row: RowScan.Row, number: Int, fieldCount: Int, to out: inout [UInt8]) {
+    mutating func append(_ row: RowScan.Row, number: Int, fieldCount: Int, to out: inout [UInt8]) throws {
         names(upTo: row.entity, row)
         if isJSON {
             if format == .array { out.append(contentsOf: number == 1 ? Self.newline : Self.commaNewline) }
@@ -46,7 +49,13 @@ struct RowBytesEncoder {
             Self.appendDecimal(row.pk, to: &out)
             for i in 0 ..< fieldCount {
                 out.append(contentsOf: keyBytes[i])
-                if row.applies(i) { appendJSON(row.value(i), row, to: &out) } else { out.append(contentsOf: Self.null) }
+                guard row.applies(i) else { out.append(contentsOf: Self.null); continue }
+                let value = row.value(i)
+                if case .decoded(.longText(let text)) = value {
+                    try LongTextOutput.json(text, into: &out, spill: spill)
+                } else {
+                    appendJSON(value, row, to: &out)
+                }
             }
             out.append(contentsOf: format == .jsonl ? Self.braceNewline : Self.brace)
         } else {
@@ -58,7 +67,12 @@ struct RowBytesEncoder {
             for i in 0 ..< fieldCount {
                 out.append(separator)
                 cell.removeAll(keepingCapacity: true)
-                if row.applies(i) { cellText(row.value(i), row) }
+                let value = row.applies(i) ? row.value(i) : .null
+                if case .decoded(.longText(let text)) = value {
+                    try LongTextOutput.cell(text, separator: separator, rawCSV: rawCSV, into: &out, spill: spill)
+                    continue
+                }
+                cellText(value, row)
                 appendCell(cell, to: &out)
             }
             out.append(contentsOf: format == .csv ? Self.crlf : Self.newline)

@@ -193,6 +193,9 @@ extension FieldValue {
         case .real(let d): out += "r"; out += String(d.bitPattern); out += ";"
         case .bool(let b): out += b ? "b1;" : "b0;"
         case .text(let t): out += "t"; out += String(t.utf8.count); out += ":"; out += t
+        case .longText(let t):
+            let print = t.fingerprint
+            out += "T\(print?.count ?? -1):\(print?.sha256 ?? "unreadable");"
         case .date(let iso, let seconds): out += "d"; out += String(seconds.bitPattern); out += ","; out += String(iso.utf8.count); out += ":"; out += iso
         case .uuid(let u): out += "u"; out += String(u.utf8.count); out += ":"; out += u
         case .decimal(let d): out += "m\(d.utf8.count):"; out += d

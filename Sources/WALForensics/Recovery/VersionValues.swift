@@ -113,6 +113,10 @@ final class VersionValues {
             case .real(let d): bytes.append(2); bits(d.bitPattern)
             case .bool(let b): bytes.append(3); flag(b)
             case .text(let s): bytes.append(4); text(s)
+            case .longText(let t):
+                // Its summary: the text stays in the store (the state may be closed when it is read back).
+                let print = t.fingerprint
+                bytes.append(12); int(Int64(t.byteCount)); text(t.prefix); int(Int64(print?.count ?? -1)); text(print?.sha256 ?? "")
             case .date(let iso, let seconds): bytes.append(5); text(iso); bits(seconds.bitPattern)
             case .uuid(let s): bytes.append(6); text(s)
             case .decimal(let s): bytes.append(7); text(s)
@@ -257,6 +261,10 @@ final class VersionValues {
             case 11:
                 guard let entity = text(), let pk = int() else { return nil }
                 return .object(entity: entity, pk: pk)
+            case 12:
+                guard let size = int().flatMap({ Int(exactly: $0) }), let prefix = text(),
+                      let count = int().flatMap({ Int(exactly: $0) }), let sha = text() else { return nil }
+                return .longText(LongText(byteCount: size, prefix: prefix, fingerprint: (count, sha)))
             default: return nil
             }
         }

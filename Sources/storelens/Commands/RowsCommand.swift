@@ -108,9 +108,9 @@ struct RowsCommand: Command {
             try ModelOption.reading(acquired.displayPath) {
                 if writer.takesScanRows {
                     // jsonl, array, csv, tsv: straight from the statement into output bytes.
-                    try reader.scan(opened.connection, filters: resolved, limit: limit)?.forEach { writer.add($0) }
+                    try reader.scan(opened.connection, filters: resolved, limit: limit)?.forEach { try writer.add($0) }
                 } else {
-                    try reader.forEach(opened.connection, filters: resolved, limit: limit) { writer.add($0) }
+                    try reader.forEach(opened.connection, filters: resolved, limit: limit) { try writer.add($0) }
                 }
             }
         } catch {

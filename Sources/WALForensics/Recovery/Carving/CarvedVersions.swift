@@ -408,7 +408,7 @@ final class CarvedVersions {
             case .uuid(let u): hasher.combine(6); hasher.combine(u)
             case .decimal(let d): hasher.combine(7); hasher.combine(d)
             case .object(let entity, let pk): hasher.combine(8); hasher.combine(pk); hasher.combine(entity)
-            case .binary, .archived, .composite: hasher.combine(9); hasher.combine(RecordRecovery.fingerprint([piece]))
+            case .binary, .archived, .composite, .longText: hasher.combine(9); hasher.combine(RecordRecovery.fingerprint([piece]))
             }
             return hasher.finalize()
         }
@@ -438,7 +438,7 @@ final class CarvedVersions {
     static func selectivityRank(_ value: FieldValue) -> Int {
         switch value {
         case .uuid: return 0
-        case .text, .decimal: return 1
+        case .text, .decimal, .longText: return 1
         case .date: return 2
         case .binary, .archived, .composite: return 3
         case .real: return 4
