@@ -1,6 +1,5 @@
 import Acquisition
 import CoreDataStore
-import Reports
 import Foundation
 import Reports
 import StoreFormats
@@ -174,7 +173,7 @@ struct InputSettings {
     func makeSession() throws -> EvidenceSession {
         let session = try EvidenceSession(keepScratch: keepScratch, backupPassword: BackupPasswordSource.implied(passwordFile: passwordFile))
         // A damaged archive read on request is never read silently.
-        session.onDamagedInput = { Output().error("warning: \(TextTable.sanitized($0.warning)).\n") }
+        session.onDamagedInput = { Output().error("warning: \($0.warning).\n") }
         return session
     }
 
