@@ -31,6 +31,14 @@ struct BoundedMemoryTests {
 
     static let rows = 500_000
 
+    static func expectPeak(_ run: CLI.Measured, under bound: Int) {
+        guard let peak = run.peakResidentBytes else {
+            print("memory not checked: \(run.unmeasured ?? "")")
+            return
+        }
+        #expect(peak < bound, "peak \(peak >> 20) MB, bound \(bound >> 20) MB")
+    }
+
     @Test("timeline over half a million dated rows: SQLite's own ORDER BY of the same events, ties kept in reading order, in under 150 MB")
     func timelineInBoundedMemory() throws {
         let folder = try TemporaryFolder("bounded-timeline")
@@ -55,7 +63,7 @@ struct BoundedMemoryTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.url.path).isEmpty, "no scratch left")
         // Collecting every event before sorting took about 440 MB for this store; sorted in a
         // scratch file, the peak is about 45 MB whatever the number of rows.
-        #expect(run.peakResidentBytes < 150 << 20, "peak \(run.peakResidentBytes >> 20) MB")
+        Self.expectPeak(run, under: 150 << 20)
 
         // The attribute events are SQLite's ORDER BY of the same values, ties by key (the order
         // the rows are read in); every event is in time order, and at one instant history comes
@@ -93,28 +101,11 @@ struct BoundedMemoryTests {
         #expect(unordered == 0, "events out of time order, or an attribute before a history transaction of the same instant")
     }
 
-    /// The demo store with 2000 more items, copied while a transaction that edits every title is
-    /// open and has spilled pages into the file: the journal holds the originals (hot). SQLite's
-    /// records, then zeros up to `journalBytes` (sparse, cheap to make): SQLite stops at the first
-    /// place a next header would be and is not, as in a journal an earlier, longer transaction left.
+    /// `BadInputTests`' hot-journal store, its journal grown to `journalBytes` with zeros (sparse,
+    /// cheap to make) after SQLite's records: SQLite stops where a next header would be and is not,
+    /// as in a journal an earlier, longer transaction left.
     static func hotJournalStore(in folder: TemporaryFolder, journalBytes: Int64? = nil) throws -> URL {
-        let live = try demoStore(in: folder)
-        let db = try Connection.open(path: live.path, mode: .readWrite)
-        try db.execute("""
-            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
-            INSERT INTO ZTODOITEM (Z_PK, Z_ENT, Z_OPT, ZISCOMPLETED, ZCREATEDAT, ZTITLE)
-            SELECT (SELECT max(Z_PK) FROM ZTODOITEM) + i, (SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = 'TodoItem'), 1, 0,
-                   785000000 + i, 'item ' || i || ' ' || hex(randomblob(30)) FROM n
-            """)
-        try db.execute("UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT max(Z_PK) FROM ZTODOITEM) WHERE Z_NAME = 'TodoItem'")
-        try db.execute("PRAGMA cache_size = 2")
-        try db.execute("BEGIN IMMEDIATE")
-        try db.execute("UPDATE ZTODOITEM SET ZTITLE = ZTITLE || ' (edited)'")
-        let evidence = folder.path("evidence")
-        try FileManager.default.createDirectory(at: evidence, withIntermediateDirectories: true)
-        let store = evidence.appendingPathComponent("default.store")
-        for suffix in ["", "-journal"] { try FileManager.default.copyItem(atPath: live.path + suffix, toPath: store.path + suffix) }
-        try db.execute("ROLLBACK")
+        let store = try BadInputTests.hotJournalStore(in: folder.url)
         if let journalBytes { #expect(truncate(store.path + "-journal", off_t(journalBytes)) == 0) }
         return store
     }
@@ -128,14 +119,14 @@ struct BoundedMemoryTests {
         let run = try CLI.measured(["recover", store.path, "--roll-back-journal", "--format", "jsonl"], stdout: folder.path("recover.jsonl"),
                                    environment: ["TMPDIR": tmp.url.path], timeout: 600)
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(run.peakResidentBytes < 100 << 20, "peak \(run.peakResidentBytes >> 20) MB for a \(256) MB journal")
+        Self.expectPeak(run, under: 100 << 20)
         #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.url.path).isEmpty, "no scratch left")
 
         var expected: [String] = []
         try Self.truth(store, sidecars: ["-journal"], in: folder, "SELECT Z_PK, ZTITLE FROM ZTODOITEM ORDER BY Z_PK") { row in
             expected.append("\(row[0].int64 ?? -1) \(row[1].string ?? "")")
         }
-        #expect(expected.count > 2000 && !expected.contains { $0.hasSuffix("(edited)") }, "SQLite rolled the edits back")
+        #expect(expected.count >= 300 && !expected.contains { $0.hasSuffix("(edited)") }, "SQLite rolled the edits back")
         let rows = try CLI.run(["rows", store.path, "TodoItem", "--roll-back-journal", "--format", "jsonl"])
         #expect(rows.status == 0, "\(rows.stderr)")
         let got = rows.stdout.split(separator: "\n").compactMap { line -> String? in
@@ -153,7 +144,7 @@ struct BoundedMemoryTests {
         let journal = store.path + "-journal"
         let size = try #require(try FileManager.default.attributesOfItem(atPath: journal)[.size] as? NSNumber).int64Value
         #expect(size > 0)
-        // 2^28 - 1 pages of 4096 bytes: a terabyte, from a journal of a few hundred kilobytes.
+        // 2^28 - 1 pages: a terabyte or more, from a journal of a few kilobytes.
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: journal))
         try handle.seek(toOffset: 16)
         try handle.write(contentsOf: Data([0x0f, 0xff, 0xff, 0xff]))
