@@ -227,7 +227,8 @@ public final class WorkingCopy {
                 throw AcquisitionError.hotJournal(path: path, journal: path + "-journal")
             }
             if hotJournal {
-                try JournalHeader(head).check(mainBytes: Int64(size), journalBytes: FileWork.size(journal), journal: path + "-journal")
+                try JournalHeader(head).check(mainBytes: Int64(size), journalBytes: FileWork.size(journal), databasePageSize: header.pageSize,
+                                              journal: path + "-journal")
             }
         }
         self.hasJournal = hotJournal

@@ -137,8 +137,10 @@ struct BoundedMemoryTests {
         #expect(got == expected, "the rows as SQLite's rollback holds them (first difference at \(Array(zip(got, expected)).firstIndex { $0 != $1 } ?? -1))")
     }
 
-    @Test("a hot journal whose header claims more pages than the store and journal hold is refused before SQLite grows the copy to them")
-    func impossibleJournalPageCount() throws {
+    /// `zeroPageSize`: the header's page size 0, which SQLite reads as the database's (older SQLite wrote it so).
+    @Test("a hot journal whose header claims more pages than the store and journal hold is refused before SQLite grows the copy to them",
+          arguments: [false, true])
+    func impossibleJournalPageCount(zeroPageSize: Bool) throws {
         let folder = try TemporaryFolder("journal-page-count")
         let store = try Self.hotJournalStore(in: folder)
         let journal = store.path + "-journal"
@@ -148,6 +150,10 @@ struct BoundedMemoryTests {
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: journal))
         try handle.seek(toOffset: 16)
         try handle.write(contentsOf: Data([0x0f, 0xff, 0xff, 0xff]))
+        if zeroPageSize {
+            try handle.seek(toOffset: 24)
+            try handle.write(contentsOf: Data([0, 0, 0, 0]))
+        }
         try handle.close()
         let before = try FolderSnapshot(store.deletingLastPathComponent())
         let run = try CLI.run(["timeline", store.path, "--roll-back-journal"])
