@@ -13,6 +13,8 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
     case partialPage(path: String, size: Int, pageSize: Int)
     case walPageSizeMismatch(wal: String, walPageSize: Int, databasePageSize: Int)
     case hotJournal(path: String, journal: String)
+    /// The hot journal's header says the database had more pages than the store and its journal hold.
+    case journalSizeImpossible(journal: String, pages: Int64, pageSize: Int, availableBytes: Int64)
     case corrupt(path: String, detail: String)
     /// An archive damaged part-way (cut, failing CRC or length, bytes after its end): refused
     /// whole unless `ArchiveLimits.readDamaged`.
@@ -51,6 +53,8 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
             return "\(path) has a hot rollback journal (\(journal)): a transaction was interrupted; rerun with --roll-back-journal to read the store as SQLite would after rolling it back (on a copy)."
         case .archiveDamaged(let path, let detail):
             return "\(path): \(detail); storelens stopped rather than show what may be an older or partial state. Copy the archive again, or add --read-damaged to read what it still holds."
+        case .journalSizeImpossible(let journal, let pages, let pageSize, let available):
+            return "\(journal) says the database had \(pages) pages of \(pageSize) bytes before the interrupted transaction, more than the store and its journal hold together (\(available) bytes): the journal is damaged or belongs to another store; copy the store without its -journal to read the main file alone."
         case .corrupt(let path, let detail):
             return "\(path) is damaged (\(detail)); run `storelens check` on it, or copy it off the device again."
         case .evidenceChanged(let path, let before, let after):

@@ -86,16 +86,17 @@ public final class WorkingCopy {
     }
     /// The `-journal` that came with the store, as read from the original (never opened by SQLite),
     /// for carving its page images; nil when there is none, it is empty, or it is larger than
-    /// `maxWALBytes`. Read on first use.
+    /// `maxWALBytes`. Mapped on first use (`MappedFile`): a journal of any size costs the pages
+    /// its reader has touched since the last release, not its size in memory.
     public var journalData: Data? {
         if !journalLoaded {
             journalLoaded = true
             // The copy kept as it came (`journalAsCopied`): SQLite rolls a hot journal back and
             // removes it from beside the copy, and the original is read only by the copy and the
-            // after-hash (each evidence byte at most twice).
+            // after-hash (each evidence byte at most twice). Nothing writes that copy.
             if let url = journalAsCopied, FileWork.size(url) > 0, FileWork.size(url) <= Int64(Self.maxWALBytes) {
                 EvidenceReads.pass(url.path)
-                journalCache = try? Data(contentsOf: url)
+                journalCache = try? MappedFile.map(path: url.path)
             }
         }
         return journalCache
@@ -220,10 +221,14 @@ public final class WorkingCopy {
             // A journal is hot when it is non-empty and its header still has the magic:
             // SQLite zeroes or truncates it when a transaction completes.
             let magic: [UInt8] = [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7]
-            let head = (try? Self.readPrefix(journal, count: 8)) ?? Data()
-            hotJournal = Array(head) == magic
+            let head = (try? Self.readPrefix(journal, count: JournalHeader.length)) ?? Data()
+            hotJournal = Array(head.prefix(8)) == magic
             if hotJournal && !options.rollBackJournal {
                 throw AcquisitionError.hotJournal(path: path, journal: path + "-journal")
+            }
+            if hotJournal {
+                try JournalHeader(head).check(mainBytes: Int64(size), journalBytes: FileWork.size(journal), databasePageSize: header.pageSize,
+                                              journal: path + "-journal")
             }
         }
         self.hasJournal = hotJournal
@@ -274,6 +279,18 @@ public final class WorkingCopy {
             try handle.close()
         }
     }
+
+    /// The copy's main file as it is now, in a file nothing writes: the copy itself, or — when a
+    /// hot journal is to be rolled back in it, which rewrites it — a copy of it made now (copied
+    /// through a bounded buffer), so that a reader can map it rather than hold it in memory.
+    public func stableMainFile() throws -> URL {
+        guard hasJournal else { return copiedMain }
+        snapshots += 1
+        let snapshot = folder.appendingPathComponent("main-as-read-\(snapshots)")
+        try SafeCopy.copy(copiedMain, to: snapshot)
+        return snapshot
+    }
+    private var snapshots = 0
 
     /// Opens the copy with the WAL applied: what the app would see.
     ///

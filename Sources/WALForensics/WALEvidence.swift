@@ -53,14 +53,16 @@ public struct WALEvidence: @unchecked Sendable {
     }
 
     /// The evidence of a working copy. The main file is read from the scratch copy, never from
-    /// the original: mapped (`MappedFile`, so its pages are read on demand and given back), or read
-    /// into memory when a hot journal is to be rolled back in the copy (SQLite then rewrites it).
+    /// the original, mapped (`MappedFile`, so its pages are read on demand and given back): when a
+    /// hot journal is to be rolled back in the copy (SQLite then rewrites it), from a copy of the
+    /// copy as it is now (`stableMainFile`), never read whole into memory.
     public init(copy: WorkingCopy, displayPath: String? = nil) throws {
         let data: Data
+        let main = try copy.stableMainFile()
         do {
-            data = copy.rollsBackJournal ? try Data(contentsOf: copy.copiedMain) : try MappedFile.map(path: copy.copiedMain.path)
+            data = try MappedFile.map(path: main.path)
         } catch {
-            throw AcquisitionError.unreadable(path: copy.family.main.path, reason: String(describing: error))
+            throw WorkingFolderFailure(code: error.code, whileReading: true)
         }
         self.init(displayPath: displayPath ?? copy.family.main.path, mainFile: data, wal: copy.wal, walData: copy.walData,
                   sharedMemoryPresent: copy.family.shm != nil, sharedMemory: copy.sharedMemory)

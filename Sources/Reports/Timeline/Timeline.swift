@@ -35,19 +35,16 @@ public struct TimelineEvent: Sendable {
     }
 }
 
-/// Every dated event of a store, sorted by time: what an examiner merges into a super-timeline
-/// (docs/timeline.md). The events of one store are collected, then sorted; ties keep the order
-/// history, WAL, attributes and, within each, the store's own order.
+/// Every dated event of a store: what an examiner merges into a super-timeline (docs/timeline.md).
+/// The events come in the store's reading order — history, WAL, attributes and, within each, the
+/// store's own order — unsorted: `TimelineSpool` sorts them by time, ties in this order.
 public enum StoreTimeline {
-    public struct Events: Sendable {
-        public var events: [TimelineEvent]
-        /// Transactions, commits and values without a usable date, left out (counted).
-        public var undated: Int
-    }
-
+    /// Calls `body` with each dated event, one at a time (nothing is collected); returns how many
+    /// transactions, commits and values had no usable date and were left out.
+    ///
     /// - Parameter evidence: the store's WAL, for commits dated by their transactions (nil: none).
-    public static func events(_ opened: OpenedStore, evidence: WALEvidence?, decoder: ValueDecoder) throws -> Events {
-        var events: [TimelineEvent] = []
+    public static func forEachEvent(_ opened: OpenedStore, evidence: WALEvidence?, decoder: ValueDecoder,
+                                    _ body: (TimelineEvent) throws -> Void) throws -> Int {
         var undated = 0
 
         // History transactions (WAL applied: the latest state). A store without history has none;
@@ -68,7 +65,7 @@ public enum StoreTimeline {
                 event.processName = t.processName
                 event.author = t.author
                 event.contextName = t.contextName
-                events.append(event)
+                try body(event)
             }
         }
 
@@ -93,7 +90,7 @@ public enum StoreTimeline {
                 event.processName = last.processName
                 event.author = last.author
                 event.contextName = last.contextName
-                events.append(event)
+                try body(event)
             }
         }
 
@@ -117,7 +114,7 @@ public enum StoreTimeline {
                         event.entity = row.entity
                         event.pk = row.pk
                         event.attribute = value.name
-                        events.append(event)
+                        try body(event)
                     case .null:
                         break
                     default:
@@ -126,9 +123,7 @@ public enum StoreTimeline {
                 }
             }
         }
-        // Stable: equal times keep the order they were collected in.
-        let sorted = events.enumerated().sorted { ($0.element.referenceSeconds, $0.offset) < ($1.element.referenceSeconds, $1.offset) }.map(\.element)
-        return Events(events: sorted, undated: undated)
+        return undated
     }
 
     static func writer(_ t: HistoryTransaction) -> String {

@@ -47,8 +47,9 @@ struct TimelineCommand: Command {
         let session = try input.makeSession()
         defer { session.scratch.remove() }
         let stores = try session.stores(from: [path], select: input.select, options: input.open, limits: input.limits)
-        // Every store is read before anything is printed: the events of all of them are sorted together.
-        var all: [(store: String, event: TimelineEvent)] = []
+        // Every store is read before anything is printed: the events of all of them are sorted
+        // together, in a scratch file beside the working folder rather than in memory.
+        let spool = try TimelineSpool(parent: session.scratch.url.deletingLastPathComponent())
         var undated = 0
         var skipped: [String] = []
         for store in stores {
@@ -60,22 +61,16 @@ struct TimelineCommand: Command {
                 continue
             }
             let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
-            let found = try ModelOption.reading(store.displayPath) {
-                try StoreTimeline.events(opened, evidence: evidence, decoder: WALCommand.decoder(store.copy))
+            undated += try ModelOption.reading(store.displayPath) {
+                try StoreTimeline.forEachEvent(opened, evidence: evidence, decoder: WALCommand.decoder(store.copy)) { event in
+                    try spool.add(referenceSeconds: event.referenceSeconds,
+                                  line: TimelineWriter.lines(format, store: store.displayPath, [event], rawCSV: rawCSV))
+                }
             }
-            undated += found.undated
-            all += found.events.map { (store.displayPath, $0) }
         }
         try session.finish()
-        let sorted = all.enumerated().sorted { ($0.element.event.referenceSeconds, $0.offset) < ($1.element.event.referenceSeconds, $1.offset) }
         output.write(TimelineWriter.header(format, rawCSV: rawCSV))
-        for chunk in stride(from: 0, to: sorted.count, by: 512) {
-            var text = ""
-            for entry in sorted[chunk..<min(sorted.count, chunk + 512)] {
-                text += TimelineWriter.lines(format, store: entry.element.store, [entry.element.event], rawCSV: rawCSV)
-            }
-            output.write(text)
-        }
+        try spool.forEachSorted { output.write($0) }
         if !skipped.isEmpty { output.error("Not Core Data, no timeline: \(skipped.map(TextTable.sanitized).joined(separator: ", "))\n") }
         if undated > 0 { output.error("\(undated) transaction\(undated == 1 ? "" : "s"), commit\(undated == 1 ? "" : "s") or value\(undated == 1 ? "" : "s") without a usable date left out.\n") }
         if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }

@@ -183,6 +183,8 @@ struct StoreCarver {
             // Overflow chains of the journal's images: the journal's first image of a page (its
             // content before the transaction), else the main file (a page the transaction did not
             // write); pages in use are the main file's.
+            // The journal is mapped: each pass notes what it read, so its pages are given back as
+            // it goes (memory follows the records being read, not the journal's size).
             var original: [Int: Int] = [:]
             var scan = first
             while scan + recordSize <= raw.count {
@@ -190,6 +192,7 @@ struct StoreCarver {
                     original[Int(number)] = scan + 4
                 }
                 scan += recordSize
+                MappedFile.noteBytesRead(recordSize)
             }
             let pageSize = pageSize
             let ownership = ownership
@@ -206,7 +209,10 @@ struct StoreCarver {
             var index = 0
             while at + recordSize <= raw.count {
                 index += 1
-                defer { at += recordSize }
+                defer {
+                    at += recordSize
+                    MappedFile.noteBytesRead(recordSize)
+                }
                 guard let number = PageBytes.u32(raw, at), number >= 1, number <= maxPage else { continue }
                 let base = at + 4
                 let page = UnsafeRawBufferPointer(rebasing: raw[base ..< base + pageSize])
