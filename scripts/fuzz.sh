@@ -242,12 +242,17 @@ for t in $TARGETS; do
   bin="$OUT/fuzz-$t"
   crashes="$OUT/crashes/$t"; corpus="$OUT/corpus/$t"
   mkdir -p "$crashes" "$corpus" "Fuzz/corpus/$t" "Fuzz/regressions/$t" "$OUT/seeds/$t"
+  # The targets that write files (gzip-archive, backup-path) work in TMPDIR and cannot clean up when
+  # libFuzzer exits: give each a folder of its own here, removed after its run.
+  case $OUT in /*) export TMPDIR="$OUT/tmp/$t" ;; *) export TMPDIR="$ROOT/$OUT/tmp/$t" ;; esac
+  rm -rf "$TMPDIR"; mkdir -p "$TMPDIR"
   # Every input that ever crashed must still pass.
   mapfile -t regressions < <(find "Fuzz/regressions/$t" -type f ! -name '.*' | sort)
   if [ ${#regressions[@]} -gt 0 ]; then
     if ! "$bin" -rss_limit_mb=2048 -timeout=20 "${regressions[@]}" >"$OUT/logs/run-$t-regressions.log" 2>&1; then
       echo "fuzz-$t: a regression input fails again (log: $OUT/logs/run-$t-regressions.log)" >&2
       failed+=("$t (regression)")
+      rm -rf "$TMPDIR"
       continue
     fi
   fi
@@ -264,6 +269,7 @@ for t in $TARGETS; do
     failed+=("$t")
     grep -E 'ERROR|Fatal error|SUMMARY|Test unit written' "$log" | head -8 >&2 || true
   fi
+  rm -rf "$TMPDIR"
 done
 
 echo
