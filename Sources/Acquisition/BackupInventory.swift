@@ -118,6 +118,57 @@ struct BackupInventory {
         return result
     }
 
+    /// A file the encrypted backup will decrypt, with its Manifest.db record.
+    private struct Job { let entry: Entry; let record: BackupFileRecord }
+
+    private enum Decrypted {
+        case file(URL, DecryptionOutcome)
+        case skipped(reason: String)
+        var outcome: DecryptionOutcome? { if case .file(_, let outcome) = self { return outcome } else { return nil } }
+    }
+
+    /// How a backup file is named in errors: its path, hashed name and backup.
+    private func name(of entry: Entry) -> String { "\(entry.path) (\(entry.fileID.prefix(2))/\(entry.fileID) in \(root.path))" }
+
+    /// Decrypts `jobs` into `output` on both threads (each file created by `PrivateTree`; a name the
+    /// file system refuses is skipped with why) and records each outcome in `result`.
+    private func decrypt(_ jobs: [Job], with backup: EncryptedBackup, into output: URL, result: inout Result) throws {
+        let tree = PrivateTree(root: output)
+        let started = Date()
+        let outcomes = try FileWork.map(jobs, weights: jobs.map { Int64($0.entry.size) }) { job -> Decrypted in
+            let key = try backup.fileKey(protectionClass: job.record.protectionClass, wrappedKey: job.record.wrappedKey, name: name(of: job.entry))
+            defer { key.clear() }
+            let file: (fd: Int32, url: URL)
+            do throws(PrivateTree.Failure) {
+                file = try tree.createFile(job.entry.components)
+            } catch .ours(let code) {
+                throw WorkingFolderFailure(folder: output.path, code: code)
+            } catch .name(let reason) {
+                return .skipped(reason: "cannot be decrypted into the working folder (\(reason))")
+            }
+            return .file(file.url, try BackupFileDecryption.decrypt(job.entry.url, key: key, into: file, expectedSize: job.record.size, name: name(of: job.entry)))
+        }
+        if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
+            // make bench (scripts/bench-backup.sh): decryption alone, beside `openssl enc -d`.
+            let bytes = outcomes.reduce(Int64(0)) { $0 + Int64($1.outcome?.ciphertext.size ?? 0) }
+            FileHandle.standardError.write(Data("timing backup-decrypt-seconds=\(Date().timeIntervalSince(started)) bytes=\(bytes) files=\(jobs.count)\n".utf8))
+        }
+        for (job, decrypted) in zip(jobs, outcomes) {
+            guard case .file(let destination, let outcome) = decrypted else {
+                if case .skipped(let reason) = decrypted { result.skipped.append(SkippedEntry(path: job.entry.path, reason: reason)) }
+                continue
+            }
+            session.recordDecrypted(outcome.ciphertext)
+            result.plaintextHashes[destination.path] = outcome.plaintextSHA256
+            result.decrypted.append(DecryptedFile(path: job.entry.path, original: job.entry.url.path,
+                                                  encryptedSHA256: outcome.ciphertext.sha256 ?? "", plaintextSHA256: outcome.plaintextSHA256,
+                                                  size: outcome.size))
+            if let note = outcome.sizeNote { result.warnings.append(note) }
+            result.files.append(SeenFile(path: job.entry.path, url: destination, size: Int(outcome.size),
+                                         isSQLite: DatabaseHeader.isSQLite(FamilyGrouping.prefix(of: destination))))
+        }
+    }
+
     /// The largest Manifest.plist read: Finder's and iTunes' hold the keybag, the device's
     /// Lockdown facts and at most a list of apps, well under a megabyte; old iTunes backups with
     /// app icons stay under a few.
@@ -253,12 +304,6 @@ struct BackupInventory {
 
         // Which files to decrypt: every SQLite file (known by its first block), every sidecar and
         // support file by name, and the files asked for by pattern.
-        struct Job { let entry: Entry; let record: BackupFileRecord }
-        enum Decrypted {
-            case file(URL, DecryptionOutcome)
-            case skipped(reason: String)
-            var outcome: DecryptionOutcome? { if case .file(_, let outcome) = self { return outcome } else { return nil } }
-        }
         struct Candidate { let entry: Entry; let record: BackupFileRecord; let byName: Bool }
         var candidates: [Candidate] = []
         let output = try session.scratch.makeSubfolder(named: "decrypted")
@@ -284,12 +329,11 @@ struct BackupInventory {
                 || wanted.contains { $0.matches(entry.path, ignoringCase: true) }
             candidates.append(Candidate(entry: entry, record: record, byName: byName))
         }
-        func name(_ entry: Entry) -> String { "\(entry.path) (\(entry.fileID.prefix(2))/\(entry.fileID) in \(root.path))" }
         // The rest by their first block, on both threads: an app domain can hold many thousands of files.
         let needed = try FileWork.map(candidates, weights: candidates.map { _ in 1 }) { candidate -> Bool in
             if candidate.byName { return true }
             let key = try backup.fileKey(protectionClass: candidate.record.protectionClass, wrappedKey: candidate.record.wrappedKey,
-                                         name: name(candidate.entry))
+                                         name: name(of: candidate.entry))
             defer { key.clear() }
             return try BackupFileDecryption.firstBlock(of: candidate.entry.url, key: key).map { DatabaseHeader.isSQLite(Data($0)) } ?? false
         }
@@ -297,40 +341,7 @@ struct BackupInventory {
         for (candidate, isNeeded) in zip(candidates, needed) where isNeeded {
             jobs.append(Job(entry: candidate.entry, record: candidate.record))
         }
-        let tree = PrivateTree(root: output)
-        let started = Date()
-        let outcomes = try FileWork.map(jobs, weights: jobs.map { Int64($0.entry.size) }) { job -> Decrypted in
-            let key = try backup.fileKey(protectionClass: job.record.protectionClass, wrappedKey: job.record.wrappedKey, name: name(job.entry))
-            defer { key.clear() }
-            let file: (fd: Int32, url: URL)
-            do throws(PrivateTree.Failure) {
-                file = try tree.createFile(job.entry.components)
-            } catch .ours(let code) {
-                throw WorkingFolderFailure(folder: output.path, code: code)
-            } catch .name(let reason) {
-                return .skipped(reason: "cannot be decrypted into the working folder (\(reason))")
-            }
-            return .file(file.url, try BackupFileDecryption.decrypt(job.entry.url, key: key, into: file, expectedSize: job.record.size, name: name(job.entry)))
-        }
-        if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
-            // make bench (scripts/bench-backup.sh): decryption alone, beside `openssl enc -d`.
-            let bytes = outcomes.reduce(Int64(0)) { $0 + Int64($1.outcome?.ciphertext.size ?? 0) }
-            FileHandle.standardError.write(Data("timing backup-decrypt-seconds=\(Date().timeIntervalSince(started)) bytes=\(bytes) files=\(jobs.count)\n".utf8))
-        }
-        for (job, decrypted) in zip(jobs, outcomes) {
-            guard case .file(let destination, let outcome) = decrypted else {
-                if case .skipped(let reason) = decrypted { result.skipped.append(SkippedEntry(path: job.entry.path, reason: reason)) }
-                continue
-            }
-            session.recordDecrypted(outcome.ciphertext)
-            result.plaintextHashes[destination.path] = outcome.plaintextSHA256
-            result.decrypted.append(DecryptedFile(path: job.entry.path, original: job.entry.url.path,
-                                                  encryptedSHA256: outcome.ciphertext.sha256 ?? "", plaintextSHA256: outcome.plaintextSHA256,
-                                                  size: outcome.size))
-            if let note = outcome.sizeNote { result.warnings.append(note) }
-            result.files.append(SeenFile(path: job.entry.path, url: destination, size: Int(outcome.size),
-                                         isSQLite: DatabaseHeader.isSQLite(FamilyGrouping.prefix(of: destination))))
-        }
+        try decrypt(jobs, with: backup, into: output, result: &result)
         return result
     }
 
