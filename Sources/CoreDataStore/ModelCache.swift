@@ -295,8 +295,10 @@ struct ArchivedModelWalker {
         attribute.isTransient = object.bool("NSIsTransient") ?? false
         attribute.renamingIdentifier = try string("NSRenamingIdentifier", in: object)
         attribute.valueTransformerName = try string("NSValueTransformerName", in: object)
-        attribute.allowsExternalBinaryDataStorage = object.bool("NSAllowsExternalBinaryDataStorage") ?? false
-        attribute.preservesValueOnDeletion = (object.int("NSFlagsKey") ?? 0) & 0x10 != 0
+        let flags = AttributeFlags(rawValue: object.int("NSFlagsKey") ?? 0)
+        attribute.cacheFlags = object.int("NSFlagsKey").map(AttributeFlags.init(rawValue:))
+        attribute.allowsExternalBinaryDataStorage = flags.contains(.externalBinaryDataStorage)
+        attribute.preservesValueOnDeletion = flags.contains(.preservesValueOnDeletion)
         if object.isKind(of: "NSDerivedAttributeDescription") {
             attribute.derivation = (try? derivationText(object)) ?? "an expression this reader does not decode"
         }

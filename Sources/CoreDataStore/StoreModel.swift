@@ -311,6 +311,9 @@ public struct ModelAttribute: Sendable {
     /// `preservesValueInHistoryOnDeletion`: a delete's history change keeps the value in a
     /// `ZTOMBSTONE<n>` column (flag 0x10 of `NSFlagsKey` in the cache).
     public var preservesValueOnDeletion = false
+    /// `NSFlagsKey` as the model cache archived it (nil for a model read from Xcode's XML or
+    /// inferred): kept whole so that bits without a name here are still shown.
+    public var cacheFlags: AttributeFlags?
     /// For a derived attribute (`NSDerivedAttributeDescription`): its derivation, e.g. the key path
     /// `otherAccount.serverId`. Core Data keeps the column current with `Z_DA_` triggers.
     public var derivation: String?

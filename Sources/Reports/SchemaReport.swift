@@ -68,6 +68,14 @@ public enum SchemaReport {
             ("preservedOnDeletion", .bool(a.preservesValueOnDeletion)),
             ("derivation", .optional(a.derivation)),
         ]
+        // The cache's raw NSFlagsKey, so bits without a name here are not lost from view.
+        if let flags = a.cacheFlags {
+            members.append(("cacheFlags", .object([
+                ("raw", .int(Int(truncatingIfNeeded: flags.rawValue))),
+                ("fileBackedFuture", .bool(flags.contains(.fileBackedFuture))),
+                ("unknownBits", .int(Int(truncatingIfNeeded: flags.unknown.rawValue))),
+            ])))
+        }
         if a.type == .composite { members.append(("elements", .array(m.elements.map(json(attribute:))))) }
         return .object(members)
     }
@@ -231,6 +239,10 @@ public enum SchemaReport {
         if let t = attribute.valueTransformerName { facts.append("transformer \(t)") }
         if attribute.allowsExternalBinaryDataStorage { facts.append("external storage") }
         if attribute.preservesValueOnDeletion { facts.append("preserved on deletion") }
+        if attribute.cacheFlags?.contains(.fileBackedFuture) == true { facts.append("file-backed future") }
+        if let unknown = attribute.cacheFlags?.unknown, !unknown.isEmpty {
+            facts.append("unknown cache flags 0x" + String(unknown.rawValue, radix: 16))
+        }
         if let d = attribute.derivation { facts.append("derived: \(d)") }
         var rows = [[name, attribute.type.name, a.elements.isEmpty ? (a.column ?? "(no column)") : "", facts.joined(separator: ", ")]]
         for element in a.elements { rows += attributeRows(element, indent: indent + "  .") }

@@ -1,9 +1,9 @@
 import Foundation
 
-/// External binary storage as Core Data is reported to write it (coredata-sqlite-format.md §3.2,
-/// third-party evidence only): the column's first byte is a tag, `0x01` followed by the bytes
-/// kept in the row, or `0x02` followed by the ASCII UUID of a file in
-/// `.<store name>_SUPPORT/_EXTERNAL_DATA/`.
+/// External binary storage as Core Data writes it, measured on a real store: the column's first
+/// byte is a tag, `0x01` followed by the bytes kept in the row, or `0x02` followed by the file's
+/// name (the 36-character uppercase UUID) and one NUL byte, 38 bytes in all; the file, holding
+/// the raw bytes, is `.<store name without extension>_SUPPORT/_EXTERNAL_DATA/<UUID>`.
 extension StoreWriter {
     /// The support folder Core Data keeps beside the store: `.<name without extension>_SUPPORT`.
     public var supportFolder: URL {
@@ -20,9 +20,9 @@ extension StoreWriter {
         return Self.externalReference(name)
     }
 
-    /// The column value naming an external file (`0x02` + ASCII UUID), without writing the file.
+    /// The column value naming an external file (`0x02` + ASCII UUID + NUL), without writing the file.
     public static func externalReference(_ name: UUID) -> BuilderValue {
-        .data(Data([0x02]) + Data(name.uuidString.utf8))
+        .data(Data([0x02]) + Data(name.uuidString.utf8) + Data([0]))
     }
 
     /// The column value of small data kept in the row of an external-storage attribute (`0x01` + bytes).

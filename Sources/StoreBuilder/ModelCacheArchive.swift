@@ -31,12 +31,12 @@ enum ModelCacheArchive {
                     "NSEntity": entityRef.plistValue,
                     "NSDefaultValue": a.defaultValue.map { defaultValue($0, writer: w).plistValue } ?? null,
                     "NSValueTransformerName": a.valueTransformerName.map { w.string($0).plistValue } ?? null,
-                    // Flag 0x10: preserved in history on deletion (as knowledgeC and Screen Time archive it).
-                    "NSFlagsKey": .integer(a.preservesValueOnDeletion ? 16 : 0),
+                    // As Apple's caches archive them: 0x04 external binary storage (Photos, the iOS 17
+                    // MeWe store), 0x10 preserved in history on deletion (knowledgeC, Screen Time).
+                    "NSFlagsKey": .integer((a.allowsExternalBinaryDataStorage ? 0x04 : 0) | (a.preservesValueOnDeletion ? 0x10 : 0)),
                     "_P": .integer(241),
                 ]
                 if a.isOptional { fields["NSIsOptional"] = .bool(true) }
-                if a.allowsExternalBinaryDataStorage { fields["NSAllowsExternalBinaryDataStorage"] = .bool(true) }
                 if a.type == .composite {
                     // The key holding the elements is an assumption (no real archive examined).
                     fields["NSElements"] = w.array(a.elements.map(attributeObject)).plistValue
