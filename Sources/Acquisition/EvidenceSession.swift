@@ -41,11 +41,13 @@ public final class EvidenceSession {
     /// working copy of that store, which takes them instead of reading the originals again.
     private var staged: [String: URL] = [:]
 
-    /// Hashes a store family and, on the same two threads, copies its main file, -wal and
-    /// -journal into the scratch folder for the working copy that follows.
+    /// Hashes a store family and, on the same two threads, copies its main file, -wal, -journal
+    /// and `_EXTERNAL_DATA` files into the scratch folder for the working copy that follows.
     func recordCopying(_ family: StoreFamily) throws {
         var originals = [family.main, family.wal, family.journal].compactMap { $0 }.filter { staged[$0.path] == nil }
-        guard !originals.isEmpty else { return try ledger.record(family.files) }
+        let listing = externalData[family.main.path] == nil ? try ExternalDataFolder.listing(family, storeName: family.main.lastPathComponent) : nil
+        let externalFiles = listing.map { $0.entries.values.filter(\.exists).map(\.name).sorted() } ?? []
+        guard !originals.isEmpty || !externalFiles.isEmpty else { return try ledger.record(family.files) }
         let folder = try scratch.makeSubfolder(named: "staged-" + family.main.lastPathComponent)
         // A store read a second time in one run (`migration X --to X`): its files were hashed and
         // copied already, so the new copy is made from ours, checked against the recorded hash.
@@ -59,11 +61,29 @@ public final class EvidenceSession {
             staged[url.path] = copy
             return nil
         }
-        guard !originals.isEmpty else { return try ledger.record(family.files) }
         let pairs = originals.enumerated().map { (from: $1, to: folder.appendingPathComponent("\($0)-\($1.lastPathComponent)")) }
-        try ledger.record(family.files, copying: pairs)
+        let source = family.supportFolder?.appendingPathComponent("_EXTERNAL_DATA")
+        let externalPairs = externalFiles.enumerated().compactMap { i, name in
+            source.map { (name: name, from: $0.appendingPathComponent(name), to: folder.appendingPathComponent("external-\(i)")) }
+        }
+        try ledger.record(family.files, copying: pairs + externalPairs.map { (from: $0.from, to: $0.to) })
         for pair in pairs { staged[pair.from.path] = pair.to }
+        if let listing {
+            var hashes: [String: String] = [:]
+            for pair in externalPairs {
+                // The hash taken as the file was copied, or (when the ledger knew the file by another
+                // spelling of its path) the hash of our copy, which holds the bytes as read.
+                hashes[pair.name] = try ledger.entry(for: pair.from.path)?.sha256 ?? SHA256.hexOfFile(at: pair.to)
+            }
+            externalData[family.main.path] = ExternalDataFolder.made(
+                kind: listing.kind, entries: listing.entries, storeName: family.main.lastPathComponent,
+                copies: Dictionary(uniqueKeysWithValues: externalPairs.map { ($0.name, $0.to) }), hashes: hashes)
+        }
     }
+
+    /// Each store's `_EXTERNAL_DATA`, copied and hashed while it was recorded, by main file path:
+    /// kept for every working copy of that store (nothing writes the copies).
+    private var externalData: [String: ExternalDataFolder] = [:]
 
     /// Copies this session made that still hold their original's bytes (original path → copy).
     private var pristine: [String: URL] = [:]
@@ -106,7 +126,7 @@ public final class EvidenceSession {
         }
         let folder = try scratch.makeSubfolder(named: main.lastPathComponent)
         let copy = try WorkingCopy(family: family, name: main.lastPathComponent, displayPath: main.path, into: folder, options: options,
-                                   staged: takeStaged(family))
+                                   staged: takeStaged(family), externalData: externalData[family.main.path])
         remember(copy)
         TestPause.reach("working-copy")
         return copy
@@ -118,7 +138,8 @@ public final class EvidenceSession {
         // Files extracted from an archive are already storelens's own copies in the scratch folder.
         let extracted = store.family.main.standardizedFileURL.path.hasPrefix(scratch.url.standardizedFileURL.path + "/")
         let copy = try WorkingCopy(family: store.family, name: store.name, displayPath: store.path, into: folder, options: options,
-                                   alreadyPrivate: extracted, staged: takeStaged(store.family))
+                                   alreadyPrivate: extracted, staged: takeStaged(store.family),
+                                   externalData: externalData[store.family.main.path])
         remember(copy)
         // Tests interrupt here: the copy exists in the scratch folder and must be removed.
         TestPause.reach("working-copy")
@@ -139,9 +160,11 @@ public final class EvidenceSession {
     private var verification: BackgroundVerification?
 
     /// Checks every original against its recorded hash, then removes the scratch folder.
-    public func finish() throws {
+    /// - Parameter keepingScratch: leave the private copies for the caller to read from (an
+    ///   export copying `_EXTERNAL_DATA` files after the check); it removes the folder itself.
+    public func finish(keepingScratch: Bool = false) throws {
         defer {
-            scratch.remove()
+            if !keepingScratch { scratch.remove() }
             EvidenceReads.flush()
         }
         if let verification {

@@ -209,7 +209,7 @@ final class ExtractionWriter: @unchecked Sendable {
                 }
                 if fd >= 0 { Foundation.close(fd) }
                 fd = -1
-                let digest = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+                let digest = hasher.finalizeHex()
                 condition.lock()
                 results[slot] = Written(sha256: digest, failure: failure)
                 condition.broadcast()

@@ -50,7 +50,7 @@ enum SafeCopy {
         }
         return hasher.map { hasher in
             var hasher = hasher
-            return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+            return hasher.finalizeHex()
         }
     }
 }

@@ -103,6 +103,9 @@ public final class WorkingCopy {
     }
     private var journalCache: Data?
     private var journalLoaded = false
+    /// The store's `_EXTERNAL_DATA` as it came, each regular file copied into the working folder
+    /// and hashed as it was read.
+    public let externalData: ExternalDataFolder
     /// The `-shm` header, when a readable one came with the store (a hint only).
     public let sharedMemory: SharedMemoryIndex?
     public let notes: [StoreNote]
@@ -135,8 +138,10 @@ public final class WorkingCopy {
     ///   it is instead of being copied again.
     /// - Parameter staged: copies of the family's files already made in the scratch folder (by
     ///   `EvidenceSession` while it hashed them), by original path: moved into place, not copied.
+    /// - Parameter externalData: the `_EXTERNAL_DATA` files, copied and hashed by the session
+    ///   while it recorded them; when nil they are copied (and hashed) here.
     public init(family: StoreFamily, name: String, displayPath: String, into folder: URL, options: OpenOptions = OpenOptions(),
-                alreadyPrivate: Bool = false, staged: [String: URL] = [:]) throws {
+                alreadyPrivate: Bool = false, staged: [String: URL] = [:], externalData: ExternalDataFolder? = nil) throws {
         let main = family.main
         let path = displayPath
         let fm = FileManager.default
@@ -236,6 +241,8 @@ public final class WorkingCopy {
         self.notes = notes
 
         self.folder = folder
+        self.externalData = try externalData ?? ExternalDataFolder.copying(family, storeName: family.main.lastPathComponent, into: folder,
+                                                                           alreadyPrivate: alreadyPrivate)
         let sidecarsBeside = [family.wal, family.journal].allSatisfy { $0 == nil } ||
             (family.wal.map { $0.path == main.path + "-wal" } ?? true) && (family.journal.map { $0.path == main.path + "-journal" } ?? true)
         if alreadyPrivate && sidecarsBeside && !mismatchedWAL && !hotJournal {

@@ -31,6 +31,8 @@ public struct StoreChecker: @unchecked Sendable {
         case historyMissingTransaction = "history-missing-transaction"
         case metadataModelMismatch = "metadata-model-mismatch"
         case externalDataMissing = "external-data-missing"
+        /// A file in `_EXTERNAL_DATA` that no row's reference names.
+        case externalDataUnreferenced = "external-data-unreferenced"
         case cloudKitOrphan = "cloudkit-orphan-metadata"
         case walMissing = "wal-missing"
         case walPageSizeMismatch = "wal-page-size-mismatch"
@@ -137,7 +139,7 @@ public struct StoreChecker: @unchecked Sendable {
         Task(name: "Z_OPT", checks: [.badZOpt], cost: 3) { try $0.zOpt() },
         Task(name: "history", checks: [.historyUnknownEntity, .historyMissingTransaction], cost: 40) { try $0.history() },
         Task(name: "metadata", checks: [.metadataModelMismatch], cost: 0) { StoreChecker.metadataModelMismatch($0.opened) },
-        Task(name: "external data", checks: [.externalDataMissing], cost: 5, firstConnectionOnly: true) { try $0.externalData() },
+        Task(name: "external data", checks: [.externalDataMissing, .externalDataUnreferenced], cost: 5, firstConnectionOnly: true) { try $0.externalData() },
         Task(name: "CloudKit metadata", checks: [.cloudKitOrphan], cost: 5) { try $0.cloudKit() },
     ]
 
@@ -666,31 +668,6 @@ public struct StoreChecker: @unchecked Sendable {
                        "onlyInModelCache": .list(cached.subtracting(hashed).sorted().map(EvidenceValue.string))],
             explanation: "The model that wrote the metadata differs from the one cached: the next stack to open the store will migrate it.",
             suggestion: "Make every stack that opens the store use the same entities (same names and properties).")]
-    }
-
-    func externalData() throws -> [Finding] {
-        var result: [Finding] = []
-        for e in opened.map.entities where e.tableExists {
-            for a in e.attributes where a.declaredBy == e.entity.name && a.attribute.allowsExternalBinaryDataStorage {
-                guard let column = a.column else { continue }
-                // Only rows whose value is an external reference (marker byte 0x02) are read.
-                var missing: [Int] = []
-                var count = 0
-                let statement = try connection.prepare("SELECT Z_PK, \(q(column)) FROM \(q(e.table)) WHERE Z_ENT IN (\(inList(e.entityNumbers))) AND substr(\(q(column)), 1, 1) = x'02' ORDER BY Z_PK")
-                try statement.forEach { row in
-                    guard case .binary(let b) = opened.decoder.decode(row[1], as: a.attribute), case .external(let file) = b.storage, !file.exists else { return }
-                    count += 1
-                    if missing.count < limit, let pk = row[0].int { missing.append(pk) }
-                }
-                guard count > 0 else { continue }
-                result.append(finding(.externalDataMissing, .error, entity: e.entity.name,
-                                      "\(plural(count, "row")) of \(e.entity.name) reference external \(a.attribute.name) files that are not in _EXTERNAL_DATA.",
-                                      evidence: ["attribute": .string(a.attribute.name), "pks": .keys(missing), "count": .int(count)],
-                                      explanation: "The data lives in files beside the store; without them the app reads nil or crashes.",
-                                      suggestion: "Copy the store's .<name>_SUPPORT folder off the device too."))
-            }
-        }
-        return result
     }
 
     func cloudKit() throws -> [Finding] {

@@ -116,7 +116,7 @@ public struct HistoryReader {
     let hasStrings: Bool
     var bitOrders: [Int: [String]] = [:]
     /// Decodes tombstone values as `rows` decodes the attributes they were kept from.
-    public var decoder = ValueDecoder(supportFolder: nil)
+    public var decoder = ValueDecoder()
 
     /// - Parameter displayPath: how errors name the store (defaults to the connection's file).
     public init(connection: Connection, store: CoreDataStore, model: StoreModel?, displayPath: String? = nil) throws {

@@ -160,7 +160,7 @@ extension ValueDecoder {
             if marker == 0x01 {
                 return .binary(BinaryValue(size: stored.byteCount - 1, prefixHex: Self.hex(head.dropFirst().prefix(BinaryValue.prefixLength)),
                                            storage: .inline))
-            } else if marker == 0x02, let file = external(head.dropFirst()) {
+            } else if marker == 0x02, stored.byteCount <= Self.referenceLimit, let file = external(head.dropFirst()) {
                 return .binary(BinaryValue(size: file.size, prefixHex: "", storage: .external(file)))
             }
         }

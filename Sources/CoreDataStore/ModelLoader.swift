@@ -168,8 +168,7 @@ public final class OpenedStore {
     public static func open(_ copy: WorkingCopy, displayPath: String, xcodeModel: URL? = nil) throws -> OpenedStore {
         let connection = try copy.open()
         return try open(connection: connection, displayPath: displayPath,
-                        decoder: ValueDecoder(supportFolder: copy.family.supportFolder,
-                                              storeBaseName: copy.family.main.deletingPathExtension().lastPathComponent),
+                        decoder: ValueDecoder(copy),
                         xcodeModel: xcodeModel)
     }
 

@@ -1,3 +1,4 @@
+import Acquisition
 import Foundation
 import SQLiteAccess
 import StoreFormats
@@ -61,59 +62,22 @@ public struct BinaryValue: Sendable, Equatable {
     }
 }
 
-/// A file of `.<store>_SUPPORT/_EXTERNAL_DATA/`, checked for existence in the original folder
-/// (its size is read; the file is never opened).
-public struct ExternalFile: Sendable, Equatable {
-    /// What the name is in `_EXTERNAL_DATA/`, looked at without following a link: only a regular
-    /// file is external data. A link or a named pipe placed there is reported as what it is (a
-    /// link's length is not a file's size; a pipe would block a reader), never followed or read.
-    public enum Kind: UInt8, Sendable {
-        case missing = 0, file = 1, symbolicLink = 2, namedPipe = 3, folder = 4, other = 5
-
-        public var name: String {
-            switch self {
-            case .missing: return "missing"
-            case .file: return "file"
-            case .symbolicLink: return "symbolic link"
-            case .namedPipe: return "named pipe"
-            case .folder: return "folder"
-            case .other: return "device or socket"
-            }
-        }
-    }
-
-    /// The UUID-like name stored in the marker.
-    public let name: String
-    /// The path relative to the store's folder, e.g. `.default_SUPPORT/_EXTERNAL_DATA/<UUID>`.
-    public let relativePath: String
-    public let kind: Kind
-    /// The size of a regular file (nil for anything else).
-    public let size: Int?
-    /// A regular file: the external data is there.
-    public var exists: Bool { kind == .file }
-
-    public init(name: String, relativePath: String, kind: Kind, size: Int?) {
-        self.name = name
-        self.relativePath = relativePath
-        self.kind = kind
-        self.size = kind == .file ? size : nil
-    }
-
-    public init(name: String, relativePath: String, exists: Bool, size: Int?) {
-        self.init(name: name, relativePath: relativePath, kind: exists ? .file : .missing, size: size)
-    }
-}
-
 /// Decodes stored values by attribute type (coredata-sqlite-format.md §3.2).
 public struct ValueDecoder: Sendable {
-    /// The original store's `.<name>_SUPPORT` folder (from `WorkingCopy.family`), if any.
-    public let supportFolder: URL?
-    /// The store file's name without extension, for naming the support folder when it is absent.
-    public let storeBaseName: String
+    /// The store's `_EXTERNAL_DATA` as it came (from `WorkingCopy.externalData`); nil when the
+    /// caller has none, and references then name files as missing.
+    public let externalData: ExternalDataFolder?
+    /// The store file's name, for naming the support folder when no `externalData` is given.
+    public let storeName: String
 
-    public init(supportFolder: URL?, storeBaseName: String = "default") {
-        self.supportFolder = supportFolder
-        self.storeBaseName = storeBaseName
+    public init(externalData: ExternalDataFolder? = nil, storeName: String = "default.store") {
+        self.externalData = externalData
+        self.storeName = storeName
+    }
+
+    /// Values of the store `copy` holds, its external files read through the copy's `_EXTERNAL_DATA`.
+    public init(_ copy: WorkingCopy) {
+        self.init(externalData: copy.externalData, storeName: copy.family.main.lastPathComponent)
     }
 
     /// Seconds between 1970-01-01 and 2001-01-01.
@@ -180,40 +144,21 @@ public struct ValueDecoder: Sendable {
         return .binary(BinaryValue(size: payload.count, prefixHex: Self.hex(payload.prefix(BinaryValue.prefixLength)), storage: storage))
     }
 
-    /// Resolves a `0x02` marker's UUID to its file in `_EXTERNAL_DATA`, checking only that it exists
-    /// and how large it is. Names that are not plain UUID-like text are refused (no path tricks).
+    /// The longest column value read as a reference: `0x02`, a name of up to 64 characters, NULs.
+    static let referenceLimit = 128
+
+    /// Resolves a `0x02` reference (the marker already dropped) to its file in `_EXTERNAL_DATA`.
+    /// Apple writes the 36-character uppercase UUID and one NUL; names that are not plain
+    /// UUID-like text are refused (no path tricks), as are values too long to be a reference.
     func external(_ bytes: Data) -> ExternalFile? {
-        var nameBytes = [UInt8](bytes.prefix(128))
+        guard bytes.count < Self.referenceLimit else { return nil }
+        var nameBytes = [UInt8](bytes)
         while let last = nameBytes.last, last == 0 { nameBytes.removeLast() }
         guard !nameBytes.isEmpty, nameBytes.count <= 64,
               nameBytes.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x46) || ($0 >= 0x61 && $0 <= 0x66) || $0 == 0x2D })
         else { return nil }
         let name = String(decoding: nameBytes, as: UTF8.self)
-        let folderName = supportFolder?.lastPathComponent ?? ".\(storeBaseName)_SUPPORT"
-        let relative = "\(folderName)/_EXTERNAL_DATA/\(name)"
-        guard let supportFolder else { return ExternalFile(name: name, relativePath: relative, exists: false, size: nil) }
-        let folder = supportFolder.appendingPathComponent("_EXTERNAL_DATA")
-        // The folder itself must be one: through a linked _EXTERNAL_DATA every name would be a
-        // file elsewhere, so each is reported as behind a link.
-        let folderKind = Self.kind(of: folder.path).kind
-        guard folderKind == .folder else {
-            return ExternalFile(name: name, relativePath: relative, kind: folderKind == .missing ? .missing : .symbolicLink, size: nil)
-        }
-        let (kind, size) = Self.kind(of: folder.appendingPathComponent(name).path)
-        return ExternalFile(name: name, relativePath: relative, kind: kind, size: size)
-    }
-
-    /// What `path` is, by lstat(2) (a link is not followed), and a regular file's size.
-    static func kind(of path: String) -> (kind: ExternalFile.Kind, size: Int?) {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return (.missing, nil) }
-        switch info.st_mode & S_IFMT {
-        case S_IFREG: return (.file, Int(info.st_size))
-        case S_IFLNK: return (.symbolicLink, nil)
-        case S_IFIFO: return (.namedPipe, nil)
-        case S_IFDIR: return (.folder, nil)
-        default: return (.other, nil)
-        }
+        return (externalData ?? .absent(storeName: storeName)).file(named: name)
     }
 
     /// The most bytes a keyed archive may have to be decoded as a tree.

@@ -132,7 +132,7 @@ public enum MigrationPlanner {
                 hasher.update(Data((e.name + "|" + properties.sorted().joined(separator: ",") + "\u{0}").utf8))
             }
         }
-        return String(Data(hasher.finalize()).map { String(format: "%02x", $0) }.joined().prefix(12))
+        return String(hasher.finalizeHex().prefix(12))
     }
 
     static func hop(number: Int, stores: [OpenedStore], digest: String, target: MigrationTarget, limit: Int) throws -> MigrationHop {

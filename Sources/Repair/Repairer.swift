@@ -245,7 +245,7 @@ public struct Repairer {
                 }
                 hasher.update(Data([0xFF]))
             }
-            result[table] = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+            result[table] = hasher.finalizeHex()
         }
         return result
     }

@@ -43,7 +43,8 @@ public enum ValueRendering {
         case .external(let file):
             members.append(("storage", .string("external")))
             members.append(("externalFile", .object([("path", .string(file.relativePath)), ("exists", .bool(file.exists)),
-                                                    ("kind", .string(file.kind.name)), ("size", .optional(file.size))])))
+                                                    ("kind", .string(file.kind.name)), ("size", .optional(file.size)),
+                                                    ("sha256", .optional(file.sha256))])))
         }
         return .object(members)
     }
@@ -88,7 +89,7 @@ public enum ValueRendering {
             switch b.storage {
             case .external(let file):
                 switch file.kind {
-                case .file: return "<external \(file.size ?? 0) bytes: \(file.relativePath)>"
+                case .file: return "<external \(file.size ?? 0) bytes sha256 \(file.sha256 ?? "?"): \(file.relativePath)>"
                 case .missing: return "<external file MISSING: \(file.relativePath)>"
                 default: return "<external data is a \(file.kind.name), not followed or read: \(file.relativePath)>"
                 }

@@ -57,11 +57,16 @@ public struct SHA256: @unchecked Sendable {
         return digest
     }
 
+    /// The digest as lowercase hex; the hasher should not be used afterwards.
+    public mutating func finalizeHex() -> String {
+        finalize().map { String(format: "%02x", $0) }.joined()
+    }
+
     /// The hex digest of `data`.
     public static func hex(_ data: some DataProtocol) -> String {
         var hasher = SHA256()
         hasher.update(data)
-        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        return hasher.finalizeHex()
     }
 
     /// The hex digest of the file at `url`, read in 1 MiB chunks into one reused buffer, so memory
@@ -88,6 +93,6 @@ public struct SHA256: @unchecked Sendable {
             done += Int64(n)
             progress.report("hashing \(url.lastPathComponent)", done: done, total: total, unit: .bytes)
         }
-        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        return hasher.finalizeHex()
     }
 }

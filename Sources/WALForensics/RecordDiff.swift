@@ -68,7 +68,7 @@ public struct RecordDiff: Sendable {
     ///   - to: the later state; nil is the last valid commit.
     ///   - decoder: how values are decoded (points at the original's support folder for external data).
     public static func compute(_ evidence: WALEvidence, from: Int? = nil, to: Int? = nil,
-                               decoder: ValueDecoder = ValueDecoder(supportFolder: nil)) throws(WALForensicsError) -> RecordDiff {
+                               decoder: ValueDecoder = ValueDecoder()) throws(WALForensicsError) -> RecordDiff {
         let earlier = try StateReader(evidence, commit: from ?? 0, option: "--from", decoder: decoder)
         let later = try StateReader(evidence, commit: to ?? evidence.commitCount, option: "--to", decoder: decoder)
         return try compute(evidence, earlier: earlier, later: later)
@@ -83,7 +83,7 @@ public struct RecordDiff: Sendable {
     /// table costs little however large the others are; groups of other tables are left out. When
     /// the pages cannot be mapped (damage, pages nothing reaches) or the schema changed, every
     /// table is compared.
-    public static func forEachCommit(_ evidence: WALEvidence, decoder: ValueDecoder = ValueDecoder(supportFolder: nil),
+    public static func forEachCommit(_ evidence: WALEvidence, decoder: ValueDecoder = ValueDecoder(),
                                      _ body: (_ commit: Int, RecordDiff) throws -> Void) throws {
         try forEachCommitStates(evidence, decoder: decoder) { commit, diff, _, _ in try body(commit, diff) }
     }

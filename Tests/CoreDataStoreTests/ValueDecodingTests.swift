@@ -1,3 +1,4 @@
+import Acquisition
 import CoreDataStore
 import Foundation
 import SQLiteAccess
@@ -7,7 +8,7 @@ import Testing
 
 @Suite("value decoding")
 struct ValueDecodingTests {
-    let decoder = ValueDecoder(supportFolder: nil, storeBaseName: "default")
+    let decoder = ValueDecoder()
 
     @Test("dates: seconds since 2001 as ISO 8601 UTC, fractions to the microsecond, absurd values as numbers")
     func dates() {
@@ -79,14 +80,21 @@ struct ValueDecodingTests {
         #expect(text(.null, .string) == "null")
     }
 
-    @Test("external-storage markers: inline payload, file reference checked in the original folder, unsafe names refused")
+    /// A decoder reading `support`'s `_EXTERNAL_DATA` through copies made in `scratch`.
+    static func decoder(support: URL, scratch: URL) throws -> ValueDecoder {
+        let family = StoreFamily(main: support.deletingLastPathComponent().appendingPathComponent("default.store"), supportFolder: support)
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        return ValueDecoder(externalData: try ExternalDataFolder.copying(family, storeName: "default.store", into: scratch), storeName: "default.store")
+    }
+
+    @Test("external-storage markers: inline payload, file reference read through its private copy, unsafe names refused")
     func externalStorage() throws {
         let folder = try TemporaryFolder("external")
         let support = folder.path(".default_SUPPORT")
         try FileManager.default.createDirectory(at: support.appendingPathComponent("_EXTERNAL_DATA"), withIntermediateDirectories: true)
         let name = "0A1B2C3D-4E5F-4071-8293-A4B5C6D7E8F9"
         try Data(count: 300).write(to: support.appendingPathComponent("_EXTERNAL_DATA/\(name)"))
-        let decoder = ValueDecoder(supportFolder: support)
+        let decoder = try Self.decoder(support: support, scratch: folder.path("scratch"))
         let attribute = ModelAttribute(name: "photo", type: .binary, allowsExternalBinaryDataStorage: true)
         func binary(_ data: Data) -> BinaryValue? {
             if case .binary(let b) = decoder.decode(.blob(data), as: attribute) { return b }
@@ -94,7 +102,8 @@ struct ValueDecodingTests {
         }
         #expect(binary(Data([0x01, 0xCA, 0xFE])) == BinaryValue(size: 2, prefixHex: "cafe", storage: .inline))
         let found = binary(Data([0x02]) + Data(name.utf8) + Data([0]))
-        #expect(found?.storage == .external(ExternalFile(name: name, relativePath: ".default_SUPPORT/_EXTERNAL_DATA/\(name)", exists: true, size: 300)))
+        #expect(found?.storage == .external(ExternalFile(name: name, relativePath: ".default_SUPPORT/_EXTERNAL_DATA/\(name)", exists: true, size: 300,
+                                                         sha256: SHA256.hex(Data(count: 300)))))
         let missing = binary(Data([0x02]) + Data("FFFFFFFF-2222-4333-8444-555555555555".utf8))
         if case .external(let file)? = missing?.storage { #expect(!file.exists && file.size == nil) } else { Issue.record("not external") }
         // A link or a named pipe in _EXTERNAL_DATA is what it is: not followed, not read (lstat
@@ -103,17 +112,18 @@ struct ValueDecodingTests {
         try FileManager.default.createSymbolicLink(atPath: support.appendingPathComponent("_EXTERNAL_DATA/\(linked)").path,
                                                    withDestinationPath: support.appendingPathComponent("_EXTERNAL_DATA/\(name)").path)
         #expect(mkfifo(support.appendingPathComponent("_EXTERNAL_DATA/\(pipe)").path, 0o600) == 0)
+        let listed = try Self.decoder(support: support, scratch: folder.path("scratch-2"))
         for (file, kind) in [(linked, ExternalFile.Kind.symbolicLink), (pipe, .namedPipe)] {
-            let value = binary(Data([0x02]) + Data(file.utf8) + Data([0]))
-            guard case .external(let found)? = value?.storage else { Issue.record("not external"); continue }
-            #expect(found.kind == kind && !found.exists && found.size == nil && value?.size == nil, "\(found)")
+            guard case .binary(let value) = listed.decode(.blob(Data([0x02]) + Data(file.utf8) + Data([0])), as: attribute),
+                  case .external(let found) = value.storage else { Issue.record("not external"); continue }
+            #expect(found.kind == kind && !found.exists && found.size == nil && value.size == nil, "\(found)")
         }
         // A linked _EXTERNAL_DATA folder: its files are behind a link, not followed.
         let other = folder.path(".other_SUPPORT")
         try FileManager.default.createDirectory(at: other, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: other.appendingPathComponent("_EXTERNAL_DATA").path,
                                                    withDestinationPath: support.appendingPathComponent("_EXTERNAL_DATA").path)
-        if case .binary(let b) = ValueDecoder(supportFolder: other).decode(.blob(Data([0x02]) + Data(name.utf8)), as: attribute),
+        if case .binary(let b) = try Self.decoder(support: other, scratch: folder.path("scratch-3")).decode(.blob(Data([0x02]) + Data(name.utf8)), as: attribute),
            case .external(let file) = b.storage {
             #expect(file.kind == .symbolicLink && !file.exists)
         } else { Issue.record("not external") }

@@ -1,4 +1,5 @@
 import Acquisition
+import CoreDataStore
 import Foundation
 import SQLiteAccess
 import StoreTestSupport
@@ -20,7 +21,7 @@ struct CarvingBesideTests {
 
     static func versions(_ evidence: WALEvidence, filter: RecordRecovery.Filter, beside: Bool) throws -> [RecordVersion] {
         var out: [RecordVersion] = []
-        try RecordRecovery.forEachVersion(evidence, filter: filter, carve: true, decoder: .init(supportFolder: nil),
+        try RecordRecovery.forEachVersion(evidence, filter: filter, carve: true, decoder: ValueDecoder(),
                                           carvingBeside: beside) { out.append($0) }
         return out
     }

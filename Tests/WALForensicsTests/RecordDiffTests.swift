@@ -64,7 +64,7 @@ struct RecordDiffTests {
         let map = try SchemaMap.build(model: try ModelLoader.load(connection: connection, store: store), store: store, connection: connection)
         var out: [String: [String: [String]]] = [:]
         for mapping in map.entities {
-            for field in RowReader(map: map, entity: mapping, decoder: ValueDecoder(supportFolder: nil)).fields {
+            for field in RowReader(map: map, entity: mapping, decoder: ValueDecoder()).fields {
                 let columns = RowReader.columns(of: field).compactMap { $0 }
                 out[mapping.table, default: [:]][field.name, default: []] += columns.filter { !(out[mapping.table]?[field.name] ?? []).contains($0) }
             }
@@ -321,7 +321,7 @@ struct RecordDiffTests {
                 let map = try SchemaMap.build(model: try ModelLoader.load(connection: connection, store: store), store: store, connection: connection)
                 guard let mapping = map.entity(named: entity) else { continue }
                 var shown: [String] = []
-                try RowReader(map: map, entity: mapping, decoder: ValueDecoder(supportFolder: nil)).forEach(connection, primaryKeys: [pk]) { row in
+                try RowReader(map: map, entity: mapping, decoder: ValueDecoder()).forEach(connection, primaryKeys: [pk]) { row in
                     shown = row.values.map { "\($0.name)=\($0.value)" }
                 }
                 // The properties rows shows, in its order; anything else is a column no property shows, named as stored.

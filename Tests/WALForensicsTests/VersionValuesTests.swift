@@ -1,3 +1,4 @@
+import Acquisition
 import CoreDataStore
 import Foundation
 import StoreFormats

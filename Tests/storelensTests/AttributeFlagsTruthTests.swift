@@ -1,4 +1,5 @@
 import Foundation
+import StoreBuilder
 import StoreTestSupport
 import Testing
 
@@ -85,6 +86,21 @@ struct AttributeFlagsTruthTests {
         })
     }
 
+    /// What `schema --format json` says, as the oracle counts it: every entity lists the
+    /// attributes it inherits too.
+    static func reported(_ schema: String) throws -> Set<Flagged> {
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(schema.utf8)) as? [String: Any])
+        var reported = Set<Flagged>()
+        for entity in json["entities"] as? [[String: Any]] ?? [] {
+            for attribute in entity["attributes"] as? [[String: Any]] ?? [] {
+                guard let owner = entity["name"] as? String, let name = attribute["name"] as? String else { continue }
+                if attribute["externalStorage"] as? Bool == true { reported.insert(Flagged(flag: "external", entity: owner, attribute: name)) }
+                if attribute["preservedOnDeletion"] as? Bool == true { reported.insert(Flagged(flag: "preserved", entity: owner, attribute: name)) }
+            }
+        }
+        return reported
+    }
+
     static let pythonAvailable: Bool = {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -105,17 +121,34 @@ struct AttributeFlagsTruthTests {
         guard let store = try ProjectPaths.realStoreFile(in: folder), let expected = try Self.oracle(store) else { return }
         let result = try CLI.run(["schema", store.path, "--format", "json"])
         #expect(result.status == 0, "\(result.stderr)")
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
-        var reported = Set<Flagged>()
-        for entity in json["entities"] as? [[String: Any]] ?? [] {
-            for attribute in entity["attributes"] as? [[String: Any]] ?? [] {
-                // Every entity lists the attributes it inherits too, as the oracle counts them.
-                guard let owner = entity["name"] as? String, let name = attribute["name"] as? String else { continue }
-                if attribute["externalStorage"] as? Bool == true { reported.insert(Flagged(flag: "external", entity: owner, attribute: name)) }
-                if attribute["preservedOnDeletion"] as? Bool == true { reported.insert(Flagged(flag: "preserved", entity: owner, attribute: name)) }
-            }
-        }
+        let reported = try Self.reported(result.stdout)
         #expect(reported.subtracting(expected).isEmpty, "reported but not in the cache: \(reported.subtracting(expected).sorted { $0.description < $1.description })")
         #expect(expected.subtracting(reported).isEmpty, "in the cache but not reported: \(expected.subtracting(reported).sorted { $0.description < $1.description })")
+    }
+}
+
+extension AttributeFlagsTruthTests {
+    /// The builder is held to the same oracle: a store it writes with external storage and a
+    /// value preserved on deletion says so in its cache exactly as Apple's do.
+    @Test("a builder store's cache carries the same bits, read the same way",
+          .enabled(if: pythonAvailable, "python3 with plistlib, zlib and sqlite3 is not available to read the caches independently"))
+    func builderFlagsMatchCache() throws {
+        let folder = try TemporaryFolder("flags-builder")
+        let store = folder.path("Media.sqlite")
+        var kept = AttributeDescription("title", .string)
+        kept.preservesValueOnDeletion = true
+        let model = ModelDescription(entities: [
+            EntityDescription("Media", attributes: [kept, AttributeDescription("cover", .binaryData, externalStorage: true),
+                                                    AttributeDescription("notes", .binaryData)]),
+            EntityDescription("Film", parent: "Media", attributes: [AttributeDescription("poster", .binaryData, externalStorage: true)]),
+        ], versionIdentifiers: ["1.0.0"])
+        let writer = try StoreWriter(url: store, model: model, options: .init(journalMode: .delete))
+        try writer.close()
+        let expected = try #require(try Self.oracle(store))
+        #expect(expected == [Flagged(flag: "preserved", entity: "Media", attribute: "title"), Flagged(flag: "preserved", entity: "Film", attribute: "title"),
+                             Flagged(flag: "external", entity: "Media", attribute: "cover"), Flagged(flag: "external", entity: "Film", attribute: "cover"),
+                             Flagged(flag: "external", entity: "Film", attribute: "poster")], "\(expected)")
+        let result = try CLI.run(["schema", store.path, "--format", "json"])
+        #expect(try Self.reported(result.stdout) == expected)
     }
 }

@@ -39,13 +39,16 @@ public enum DecodedExport {
 
     /// Writes `opened` into the empty SQLite file at `path`.
     /// - Parameter provenance: key/value facts for `_storelens` (input, tool version, hashes …), in order.
-    public static func write(_ opened: OpenedStore, to path: String, provenance: [(String, String)]) throws -> Summary {
+    /// - Parameter withExternalData: copy each `_EXTERNAL_DATA` file's bytes into
+    ///   `_storelens_external_data` (always listed there with its size and SHA-256).
+    public static func write(_ opened: OpenedStore, to path: String, provenance: [(String, String)],
+                             withExternalData: Bool = false) throws -> Summary {
         let connection = try output(path) { () throws -> Connection in
             let connection = try Connection.open(path: path, mode: .readWrite)
             try connection.execute("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; BEGIN")
             return connection
         }
-        var names = UniqueNames(reserved: ["_storelens", LongTexts.table])
+        var names = UniqueNames(reserved: ["_storelens", LongTexts.table, ExternalDataTable.table])
         let longTexts = LongTexts()
         var tables: [Table] = []
         let map = opened.map
@@ -99,6 +102,9 @@ public enum DecodedExport {
             }
         }
 
+        let externalRows = try opened.decoder.externalData.flatMap {
+            try ExternalDataTable.write($0, withData: withExternalData, connection, output: path)
+        }
         try output(path) {
             try connection.execute("CREATE TABLE _storelens (key TEXT NOT NULL, value TEXT)")
             let insert = try connection.prepare("INSERT INTO _storelens VALUES (?, ?)")
@@ -107,6 +113,10 @@ public enum DecodedExport {
             facts.append(("modelOrigin", opened.model.origin))
             if longTexts.rows > 0 {
                 facts.append(("table " + LongTexts.table, "texts over 1 MiB, as UTF-8 BLOBs, \(longTexts.rows) rows"))
+            }
+            if let externalRows {
+                facts.append(("table " + ExternalDataTable.table,
+                              "the store's _EXTERNAL_DATA entries, \(externalRows) rows, " + (withExternalData ? "with their bytes" : "without their bytes (--with-external-data)")))
             }
             for t in tables {
                 facts.append(("table " + t.name, (t.entity.map { "entity \($0)" } ?? "link table of \(t.relationship ?? "?")") + ", \(t.rows) rows"))

@@ -41,7 +41,7 @@ public enum RecordRecovery {
     /// commits hold is a find of that version; the others (`carved`, `uncommitted`) follow the
     /// committed versions, in the same key order.
     public static func forEachVersion(_ evidence: WALEvidence, filter: Filter = Filter(), carve: Bool = false,
-                                      decoder: ValueDecoder = ValueDecoder(supportFolder: nil),
+                                      decoder: ValueDecoder = ValueDecoder(),
                                       _ body: (RecordVersion) throws -> Void) throws {
         try forEachVersion(evidence, filter: filter, carve: carve, decoder: decoder, carvingBeside: nil, body)
     }
@@ -154,7 +154,7 @@ public enum RecordRecovery {
 
     /// All versions at once (tests, small stores).
     public static func versions(_ evidence: WALEvidence, filter: Filter = Filter(), carve: Bool = false,
-                                decoder: ValueDecoder = ValueDecoder(supportFolder: nil)) throws -> [RecordVersion] {
+                                decoder: ValueDecoder = ValueDecoder()) throws -> [RecordVersion] {
         var out: [RecordVersion] = []
         try forEachVersion(evidence, filter: filter, carve: carve, decoder: decoder) { out.append($0) }
         return out

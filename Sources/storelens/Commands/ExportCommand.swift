@@ -20,6 +20,7 @@ struct ExportCommand: Command {
         options: [CommonOptions.format,
                   OptionSpec.value("--out", valueName: "file", help: "The SQLite file to write (required)."),
                   OptionSpec.flag("--force", help: "Replace --out if it exists (never an input)."),
+                  OptionSpec.flag("--with-external-data", help: "Copy each _EXTERNAL_DATA file's bytes into _storelens_external_data (listed there with size and SHA-256 either way)."),
                   ModelOption.model] + CommonOptions.input,
         examples: ["storelens export default.store --out decoded.sqlite",
                    "storelens export App.xcappdata --store default.store --out decoded.sqlite --force",
@@ -28,6 +29,7 @@ struct ExportCommand: Command {
     let path: String
     let out: String
     let force: Bool
+    let withExternalData: Bool
     let json: Bool
     let modelPath: String?
     let input: InputSettings
@@ -40,6 +42,7 @@ struct ExportCommand: Command {
         guard !out.isEmpty, out != "-" else { throw .invalid("--out needs a file name (a SQLite file cannot go to stdout).") }
         self.out = out
         force = parsed.flag("--force")
+        withExternalData = parsed.flag("--with-external-data")
         json = parsed.value("--format") == "json"
         modelPath = parsed.value("--model")
         input = try InputSettings(parsed)
@@ -64,11 +67,11 @@ struct ExportCommand: Command {
             provenance.append(("size " + file.path, String(file.size)))
         }
         // The originals are checked against their copies before anything is written.
-        try session.finish()
+        try session.finish(keepingScratch: withExternalData)
         var summary: DecodedExport.Summary?
         try ReportFile.place(at: out, force: force, originals: session.ledger.entries.map(\.path)) { _, temporary in
             do {
-                summary = try DecodedExport.write(opened, to: temporary, provenance: provenance)
+                summary = try DecodedExport.write(opened, to: temporary, provenance: provenance, withExternalData: withExternalData)
             } catch DecodedExportError.outputFailed(_, let reason) {
                 // Named as the user named it: the temporary file beside it is gone with the failure.
                 throw DecodedExportError.outputFailed(path: out, reason: reason)

@@ -77,8 +77,7 @@ struct RowsCommand: Command {
         if let asOf {
             let connection = try copy.open(asOfCommit: asOf, displayPath: acquired.displayPath)
             opened = try OpenedStore.open(connection: connection, displayPath: acquired.displayPath,
-                                          decoder: ValueDecoder(supportFolder: copy.family.supportFolder,
-                                                                storeBaseName: copy.family.main.deletingPathExtension().lastPathComponent),
+                                          decoder: ValueDecoder(copy),
                                           xcodeModel: xcodeModel)
         } else {
             opened = try OpenedStore.open(copy, displayPath: acquired.displayPath, xcodeModel: xcodeModel)

@@ -198,9 +198,9 @@ struct WALCommand: Command {
         return .success
     }
 
-    /// Values decode as `rows` decodes them: external data looked up in the original's support folder.
+    /// Values decode as `rows` decodes them: external data read through the working copy's.
     static func decoder(_ copy: WorkingCopy) -> ValueDecoder {
-        ValueDecoder(supportFolder: copy.family.supportFolder, storeBaseName: copy.family.main.deletingPathExtension().lastPathComponent)
+        ValueDecoder(copy)
     }
 
     static func seconds(_ duration: Duration) -> String {
