@@ -10,6 +10,8 @@ public struct ExternalFile: Sendable, Equatable {
     /// link's length is not a file's size; a pipe would block a reader), never followed or read.
     public enum Kind: UInt8, Sendable {
         case missing = 0, file = 1, symbolicLink = 2, namedPipe = 3, folder = 4, other = 5
+        /// Not looked for: the value was read without the store's `_EXTERNAL_DATA` at hand.
+        case notChecked = 6
 
         public var name: String {
             switch self {
@@ -19,6 +21,7 @@ public struct ExternalFile: Sendable, Equatable {
             case .namedPipe: return "named pipe"
             case .folder: return "folder"
             case .other: return "device or socket"
+            case .notChecked: return "not checked"
             }
         }
     }

@@ -94,10 +94,12 @@ public struct InputResolver {
         // A single store is read next: copy it for its working copy while hashing it.
         try session.recordCopying(family)
         let name = url.lastPathComponent
+        let external = try ExternalDataFolder.listing(family, storeName: name)
         let store = FoundStore(path: input, family: family, name: name,
                                sidecars: .init(wal: family.wal.map { _ in input + "-wal" }, shm: family.shm.map { _ in input + "-shm" },
                                                journal: family.journal.map { _ in input + "-journal" },
-                                               externalData: family.supportFolder.map { $0.path + "/_EXTERNAL_DATA" }),
+                                               externalData: external.kind == .missing ? nil : family.supportFolder.map { $0.path + "/_EXTERNAL_DATA" },
+                                               externalDataFiles: external.entries.values.filter(\.exists).count),
                                size: size(url), container: nil, location: FamilyGrouping.wellKnownLocation(url.path, container: nil),
                                sha256: session.hashes(for: family, naming: input))
         return Inventory(input: input, kind: .storeFile, inputSHA256: store.sha256[input], stores: [store],

@@ -90,6 +90,8 @@ public struct StoreInspection: Sendable {
     public let notes: [String]
     /// The WAL commit this inspection shows (`--as-of`), nil for the latest state.
     public var asOfCommit: Int? = nil
+    /// External binary storage: files that came in `_EXTERNAL_DATA` and values that name them.
+    public var externalData: ExternalDataCensus? = nil
 }
 
 /// Reads a working copy into a `StoreInspection`.
@@ -194,17 +196,27 @@ public enum StoreInspector {
         for t in try store.textKeyRows(connection, provenClean: integerKeyTables) {
             coreDataNotes.append("\(t.table) holds \(t.rows) row\(t.rows == 1 ? "" : "s") whose Z_PK or Z_ENT is stored as text\(t.maxKey.map { " (keys up to '\($0)')" } ?? ""); Core Data matches none of them, so the entity counts above leave them out")
         }
-        return StoreInspection(path: path, format: .coreData,
-                               stack: StackVerdict.judge(store: store, classNames: classNames),
-                               journalMode: journalMode, pageSize: copy.header.pageSize, sizeBytes: size,
-                               metadata: store.metadata, entities: entities, tables: [], wal: wal,
-                               history: store.history, cloudKitTables: store.cloudKitTables, notes: coreDataNotes)
+        var inspection = StoreInspection(path: path, format: .coreData,
+                                         stack: StackVerdict.judge(store: store, classNames: classNames),
+                                         journalMode: journalMode, pageSize: copy.header.pageSize, sizeBytes: size,
+                                         metadata: store.metadata, entities: entities, tables: [], wal: wal,
+                                         history: store.history, cloudKitTables: store.cloudKitTables, notes: coreDataNotes)
+        inspection.externalData = try ExternalDataCensus.take(copy, connection: connection, store: store)
+        return inspection
     }
 }
 
 extension StoreInspector {
     static func countTable(_ quoted: String, connection: Connection) -> Result<Int, SQLiteError> {
         Result { () throws(SQLiteError) -> Int in try connection.scalar("SELECT count(*) FROM \(quoted)").int ?? 0 }
+    }
+
+    /// The external-data census of a working copy's store; nil for plain SQLite, or when the store
+    /// has no external storage and no `_EXTERNAL_DATA` folder.
+    public static func externalData(_ copy: WorkingCopy) throws -> ExternalDataCensus? {
+        let connection = try copy.open()
+        guard let store = try CoreDataStore.read(connection) else { return nil }
+        return try ExternalDataCensus.take(copy, connection: connection, store: store)
     }
 
     /// Opens a working copy only far enough to say what it is: Core Data or plain SQLite, and

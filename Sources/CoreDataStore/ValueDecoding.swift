@@ -65,7 +65,7 @@ public struct BinaryValue: Sendable, Equatable {
 /// Decodes stored values by attribute type (coredata-sqlite-format.md §3.2).
 public struct ValueDecoder: Sendable {
     /// The store's `_EXTERNAL_DATA` as it came (from `WorkingCopy.externalData`); nil when the
-    /// caller has none, and references then name files as missing.
+    /// caller has none, and references then name files as not checked.
     public let externalData: ExternalDataFolder?
     /// The store file's name, for naming the support folder when no `externalData` is given.
     public let storeName: String
@@ -158,7 +158,10 @@ public struct ValueDecoder: Sendable {
               nameBytes.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x46) || ($0 >= 0x61 && $0 <= 0x66) || $0 == 0x2D })
         else { return nil }
         let name = String(decoding: nameBytes, as: UTF8.self)
-        return (externalData ?? .absent(storeName: storeName)).file(named: name)
+        guard let externalData else {
+            return ExternalFile(name: name, relativePath: ExternalDataFolder.absent(storeName: storeName).relativePath + "/" + name, kind: .notChecked, size: nil)
+        }
+        return externalData.file(named: name)
     }
 
     /// The most bytes a keyed archive may have to be decoded as a tree.

@@ -339,6 +339,7 @@ public enum HTMLReport {
                 if let type = m.storeType { facts.append(("store type", type)) }
             }
             if !i.cloudKitTables.isEmpty { facts.append(("CloudKit", "\(i.cloudKitTables.count) mirroring tables")) }
+            if let x = i.externalData { facts.append(("external data", InspectionReport.line(x))) }
             for note in i.notes { facts.append(("note", note)) }
         }
         facts.append(("WAL", walLine(s)))

@@ -85,11 +85,35 @@ public enum InspectionReport {
             ("changes", .int(h?.changes ?? 0)),
         ])))
         members.append(("cloudKitTables", .array(s.cloudKitTables.map(JSONValue.string))))
+        if let x = s.externalData { members.append(("externalData", json(x))) }
         members.append(("notes", .array(s.notes.map(JSONValue.string))))
         return .object(members)
     }
 
     static func hex(_ value: UInt32) -> String { String(format: "0x%08x", value) }
+
+    static func json(_ x: ExternalDataCensus) -> JSONValue {
+        .object([
+            ("folder", .string(x.folder)), ("folderKind", .string(x.folderKind.name)),
+            ("files", .int(x.files)), ("bytes", .int(x.bytes)), ("otherEntries", .int(x.otherEntries)),
+            ("attributes", .array(x.attributes.map(JSONValue.string))),
+            ("references", .int(x.references)), ("missingReferences", .int(x.missingReferences)),
+            ("inlineValues", .int(x.inlineValues)), ("unreferencedFiles", .int(x.unreferencedFiles)),
+            ("note", .optional(x.note)),
+        ])
+    }
+
+    /// One line: what came in `_EXTERNAL_DATA` and what the values name (not sanitised).
+    static func line(_ x: ExternalDataCensus) -> String {
+        var line = x.folderKind == .missing ? "no \(x.folder)" : "files \(x.files) (\(x.bytes) bytes) in \(x.folder)"
+        if x.otherEntries > 0 { line += ", other entries \(x.otherEntries) (not read)" }
+        line += "; references \(x.references)"
+        if x.missingReferences > 0 { line += " (\(x.missingReferences) missing their file)" }
+        line += ", inline \(x.inlineValues)"
+        if x.unreferencedFiles > 0 { line += ", unreferenced files \(x.unreferencedFiles)" }
+        if let note = x.note { line += "; " + note }
+        return line
+    }
 
     /// The text view: a header block, the entity table, WAL and history lines, then notes.
     public static func text(_ inspections: [StoreInspection]) -> String {
@@ -169,6 +193,7 @@ public enum InspectionReport {
             out += "  history     not tracked\n"
         }
         if !s.cloudKitTables.isEmpty { out += "  cloudkit    \(s.cloudKitTables.count) mirroring tables\n" }
+        if let x = s.externalData { out += "  external    " + TextTable.sanitized(line(x)) + "\n" }
         for note in s.notes { out += "  note        \(note)\n" }
         return out
     }

@@ -9,12 +9,16 @@ public struct ScannedStore: Sendable {
     public let stack: StackVerdict.Stack?
     /// Why the store could not be classified (it is still listed).
     public let problem: String?
+    /// External binary storage: files that came and values that name them (Core Data stores).
+    public let externalData: ExternalDataCensus?
 
-    public init(found: FoundStore, format: StoreInspection.Format?, stack: StackVerdict.Stack?, problem: String?) {
+    public init(found: FoundStore, format: StoreInspection.Format?, stack: StackVerdict.Stack?, problem: String?,
+                externalData: ExternalDataCensus? = nil) {
         self.found = found
         self.format = format
         self.stack = stack
         self.problem = problem
+        self.externalData = externalData
     }
 }
 
@@ -64,7 +68,17 @@ public enum ScanReport {
             ("format", .optional(s.format?.rawValue)),
             ("stack", .optional(s.stack?.rawValue)),
             ("problem", .optional(s.problem)),
+            ("externalData", s.externalData.map(InspectionReport.json) ?? .null),
         ])
+    }
+
+    /// The sidecar label of a store's external data: the files that came, and the references
+    /// whose file did not (`external(3, 1 missing)`); nil when it has none.
+    static func externalLabel(_ s: ScannedStore) -> String? {
+        if let x = s.externalData, x.folderKind != .missing || x.references > 0 {
+            return "external(\(x.files)" + (x.missingReferences > 0 ? ", \(x.missingReferences) missing" : "") + ")"
+        }
+        return s.found.sidecars.externalData != nil ? "external(\(s.found.sidecars.externalDataFiles))" : nil
     }
 
     public static func text(inventories: [Inventory], stores: [ScannedStore]) -> String {
@@ -83,7 +97,7 @@ public enum ScanReport {
             for s in stores {
                 let f = s.found
                 var sidecars = [f.sidecars.wal.map { _ in "wal" }, f.sidecars.shm.map { _ in "shm" }, f.sidecars.journal.map { _ in "journal" }].compactMap { $0 }
-                if f.sidecars.externalData != nil { sidecars.append("external(\(f.sidecars.externalDataFiles))") }
+                if let external = externalLabel(s) { sidecars.append(external) }
                 table.append([f.path, s.format?.rawValue ?? "?", s.stack?.rawValue ?? "-", String(f.size),
                               sidecars.isEmpty ? "-" : sidecars.joined(separator: ","),
                               f.container.map { $0.identifier ?? $0.kind.rawValue } ?? "-"])

@@ -91,6 +91,7 @@ public enum ValueRendering {
                 switch file.kind {
                 case .file: return "<external \(file.size ?? 0) bytes sha256 \(file.sha256 ?? "?"): \(file.relativePath)>"
                 case .missing: return "<external file MISSING: \(file.relativePath)>"
+                case .notChecked: return "<external file: \(file.relativePath)>"
                 default: return "<external data is a \(file.kind.name), not followed or read: \(file.relativePath)>"
                 }
             case .inline:

@@ -160,3 +160,32 @@ struct ExternalDataTests {
         }
     }
 }
+
+extension ExternalDataTests {
+    @Test("scan and inspect count the files that came and the values that name them")
+    func scanAndInspectCount() throws {
+        let layout = try Self.make()
+        let names = try FileManager.default.contentsOfDirectory(atPath: layout.external.path)
+        let bytes = try names.reduce(0) { $0 + ((try FileManager.default.attributesOfItem(atPath: layout.external.appendingPathComponent($1).path)[.size] as? Int) ?? 0) }
+        // Counted from the files and the builder's own record of what it wrote.
+        let expected: [String: Int] = ["files": names.count, "bytes": bytes, "references": layout.references.count,
+                                       "missingReferences": 1, "inlineValues": 1, "unreferencedFiles": 1]
+        func census(_ object: Any?) throws -> [String: Int] {
+            let x = try #require(object as? [String: Any])
+            return x.compactMapValues { $0 as? Int }.filter { expected[$0.key] != nil }
+        }
+        let inspect = try CLI.run(["inspect", layout.store.path, "--format", "json"])
+        #expect(inspect.status == 0, "\(inspect.stderr)")
+        let inspected = try #require(try Self.json(inspect.stdout) as? [String: Any])
+        let store = (inspected["stores"] as? [[String: Any]])?.first ?? inspected
+        #expect(try census(store["externalData"]) == expected, "\(inspect.stdout)")
+
+        let scan = try CLI.run(["scan", layout.store.deletingLastPathComponent().path, "--format", "json"])
+        #expect(scan.status == 0, "\(scan.stderr)")
+        let scanned = try #require((try Self.json(scan.stdout) as? [String: Any])?["stores"] as? [[String: Any]])
+        #expect(scanned.count == 1)
+        #expect(try census(scanned.first?["externalData"]) == expected, "\(scan.stdout)")
+        let text = try CLI.run(["scan", layout.store.deletingLastPathComponent().path])
+        #expect(text.stdout.contains("external(\(names.count), 1 missing)"), "\(text.stdout)")
+    }
+}

@@ -95,7 +95,8 @@ struct ScanCommand: Command {
                 do {
                     let copy = try session.workingCopy(of: found, options: input.open)
                     let (format, verdict) = try StoreInspector.classify(copy)
-                    scanned.append(ScannedStore(found: found, format: format, stack: verdict.stack, problem: nil))
+                    scanned.append(ScannedStore(found: found, format: format, stack: verdict.stack, problem: nil,
+                                                externalData: format == .coreData ? try StoreInspector.externalData(copy) : nil))
                 } catch {
                     // One damaged store does not hide the others: list it with its problem.
                     scanned.append(ScannedStore(found: found, format: nil, stack: nil, problem: "\(error)"))
