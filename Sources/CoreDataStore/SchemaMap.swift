@@ -17,6 +17,10 @@ public struct SchemaMap: Sendable {
     public let unknownColumns: [UnknownColumn]
     /// Tables that are neither entity, join, metadata, history nor CloudKit tables.
     public let unknownTables: [String]
+    /// Tables of Core Data's ubiquitous (legacy iCloud, before iOS 10) stores: `Y_UBMETA`,
+    /// `Y_UBRANGE`, `Y_UBKVS`. Core Data's own, so not unknown.
+    public var ubiquityTables: [String] = []
+    public static let ubiquityTableNames: Set<String> = ["Y_UBMETA", "Y_UBRANGE", "Y_UBKVS"]
     /// Where the model and the store do not fit together (one sentence each).
     public let problems: [String]
     /// For each derived attribute: the `Z_DA_` triggers that keep its column current. They call
@@ -497,6 +501,8 @@ struct SchemaMapBuilder {
             .union(["ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING"])
         for s in store.entities { known.insert(s.table) }
         for m in mappings { for f in m.fetchIndexes where f.name.hasPrefix("Z_RT_") { known.insert(f.name) } }
+        let ubiquity = tables.filter { SchemaMap.ubiquityTableNames.contains($0.uppercased()) }.sorted()
+        known.formUnion(ubiquity)
         let unknownTables = tables.filter { t in
             !known.contains(t) && !t.hasPrefix("sqlite_") && !t.uppercased().hasPrefix("ANSCK")
                 && !(t.hasPrefix("Z_RT_") && tables.contains { $0 != t && t.hasPrefix($0) })
@@ -515,6 +521,7 @@ struct SchemaMapBuilder {
         var map = SchemaMap(path: path, model: model, entities: mappings, joinTables: claimedJoinTables.sorted(),
                             unknownColumns: unknownColumns, unknownTables: unknownTables, problems: problems)
         map.derivedAttributeTriggers = derived
+        map.ubiquityTables = ubiquity
         return map
     }
 

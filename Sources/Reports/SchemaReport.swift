@@ -22,6 +22,7 @@ public enum SchemaReport {
                 .object([("table", .string($0.table)), ("column", .string($0.column)), ("declaredType", .string($0.declaredType))])
             })),
             ("unknownTables", .array(map.unknownTables.map(JSONValue.string))),
+            ("ubiquityTables", .array(map.ubiquityTables.map(JSONValue.string))),
             ("problems", .array(map.problems.map(JSONValue.string))),
             ("derivedAttributes", .array(map.derivedAttributeTriggers.map {
                 .object([("entity", .string($0.entity)), ("attribute", .string($0.attribute)),
@@ -219,6 +220,9 @@ public enum SchemaReport {
                 for t in d.triggers { out += "      " + TextTable.sanitized(t) + "\n" }
                 if d.triggers.isEmpty { out += "      (no Z_DA_ trigger in the store)\n" }
             }
+        }
+        if !map.ubiquityTables.isEmpty {
+            out += "  ubiquity metadata (Core Data's legacy iCloud sync): " + TextTable.sanitized(map.ubiquityTables.joined(separator: ", ")) + "\n"
         }
         if !map.unknownTables.isEmpty {
             out += "  unknown tables: " + TextTable.sanitized(map.unknownTables.joined(separator: ", ")) + "\n"
