@@ -127,6 +127,9 @@ struct ValueDecodingTests {
            case .external(let file) = b.storage {
             #expect(file.kind == .symbolicLink && !file.exists)
         } else { Issue.record("not external") }
+        // A value too long to be a reference is bytes, whatever its first bytes look like.
+        let long = Data([0x02]) + Data(String(repeating: "A", count: 200).utf8)
+        #expect(binary(long) == BinaryValue(size: long.count, prefixHex: ValueDecoder.hex(long.prefix(16)), storage: .plain))
         // A name that could leave the folder is not a file reference: the bytes are shown as they are.
         #expect(binary(Data([0x02]) + Data("../../etc/passwd".utf8))?.storage == .plain)
         // Without external storage enabled, a leading 0x02 is just data.
