@@ -27,7 +27,7 @@ extension StoreChecker {
                 }
                 guard count > 0 else { continue }
                 result.append(finding(.externalDataMissing, .error, entity: e.entity.name,
-                                      "\(plural(count, "row")) of \(e.entity.name) reference external \(a.attribute.name) files that are not in _EXTERNAL_DATA.",
+                                      "\(e.entity.name).\(a.attribute.name): \(plural(count, "reference")) to files missing from _EXTERNAL_DATA.",
                                       evidence: ["attribute": .string(a.attribute.name), "pks": .keys(missing), "count": .int(count)],
                                       explanation: "The data lives in files beside the store; without them the app reads nil or crashes.",
                                       suggestion: "Copy the store's .<name>_SUPPORT folder off the device too."))
