@@ -65,20 +65,9 @@ struct AttributeFlagsTruthTests {
 
     /// The flagged attributes per Python, or nil when the store has no model cache.
     static func oracle(_ store: URL) throws -> Set<Flagged>? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, store.path]
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let problem = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw OracleFailure(store: store.path, stderr: String(decoding: problem, as: UTF8.self))
-        }
-        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+        let run = try CLI.bounded(["python3", "-c", script, store.path], executable: URL(fileURLWithPath: "/usr/bin/env"))
+        guard run.status == 0, !run.signaled else { throw OracleFailure(store: store.path, stderr: run.stderr) }
+        let lines = run.stdout.split(separator: "\n").map(String.init)
         if lines == ["no-cache"] { return nil }
         return Set(lines.map { line in
             let parts = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
@@ -101,16 +90,8 @@ struct AttributeFlagsTruthTests {
         return reported
     }
 
-    static let pythonAvailable: Bool = {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import plistlib, zlib, sqlite3"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }()
+    static let pythonAvailable: Bool =
+        (try? CLI.bounded(["python3", "-c", "import plistlib, zlib, sqlite3"], executable: URL(fileURLWithPath: "/usr/bin/env")).status) == 0
 
     @Test("external storage and preserved-on-deletion match the cache's NSFlagsKey",
           .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)),

@@ -56,19 +56,14 @@ struct ExternalDataTests {
     /// `sha256sum` of each file in the folder, by name: the independent reader.
     static func sha256sum(_ folder: URL) throws -> [String: String] {
         let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["sha256sum", "--"] + names
-        process.currentDirectoryURL = folder
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let run = try CLI.bounded(["sha256sum", "--"] + names.map { folder.appendingPathComponent($0).path },
+                                  executable: URL(fileURLWithPath: "/usr/bin/env"))
+        #expect(run.status == 0, "\(run.stderr)")
         var result: [String: String] = [:]
-        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+        for line in run.stdout.split(separator: "\n") {
             let parts = line.split(separator: " ", maxSplits: 1)
-            result[String(parts[1].drop { $0 == " " || $0 == "*" })] = String(parts[0])
+            let path = String(parts[1].drop { $0 == " " || $0 == "*" })
+            result[(path as NSString).lastPathComponent] = String(parts[0])
         }
         return result
     }
