@@ -62,6 +62,7 @@ public struct InputResolver {
             return try storeFile(url, input: input)
         }
         if ArchiveSniffer.looksLikeArchive(head) { return try archive(url, input: input) }
+        if let atomic = StoreFileFormat.atomic(head: head) { return try storeFile(url, input: input, format: atomic) }
         throw AcquisitionError.notSQLite(path: input)
     }
 
@@ -89,7 +90,7 @@ public struct InputResolver {
         }
     }
 
-    func storeFile(_ url: URL, input: String) throws -> Inventory {
+    func storeFile(_ url: URL, input: String, format: StoreFileFormat = .sqlite) throws -> Inventory {
         let family = StoreFamily.beside(url)
         // A single store is read next: copy it for its working copy while hashing it.
         try session.recordCopying(family)
@@ -99,7 +100,7 @@ public struct InputResolver {
                                                journal: family.journal.map { _ in input + "-journal" },
                                                externalData: family.supportFolder.map { $0.path + "/_EXTERNAL_DATA" }),
                                size: size(url), container: nil, location: FamilyGrouping.wellKnownLocation(url.path, container: nil),
-                               sha256: session.hashes(for: family, naming: input))
+                               sha256: session.hashes(for: family, naming: input), format: format)
         return Inventory(input: input, kind: .storeFile, inputSHA256: store.sha256[input], stores: [store],
                          orphans: [], skipped: [], warnings: [], extracted: [])
     }

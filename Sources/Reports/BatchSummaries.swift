@@ -18,7 +18,7 @@ extension ScanReport {
             ("storeCount", .int(stores.count)),
             ("coreDataStores", .int(stores.filter { $0.format == .coreData }.count)),
             ("stores", .array(stores.prefix(batchStoreLimit).map { s in
-                .object([("path", .string(s.found.path)), ("format", .optional(s.format?.rawValue)), ("stack", .optional(s.stack?.rawValue)),
+                .object([("path", .string(s.found.path)), ("format", .optional(s.formatName)), ("stack", .optional(s.stack?.rawValue)),
                          ("size", .int(s.found.size)), ("wal", .bool(s.found.sidecars.wal != nil)), ("problem", .optional(s.problem))])
             })),
             ("orphans", .int(inventories.reduce(0) { $0 + $1.orphans.count })),

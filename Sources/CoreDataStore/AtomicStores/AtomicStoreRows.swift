@@ -1,0 +1,133 @@
+import Foundation
+import StoreFormats
+
+/// Checks on the object graph of an atomic store as a whole: ids used twice, ids that are not
+/// Core Data's `z<number>`, relationships naming objects the store does not hold. Each is an
+/// anomaly shown with the rows, never a reason to stop.
+enum XMLStoreChecks {
+    static func checkIdentities(_ contents: inout AtomicStoreContents) {
+        var seen: [String: Int] = [:]
+        for object in contents.objects { seen[object.id, default: 0] += 1 }
+        for (id, count) in seen.sorted(by: { $0.key < $1.key }) where count > 1 {
+            contents.note("the id \(id) is used by \(count) objects; relationships to it are shown against the first")
+        }
+        for object in contents.objects where !object.id.isEmpty && AtomicStoreRows.primaryKey(object.id) == nil {
+            contents.note("\(object.type) \(object.id): the id is not z followed by a number, so it is shown with key 0")
+        }
+        for object in contents.objects {
+            for relationship in object.relationships {
+                for ref in relationship.idrefs where seen[ref] == nil {
+                    contents.note("\(object.type) \(object.id).\(relationship.name) names \(ref), which no object in the store has")
+                }
+            }
+        }
+    }
+}
+
+/// An atomic store's objects of one entity as the rows `storelens rows` writes for a SQLite
+/// store: attributes typed by the type the store gives each (`FieldValue`), to-one
+/// relationships as `Entity#pk`, to-many as the list of them, the key from the object id
+/// (`z102` → 102).
+public struct AtomicStoreRows {
+    public let entity: String
+    /// Property names in the order first met across the entity's objects (attributes first).
+    public let fields: [String]
+    public let rows: [DecodedRow]
+    /// The values that are not what their type says, one sentence each.
+    public let anomalies: [String]
+
+    public init(_ contents: AtomicStoreContents, entity wanted: String, displayPath: String) throws(AtomicStoreError) {
+        let entities = contents.objectCounts.map(\.entity)
+        guard let entity = entities.first(where: { $0 == wanted }) ?? entities.first(where: { $0.caseInsensitiveCompare(wanted) == .orderedSame }) else {
+            throw .entityNotFound(path: displayPath, entity: wanted, entities: entities)
+        }
+        self.entity = entity
+        let objects = contents.objects.filter { contents.entityName(forStoredType: $0.type) == entity }
+        var attributeNames: [String] = [], relationshipNames: [String] = []
+        var known = Set<String>()
+        for object in objects {
+            for a in object.attributes where known.insert(a.name).inserted { attributeNames.append(a.name) }
+            for r in object.relationships where known.insert(r.name).inserted { relationshipNames.append(r.name) }
+        }
+        fields = attributeNames + relationshipNames
+        let index = Dictionary(fields.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        var firstIDs: [String: AtomicStoreObject] = [:]
+        for object in contents.objects where firstIDs[object.id] == nil { firstIDs[object.id] = object }
+        var anomalies: [String] = []
+        var rows: [DecodedRow] = []
+        for object in objects.sorted(by: { (Self.primaryKey($0.id) ?? 0) < (Self.primaryKey($1.id) ?? 0) }) {
+            var values: [(name: String, value: FieldValue)] = []
+            for a in object.attributes {
+                let (value, problem) = AtomicStoreValue.decode(type: a.type, text: a.text)
+                if let problem { anomalies.append("\(entity) \(object.id).\(a.name): \(problem)") }
+                values.append((a.name, value))
+            }
+            for r in object.relationships {
+                let targets = r.idrefs.map { ref -> (String, Int64) in
+                    let type = firstIDs[ref].map { contents.entityName(forStoredType: $0.type) } ?? contents.entityName(forStoredType: r.destination)
+                    return (type, Self.primaryKey(ref) ?? 0)
+                }
+                if !r.isToMany, targets.count == 1 {
+                    values.append((r.name, .object(entity: targets[0].0, pk: targets[0].1)))
+                } else {
+                    values.append((r.name, targets.isEmpty ? .null : .text(targets.map { "\($0.0)#\($0.1)" }.joined(separator: " "))))
+                }
+            }
+            // One value per field: a property written twice keeps its first.
+            var seen = Set<String>()
+            let kept = values.filter { seen.insert($0.name).inserted }
+            rows.append(DecodedRow(entity: entity, pk: Self.primaryKey(object.id) ?? 0, values: kept, fieldIndexes: kept.map { index[$0.name] ?? 0 }))
+        }
+        self.rows = rows
+        self.anomalies = anomalies
+    }
+
+    /// `z102` → 102; nil for an id of another shape.
+    public static func primaryKey(_ id: String) -> Int64? {
+        guard id.first == "z" || id.first == "p" else { return nil }
+        return Int64(id.dropFirst())
+    }
+}
+
+/// One stored attribute value as `FieldValue`, by the type name the store gives it; a value that
+/// is not its type is shown as its text with the problem named (never guessed at, never a crash).
+public enum AtomicStoreValue {
+    public static func decode(type: String, text: String) -> (FieldValue, String?) {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        func shown(_ problem: String) -> (FieldValue, String?) {
+            (.text(text), "\(problem) (\(type) value \(String(text.prefix(40)).debugDescription))")
+        }
+        switch type {
+        case "string", "uri", "objectID":
+            return (.text(text), nil)
+        case "int16", "int32", "int64", "integer 16", "integer 32", "integer 64":
+            return Int64(trimmed).map { (.integer($0), nil) } ?? shown("not a whole number")
+        case "double", "float":
+            guard let d = Double(trimmed), !trimmed.isEmpty else { return shown("not a number") }
+            return (.real(d), nil)
+        case "decimal":
+            return Decimal(string: trimmed, locale: Locale(identifier: "en_US_POSIX")) != nil && !trimmed.isEmpty
+                ? (.decimal(trimmed), nil) : shown("not a decimal number")
+        case "bool":
+            switch trimmed.lowercased() {
+            case "1", "yes", "true": return (.bool(true), nil)
+            case "0", "no", "false": return (.bool(false), nil)
+            default: return shown("not a Boolean")
+            }
+        case "date":
+            guard let seconds = Double(trimmed), seconds.isFinite else { return shown("not seconds since 2001-01-01") }
+            return (.date(iso: ValueDecoder.iso8601(referenceSeconds: seconds), referenceSeconds: seconds), nil)
+        case "uuid":
+            return UUID(uuidString: trimmed).map { (.uuid($0.uuidString), nil) } ?? shown("not a UUID")
+        case "binary", "transformable":
+            guard let bytes = Data(base64Encoded: trimmed, options: .ignoreUnknownCharacters),
+                  trimmed.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+/=\n\r\t ".contains($0)) }) else {
+                return shown("not base64")
+            }
+            let hex = bytes.prefix(BinaryValue.prefixLength).map { String(format: "%02x", $0) }.joined()
+            return (.binary(BinaryValue(size: bytes.count, prefixHex: hex, storage: .plain)), nil)
+        default:
+            return shown("a type storelens does not know")
+        }
+    }
+}
