@@ -150,3 +150,66 @@ public struct XMLStoreWriter {
         return out
     }
 }
+
+extension XMLStoreWriter {
+    /// A model with every attribute type an XML store writes, a to-one and a to-many
+    /// relationship (with its inverse) and a subentity.
+    public static let sampleModel = ModelDescription(entities: [
+        EntityDescription("Library",
+                          attributes: [AttributeDescription("name", .string, optional: false),
+                                       AttributeDescription("founded", .date),
+                                       AttributeDescription("rating", .double),
+                                       AttributeDescription("isOpen", .boolean),
+                                       AttributeDescription("code", .uuid),
+                                       AttributeDescription("website", .uri),
+                                       AttributeDescription("shelves", .integer16)],
+                          relationships: [RelationshipDescription("books", to: "Book", inverse: "library", toMany: true)]),
+        EntityDescription("Book",
+                          attributes: [AttributeDescription("title", .string, optional: false),
+                                       AttributeDescription("pages", .integer32),
+                                       AttributeDescription("isbn", .integer64),
+                                       AttributeDescription("price", .decimal),
+                                       AttributeDescription("weight", .float),
+                                       AttributeDescription("cover", .binaryData),
+                                       AttributeDescription("extra", .transformable)],
+                          relationships: [RelationshipDescription("library", to: "Library", inverse: "books")]),
+        EntityDescription("Ebook", parent: "Book",
+                          attributes: [AttributeDescription("fileSize", .integer64)]),
+    ], versionIdentifiers: ["1.0.0"])
+
+    /// An XML store of `sampleModel`: `libraries` libraries with `booksPerLibrary` books each
+    /// (every third an Ebook), values varied enough to hold markup characters, non-ASCII text, a
+    /// carriage return, negative numbers and dates before 2001.
+    public static func sample(libraries: Int = 3, booksPerLibrary: Int = 4) -> XMLStoreWriter {
+        var writer = XMLStoreWriter(model: sampleModel)
+        for l in 0..<libraries {
+            let library = writer.insert("Library", [
+                "name": .string(l == 0 ? "Tom & Jerry's <Library>" : "Bibliothèque \(l)\r\nzweite Zeile"),
+                "founded": .date(Date(timeIntervalSinceReferenceDate: Double(l) * 1e8 - 3e8 + 0.25)),
+                "rating": .double(Double(l) * 1.5 - 0.125),
+                "isOpen": .bool(l % 2 == 0),
+                "code": .uuid(UUID(uuidString: String(format: "%08X-0000-4000-8000-%012X", l + 1, l * 7919))!),
+                "website": .string("https://example.com/library?id=\(l)&x=\"y\""),
+                "shelves": .int(Int64(l * 10 - 5)),
+            ])
+            var books: [Int] = []
+            for b in 0..<booksPerLibrary {
+                let isEbook = b % 3 == 2
+                var values: [String: BuilderValue] = [
+                    "title": .string("Book \(l)-\(b) ✓"),
+                    "pages": .int(Int64(100 + b * 37)),
+                    "isbn": .int(9_780_000_000_000 + Int64(l * 1000 + b)),
+                    "price": .double(Double(b) * 2.5 + 0.99),
+                    "weight": .double(Double(b) / 4),
+                    "cover": .data(Data((0..<(b * 5 + 1)).map { UInt8(($0 * 31 + l) % 256) })),
+                    "extra": .data(Data("plist-\(b)".utf8)),
+                    "library": .object(entity: "Library", pk: library),
+                ]
+                if isEbook { values["fileSize"] = .int(Int64(b) << 20) }
+                books.append(writer.insert(isEbook ? "Ebook" : "Book", values))
+            }
+            writer.link(pk: library, "books", to: books)
+        }
+        return writer
+    }
+}

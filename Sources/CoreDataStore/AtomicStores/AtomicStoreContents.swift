@@ -94,18 +94,23 @@ public struct AtomicStoreObject: Sendable {
 /// Bounds on what an atomic store may make storelens hold. The file is read whole (as Core Data
 /// does), so its size is the first bound; the others stop a small file from describing a huge
 /// graph (many tiny objects) or nesting that a recursive reader would follow.
-public enum AtomicStoreLimits {
-    /// Largest store file read: `STORELENS_MAX_ATOMIC_STORE_BYTES`, 256 MiB by default.
-    public static var maxFileBytes: Int {
-        ProcessInfo.processInfo.environment["STORELENS_MAX_ATOMIC_STORE_BYTES"].flatMap(Int.init) ?? 256 << 20
-    }
-    public static let maxObjects = 2_000_000
-    public static let maxPropertiesPerObject = 10_000
+public struct AtomicStoreLimits: Sendable {
+    /// Largest store file read.
+    public var maxFileBytes: Int
+    public var maxObjects = 2_000_000
+    public var maxPropertiesPerObject = 10_000
     /// Element nesting: Core Data writes 4 levels, plus the metadata plist's own.
-    public static let maxDepth = 64
+    public var maxDepth = 64
     /// One attribute's text (a base64 blob included).
-    public static let maxValueBytes = 64 << 20
+    public var maxValueBytes = 64 << 20
     public static let maxAnomalies = 200
+
+    public init(maxFileBytes: Int = 256 << 20) { self.maxFileBytes = maxFileBytes }
+
+    /// The bounds commands use: the file limit is `STORELENS_MAX_ATOMIC_STORE_BYTES`, 256 MiB by default.
+    public static var standard: AtomicStoreLimits {
+        AtomicStoreLimits(maxFileBytes: ProcessInfo.processInfo.environment["STORELENS_MAX_ATOMIC_STORE_BYTES"].flatMap(Int.init) ?? 256 << 20)
+    }
 }
 
 /// Why an atomic store could not be read: one sentence naming the file, what is wrong, what to do.

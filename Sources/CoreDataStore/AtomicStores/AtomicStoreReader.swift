@@ -21,7 +21,7 @@ public enum BinaryStoreReader {
     public static func read(_ url: URL, displayPath: String) throws(AtomicStoreError) -> AtomicStoreContents {
         let data: Data
         do {
-            data = try SmallFile.contents(of: url, limit: AtomicStoreLimits.maxFileBytes)
+            data = try SmallFile.contents(of: url, limit: AtomicStoreLimits.standard.maxFileBytes)
         } catch .tooLarge(let size, let limit) {
             throw .tooLarge(path: displayPath, what: "\(size) bytes", limit: limit)
         } catch {

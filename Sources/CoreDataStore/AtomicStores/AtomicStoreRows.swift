@@ -15,6 +15,11 @@ enum XMLStoreChecks {
             contents.note("\(object.type) \(object.id): the id is not z followed by a number, so it is shown with key 0")
         }
         for object in contents.objects {
+            for attribute in object.attributes {
+                if let problem = AtomicStoreValue.decode(type: attribute.type, text: attribute.text).1 {
+                    contents.note("\(object.type) \(object.id).\(attribute.name): \(problem)")
+                }
+            }
             for relationship in object.relationships {
                 for ref in relationship.idrefs where seen[ref] == nil {
                     contents.note("\(object.type) \(object.id).\(relationship.name) names \(ref), which no object in the store has")
@@ -92,6 +97,20 @@ public struct AtomicStoreRows {
 /// One stored attribute value as `FieldValue`, by the type name the store gives it; a value that
 /// is not its type is shown as its text with the problem named (never guessed at, never a crash).
 public enum AtomicStoreValue {
+    /// `-12.50`, `3e-7`: what a decimal's text may be (Foundation's parser accepts a prefix of `1.2.3`).
+    static func isDecimalNumber(_ text: String) -> Bool {
+        var chars = Substring(text)
+        if chars.first == "-" || chars.first == "+" { chars = chars.dropFirst() }
+        let mantissa = chars.prefix { $0 != "e" && $0 != "E" }
+        let exponent = chars.dropFirst(mantissa.count).dropFirst()
+        let parts = mantissa.split(separator: ".", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), parts.contains(where: { !$0.isEmpty }),
+              parts.allSatisfy({ $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }) else { return false }
+        guard chars.count > mantissa.count else { return true }
+        let digits = exponent.first == "-" || exponent.first == "+" ? exponent.dropFirst() : exponent
+        return !digits.isEmpty && digits.allSatisfy { $0.isASCII && $0.isNumber }
+    }
+
     public static func decode(type: String, text: String) -> (FieldValue, String?) {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         func shown(_ problem: String) -> (FieldValue, String?) {
@@ -106,8 +125,7 @@ public enum AtomicStoreValue {
             guard let d = Double(trimmed), !trimmed.isEmpty else { return shown("not a number") }
             return (.real(d), nil)
         case "decimal":
-            return Decimal(string: trimmed, locale: Locale(identifier: "en_US_POSIX")) != nil && !trimmed.isEmpty
-                ? (.decimal(trimmed), nil) : shown("not a decimal number")
+            return isDecimalNumber(trimmed) ? (.decimal(trimmed), nil) : shown("not a decimal number")
         case "bool":
             switch trimmed.lowercased() {
             case "1", "yes", "true": return (.bool(true), nil)

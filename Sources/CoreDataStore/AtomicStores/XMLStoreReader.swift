@@ -27,22 +27,22 @@ import StoreFormats
 /// entity is ever expanded), the file size, object count, properties per object, nesting and
 /// each value's length are bounded.
 public enum XMLStoreReader {
-    public static func read(_ url: URL, displayPath: String) throws(AtomicStoreError) -> AtomicStoreContents {
+    public static func read(_ url: URL, displayPath: String, limits: AtomicStoreLimits = .standard) throws(AtomicStoreError) -> AtomicStoreContents {
         let data: Data
         do {
-            data = try SmallFile.contents(of: url, limit: AtomicStoreLimits.maxFileBytes)
+            data = try SmallFile.contents(of: url, limit: limits.maxFileBytes)
         } catch .tooLarge(let size, let limit) {
             throw .tooLarge(path: displayPath, what: "\(size) bytes", limit: limit)
         } catch {
             throw .unreadable(path: displayPath, detail: error.description)
         }
-        return try parse(data, displayPath: displayPath)
+        return try parse(data, displayPath: displayPath, limits: limits)
     }
 
-    public static func parse(_ data: Data, displayPath: String) throws(AtomicStoreError) -> AtomicStoreContents {
+    public static func parse(_ data: Data, displayPath: String, limits: AtomicStoreLimits = .standard) throws(AtomicStoreError) -> AtomicStoreContents {
         try checkProlog(data, displayPath: displayPath)
         let parser = XMLParser(data: data)
-        let delegate = XMLStoreParsing(displayPath: displayPath)
+        let delegate = XMLStoreParsing(displayPath: displayPath, limits: limits)
         parser.delegate = delegate
         parser.shouldResolveExternalEntities = false
         parser.shouldProcessNamespaces = false
@@ -54,6 +54,10 @@ public enum XMLStoreReader {
             throw .malformed(path: displayPath, line: parser.lineNumber > 0 ? parser.lineNumber : nil, detail: detail)
         }
         guard delegate.sawDatabase else { throw .malformed(path: displayPath, line: nil, detail: "no <database> element") }
+        // FoundationXML can report success for a document cut off inside its root element.
+        guard delegate.closedDatabase else {
+            throw .malformed(path: displayPath, line: nil, detail: "the file ends before </database>, so it was cut off and would show part of the store")
+        }
         var contents = delegate.contents
         XMLStoreChecks.checkIdentities(&contents)
         return contents
@@ -80,9 +84,11 @@ public enum XMLStoreReader {
 /// the first bound crossed.
 final class XMLStoreParsing: NSObject, XMLParserDelegate {
     let displayPath: String
+    let limits: AtomicStoreLimits
     var contents = AtomicStoreContents(format: .coreDataXML)
     var failure: AtomicStoreError?
     var sawDatabase = false
+    var closedDatabase = false
     private var path: [String] = []
     private var text = ""
     private var collecting = false
@@ -90,7 +96,10 @@ final class XMLStoreParsing: NSObject, XMLParserDelegate {
     private var attribute: AtomicStoreObject.Attribute?
     private var metadata: PlistBuilder?
 
-    init(displayPath: String) { self.displayPath = displayPath }
+    init(displayPath: String, limits: AtomicStoreLimits) {
+        self.displayPath = displayPath
+        self.limits = limits
+    }
 
     private func stop(_ parser: XMLParser, _ error: AtomicStoreError) {
         if failure == nil { failure = error }
@@ -101,8 +110,8 @@ final class XMLStoreParsing: NSObject, XMLParserDelegate {
                 attributes: [String: String] = [:]) {
         guard failure == nil else { return }
         path.append(name)
-        guard path.count <= AtomicStoreLimits.maxDepth else {
-            return stop(parser, .tooLarge(path: displayPath, what: "elements nested more than \(AtomicStoreLimits.maxDepth) deep", limit: AtomicStoreLimits.maxDepth))
+        guard path.count <= limits.maxDepth else {
+            return stop(parser, .tooLarge(path: displayPath, what: "elements nested more than \(limits.maxDepth) deep", limit: limits.maxDepth))
         }
         if let builder = metadata {
             builder.start(name)
@@ -137,8 +146,8 @@ final class XMLStoreParsing: NSObject, XMLParserDelegate {
     }
 
     private func startObject(_ parser: XMLParser, _ attributes: [String: String]) {
-        guard contents.objects.count < AtomicStoreLimits.maxObjects else {
-            return stop(parser, .tooLarge(path: displayPath, what: "more than \(AtomicStoreLimits.maxObjects) objects", limit: AtomicStoreLimits.maxObjects))
+        guard contents.objects.count < limits.maxObjects else {
+            return stop(parser, .tooLarge(path: displayPath, what: "more than \(limits.maxObjects) objects", limit: limits.maxObjects))
         }
         let type = attributes["type"] ?? ""
         let id = attributes["id"] ?? ""
@@ -149,16 +158,16 @@ final class XMLStoreParsing: NSObject, XMLParserDelegate {
     }
 
     private func checkProperties(_ parser: XMLParser) {
-        guard let object, object.attributes.count + object.relationships.count > AtomicStoreLimits.maxPropertiesPerObject else { return }
-        stop(parser, .tooLarge(path: displayPath, what: "an object (\(object.id)) with more than \(AtomicStoreLimits.maxPropertiesPerObject) properties",
-                               limit: AtomicStoreLimits.maxPropertiesPerObject))
+        guard let object, object.attributes.count + object.relationships.count > limits.maxPropertiesPerObject else { return }
+        stop(parser, .tooLarge(path: displayPath, what: "an object (\(object.id)) with more than \(limits.maxPropertiesPerObject) properties",
+                               limit: limits.maxPropertiesPerObject))
     }
 
     func parser(_ parser: XMLParser, foundCharacters string: String) {
         guard collecting, failure == nil else { return }
-        guard text.utf8.count + string.utf8.count <= AtomicStoreLimits.maxValueBytes else {
-            return stop(parser, .tooLarge(path: displayPath, what: "a value longer than \(AtomicStoreLimits.maxValueBytes) bytes (line \(parser.lineNumber))",
-                                          limit: AtomicStoreLimits.maxValueBytes))
+        guard text.utf8.count + string.utf8.count <= limits.maxValueBytes else {
+            return stop(parser, .tooLarge(path: displayPath, what: "a value longer than \(limits.maxValueBytes) bytes (line \(parser.lineNumber))",
+                                          limit: limits.maxValueBytes))
         }
         text += string
     }
@@ -190,6 +199,8 @@ final class XMLStoreParsing: NSObject, XMLParserDelegate {
         case (2, "object"):
             if let object { contents.objects.append(object) }
             object = nil
+        case (1, "database"):
+            closedDatabase = true
         default:
             break
         }
