@@ -156,3 +156,38 @@ struct XMLStoreTests {
         #expect(StoreFileFormat.atomic(head: binary) == nil)
     }
 }
+
+@Suite("Core Data binary stores")
+struct BinaryStoreTests {
+    @Test("the header and the metadata's keyed archive read back; ranges outside the file and a damaged archive are one sentence each")
+    func headerAndMetadata() throws {
+        let folder = try TemporaryFolder("binstore")
+        let writer = BinaryStoreWriter(model: XMLStoreWriter.sampleModel)
+        let url = folder.path("Books.binary")
+        try writer.write(to: url)
+        let contents = try BinaryStoreReader.read(url, displayPath: "Books.binary")
+        #expect(contents.format == .coreDataBinary)
+        #expect(contents.storeType == "Binary")
+        #expect(contents.storeUUID == writer.storeUUID.uuidString)
+        #expect(contents.databaseVersion == "134481920")
+        #expect(contents.modelVersionHashes.map(\.entity) == ["Book", "Ebook", "Library"])
+        #expect(contents.modelVersionHashes.allSatisfy { Data(base64Encoded: $0.hash)?.count == 32 })
+
+        var bytes = try Data(contentsOf: url)
+        // The metadata's length made to reach past the end of the file.
+        var damaged = bytes
+        damaged.replaceSubrange(24..<32, with: [0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff])
+        try damaged.write(to: folder.path("long"))
+        #expect(throws: AtomicStoreError.self) { try BinaryStoreReader.read(folder.path("long"), displayPath: "long") }
+        // The metadata's bytes scrambled.
+        let metadataStart = Int(bytes[16..<24].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+        for i in metadataStart..<min(metadataStart + 40, bytes.count) { bytes[i] ^= 0x5a }
+        try bytes.write(to: folder.path("scrambled"))
+        do {
+            _ = try BinaryStoreReader.read(folder.path("scrambled"), displayPath: "scrambled")
+            Issue.record("a scrambled metadata archive was read")
+        } catch {
+            #expect(error.description.contains("keyed archive"))
+        }
+    }
+}

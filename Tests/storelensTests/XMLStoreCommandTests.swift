@@ -197,3 +197,32 @@ struct XMLStoreCommandTests {
         #expect(!log.contains(dtd.path), "the DTD was looked at: \(log.split(separator: "\n").filter { $0.contains(dtd.path) })")
     }
 }
+
+@Suite("Core Data binary stores through the commands")
+struct BinaryStoreCommandTests {
+    @Test("scan lists it as coredata-binary, inspect shows its metadata and model, rows and the SQLite commands say what they cannot do")
+    func binaryStore() throws {
+        let folder = try TemporaryFolder("binstore-cli")
+        let root = folder.path("evidence")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let store = root.appendingPathComponent("Books.binary")
+        let writer = BinaryStoreWriter(model: XMLStoreWriter.sampleModel)
+        try writer.write(to: store)
+        let before = try FolderSnapshot(root)
+
+        let scan = try CLI.run(["scan", root.path, "--format", "json"])
+        #expect(scan.status == 0 && scan.stdout.contains("\"coredata-binary\""), "\(scan.stdout)\(scan.stderr)")
+        let inspect = try CLI.run(["inspect", store.path, "--format", "json"])
+        #expect(inspect.status == 0, "\(inspect.stderr)")
+        let atomic = try #require((try XMLStoreCommandTests.json(inspect.stdout)["atomicStores"] as? [[String: Any]])?.first)
+        #expect(atomic["storeType"] as? String == "Binary")
+        #expect(atomic["storeUUID"] as? String == writer.storeUUID.uuidString)
+        #expect((atomic["modelVersionHashes"] as? [String: Any])?.keys.sorted() == XMLStoreWriter.sampleModel.entities.map(\.name).sorted())
+        for arguments in [["rows", store.path, "Book"], ["export", store.path, "--out", folder.path("x.sqlite").path], ["check", store.path]] {
+            let result = try CLI.run(arguments)
+            #expect(result.status == 2 && result.stderr.contains("Core Data binary store"), "\(arguments): \(result.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder.path("x.sqlite").path))
+        #expect(try FolderSnapshot(root) == before)
+    }
+}
