@@ -162,6 +162,12 @@ struct XMLStoreCommandTests {
             let errors = result.stderr.split(separator: "\n").filter { $0.hasPrefix("Error:") }
             #expect(errors.count == 1 && errors[0].contains("Core Data XML store"), "\(arguments): \(result.stderr)")
         }
+        // The file's size is checked before a byte of it is parsed.
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: store.path)[.size] as? Int)
+        for arguments in [["inspect", store.path], ["rows", store.path, "Book"], ["export", store.path, "--out", folder.path("big.sqlite").path]] {
+            let limited = try CLI.run(arguments, environment: ["STORELENS_MAX_ATOMIC_STORE_BYTES": String(size - 1)])
+            #expect(limited.status == 2 && limited.stderr.contains("\(size) bytes, more than the \(size - 1)"), "\(arguments): \(limited.stderr)")
+        }
         #expect(try FolderSnapshot(root) == before)
     }
 
