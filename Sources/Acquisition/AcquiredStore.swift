@@ -24,7 +24,11 @@ extension EvidenceSession {
     /// - Returns: the stores, and the inventories they came from (for damage and warnings).
     public func stores(from inputs: [String], select: String? = nil, options: OpenOptions = OpenOptions(),
                        limits: ArchiveLimits = ArchiveLimits()) throws -> [AcquiredStore] {
-        let acquired = try found(in: inputs, select: select, limits: limits).map { store in
+        var candidates = try found(in: inputs, select: select, limits: limits)
+        // A Core Data XML or binary store beside SQLite stores is left to the commands that read
+        // it (as before they knew it); alone (or picked with --store) it is refused, saying so.
+        if candidates.contains(where: { $0.format == .sqlite }) { candidates.removeAll { $0.format != .sqlite } }
+        let acquired = try candidates.map { store in
             AcquiredStore(displayPath: store.path, found: store, copy: try workingCopy(of: store, options: options))
         }
         verifyInBackground()

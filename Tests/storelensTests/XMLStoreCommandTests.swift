@@ -162,6 +162,13 @@ struct XMLStoreCommandTests {
             let errors = result.stderr.split(separator: "\n").filter { $0.hasPrefix("Error:") }
             #expect(errors.count == 1 && errors[0].contains("Core Data XML store"), "\(arguments): \(result.stderr)")
         }
+        // Beside a SQLite store: the commands that stop at one bad store read the SQLite one, as
+        // before they knew XML stores; check lists the XML store as refused, saying what reads it.
+        let wal = try CLI.run(["wal", root.path, "--format", "json"])
+        #expect(wal.status == 0 && wal.stdout.contains("Flat.sqlite") && !wal.stdout.contains("Books.storedata"), "\(wal.stderr)")
+        let check = try CLI.run(["check", root.path])
+        #expect(check.status == 2 && check.stdout.contains("Flat.sqlite") && check.stderr.contains("Books.storedata is a Core Data XML store"),
+                "\(check.stdout)\(check.stderr)")
         // The file's size is checked before a byte of it is parsed.
         let size = try #require(try FileManager.default.attributesOfItem(atPath: store.path)[.size] as? Int)
         for arguments in [["inspect", store.path], ["rows", store.path, "Book"], ["export", store.path, "--out", folder.path("big.sqlite").path]] {

@@ -89,7 +89,7 @@ public struct AtomicStoreRows {
 
     /// `z102` → 102; nil for an id of another shape.
     public static func primaryKey(_ id: String) -> Int64? {
-        guard id.first == "z" || id.first == "p" else { return nil }
+        guard id.first == "z" else { return nil }
         return Int64(id.dropFirst())
     }
 }

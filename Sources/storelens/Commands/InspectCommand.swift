@@ -48,9 +48,13 @@ struct InspectCommand: Command {
                 let session = try input.makeSession()
                 defer { session.scratch.remove() }
                 context.hashInput(path, in: session)
-                let inspections = try inspect([path], session: session)
+                // Batch mode reads one input at a time: a refused store fails that input, as before.
+                var refused: [RefusedStore] = []
+                var atomic: [AtomicStoreInspection] = []
+                let inspections = try inspect([path], session: session, refused: &refused, atomic: &atomic)
+                if let first = refused.first { throw first.error }
                 try session.finish()
-                return BatchOutcome(exitCode: .success, summary: InspectionReport.batchSummary(inspections))
+                return BatchOutcome(exitCode: .success, summary: InspectionReport.batchSummary(inspections, atomic: atomic))
             }
         }
         let session = try input.makeSession()
@@ -82,22 +86,7 @@ struct InspectCommand: Command {
         return refused.isEmpty ? .success : .usageOrInput
     }
 
-    func inspect(_ paths: [String], session: EvidenceSession) throws -> [StoreInspection] {
-        // Batch mode reads one input at a time: a refused store fails that input, as before.
-        var refused: [RefusedStore] = []
-        let result = try inspect(paths, session: session, refused: &refused)
-        if let first = refused.first { throw first.error }
-        return result
-    }
-
-    func inspect(_ paths: [String], session: EvidenceSession, refused: inout [RefusedStore]) throws -> [StoreInspection] {
-        try session.stores(from: paths, select: input.select, options: input.open, limits: input.limits, refused: &refused).map { store in
-            let view = try asOf.map { n in try store.copy.open(asOfCommit: n, displayPath: store.displayPath) }
-            return try StoreInspector.inspect(store.copy, displayPath: store.displayPath, view: view, asOfCommit: asOf)
-        }
-    }
-
-    /// Also reads the Core Data XML and binary stores among the inputs, into `atomic`.
+    /// The SQLite stores' inspections; the Core Data XML and binary stores among the inputs go to `atomic`.
     func inspect(_ paths: [String], session: EvidenceSession, refused: inout [RefusedStore],
                  atomic: inout [AtomicStoreInspection]) throws -> [StoreInspection] {
         var atomicStores: [AcquiredAtomicStore] = []
