@@ -52,6 +52,15 @@ struct XMLStoreTests {
         #expect(entity == "Library" && pk == first.pk)
     }
 
+    @Test("a store over libxml2's 10 MB look-up limit reads whole")
+    func largerThanTenMegabytes() throws {
+        let xml = XMLStoreWriter.sample(libraries: 40, booksPerLibrary: 500).xml()
+        #expect(xml.utf8.count > 12 << 20)
+        let contents = try Self.parse(xml)
+        #expect(contents.objects.count == 40 * 501)
+        #expect(contents.anomalyCount == 0)
+    }
+
     @Test("hostile values are shown with their problem, never guessed: bad base64, unknown type, non-numbers, duplicate ids, missing targets")
     func anomalies() throws {
         let xml = Self.store("""

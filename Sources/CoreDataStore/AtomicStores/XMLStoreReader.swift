@@ -41,7 +41,9 @@ public enum XMLStoreReader {
 
     public static func parse(_ data: Data, displayPath: String, limits: AtomicStoreLimits = .standard) throws(AtomicStoreError) -> AtomicStoreContents {
         try checkProlog(data, displayPath: displayPath)
-        let parser = XMLParser(data: data)
+        // Fed as a stream, in chunks: given the whole document at once, libxml2 stops at its
+        // 10 MB look-up limit with an internal error, and a store is often larger.
+        let parser = XMLParser(stream: InputStream(data: data))
         let delegate = XMLStoreParsing(displayPath: displayPath, limits: limits)
         parser.delegate = delegate
         parser.shouldResolveExternalEntities = false
