@@ -338,7 +338,7 @@ final class ArchiveInventory {
         // Provisional sidecars and plists whose store never came are removed from disk; the
         // sidecars are still reported as orphans by the grouping.
         let mains = Set(result.files.filter(\.isSQLite).map(\.path))
-        for file in result.files where !file.isSQLite {
+        for file in result.files where !file.isStore {
             let belongs = FamilyGrouping.sidecarSuffixes.keys.contains { file.path.hasSuffix($0) && mains.contains(String(file.path.dropLast($0.count))) }
             let isWanted = wanted.contains { $0.matches(file.path, ignoringCase: true) }
             if !belongs && !isWanted && !file.path.contains("_SUPPORT/") { unlink(file.url.path) }

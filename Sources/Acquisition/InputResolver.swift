@@ -147,7 +147,7 @@ public struct InputResolver {
         let hashes = Dictionary(result.extracted.map { ($0.path, $0.sha256) }, uniquingKeysWith: { a, _ in a })
         var stores = found.map { s -> FoundStore in
             var copy = FoundStore(path: input + "!" + s.path, family: s.family, name: s.name,
-                                  sidecars: s.sidecars, size: s.size, container: s.container, location: s.location, sha256: [:])
+                                  sidecars: s.sidecars, size: s.size, container: s.container, location: s.location, sha256: [:], format: s.format)
             for p in [s.path, s.sidecars.wal, s.sidecars.shm, s.sidecars.journal].compactMap({ $0 }) {
                 copy.sha256[input + "!" + p] = hashes[p]
             }

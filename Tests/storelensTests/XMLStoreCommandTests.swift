@@ -239,3 +239,27 @@ struct BinaryStoreCommandTests {
         #expect(try FolderSnapshot(root) == before)
     }
 }
+
+extension XMLStoreCommandTests {
+    @Test("an XML store inside a tar.gz and a zip is found by its first bytes and read from its extracted copy",
+          .enabled(if: XMLStoreOracle.available, Comment(rawValue: XMLStoreOracle.unavailable)))
+    func insideArchives() throws {
+        let folder = try TemporaryFolder("xmlstore-archive")
+        let (root, store) = try Self.evidence(in: folder)
+        let expected = try #require(try XMLStoreOracle.read(store)["rows"] as? [String: [[String: Any]]]).mapValues(\.count)
+        for (name, format, filter) in [("evidence.tar.gz", ArchiveMaker.Format.paxTar, ArchiveMaker.Filter.gzip), ("evidence.zip", .zip, .none)] {
+            let archive = folder.path(name)
+            try ArchiveMaker.write(try ArchiveMaker.entries(of: root), to: archive, format: format, filter: filter)
+            let before = try FolderSnapshot(folder.url)
+            let scan = try CLI.run(["scan", archive.path, "--format", "json"])
+            #expect(scan.status == 0 && scan.stdout.contains("\"coredata-xml\""), "\(name): \(scan.stderr)")
+            let inspect = try CLI.run(["inspect", archive.path, "--store", "Books.storedata", "--format", "json"])
+            let atomic = try #require((try Self.json(inspect.stdout)["atomicStores"] as? [[String: Any]])?.first, "\(name): \(inspect.stderr)")
+            let counts = Dictionary(((atomic["entities"] as? [[String: Any]]) ?? []).map { ($0["name"] as! String, $0["objects"] as! Int) }, uniquingKeysWith: { a, _ in a })
+            #expect(counts == expected, "\(name)")
+            let rows = try CLI.run(["rows", archive.path, "Book", "--store", "Books.storedata", "--format", "jsonl"])
+            #expect(rows.status == 0 && rows.stdout.split(separator: "\n").count == expected["Book"], "\(name): \(rows.stderr)")
+            #expect(try FolderSnapshot(folder.url) == before)
+        }
+    }
+}
