@@ -60,6 +60,7 @@ struct ExportCommand: Command {
             (displayPath, modelSource) = (acquired.displayPath, opened.model.source.rawValue)
             writeExport = { try DecodedExport.write(opened, to: $0, provenance: $1) }
         case .atomic(let store):
+            if modelPath != nil { throw InputError(message: "--model is not used for a \(store.format.title) (\(store.displayPath)): its values carry their own types; drop --model.") }
             let contents = try AtomicStoreReader.read(store.copy, format: store.format, displayPath: store.displayPath)
             if store.format == .coreDataBinary {
                 throw InputError(message: "\(store.displayPath) is a \(store.format.title), whose objects storelens does not decode (their archived layout is not documented); `storelens inspect` shows its metadata and model.")
