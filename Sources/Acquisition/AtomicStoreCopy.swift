@@ -18,6 +18,8 @@ extension EvidenceSession {
     public func atomicCopy(of store: FoundStore) throws -> AcquiredAtomicStore {
         let folder = try scratch.makeSubfolder(named: store.name)
         let main = store.family.main
+        // Tests change the evidence here: the copy exists and the after-hash has not started.
+        defer { TestPause.reach("working-copy") }
         // Extracted from an archive: already storelens's own copy.
         if main.standardizedFileURL.path.hasPrefix(scratch.url.standardizedFileURL.path + "/") {
             return AcquiredAtomicStore(displayPath: store.path, found: store, copy: main)
@@ -30,7 +32,6 @@ extension EvidenceSession {
         if let recorded = ledger.entry(for: main.path)?.sha256, let hash, recorded != hash {
             throw AcquisitionError.evidenceChanged(path: store.path, before: recorded, after: hash)
         }
-        TestPause.reach("working-copy")
         return AcquiredAtomicStore(displayPath: store.path, found: store, copy: destination)
     }
 }

@@ -263,3 +263,17 @@ extension XMLStoreCommandTests {
         }
     }
 }
+
+extension XMLStoreCommandTests {
+    @Test("an XML store changed while inspect or rows reads it, before or after the after-hash: exit 3 naming it",
+          arguments: EvidenceChangeTests.Moment.allCases, EvidenceChangeTests.Change.allCases)
+    func changeCaught(moment: EvidenceChangeTests.Moment, change: EvidenceChangeTests.Change) throws {
+        for command in [["inspect"], ["rows", "<store>", "Book", "--format", "jsonl"]] {
+            let folder = try TemporaryFolder("xmlstore-change")
+            let url = folder.path("Books.storedata")
+            try XMLStoreWriter.sample().write(to: url)
+            let arguments = command.count == 1 ? command + [url.path] : command.map { $0 == "<store>" ? url.path : $0 }
+            try EvidenceChangeTests().assertCaught(arguments, store: url, moment: moment, change: change)
+        }
+    }
+}
