@@ -132,14 +132,16 @@ struct XMLStoreTests {
     func bounds() throws {
         var limits = AtomicStoreLimits.standard
         limits.maxDepth = 8
-        limits.maxObjects = 3
+        limits.maxObjects = 4
         limits.maxPropertiesPerObject = 4
         limits.maxValueBytes = 1000
+        limits.maxEntities = 3
         let deep = Self.store("<object type=\"A\" id=\"z1\">" + String(repeating: "<x>", count: 20) + String(repeating: "</x>", count: 20) + "</object>")
-        let many = Self.store(String(repeating: "<object type=\"A\" id=\"z1\"></object>", count: 4))
+        let many = Self.store(String(repeating: "<object type=\"A\" id=\"z1\"></object>", count: 5))
         let wide = Self.store("<object type=\"A\" id=\"z1\">" + String(repeating: "<attribute name=\"a\" type=\"string\">x</attribute>", count: 5) + "</object>")
         let long = Self.store("<object type=\"A\" id=\"z1\"><attribute name=\"a\" type=\"string\">" + String(repeating: "y", count: 5000) + "</attribute></object>")
-        for (xml, words) in [(deep, "nested"), (many, "objects"), (wide, "properties"), (long, "longer than")] {
+        let types = Self.store((1...4).map { "<object type=\"T\($0)\" id=\"z\($0)\"></object>" }.joined())
+        for (xml, words) in [(deep, "nested"), (many, "objects"), (wide, "properties"), (long, "longer than"), (types, "4 entities")] {
             do {
                 _ = try Self.parse(xml, limits: limits)
                 Issue.record("\(words): read although over the bound")

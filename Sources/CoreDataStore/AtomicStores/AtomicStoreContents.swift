@@ -42,22 +42,17 @@ public struct AtomicStoreContents: Sendable {
 
     /// The entity name to show for an object's stored type. The XML store writes entity names in
     /// upper case (`type="EMPLOYEE"`, in every real file found); the metadata's version hashes
-    /// keep the model's own spelling, which is used when one matches.
+    /// keep the model's own spelling, which is used when one matches. (For many lookups, make an
+    /// `AtomicStoreIndex` once.)
     public func entityName(forStoredType type: String) -> String {
-        entityNames[type.uppercased()] ?? type
-    }
-
-    private var entityNames: [String: String] {
-        Dictionary(modelVersionHashes.map { ($0.entity.uppercased(), $0.entity) }, uniquingKeysWith: { first, _ in first })
+        let wanted = type.uppercased()
+        return modelVersionHashes.first { $0.entity.uppercased() == wanted }?.entity ?? type
     }
 
     /// Each entity with its number of objects, by name; entities the model names without objects count 0.
     public var objectCounts: [(entity: String, objects: Int)] {
-        var counts: [String: Int] = [:]
-        for hash in modelVersionHashes { counts[hash.entity] = 0 }
-        let names = entityNames
-        for object in objects { counts[names[object.type.uppercased()] ?? object.type, default: 0] += 1 }
-        return counts.keys.sorted().map { ($0, counts[$0]!) }
+        let index = AtomicStoreIndex(self)
+        return index.entities.map { ($0, index.objectsByEntity[$0]?.count ?? 0) }
     }
 }
 
@@ -103,6 +98,9 @@ public struct AtomicStoreLimits: Sendable {
     public var maxDepth = 64
     /// One attribute's text (a base64 blob included).
     public var maxValueBytes = 64 << 20
+    /// Entities, by the objects' types and the model's hashes: each is a table in `export`, and
+    /// models have tens, not thousands.
+    public var maxEntities = 10_000
     public static let maxAnomalies = 200
 
     public init(maxFileBytes: Int = 256 << 20) { self.maxFileBytes = maxFileBytes }
@@ -125,7 +123,8 @@ public enum AtomicStoreError: Error, Equatable, CustomStringConvertible, Sendabl
         case .unreadable(let path, let detail):
             return "\(path) cannot be read (\(detail)); check that the file is a regular file you may read."
         case .tooLarge(let path, let what, let limit):
-            return "\(path) holds \(what), more than the \(limit) storelens reads; it is refused rather than risk the machine's memory (set STORELENS_MAX_ATOMIC_STORE_BYTES to raise the file limit)."
+            let hint = what.hasSuffix(" bytes") ? " (set STORELENS_MAX_ATOMIC_STORE_BYTES to raise the limit)" : ""
+            return "\(path) holds \(what), more than the \(limit) storelens reads; it is refused rather than risk the machine's memory\(hint)."
         case .malformed(let path, let line, let detail):
             return "\(path) is not a readable Core Data atomic store (\(line.map { "line \($0): " } ?? "")\(detail)); copy it off the device again, or check it was not edited by hand."
         case .entityNotFound(let path, let entity, let entities):

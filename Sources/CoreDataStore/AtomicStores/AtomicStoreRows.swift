@@ -42,12 +42,17 @@ public struct AtomicStoreRows {
     public let anomalies: [String]
 
     public init(_ contents: AtomicStoreContents, entity wanted: String, displayPath: String) throws(AtomicStoreError) {
-        let entities = contents.objectCounts.map(\.entity)
+        try self.init(AtomicStoreIndex(contents), entity: wanted, displayPath: displayPath)
+    }
+
+    /// The rows of one entity from an index made once (`export` reads every entity from one).
+    public init(_ index: AtomicStoreIndex, entity wanted: String, displayPath: String) throws(AtomicStoreError) {
+        let entities = index.entities
         guard let entity = entities.first(where: { $0 == wanted }) ?? entities.first(where: { $0.caseInsensitiveCompare(wanted) == .orderedSame }) else {
             throw .entityNotFound(path: displayPath, entity: wanted, entities: entities)
         }
         self.entity = entity
-        let objects = contents.objects.filter { contents.entityName(forStoredType: $0.type) == entity }
+        let objects = (index.objectsByEntity[entity] ?? []).map { index.contents.objects[$0] }
         var attributeNames: [String] = [], relationshipNames: [String] = []
         var known = Set<String>()
         for object in objects {
@@ -55,9 +60,7 @@ public struct AtomicStoreRows {
             for r in object.relationships where known.insert(r.name).inserted { relationshipNames.append(r.name) }
         }
         fields = attributeNames + relationshipNames
-        let index = Dictionary(fields.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
-        var firstIDs: [String: AtomicStoreObject] = [:]
-        for object in contents.objects where firstIDs[object.id] == nil { firstIDs[object.id] = object }
+        let position = Dictionary(fields.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         var anomalies: [String] = []
         var rows: [DecodedRow] = []
         for object in objects.sorted(by: { (Self.primaryKey($0.id) ?? 0) < (Self.primaryKey($1.id) ?? 0) }) {
@@ -67,24 +70,25 @@ public struct AtomicStoreRows {
                 if let problem { anomalies.append("\(entity) \(object.id).\(a.name): \(problem)") }
                 values.append((a.name, value))
             }
-            for r in object.relationships {
-                let targets = r.idrefs.map { ref -> (String, Int64) in
-                    let type = firstIDs[ref].map { contents.entityName(forStoredType: $0.type) } ?? contents.entityName(forStoredType: r.destination)
-                    return (type, Self.primaryKey(ref) ?? 0)
-                }
-                if !r.isToMany, targets.count == 1 {
-                    values.append((r.name, .object(entity: targets[0].0, pk: targets[0].1)))
-                } else {
-                    values.append((r.name, targets.isEmpty ? .null : .text(targets.map { "\($0.0)#\($0.1)" }.joined(separator: " "))))
-                }
-            }
+            for r in object.relationships { values.append((r.name, Self.value(of: r, index: index))) }
             // One value per field: a property written twice keeps its first.
             var seen = Set<String>()
             let kept = values.filter { seen.insert($0.name).inserted }
-            rows.append(DecodedRow(entity: entity, pk: Self.primaryKey(object.id) ?? 0, values: kept, fieldIndexes: kept.map { index[$0.name] ?? 0 }))
+            rows.append(DecodedRow(entity: entity, pk: Self.primaryKey(object.id) ?? 0, values: kept, fieldIndexes: kept.map { position[$0.name] ?? 0 }))
         }
         self.rows = rows
         self.anomalies = anomalies
+    }
+
+    /// A to-one as `Entity#pk`, a to-many as the space-separated list, the entity of each target
+    /// from the object it names (from the relationship's destination when no object has the id).
+    static func value(of r: AtomicStoreObject.Relationship, index: AtomicStoreIndex) -> FieldValue {
+        let targets = r.idrefs.map { ref -> (String, Int64) in
+            let type = index.firstObjectByID[ref].map { index.contents.objects[$0].type } ?? r.destination
+            return (index.name(forStoredType: type), Self.primaryKey(ref) ?? 0)
+        }
+        if !r.isToMany, targets.count == 1 { return .object(entity: targets[0].0, pk: targets[0].1) }
+        return targets.isEmpty ? .null : .text(targets.map { "\($0.0)#\($0.1)" }.joined(separator: " "))
     }
 
     /// `z102` → 102; nil for an id of another shape.
@@ -92,4 +96,36 @@ public struct AtomicStoreRows {
         guard id.first == "z" else { return nil }
         return Int64(id.dropFirst())
     }
+}
+
+/// What reading rows needs from an atomic store, computed once: entity names by stored type, the
+/// objects of each entity, the first object of each id. Each lookup is then constant time, so no
+/// store (however many entities its metadata names) makes reading quadratic.
+public struct AtomicStoreIndex {
+    public let contents: AtomicStoreContents
+    /// Entity names (the model's spelling) by upper-cased stored type.
+    let names: [String: String]
+    /// Object positions in `contents.objects` by entity name.
+    public let objectsByEntity: [String: [Int]]
+    let firstObjectByID: [String: Int]
+    /// Every entity: those the model names and those objects have.
+    public let entities: [String]
+
+    public init(_ contents: AtomicStoreContents) {
+        self.contents = contents
+        var names: [String: String] = [:]
+        for hash in contents.modelVersionHashes where names[hash.entity.uppercased()] == nil { names[hash.entity.uppercased()] = hash.entity }
+        self.names = names
+        var byEntity: [String: [Int]] = [:]
+        var byID: [String: Int] = [:]
+        for (i, object) in contents.objects.enumerated() {
+            byEntity[names[object.type.uppercased()] ?? object.type, default: []].append(i)
+            if byID[object.id] == nil { byID[object.id] = i }
+        }
+        objectsByEntity = byEntity
+        firstObjectByID = byID
+        entities = Set(names.values).union(byEntity.keys).sorted()
+    }
+
+    public func name(forStoredType type: String) -> String { names[type.uppercased()] ?? type }
 }

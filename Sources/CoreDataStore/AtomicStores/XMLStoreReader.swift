@@ -61,6 +61,10 @@ public enum XMLStoreReader {
             throw .malformed(path: displayPath, line: nil, detail: "the file ends before </database>, so it was cut off and would show part of the store")
         }
         var contents = delegate.contents
+        let entities = Set(contents.objects.map { $0.type.uppercased() }).union(contents.modelVersionHashes.map { $0.entity.uppercased() })
+        guard entities.count <= limits.maxEntities else {
+            throw .tooLarge(path: displayPath, what: "\(entities.count) entities", limit: limits.maxEntities)
+        }
         XMLStoreChecks.checkIdentities(&contents)
         return contents
     }

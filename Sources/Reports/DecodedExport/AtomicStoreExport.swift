@@ -16,8 +16,9 @@ public enum AtomicStoreExport {
         }
         var names = DecodedExport.UniqueNames(reserved: ["_storelens"])
         var tables: [DecodedExport.Table] = []
-        for (entity, _) in contents.objectCounts {
-            let rows = try AtomicStoreRows(contents, entity: entity, displayPath: displayPath)
+        let index = AtomicStoreIndex(contents)
+        for entity in index.entities {
+            let rows = try AtomicStoreRows(index, entity: entity, displayPath: displayPath)
             let table = names.take(entity)
             var columns = DecodedExport.UniqueNames(reserved: ["_pk"])
             let columnNames = rows.fields.map { columns.take($0) }
