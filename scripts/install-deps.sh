@@ -9,8 +9,11 @@ for pc in sqlite3 libarchive zlib libcrypto; do
   pkg-config --exists "$pc" 2>/dev/null || missing_pc+=("$pc")
 done
 # ISA-L decodes the gzip layer of .tar.gz archives on Linux (Sources/Acquisition/GzipSource.swift).
+# libxml2 is Foundation's XML parser on Linux (FoundationXML): Xcode models and Core Data XML
+# stores are read through it, and `make dist` links it.
 if [ "$(uname -s)" = Linux ]; then
   pkg-config --exists libisal 2>/dev/null || missing_pc+=(libisal)
+  pkg-config --exists libxml-2.0 2>/dev/null || missing_pc+=(libxml-2.0)
 fi
 missing_tools=()
 for tool in sqlite3 bsdtar zip bc /usr/bin/time openssl; do
@@ -18,6 +21,10 @@ for tool in sqlite3 bsdtar zip bc /usr/bin/time openssl; do
 done
 # The encrypted-backup tests make a virtualenv (python3 -m venv) for their independent writer.
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing_tools+=(python3-venv)
+# The XML-store test traces the open calls with strace to show the DTD is never read (skipped without it).
+if [ "$(uname -s)" = Linux ]; then
+  command -v strace >/dev/null 2>&1 || missing_tools+=(strace)
+fi
 
 # The browser test of `storelens report` loads reports in headless chromium. With --with-browser
 # (make test) it is installed when it can be (root on Debian or Ubuntu); elsewhere the test prints
@@ -48,10 +55,10 @@ case "$(uname -s)" in
       echo "Installing missing dependencies: ${missing_pc[*]} ${missing_tools[*]}"
       export DEBIAN_FRONTEND=noninteractive
       apt-get update -qq
-      apt-get install -y -qq pkg-config libsqlite3-dev libarchive-dev zlib1g-dev libisal-dev libssl-dev openssl python3-venv sqlite3 libarchive-tools zip bc time >/dev/null
+      apt-get install -y -qq pkg-config libsqlite3-dev libarchive-dev zlib1g-dev libisal-dev libssl-dev libxml2-dev openssl python3-venv sqlite3 libarchive-tools zip bc time strace >/dev/null
     else
       echo "storelens needs: ${missing_pc[*]} ${missing_tools[*]}"
-      echo "On Debian or Ubuntu: sudo apt-get install pkg-config libsqlite3-dev libarchive-dev zlib1g-dev libisal-dev libssl-dev openssl python3-venv sqlite3 libarchive-tools zip bc time"
+      echo "On Debian or Ubuntu: sudo apt-get install pkg-config libsqlite3-dev libarchive-dev zlib1g-dev libisal-dev libssl-dev libxml2-dev openssl python3-venv sqlite3 libarchive-tools zip bc time strace"
       exit 1
     fi
     ;;

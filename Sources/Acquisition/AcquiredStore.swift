@@ -24,7 +24,11 @@ extension EvidenceSession {
     /// - Returns: the stores, and the inventories they came from (for damage and warnings).
     public func stores(from inputs: [String], select: String? = nil, options: OpenOptions = OpenOptions(),
                        limits: ArchiveLimits = ArchiveLimits()) throws -> [AcquiredStore] {
-        let acquired = try found(in: inputs, select: select, limits: limits).map { store in
+        var candidates = try found(in: inputs, select: select, limits: limits)
+        // A Core Data XML or binary store beside SQLite stores is left to the commands that read
+        // it (as before they knew it); alone (or picked with --store) it is refused, saying so.
+        if candidates.contains(where: { $0.format == .sqlite }) { candidates.removeAll { $0.format != .sqlite } }
+        let acquired = try candidates.map { store in
             AcquiredStore(displayPath: store.path, found: store, copy: try workingCopy(of: store, options: options))
         }
         verifyInBackground()
@@ -37,9 +41,28 @@ extension EvidenceSession {
     /// refused, the first refusal is thrown as before.
     public func stores(from inputs: [String], select: String? = nil, options: OpenOptions = OpenOptions(),
                        limits: ArchiveLimits = ArchiveLimits(), refused: inout [RefusedStore]) throws -> [AcquiredStore] {
+        var unused: [AcquiredAtomicStore] = []
+        return try stores(from: inputs, select: select, options: options, limits: limits, refused: &refused, atomic: &unused, collectingAtomic: false)
+    }
+
+    /// Like `stores(from:…refused:)`, and Core Data XML and binary stores are copied into the
+    /// working folder and returned in `atomic` (for `inspect`, `rows`, `export`) instead of
+    /// being refused.
+    public func stores(from inputs: [String], select: String? = nil, options: OpenOptions = OpenOptions(),
+                       limits: ArchiveLimits = ArchiveLimits(), refused: inout [RefusedStore],
+                       atomic: inout [AcquiredAtomicStore]) throws -> [AcquiredStore] {
+        try stores(from: inputs, select: select, options: options, limits: limits, refused: &refused, atomic: &atomic, collectingAtomic: true)
+    }
+
+    private func stores(from inputs: [String], select: String?, options: OpenOptions, limits: ArchiveLimits,
+                        refused: inout [RefusedStore], atomic: inout [AcquiredAtomicStore], collectingAtomic: Bool) throws -> [AcquiredStore] {
         var acquired: [AcquiredStore] = []
         var firstRefusal: AcquisitionError?
         for store in try found(in: inputs, select: select, limits: limits) {
+            if collectingAtomic, store.format != .sqlite {
+                atomic.append(try atomicCopy(of: store))
+                continue
+            }
             do {
                 acquired.append(AcquiredStore(displayPath: store.path, found: store, copy: try workingCopy(of: store, options: options)))
             } catch let error as AcquisitionError where !error.isInternal && !error.isOurs {
@@ -47,14 +70,14 @@ extension EvidenceSession {
                 refused.append(RefusedStore(path: store.path, error: error))
             }
         }
-        if acquired.isEmpty, let firstRefusal { throw firstRefusal }
+        if acquired.isEmpty, atomic.isEmpty, let firstRefusal { throw firstRefusal }
         verifyInBackground()
         return acquired
     }
 
     /// The stores the inputs hold (each input read once), narrowed by `--store`: the one place
     /// both forms of `stores(from:…)` find what to copy, so they cannot drift apart.
-    private func found(in inputs: [String], select: String?, limits: ArchiveLimits) throws -> [FoundStore] {
+    func found(in inputs: [String], select: String?, limits: ArchiveLimits) throws -> [FoundStore] {
         // Every store found is copied unless `--store` names one (the same match as below).
         let resolver = InputResolver(session: self, limits: limits, stagesCopies: { path in select.map { path.hasSuffix($0) } ?? true })
         var found: [FoundStore] = []

@@ -1,5 +1,6 @@
 import Foundation
 import SQLiteAccess
+import StoreFormats
 
 /// Why a store could not be read. Each case carries the file it is about, and its description
 /// is one sentence saying what is wrong, where, and what to do.
@@ -8,6 +9,8 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
     case isDirectory(path: String)
     case unreadable(path: String, reason: String)
     case notSQLite(path: String)
+    /// A Core Data XML or binary store given to a command that needs SQLite.
+    case atomicStore(path: String, format: StoreFileFormat)
     case truncated(path: String, size: Int, expected: Int)
     /// No valid in-header page count, and the file ends part-way through a page.
     case partialPage(path: String, size: Int, pageSize: Int)
@@ -43,6 +46,8 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
             return "\(path) cannot be read (\(reason)); check its permissions."
         case .notSQLite(let path):
             return "\(path) is not a SQLite database (it does not start with \"SQLite format 3\"); give the path of a Core Data or SwiftData store."
+        case .atomicStore(let path, let format):
+            return "\(path) is a \(format.title), not a SQLite database, so this command cannot read it; `storelens inspect`, `rows` and `export` read it (`scan` lists it)."
         case .truncated(let path, let size, let expected):
             return "\(path) is truncated: it has \(size) bytes but its header describes \(expected); copy the store off the device again, with its -wal and -shm."
         case .partialPage(let path, let size, let pageSize):

@@ -213,8 +213,9 @@ final class ArchiveInventory {
                 continue
             }
             let isSQLite = offset == 0 && DatabaseHeader.isSQLite(head)
+            let atomic = offset == 0 && !isSQLite ? StoreFileFormat.atomic(head: head) : nil
             let isWanted = wanted.contains { $0.matches(path, ignoringCase: true) }
-            guard isSQLite || isSidecar || isSupport || isIdentity || isWanted else { continue }
+            guard isSQLite || atomic != nil || isSidecar || isSupport || isIdentity || isWanted else { continue }
 
             // Extract: O_CREAT|O_EXCL|O_NOFOLLOW under a private folder; duplicates get ~N.
             var target = path
@@ -285,7 +286,7 @@ final class ArchiveInventory {
                 result.warnings.append(Self.dataWarning(path: path, dataWarning))
                 result.damage = result.damage ?? Self.dataWarning(path: path, dataWarning)
             }
-            pending.append((slot: slot, file: SeenFile(path: target, url: destination, size: Int(size), isSQLite: isSQLite)))
+            pending.append((slot: slot, file: SeenFile(path: target, url: destination, size: Int(size), isSQLite: isSQLite, atomic: atomic)))
             if isIdentity { identities.append((root: components.dropLast().joined(separator: "/"), fileName: fileName, url: destination)) }
             if let damaged {
                 result.damage = "the archive is damaged inside \(path) (\(damaged))"
@@ -337,7 +338,7 @@ final class ArchiveInventory {
         // Provisional sidecars and plists whose store never came are removed from disk; the
         // sidecars are still reported as orphans by the grouping.
         let mains = Set(result.files.filter(\.isSQLite).map(\.path))
-        for file in result.files where !file.isSQLite {
+        for file in result.files where !file.isStore {
             let belongs = FamilyGrouping.sidecarSuffixes.keys.contains { file.path.hasSuffix($0) && mains.contains(String(file.path.dropLast($0.count))) }
             let isWanted = wanted.contains { $0.matches(file.path, ignoringCase: true) }
             if !belongs && !isWanted && !file.path.contains("_SUPPORT/") { unlink(file.url.path) }

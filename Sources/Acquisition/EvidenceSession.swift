@@ -98,7 +98,7 @@ public final class EvidenceSession {
     }
 
     /// The staged copies of `family`'s files, handed over once.
-    private func takeStaged(_ family: StoreFamily) -> [String: URL] {
+    func takeStaged(_ family: StoreFamily) -> [String: URL] {
         var taken: [String: URL] = [:]
         for url in [family.main, family.wal, family.journal].compactMap({ $0 }) {
             if let copy = staged.removeValue(forKey: url.path) { taken[url.path] = copy }

@@ -9,6 +9,11 @@ struct SeenFile {
     let url: URL
     let size: Int
     let isSQLite: Bool
+    /// A Core Data XML or binary store (`StoreFileFormat.atomic(head:)`): a store without sidecars.
+    var atomic: StoreFileFormat? = nil
+
+    /// A store's main file, of either kind.
+    var isStore: Bool { isSQLite || atomic != nil }
 }
 
 /// Groups files into store families: every SQLite file with the `-wal`, `-shm`, `-journal` and
@@ -30,7 +35,7 @@ enum FamilyGrouping {
         for container in containers { byRoot[container.root, default: []].append(container) }
         var claimed = Set<String>()
         var stores: [FoundStore] = []
-        for file in files.sorted(by: { $0.path < $1.path }) where file.isSQLite {
+        for file in files.sorted(by: { $0.path < $1.path }) where file.isStore {
             let wal = byPath[file.path + "-wal"], shm = byPath[file.path + "-shm"], journal = byPath[file.path + "-journal"]
             let parent = (file.path as NSString).deletingLastPathComponent
             let stem = ((file.path as NSString).lastPathComponent as NSString).deletingPathExtension
@@ -64,10 +69,10 @@ enum FamilyGrouping {
                                 externalData: external.isEmpty ? nil : String(externalPrefix.dropLast()),
                                 externalDataFiles: external.count),
                 size: file.size, container: container,
-                location: wellKnownLocation(file.path, container: container), sha256: [:]))
+                location: wellKnownLocation(file.path, container: container), sha256: [:], format: file.atomic ?? .sqlite))
         }
         var orphans: [OrphanSidecar] = []
-        for file in files where !claimed.contains(file.path) && !file.isSQLite {
+        for file in files where !claimed.contains(file.path) && !file.isStore {
             for (suffix, kind) in sidecarSuffixes where file.path.hasSuffix(suffix) {
                 orphans.append(OrphanSidecar(path: file.path, kind: kind, size: file.size))
             }

@@ -73,7 +73,8 @@ struct FolderInventory {
                     walk.skipped.append(SkippedEntry(path: childRelative, reason: AppleDouble.reason(for: childRelative)))
                     continue
                 }
-                walk.files.append(SeenFile(path: childRelative, url: child, size: size, isSQLite: isSQLite))
+                walk.files.append(SeenFile(path: childRelative, url: child, size: size, isSQLite: isSQLite,
+                                           atomic: isSQLite ? nil : StoreFileFormat.atomic(head: head)))
                 if !isSQLite, ArchiveSniffer.looksLikeArchive(head) {
                     walk.archives.append((childRelative, child))
                 }

@@ -62,6 +62,7 @@ public struct InputResolver {
             return try storeFile(url, input: input)
         }
         if ArchiveSniffer.looksLikeArchive(head) { return try archive(url, input: input) }
+        if let atomic = StoreFileFormat.atomic(head: head) { return try storeFile(url, input: input, format: atomic) }
         throw AcquisitionError.notSQLite(path: input)
     }
 
@@ -89,7 +90,7 @@ public struct InputResolver {
         }
     }
 
-    func storeFile(_ url: URL, input: String) throws -> Inventory {
+    func storeFile(_ url: URL, input: String, format: StoreFileFormat = .sqlite) throws -> Inventory {
         let family = StoreFamily.beside(url)
         // A single store is read next: copy it for its working copy while hashing it.
         try session.recordCopying(family)
@@ -101,7 +102,7 @@ public struct InputResolver {
                                                externalData: external.kind == .missing ? nil : family.supportFolder.map { $0.path + "/_EXTERNAL_DATA" },
                                                externalDataFiles: external.entries.values.filter(\.exists).count),
                                size: size(url), container: nil, location: FamilyGrouping.wellKnownLocation(url.path, container: nil),
-                               sha256: session.hashes(for: family, naming: input))
+                               sha256: session.hashes(for: family, naming: input), format: format)
         return Inventory(input: input, kind: .storeFile, inputSHA256: store.sha256[input], stores: [store],
                          orphans: [], skipped: [], warnings: [], extracted: [])
     }
@@ -148,7 +149,7 @@ public struct InputResolver {
         let hashes = Dictionary(result.extracted.map { ($0.path, $0.sha256) }, uniquingKeysWith: { a, _ in a })
         var stores = found.map { s -> FoundStore in
             var copy = FoundStore(path: input + "!" + s.path, family: s.family, name: s.name,
-                                  sidecars: s.sidecars, size: s.size, container: s.container, location: s.location, sha256: [:])
+                                  sidecars: s.sidecars, size: s.size, container: s.container, location: s.location, sha256: [:], format: s.format)
             for p in [s.path, s.sidecars.wal, s.sidecars.shm, s.sidecars.journal].compactMap({ $0 }) {
                 copy.sha256[input + "!" + p] = hashes[p]
             }

@@ -1,4 +1,5 @@
 import Foundation
+import StoreFormats
 
 /// Who a container belongs to, when the input says so.
 public struct ContainerIdentity: Equatable, Sendable {
@@ -42,6 +43,8 @@ public struct FoundStore: Sendable {
     public let location: String?
     /// SHA-256 of each file of the family as it came out of the input, by path inside the input.
     public var sha256: [String: String]
+    /// A SQLite store, or a Core Data XML or binary store (read by `inspect`, `rows`, `export`).
+    public var format: StoreFileFormat = .sqlite
 
     public struct Sidecars: Equatable, Sendable {
         public var wal: String?

@@ -154,6 +154,11 @@ public final class WorkingCopy {
         let size = (try? fm.attributesOfItem(atPath: main.path)[.size] as? NSNumber)?.intValue ?? 0
         let prefix = try Self.readPrefix(main, count: DatabaseHeader.length)
         guard DatabaseHeader.isSQLite(prefix) else {
+            // The one place every SQLite command learns its input is not SQLite: an atomic store
+            // is named as such, with the commands that read it.
+            if let atomic = StoreFileFormat.atomic(head: try Self.readPrefix(main, count: 262)) {
+                throw AcquisitionError.atomicStore(path: path, format: atomic)
+            }
             throw AcquisitionError.notSQLite(path: path)
         }
         let header: DatabaseHeader

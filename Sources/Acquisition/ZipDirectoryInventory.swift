@@ -260,8 +260,9 @@ extension ArchiveInventory {
                 continue
             }
             let isSQLite = DatabaseHeader.isSQLite(headData)
+            let atomic = isSQLite ? nil : StoreFileFormat.atomic(head: headData)
             let isWanted = wanted.contains { $0.matches(path, ignoringCase: true) }
-            guard isSQLite || isSidecar || isSupport || isIdentity || isWanted else { continue }
+            guard isSQLite || atomic != nil || isSidecar || isSupport || isIdentity || isWanted else { continue }
 
             // Extract, as the streaming read does: O_CREAT|O_EXCL|O_NOFOLLOW, duplicates get ~N.
             var target = path
@@ -293,7 +294,7 @@ extension ArchiveInventory {
                 result.warnings.append(warning)
                 result.damage = result.damage ?? warning
             }
-            pending.append((slot: slot, file: SeenFile(path: target, url: destination, size: Int(declaredSize), isSQLite: isSQLite)))
+            pending.append((slot: slot, file: SeenFile(path: target, url: destination, size: Int(declaredSize), isSQLite: isSQLite, atomic: atomic)))
             if isIdentity { identities.append((root: components.dropLast().joined(separator: "/"), fileName: fileName, url: destination)) }
         }
     }

@@ -18,7 +18,7 @@ extension ScanReport {
             ("storeCount", .int(stores.count)),
             ("coreDataStores", .int(stores.filter { $0.format == .coreData }.count)),
             ("stores", .array(stores.prefix(batchStoreLimit).map { s in
-                .object([("path", .string(s.found.path)), ("format", .optional(s.format?.rawValue)), ("stack", .optional(s.stack?.rawValue)),
+                .object([("path", .string(s.found.path)), ("format", .optional(s.formatName)), ("stack", .optional(s.stack?.rawValue)),
                          ("size", .int(s.found.size)), ("wal", .bool(s.found.sidecars.wal != nil)), ("problem", .optional(s.problem))])
             })),
             ("orphans", .int(inventories.reduce(0) { $0 + $1.orphans.count })),
@@ -30,24 +30,30 @@ extension ScanReport {
 }
 
 extension InspectionReport {
-    public static func batchSummary(_ inspections: [StoreInspection]) -> JSONValue {
-        .object([
-            ("storeCount", .int(inspections.count)),
-            ("stores", .array(inspections.prefix(batchStoreLimit).map { s in
-                let user = s.entities.filter { $0.entity.kind == .user }
-                return .object([
-                    ("path", .string(s.path)),
-                    ("format", .string(s.format.rawValue)),
-                    ("stack", .string(s.stack.stack.rawValue)),
-                    ("entities", .int(user.count)),
-                    ("records", .int(s.format == .coreData ? user.reduce(0) { $0 + $1.counts.rows } : s.tables.reduce(0) { $0 + $1.rows })),
-                    ("recordsMainFileOnly", .int(s.format == .coreData ? user.reduce(0) { $0 + ($1.counts.rowsMainFileOnly ?? 0) }
-                                                                      : s.tables.reduce(0) { $0 + ($1.rowsMainFileOnly ?? 0) })),
-                    ("walCommits", .int(s.wal.commits)),
-                    ("historyTransactions", .int(s.history?.transactions ?? 0)),
-                    ("notes", .array(s.notes.map(JSONValue.string))),
-                ])
-            })),
+    public static func batchSummary(_ inspections: [StoreInspection], atomic: [AtomicStoreInspection] = []) -> JSONValue {
+        let atomicSummaries: [JSONValue] = atomic.map { a in
+            .object([("path", .string(a.path)), ("format", .string(a.contents.format.rawValue)), ("stack", .null),
+                     ("entities", .int(a.contents.objectCounts.count)), ("records", .int(a.contents.objects.count)),
+                     ("anomalies", .int(a.contents.anomalyCount))])
+        }
+        let summaries: [JSONValue] = inspections.prefix(batchStoreLimit).map { s in
+            let user = s.entities.filter { $0.entity.kind == .user }
+            return .object([
+                ("path", .string(s.path)),
+                ("format", .string(s.format.rawValue)),
+                ("stack", .string(s.stack.stack.rawValue)),
+                ("entities", .int(user.count)),
+                ("records", .int(s.format == .coreData ? user.reduce(0) { $0 + $1.counts.rows } : s.tables.reduce(0) { $0 + $1.rows })),
+                ("recordsMainFileOnly", .int(s.format == .coreData ? user.reduce(0) { $0 + ($1.counts.rowsMainFileOnly ?? 0) }
+                                                                  : s.tables.reduce(0) { $0 + ($1.rowsMainFileOnly ?? 0) })),
+                ("walCommits", .int(s.wal.commits)),
+                ("historyTransactions", .int(s.history?.transactions ?? 0)),
+                ("notes", .array(s.notes.map(JSONValue.string))),
+            ])
+        }
+        return .object([
+            ("storeCount", .int(inspections.count + atomic.count)),
+            ("stores", .array(Array((summaries + atomicSummaries).prefix(batchStoreLimit)))),
         ])
     }
 }

@@ -87,7 +87,7 @@ extension ScanReport {
             let f = s.found
             var sidecars = [f.sidecars.wal.map { _ in "wal" }, f.sidecars.shm.map { _ in "shm" }, f.sidecars.journal.map { _ in "journal" }].compactMap { $0 }
             if let external = ScanReport.externalLabel(s) { sidecars.append(external) }
-            out += "| `\(Markdown.codeCell(f.path))` | \(s.format?.rawValue ?? "?") | \(s.stack?.rawValue ?? "-") | \(f.size) | "
+            out += "| `\(Markdown.codeCell(f.path))` | \(s.formatName ?? "?") | \(s.stack?.rawValue ?? "-") | \(f.size) | "
             out += "\(sidecars.isEmpty ? "-" : sidecars.joined(separator: ", ")) | \(Markdown.escape(f.container.map { $0.identifier ?? $0.kind.rawValue } ?? "-")) |\n"
         }
         if stores.count > markdownStoreLimit {

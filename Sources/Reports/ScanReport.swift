@@ -20,6 +20,12 @@ public struct ScannedStore: Sendable {
         self.problem = problem
         self.externalData = externalData
     }
+
+    /// What `scan` prints as the format: `coredata` or `sqlite` from opening a SQLite store,
+    /// `coredata-xml` or `coredata-binary` for an atomic store (told by its first bytes).
+    public var formatName: String? {
+        found.format == .sqlite ? format?.rawValue : found.format.rawValue
+    }
 }
 
 /// The views of `scan`.
@@ -65,7 +71,7 @@ public enum ScanReport {
                 ("externalDataFiles", .int(f.sidecars.externalDataFiles)),
             ])),
             ("sha256", .object(f.sha256.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
-            ("format", .optional(s.format?.rawValue)),
+            ("format", .optional(s.formatName)),
             ("stack", .optional(s.stack?.rawValue)),
             ("problem", .optional(s.problem)),
             ("externalData", s.externalData.map(InspectionReport.json) ?? .null),
@@ -91,20 +97,23 @@ public enum ScanReport {
         }
         out += "\n"
         if stores.isEmpty {
-            out += "  no SQLite stores found\n"
+            out += "  no stores found (neither SQLite nor Core Data XML or binary)\n"
         } else {
             var table: [[String]] = [["STORE", "FORMAT", "STACK", "SIZE", "SIDECARS", "CONTAINER"]]
             for s in stores {
                 let f = s.found
                 var sidecars = [f.sidecars.wal.map { _ in "wal" }, f.sidecars.shm.map { _ in "shm" }, f.sidecars.journal.map { _ in "journal" }].compactMap { $0 }
                 if let external = externalLabel(s) { sidecars.append(external) }
-                table.append([f.path, s.format?.rawValue ?? "?", s.stack?.rawValue ?? "-", String(f.size),
+                table.append([f.path, s.formatName ?? "?", s.stack?.rawValue ?? "-", String(f.size),
                               sidecars.isEmpty ? "-" : sidecars.joined(separator: ","),
                               f.container.map { $0.identifier ?? $0.kind.rawValue } ?? "-"])
             }
             out += TextTable.render(table, rightAligned: [3], indent: 2)
             for s in stores {
                 if let location = s.found.location { out += "  \(TextTable.sanitized(s.found.path)): \(location)\n" }
+                if s.found.format != .sqlite, s.problem == nil {
+                    out += "  \(TextTable.sanitized(s.found.path)): a \(s.found.format.title) (one file, no -wal; read by inspect, rows and export)\n"
+                }
                 if let problem = s.problem { out += "  \(TextTable.sanitized(s.found.path)): \(problem)\n" }
             }
         }

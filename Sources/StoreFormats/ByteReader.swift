@@ -41,6 +41,12 @@ struct ByteReader: Sendable {
             | UInt32(bytes[offset + 2]) << 8 | UInt32(bytes[offset + 3])
     }
 
+    /// A big-endian 64-bit integer at `offset`, or 0 outside the window.
+    func uint64BE(at offset: Int) -> UInt64 {
+        guard offset >= 0, offset <= bytes.count - 8 else { return 0 }
+        return UInt64(uint32BE(at: offset)) << 32 | UInt64(uint32BE(at: offset + 4))
+    }
+
     /// A little-endian 32-bit integer at `offset`, or 0 outside the window.
     func uint32LE(at offset: Int) -> UInt32 {
         guard offset >= 0, offset <= bytes.count - 4 else { return 0 }

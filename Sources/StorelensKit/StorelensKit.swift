@@ -42,6 +42,18 @@ public enum Storelens {
         }
     }
 
+    /// `storelens inspect` of the Core Data XML and binary stores in `inputs` (the other calls read
+    /// SQLite stores only): type, metadata, the model's entities with their objects, anomalies.
+    public static func atomicStores(_ inputs: [String], options: Options = Options()) throws -> [AtomicStoreInspection] {
+        try reading { session in
+            var refused: [RefusedStore] = []
+            var atomic: [AcquiredAtomicStore] = []
+            _ = try session.stores(from: inputs, select: options.store, options: options.open, limits: options.limits,
+                                   refused: &refused, atomic: &atomic)
+            return try atomic.map { try AtomicStoreInspection.inspect($0) }
+        }
+    }
+
     /// `storelens check`: Core Data's invariants that SQLite cannot see, for every store, as
     /// findings (a plain SQLite database gets SQLite's own check).
     public static func check(_ inputs: [String], options: Options = Options()) throws -> [Finding] {

@@ -161,6 +161,24 @@ struct InputSettings {
         return store
     }
 
+    /// The one store of `path`, which may be a Core Data XML or binary store (`rows`, `export`).
+    func singleStoreOrAtomic(_ path: String, in session: EvidenceSession) throws -> SingleStore {
+        var refused: [RefusedStore] = []
+        var atomic: [AcquiredAtomicStore] = []
+        let stores = try session.stores(from: [path], select: select, options: open, limits: limits, refused: &refused, atomic: &atomic)
+        if let first = refused.first { throw first.error }
+        let names = stores.map(\.displayPath) + atomic.map(\.displayPath)
+        guard names.count == 1 else {
+            throw InputError(message: "\(path) holds \(names.count) stores (\(names.prefix(10).joined(separator: ", "))); choose one with --store.")
+        }
+        return stores.first.map(SingleStore.sqlite) ?? .atomic(atomic[0])
+    }
+
+    enum SingleStore {
+        case sqlite(AcquiredStore)
+        case atomic(AcquiredAtomicStore)
+    }
+
     let select: String?
     let keepScratch: Bool
     let open: OpenOptions

@@ -74,6 +74,7 @@ enum Diagnostics {
         case let e as BackupCryptoError: return (e.description, true)
         case let e as ManifestError: return (e.description, false)
         case let e as CoreDataStoreError: return (e.description, false)
+        case let e as AtomicStoreError: return (e.description, false)
         case let e as ModelError: return (e.description, false)
         case let e as MigrationError: return (e.description, false)
         default: return nil

@@ -53,13 +53,28 @@ struct ExportCommand: Command {
         try ReportFile.checkWritable(out, force: force)
         let session = try input.makeSession()
         defer { session.scratch.remove() }
-        let acquired = try input.singleStore(path, in: session)
-        let opened = try OpenedStore.open(acquired.copy, displayPath: acquired.displayPath,
-                                          xcodeModel: modelPath.map { URL(fileURLWithPath: $0) })
+        let displayPath: String
+        let modelSource: String
+        let writeExport: (String, [(String, String)]) throws -> DecodedExport.Summary
+        switch try input.singleStoreOrAtomic(path, in: session) {
+        case .sqlite(let acquired):
+            let opened = try OpenedStore.open(acquired.copy, displayPath: acquired.displayPath,
+                                              xcodeModel: modelPath.map { URL(fileURLWithPath: $0) })
+            (displayPath, modelSource) = (acquired.displayPath, opened.model.source.rawValue)
+            writeExport = { try DecodedExport.write(opened, to: $0, provenance: $1, withExternalData: withExternalData) }
+        case .atomic(let store):
+            if modelPath != nil { throw InputError(message: "--model is not used for a \(store.format.title) (\(store.displayPath)): its values carry their own types; drop --model.") }
+            let contents = try AtomicStoreReader.read(store.copy, format: store.format, displayPath: store.displayPath)
+            if store.format == .coreDataBinary {
+                throw InputError(message: "\(store.displayPath) is a \(store.format.title), whose objects storelens does not decode (their archived layout is not documented); `storelens inspect` shows its metadata and model.")
+            }
+            (displayPath, modelSource) = (store.displayPath, store.format.rawValue)
+            writeExport = { try AtomicStoreExport.write(contents, displayPath: store.displayPath, to: $0, provenance: $1) }
+        }
         var provenance: [(String, String)] = [
             ("storelensVersion", Storelens.version),
             ("input", path),
-            ("store", acquired.displayPath),
+            ("store", displayPath),
             ("exportedAt", ValueDecoder.iso8601(referenceSeconds: Date().timeIntervalSinceReferenceDate)),
         ]
         for file in session.ledger.entries {
@@ -71,7 +86,7 @@ struct ExportCommand: Command {
         var summary: DecodedExport.Summary?
         try ReportFile.place(at: out, force: force, originals: session.ledger.entries.map(\.path)) { _, temporary in
             do {
-                summary = try DecodedExport.write(opened, to: temporary, provenance: provenance, withExternalData: withExternalData)
+                summary = try writeExport(temporary, provenance)
             } catch DecodedExportError.outputFailed(_, let reason) {
                 // Named as the user named it: the temporary file beside it is gone with the failure.
                 throw DecodedExportError.outputFailed(path: out, reason: reason)
@@ -81,9 +96,9 @@ struct ExportCommand: Command {
         if json {
             let document = JSONValue.object([
                 ("schemaVersion", .int(1)),
-                ("path", .string(acquired.displayPath)),
+                ("path", .string(displayPath)),
                 ("output", .string(out)),
-                ("modelSource", .string(opened.model.source.rawValue)),
+                ("modelSource", .string(modelSource)),
                 ("tables", .array(summary.tables.map { t in
                     .object([("name", .string(t.name)), ("entity", .optional(t.entity)), ("relationship", .optional(t.relationship)), ("rows", .int(t.rows))])
                 })),
@@ -91,7 +106,7 @@ struct ExportCommand: Command {
             ])
             output.write(document.rendered() + "\n")
         } else {
-            var text = TextTable.sanitized(acquired.displayPath) + "\n"
+            var text = TextTable.sanitized(displayPath) + "\n"
             text += "  exported \(summary.tables.count) table\(summary.tables.count == 1 ? "" : "s"), \(summary.rows) row\(summary.rows == 1 ? "" : "s") to \(TextTable.sanitized(out))\n"
             var rows: [[String]] = [["TABLE", "ENTITY", "ROWS"]]
             for t in summary.tables { rows.append([t.name, t.entity ?? "link: " + (t.relationship ?? "?"), String(t.rows)]) }

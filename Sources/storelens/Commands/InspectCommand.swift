@@ -48,26 +48,37 @@ struct InspectCommand: Command {
                 let session = try input.makeSession()
                 defer { session.scratch.remove() }
                 context.hashInput(path, in: session)
-                let inspections = try inspect([path], session: session)
+                // Batch mode reads one input at a time: a refused store fails that input, as before.
+                var refused: [RefusedStore] = []
+                var atomic: [AtomicStoreInspection] = []
+                let inspections = try inspect([path], session: session, refused: &refused, atomic: &atomic)
+                if let first = refused.first { throw first.error }
                 try session.finish()
-                return BatchOutcome(exitCode: .success, summary: InspectionReport.batchSummary(inspections))
+                return BatchOutcome(exitCode: .success, summary: InspectionReport.batchSummary(inspections, atomic: atomic))
             }
         }
         let session = try input.makeSession()
         defer { session.scratch.remove() }
         var refused: [RefusedStore] = []
-        let inspections = try inspect(paths, session: session, refused: &refused)
+        var atomic: [AtomicStoreInspection] = []
+        let inspections = try inspect(paths, session: session, refused: &refused, atomic: &atomic)
         try session.finish()
         switch format {
         case "json":
             var json = InspectionReport.json(inspections)
-            if !refused.isEmpty, case .object(var members) = json {
-                members.append(("refused", .array(refused.map { .object([("path", .string($0.path)), ("reason", .string($0.reason))]) })))
+            if case .object(var members) = json {
+                if !atomic.isEmpty { members.append(("atomicStores", .array(atomic.map(AtomicStoreReport.json)))) }
+                if !refused.isEmpty {
+                    members.append(("refused", .array(refused.map { .object([("path", .string($0.path)), ("reason", .string($0.reason))]) })))
+                }
                 json = .object(members)
             }
             output.write(json.rendered() + "\n")
-        case "markdown": output.write(InspectionReport.markdown(inspections))
-        default: output.write(InspectionReport.text(inspections))
+        case "markdown":
+            output.write(InspectionReport.markdown(inspections))
+            for a in atomic { output.write("\n```\n" + AtomicStoreReport.text(a) + "```\n") }
+        default:
+            output.write(([InspectionReport.text(inspections)].filter { !$0.isEmpty } + atomic.map(AtomicStoreReport.text)).joined(separator: "\n"))
         }
         if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
         // The other stores were read; the refused ones are input errors all the same.
@@ -75,16 +86,17 @@ struct InspectCommand: Command {
         return refused.isEmpty ? .success : .usageOrInput
     }
 
-    func inspect(_ paths: [String], session: EvidenceSession) throws -> [StoreInspection] {
-        // Batch mode reads one input at a time: a refused store fails that input, as before.
-        var refused: [RefusedStore] = []
-        let result = try inspect(paths, session: session, refused: &refused)
-        if let first = refused.first { throw first.error }
-        return result
-    }
-
-    func inspect(_ paths: [String], session: EvidenceSession, refused: inout [RefusedStore]) throws -> [StoreInspection] {
-        try session.stores(from: paths, select: input.select, options: input.open, limits: input.limits, refused: &refused).map { store in
+    /// The SQLite stores' inspections; the Core Data XML and binary stores among the inputs go to `atomic`.
+    func inspect(_ paths: [String], session: EvidenceSession, refused: inout [RefusedStore],
+                 atomic: inout [AtomicStoreInspection]) throws -> [StoreInspection] {
+        var atomicStores: [AcquiredAtomicStore] = []
+        let stores = try session.stores(from: paths, select: input.select, options: input.open, limits: input.limits,
+                                        refused: &refused, atomic: &atomicStores)
+        if asOf != nil, let first = atomicStores.first {
+            throw InputError(message: "\(first.displayPath) is a \(first.format.title), which has no WAL commits; drop --as-of to inspect it.")
+        }
+        atomic = try atomicStores.map { try AtomicStoreInspection.inspect($0) }
+        return try stores.map { store in
             let view = try asOf.map { n in try store.copy.open(asOfCommit: n, displayPath: store.displayPath) }
             return try StoreInspector.inspect(store.copy, displayPath: store.displayPath, view: view, asOfCommit: asOf)
         }

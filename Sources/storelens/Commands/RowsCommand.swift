@@ -70,7 +70,11 @@ struct RowsCommand: Command {
     func run(_ output: Output) throws -> ExitCode {
         let session = try input.makeSession()
         defer { session.scratch.remove() }
-        let acquired = try input.singleStore(path, in: session)
+        let acquired: AcquiredStore
+        switch try input.singleStoreOrAtomic(path, in: session) {
+        case .atomic(let store): return try rows(of: store, session: session, output: output)
+        case .sqlite(let store): acquired = store
+        }
         let copy = acquired.copy
         let xcodeModel = modelPath.map { URL(fileURLWithPath: $0) }
         let opened: OpenedStore

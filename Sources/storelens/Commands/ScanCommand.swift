@@ -93,6 +93,13 @@ struct ScanCommand: Command {
                 progress.setContext("store \(number) of \(total)")
                 progress.report("opening \(found.name)", done: Int64(number), unit: .step)
                 do {
+                    if found.format != .sqlite {
+                        // Read whole from its copy: a file that only looks like one is listed with its problem.
+                        let atomic = try session.atomicCopy(of: found)
+                        _ = try AtomicStoreReader.read(atomic.copy, format: found.format, displayPath: found.path)
+                        scanned.append(ScannedStore(found: found, format: nil, stack: nil, problem: nil))
+                        continue
+                    }
                     let copy = try session.workingCopy(of: found, options: input.open)
                     let (format, verdict) = try StoreInspector.classify(copy)
                     scanned.append(ScannedStore(found: found, format: format, stack: verdict.stack, problem: nil,
