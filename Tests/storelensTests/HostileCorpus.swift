@@ -160,12 +160,7 @@ enum HostileCorpus {
     /// Deterministic pseudo-random bytes.
     static func noise(_ count: Int, seed: UInt64) -> Data {
         var state = seed &* 6364136223846793005 &+ 1442695040888963407
-        var out = [UInt8](repeating: 0, count: count)
-        for i in 0..<count {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            out[i] = UInt8(truncatingIfNeeded: state >> 33)
-        }
-        return Data(out)
+        return Data(PseudoRandomBytes.next(count, state: &state))
     }
 
     // MARK: - SQLite headers
