@@ -4,10 +4,15 @@
 # that every library API and every command must remove on every path, docs/safety.md), sltest-*
 # folders are the tests' own and must be removed by them too. The only things allowed to stay are
 # SwiftPM's own: its empty *.lock files and TemporaryDirectory.* folders holding only .keep-directory.
+# The tests' own folders (TemporaryFolder) go under a short root of the run's own instead,
+# /tmp/sl-XXXXXX named in STORELENS_TEST_ROOT, so that no test's paths depend on the length of the
+# caller's TMPDIR (a deep test input must stay under SQLite's 512-byte path limit); that root must
+# be left empty too, and is removed afterwards.
 # Extra arguments go to `swift test` (e.g. scripts/test.sh --filter OutputPathTests).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/sltest-run-XXXXXX") || exit 3
+test_root=$(mktemp -d /tmp/sl-XXXXXX) || { rm -rf "$run_tmp"; exit 3; }
 
 # The genuine stores are evidence too: no test (and no command a test runs) may change a byte or a
 # mode of them. Each test snapshots what it reads; this covers the whole run, whatever reads them.
@@ -21,11 +26,15 @@ fingerprint() { (cd "$real" && find . -print0 | sort -z | xargs -0 stat -c '%n %
 skip_build=0
 for arg in "$@"; do [ "$arg" = "--skip-build" ] && skip_build=1; done
 if [ "$skip_build" -eq 0 ]; then
-    ${SWIFT:-swift} build --build-tests || { rm -rf "$run_tmp" "$run_tmp.real-before"; exit 1; }
+    ${SWIFT:-swift} build --build-tests || { rm -rf "$run_tmp" "$run_tmp.real-before" "$test_root"; exit 1; }
+    # The library example (LibraryExampleTests runs `swift test` in it) is a package of its own that
+    # compiles every library target again: built here with the rest, so the test only runs it.
+    ${SWIFT:-swift} build --build-tests --package-path Examples/MigrationTest --scratch-path .build/library-example \
+        --disable-automatic-resolution || { rm -rf "$run_tmp" "$run_tmp.real-before" "$test_root"; exit 1; }
     set -- --skip-build "$@"
 fi
 
-TMPDIR="$run_tmp" ${SWIFT:-swift} test "$@"
+STORELENS_TEST_ROOT="$test_root" TMPDIR="$run_tmp" ${SWIFT:-swift} test "$@"
 status=$?
 
 if [ -d "$real" ]; then
@@ -62,5 +71,16 @@ if [ "${#left[@]}" -gt 0 ]; then
     done
     [ "$status" -eq 0 ] && status=1
 fi
-rm -rf "$run_tmp"
+
+# The tests' own root: everything in it is a test's TemporaryFolder (or what a test put beside
+# one), which the test must remove.
+left=()
+while IFS= read -r -d '' entry; do left+=("$entry"); done < <(find "$test_root" -mindepth 1 -maxdepth 1 -print0 | sort -z)
+if [ "${#left[@]}" -gt 0 ]; then
+    echo "make test: FAILED: ${#left[@]} item(s) left in the tests' own root ($test_root):" >&2
+    for entry in "${left[@]}"; do echo "  $entry" >&2; done
+    [ "$status" -eq 0 ] && status=1
+fi
+chmod -R u+w "$test_root" 2>/dev/null
+rm -rf "$run_tmp" "$test_root"
 exit "$status"

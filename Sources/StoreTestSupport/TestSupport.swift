@@ -74,12 +74,44 @@ public enum ProjectPaths {
     }
 }
 
+/// Where the tests' own folders go: a short folder of the run's own, so that a test's deepest
+/// input stays under SQLite's 512-byte path limit (a builder writes it with SQLite) whatever the
+/// caller's TMPDIR is. `scripts/test.sh` makes it (`/tmp/sl-XXXXXX`), names it in
+/// STORELENS_TEST_ROOT and fails the run when anything is left in it; without that variable the
+/// test process makes one itself and removes it at exit when the tests left it empty.
+public enum TestRoot {
+    public static let url: URL = make()
+
+    /// The variable `scripts/test.sh` names its root in.
+    public static let variable = "STORELENS_TEST_ROOT"
+
+    private static func make() -> URL {
+        if let named = ProcessInfo.processInfo.environment[variable], !named.isEmpty {
+            try? FileManager.default.createDirectory(atPath: named, withIntermediateDirectories: true)
+            return URL(fileURLWithPath: named)
+        }
+        var template = Array("/tmp/sl-XXXXXX".utf8CString)
+        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
+            // No writable /tmp (some sandboxes): TMPDIR, as before.
+            return FileManager.default.temporaryDirectory
+        }
+        let path = String(cString: template)
+        ownPath = path
+        atexit { if let own = TestRoot.ownPath { rmdir(own) } }  // only if empty: leftovers stay visible
+        return URL(fileURLWithPath: path)
+    }
+
+    /// The root this process made itself (nil when the run named one), removed at exit if empty.
+    nonisolated(unsafe) private static var ownPath: String?
+}
+
 /// A temporary folder for one test, removed when the value is released. Named `sltest-…`, never
 /// `storelens-…`: `make test` fails when a `storelens-*` folder (a scratch folder) is left behind.
+/// It lives under `TestRoot`, not TMPDIR: the paths a test builds must not depend on TMPDIR's length.
 public final class TemporaryFolder: @unchecked Sendable {
     public let url: URL
     public init(_ name: String = "test") throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("sltest-\(name)-\(UUID().uuidString)")
+        url = TestRoot.url.appendingPathComponent("sltest-\(name)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
     public func path(_ component: String) -> URL { url.appendingPathComponent(component) }

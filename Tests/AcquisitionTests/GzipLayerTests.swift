@@ -99,11 +99,7 @@ struct GzipLayerTests {
     func badStreams(_ decoder: GzipDecoder) throws {
         let folder = try TemporaryFolder("gz-bad")
         // Incompressible filler after the stores, so a cut lands after them.
-        var state: UInt64 = 9
-        let filler = Data((0..<400_000).map { _ -> UInt8 in
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            return UInt8(truncatingIfNeeded: state >> 33)
-        })
+        let filler = PseudoRandomBytes.data(400_000, seed: 9)
         let (tar, _) = try Self.container(in: folder, then: [.file("zzz/filler.bin", filler)])
         let whole = try ArchiveMaker.gzip(tar)
 
@@ -142,10 +138,7 @@ struct GzipLayerTests {
     static func members() throws -> (stream: Data, plain: Data) {
         var state: UInt64 = 77
         func random(_ n: Int) -> Data {
-            Data((0..<n).map { _ -> UInt8 in
-                state = state &* 6364136223846793005 &+ 1442695040888963407
-                return UInt8(truncatingIfNeeded: state >> 33)
-            })
+            Data(PseudoRandomBytes.next(n, state: &state))
         }
         var stream = Data(), plain = Data()
         for i in 0..<40 {
@@ -198,10 +191,7 @@ struct GzipLayerTests {
     static func memberBoundaries() throws -> Set<Int> {
         var state: UInt64 = 77
         func random(_ n: Int) -> Data {
-            Data((0..<n).map { _ -> UInt8 in
-                state = state &* 6364136223846793005 &+ 1442695040888963407
-                return UInt8(truncatingIfNeeded: state >> 33)
-            })
+            Data(PseudoRandomBytes.next(n, state: &state))
         }
         var offset = 0
         var result: Set<Int> = []

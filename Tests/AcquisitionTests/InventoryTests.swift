@@ -199,12 +199,7 @@ struct InventoryTests {
         let folder = try TemporaryFolder("inv-bad")
         let container = try Self.demoContainer(in: folder)
         var entries = try ArchiveMaker.entries(of: container)
-        var state: UInt64 = 42
-        let filler = (0..<400_000).map { _ -> UInt8 in
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            return UInt8(truncatingIfNeeded: state >> 33)
-        }
-        entries.append(.file("zzz/filler.bin", Data(filler)))
+        entries.append(.file("zzz/filler.bin", PseudoRandomBytes.data(400_000, seed: 42)))
         let good = folder.path("good.tar.gz")
         try ArchiveMaker.write(entries, to: good, format: .paxTar, filter: .gzip)
         let data = try Data(contentsOf: good)

@@ -156,10 +156,7 @@ struct SHA256ImplementationTests {
 
     static func bytes(_ length: Int, seed: UInt64) -> [UInt8] {
         var state = seed
-        return (0..<length).map { _ -> UInt8 in
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            return UInt8(truncatingIfNeeded: state >> 33)
-        }
+        return PseudoRandomBytes.next(length, state: &state)
     }
 
     @Test("fed in uneven pieces, every length around block edges hashes as sha256sum does")

@@ -49,11 +49,7 @@ struct ZipDirectoryTests {
     }
 
     static func random(_ count: Int, seed: UInt64) -> Data {
-        var state = seed
-        return Data((0..<count).map { _ -> UInt8 in
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            return UInt8(truncatingIfNeeded: state >> 33)
-        })
+        PseudoRandomBytes.data(count, seed: seed)
     }
 
     /// A container with every kind of entry a scan treats on its own: store families (one with a

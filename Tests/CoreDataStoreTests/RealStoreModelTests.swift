@@ -151,7 +151,8 @@ struct RealStoreModelTests {
 
 @Suite("pre-Xcode-4 model on a genuine store")
 struct LegacyElementsModelTests {
-    @Test("coredata-2013-legacy-model: the elements archive gives every column of both tables, typed as SQLite declares them")
+    @Test("coredata-2013-legacy-model: the elements archive gives every column of both tables, typed as SQLite declares them",
+          .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func legacyElements() throws {
         _ = try RealStoreModelTests.withReal("coredata-2013-legacy-model/CoreData.sqlite", xcodeModel: "Hotel.xcdatamodel") { (opened: OpenedStore) throws in
             let model = opened.model

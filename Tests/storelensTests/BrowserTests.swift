@@ -29,6 +29,12 @@ struct BrowserTests {
         process.arguments = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                              "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
                              "--disable-component-update", "--user-data-dir=\(profile.path)"] + arguments
+        // Chromium makes its singleton socket in TMPDIR, and a socket path has room for only about
+        // 100 bytes: a TMPDIR of its own, short (under the tests' root), whatever the caller's is.
+        let tmp = TestRoot.url.appendingPathComponent("cr-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: tmp) }
+        process.environment = ProcessInfo.processInfo.environment.merging(["TMPDIR": tmp.path]) { $1 }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err

@@ -160,12 +160,7 @@ enum HostileCorpus {
     /// Deterministic pseudo-random bytes.
     static func noise(_ count: Int, seed: UInt64) -> Data {
         var state = seed &* 6364136223846793005 &+ 1442695040888963407
-        var out = [UInt8](repeating: 0, count: count)
-        for i in 0..<count {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            out[i] = UInt8(truncatingIfNeeded: state >> 33)
-        }
-        return Data(out)
+        return Data(PseudoRandomBytes.next(count, state: &state))
     }
 
     // MARK: - SQLite headers
@@ -885,10 +880,13 @@ enum HostileCorpus {
             try store(in: root.appendingPathComponent("Library/Application Support"), name: "evil\nname\"; rm -rf ~.store")
             return root
         },
-        Item("container: 100 nested folders") { folder, _ in
+        Item("container: 100 nested folders") { folder, work in
             let root = folder.appendingPathComponent("AppData")
             let deep = (0..<100).reduce(root) { url, i in url.appendingPathComponent("d\(i)") }
-            try store(in: deep)
+            // Built where the path is short, then moved down: the deep path may pass SQLite's
+            // 512-byte limit for creating a file (storelens reads it through its copy).
+            try FileManager.default.createDirectory(at: deep, withIntermediateDirectories: true)
+            _ = try moved(try store(in: work.appendingPathComponent("nested")), into: deep)
             return root
         },
         Item("container: a store that is only its sidecars") { folder, work in

@@ -2,14 +2,19 @@ import Foundation
 import StoreTestSupport
 import Testing
 
-/// Issue 17's "done when": a new Swift package that depends on storelens by path runs the
-/// migration-test example with `swift test`. The example is copied to a temporary folder (its own
-/// build folder and TMPDIR there, nothing shared with this package's .build), pointed at this
-/// checkout, and built and tested offline. It compiles every library target again, so it is slow:
-/// one run, one job, at low priority, beside the rest of the suite.
+/// A new Swift package that depends on storelens by path runs the migration-test example with
+/// `swift test`. It runs where it is, as an app team would run it: Examples/MigrationTest names
+/// this checkout as `../..`. Its build folder is its own (`.build/library-example`, nothing shared
+/// with this package's own build) and kept between runs like any build folder: `scripts/test.sh`
+/// builds it with the rest before the tests start, so this test compiles only what changed and
+/// then runs the example's tests, offline, at low priority. Run alone on a fresh checkout it builds
+/// every library target first (minutes).
 @Suite("library: Examples/MigrationTest as an app team's package")
 struct LibraryExampleTests {
     static let relative = "path: \"../..\""
+
+    /// The example's build folder, relative to the checkout (scripts/test.sh builds the same one).
+    static let scratch = ".build/library-example"
 
     @Test("a package depending on storelens by path builds and passes its migration test with swift test, offline")
     func migrationExample() throws {
@@ -17,18 +22,11 @@ struct LibraryExampleTests {
         let example = root.appendingPathComponent("Examples/MigrationTest")
         let manifest = try String(contentsOf: example.appendingPathComponent("Package.swift"), encoding: .utf8)
         #expect(manifest.contains(Self.relative), "the example names this checkout as ../.., so it also works where it is")
+        let before = try FolderSnapshot(example)
 
         let folder = try TemporaryFolder("library-example")
-        let copy = folder.path("MigrationTest"), scratch = folder.path("build"), tmp = folder.path("tmp")
+        let tmp = folder.path("tmp")
         try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
-        // The package's own files only: never a .build someone made by running it in place.
-        try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
-        for name in ["Package.swift", "Sources", "Tests"] where FileManager.default.fileExists(atPath: example.appendingPathComponent(name).path) {
-            try FileManager.default.copyItem(at: example.appendingPathComponent(name), to: copy.appendingPathComponent(name))
-        }
-        let pointed = manifest.replacingOccurrences(of: Self.relative, with: "path: \"\(root.path)\"")
-        try Data(pointed.utf8).write(to: copy.appendingPathComponent("Package.swift"))
-
         let swift = ProcessInfo.processInfo.environment["SWIFT"].flatMap { $0.isEmpty ? nil : $0 } ?? "swift"
         let log = folder.path("swift-test.log")
         FileManager.default.createFile(atPath: log.path, contents: nil)
@@ -37,8 +35,8 @@ struct LibraryExampleTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         // --disable-automatic-resolution: the graph is two local packages, nothing may be fetched.
-        process.arguments = ["nice", "-n", "10", swift, "test", "--package-path", copy.path, "--scratch-path", scratch.path,
-                             "--disable-automatic-resolution", "--jobs", "1"]
+        process.arguments = ["nice", "-n", "10", swift, "test", "--package-path", example.path,
+                             "--scratch-path", root.appendingPathComponent(Self.scratch).path, "--disable-automatic-resolution"]
         var environment = ProcessInfo.processInfo.environment
         environment["TMPDIR"] = tmp.path
         process.environment = environment
@@ -55,5 +53,8 @@ struct LibraryExampleTests {
             #expect(output.contains("Test \"\(name)\" passed"), "the example's test \"\(name)\" did not pass:\n\(tail)")
         }
         #expect(!output.contains("Fetching") && !output.contains("Cloning"), "nothing is fetched:\n\(tail)")
+        // Run in place, it leaves the example's own files as they were (no Package.resolved, no .build there).
+        #expect(try FolderSnapshot(example) == before, "swift test changed Examples/MigrationTest")
+        #expect(!FileManager.default.fileExists(atPath: example.appendingPathComponent(".build").path))
     }
 }

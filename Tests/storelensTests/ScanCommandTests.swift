@@ -125,10 +125,7 @@ struct ScanCommandTests {
             let container = folder.path("c")
             try DemoContainer.write(into: container)
             var entries = try ArchiveMaker.entries(of: container)
-            var state: UInt64 = 7
-            entries.append(.file("zzz/filler.bin", Data((0..<300_000).map { _ -> UInt8 in
-                state = state &* 6364136223846793005 &+ 1442695040888963407
-                return UInt8(truncatingIfNeeded: state >> 33) })))
+            entries.append(.file("zzz/filler.bin", PseudoRandomBytes.data(300_000, seed: 7)))
             let whole = folder.path("whole.tar.gz")
             try ArchiveMaker.write(entries, to: whole, format: .paxTar, filter: .gzip)
             let data = try Data(contentsOf: whole)
