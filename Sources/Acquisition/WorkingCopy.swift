@@ -123,6 +123,15 @@ public final class WorkingCopy {
     /// copy is first opened with the WAL view, so the copy's main file may change once.
     public var rollsBackJournal: Bool { hasJournal }
 
+    /// SQLite's unix VFS refuses a path of 512 bytes or more (`MAX_PATHNAME`), and it opens the
+    /// file's `-journal`, `-wal` and `-shm` beside it too.
+    static let sqlitePathLimit = 512
+
+    /// Whether SQLite can open `path` and the sidecars it makes beside it.
+    static func sqliteCanOpen(_ path: String) -> Bool {
+        path.utf8.count + "-journal".utf8.count < sqlitePathLimit
+    }
+
     /// Largest `-wal` read into memory for parsing. WALs past this are refused rather than
     /// risking the machine; raise it with `STORELENS_MAX_WAL_BYTES`.
     public static var maxWALBytes: Int {
@@ -250,7 +259,9 @@ public final class WorkingCopy {
                                                                            alreadyPrivate: alreadyPrivate)
         let sidecarsBeside = [family.wal, family.journal].allSatisfy { $0 == nil } ||
             (family.wal.map { $0.path == main.path + "-wal" } ?? true) && (family.journal.map { $0.path == main.path + "-journal" } ?? true)
-        if alreadyPrivate && sidecarsBeside && !mismatchedWAL && !hotJournal {
+        // An extracted file deeper than SQLite's path limit is copied up into the (short) working
+        // folder: opening it where it lies would fail, and that is no fault of the evidence.
+        if alreadyPrivate && sidecarsBeside && !mismatchedWAL && !hotJournal && Self.sqliteCanOpen(main.path) {
             self.copiedMain = main
             // Our own extracted file, never opened by SQLite with a hot journal beside it.
             self.journalAsCopied = family.journal
@@ -258,6 +269,9 @@ public final class WorkingCopy {
             return
         }
         let copiedMain = folder.appendingPathComponent(name)
+        guard Self.sqliteCanOpen(copiedMain.path) else {
+            throw WorkingFolderFailure(folder: folder.deletingLastPathComponent().deletingLastPathComponent().path, code: ENAMETOOLONG)
+        }
         self.copiedMain = copiedMain
         var copies = [(main, copiedMain)]
         let walAside = folder.appendingPathComponent("wal-kept-aside")

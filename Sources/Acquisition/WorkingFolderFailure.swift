@@ -42,6 +42,9 @@ public struct WorkingFolderFailure: Error, Equatable, CustomStringConvertible, S
             return "the working folder \(folder) is full\(detail); set TMPDIR to a folder with more free space (\(notEvidence))."
         }
         let reason = String(cString: strerror(code))
+        if code == ENAMETOOLONG {
+            return "the working folder \(folder) is too deep for SQLite, which opens no path of \(WorkingCopy.sqlitePathLimit) bytes or more; set TMPDIR to a shorter folder (\(notEvidence))."
+        }
         if code == EACCES || code == EPERM || code == EROFS {
             return "the working folder \(folder) cannot be written (\(reason)); set TMPDIR to a writable local folder (\(notEvidence))."
         }

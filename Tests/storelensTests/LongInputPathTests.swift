@@ -31,3 +31,38 @@ struct LongInputPathTests {
         #expect(try FolderSnapshot(container) == before, "the input changed")
     }
 }
+
+extension LongInputPathTests {
+    @Test("a store more than 512 bytes down inside an archive is read (its extracted copy is copied up), never called damaged")
+    func deepStoreInArchive() throws {
+        let folder = try TemporaryFolder("long-path-archive")
+        // One file, so the archive holds the whole store.
+        let store = try HostileCorpus.store(in: folder.path("built"), journal: .delete)
+        let name = (0..<32).map { "folder-\($0)-" + String(repeating: "x", count: 19 - "folder-\($0)-".count) }.joined(separator: "/") + "/" + store.lastPathComponent
+        #expect(name.utf8.count > 512)
+        let archive = folder.path("deep.tar")
+        try ArchiveMaker.write([.file(name, try Data(contentsOf: store))], to: archive, format: .paxTar)
+        let truth = try SQLiteOracle(copying: store)
+        for command in ["inspect", "check"] {
+            let run = try CLI.run([command, archive.path])
+            #expect(run.status == 0, "storelens \(command): exit \(run.status): \(run.stderr)")
+        }
+        let rows = try CLI.run(["rows", archive.path, "TodoItem", "--format", "jsonl"])
+        #expect(rows.status == 0, "\(rows.stderr)")
+        #expect(rows.stdout.split(separator: "\n").count == (try truth.count("ZTODOITEM")))
+    }
+
+    @Test("a TMPDIR too deep for SQLite is storelens' own failure: exit 3 naming TMPDIR, never the evidence called damaged")
+    func tmpdirTooDeep() throws {
+        let folder = try TemporaryFolder("long-tmpdir")
+        let store = try HostileCorpus.store(in: folder.path("built"))
+        var tmp = folder.path("tmp")
+        while tmp.path.utf8.count < 520 { tmp.appendPathComponent(String(repeating: "t", count: 40)) }
+        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+        let run = try CLI.run(["inspect", store.path], environment: ["TMPDIR": tmp.path])
+        #expect(run.status == 3, "exit \(run.status): \(run.stderr)")
+        #expect(run.stderr.contains("set TMPDIR to a shorter folder") && run.stderr.contains("not a finding about the evidence") && !run.stderr.contains("damaged"),
+                "\(run.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path).isEmpty, "scratch left in TMPDIR")
+    }
+}
