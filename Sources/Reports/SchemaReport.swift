@@ -142,70 +142,83 @@ public enum SchemaReport {
             out += "  the cached model and --model disagree:\n"
             for d in model.disagreements { out += "    - \(TextTable.sanitized(d))\n" }
         }
-        for m in map.entities {
-            let e = m.entity
-            out += "\n"
-            var head = "  \(e.name)"
-            var facts: [String] = []
-            if let n = m.number { facts.append("Z_ENT \(n)") } else { facts.append("not in Z_PRIMARYKEY") }
-            if let legacy = e.legacyName { facts.append("was \(legacy)") }
-            if let cls = e.className { facts.append("class \(cls)") }
-            if let parent = e.parent { facts.append("parent \(parent)") }
-            if e.isAbstract { facts.append("abstract") }
-            facts.append("table \(m.table)" + (m.tableExists ? "" : " (missing)"))
-            if m.entityNumbers.count > 1 { facts.append("Z_ENT in \(m.entityNumbers.map(String.init).joined(separator: ","))") }
-            head += "  (" + facts.joined(separator: ", ") + ")\n"
-            out += TextTable.sanitized(String(head.dropLast())) + "\n"
-            let own = m.attributes.filter { $0.declaredBy == e.name }
-            let inherited = m.attributes.count - own.count
-            if !own.isEmpty || inherited > 0 {
-                var rows: [[String]] = []
-                for a in own { rows += attributeRows(a, indent: "") }
-                if !rows.isEmpty {
-                    out += "    attributes\n" + TextTable.render(rows, indent: 6)
-                }
-                if inherited > 0 {
-                    out += "      (+ \(inherited) inherited from \(m.lineage.dropLast().joined(separator: " > ")))\n"
-                }
+        for m in map.entities { out += entityText(m) }
+        out += storeWideText(map)
+        return out
+    }
+
+    /// One entity's block: its facts, own attributes, relationships and constraints.
+    static func entityText(_ m: EntityMapping) -> String {
+        var out = ""
+        let e = m.entity
+        out += "\n"
+        var head = "  \(e.name)"
+        var facts: [String] = []
+        if let n = m.number { facts.append("Z_ENT \(n)") } else { facts.append("not in Z_PRIMARYKEY") }
+        if let legacy = e.legacyName { facts.append("was \(legacy)") }
+        if let cls = e.className { facts.append("class \(cls)") }
+        if let parent = e.parent { facts.append("parent \(parent)") }
+        if e.isAbstract { facts.append("abstract") }
+        facts.append("table \(m.table)" + (m.tableExists ? "" : " (missing)"))
+        if m.entityNumbers.count > 1 { facts.append("Z_ENT in \(m.entityNumbers.map(String.init).joined(separator: ","))") }
+        head += "  (" + facts.joined(separator: ", ") + ")\n"
+        out += TextTable.sanitized(String(head.dropLast())) + "\n"
+        let own = m.attributes.filter { $0.declaredBy == e.name }
+        let inherited = m.attributes.count - own.count
+        if !own.isEmpty || inherited > 0 {
+            var rows: [[String]] = []
+            for a in own { rows += attributeRows(a, indent: "") }
+            if !rows.isEmpty {
+                out += "    attributes\n" + TextTable.render(rows, indent: 6)
             }
-            let ownRelationships = m.relationships.filter { $0.declaredBy == e.name }
-            if !ownRelationships.isEmpty {
-                var rows: [[String]] = []
-                for r in ownRelationships {
-                    let rel = r.relationship
-                    var kind = r.kind.rawValue
-                    if rel.isOrdered { kind += ", ordered" }
-                    var storage: String
-                    switch r.kind {
-                    case .toOne:
-                        storage = r.column ?? "(no column)"
-                        if let fek = r.entityKeyColumn { storage += " + \(fek)" }
-                        if let fok = r.orderColumn { storage += " + \(fok)" }
-                    case .toMany:
-                        storage = r.foreignColumn.map { "\(r.foreignTable ?? "?").\($0)" } ?? "(no column)"
-                        if let fok = r.orderColumn { storage += " + \(fok)" }
-                    case .manyToMany:
-                        storage = r.joinTable.map { "\($0) (\(r.joinSourceColumn ?? "?") → \(r.joinDestinationColumn ?? "?"))" } ?? "(no join table)"
-                        if let fok = r.orderColumn { storage += " + \(fok)" }
-                    }
-                    var name = rel.name
-                    if let legacy = rel.legacyName { name += " (was \(legacy))" }
-                    rows.append([name, kind, rel.destination.isEmpty ? "?" : rel.destination,
-                                 rel.inverse.map { "inverse \($0)" } ?? "no inverse", rel.deleteRule.name, storage])
-                }
-                out += "    relationships\n" + TextTable.render(rows, indent: 6)
-            }
-            if !m.uniqueConstraints.isEmpty || !m.fetchIndexes.isEmpty {
-                var rows: [[String]] = []
-                for u in m.uniqueConstraints {
-                    rows.append(["unique", u.properties.joined(separator: ", "), u.name + (u.present ? "" : " (missing)") + (u.note.map { " (\($0))" } ?? "")])
-                }
-                for f in m.fetchIndexes {
-                    rows.append(["fetch index", f.properties.joined(separator: ", "), f.name + (f.present || f.note != nil ? "" : " (missing)") + (f.note.map { " (\($0))" } ?? "")])
-                }
-                out += "    constraints\n" + TextTable.render(rows, indent: 6)
+            if inherited > 0 {
+                out += "      (+ \(inherited) inherited from \(m.lineage.dropLast().joined(separator: " > ")))\n"
             }
         }
+        let ownRelationships = m.relationships.filter { $0.declaredBy == e.name }
+        if !ownRelationships.isEmpty {
+            var rows: [[String]] = []
+            for r in ownRelationships {
+                let rel = r.relationship
+                var kind = r.kind.rawValue
+                if rel.isOrdered { kind += ", ordered" }
+                var storage: String
+                switch r.kind {
+                case .toOne:
+                    storage = r.column ?? "(no column)"
+                    if let fek = r.entityKeyColumn { storage += " + \(fek)" }
+                    if let fok = r.orderColumn { storage += " + \(fok)" }
+                case .toMany:
+                    storage = r.foreignColumn.map { "\(r.foreignTable ?? "?").\($0)" } ?? "(no column)"
+                    if let fok = r.orderColumn { storage += " + \(fok)" }
+                case .manyToMany:
+                    storage = r.joinTable.map { "\($0) (\(r.joinSourceColumn ?? "?") → \(r.joinDestinationColumn ?? "?"))" } ?? "(no join table)"
+                    if let fok = r.orderColumn { storage += " + \(fok)" }
+                }
+                var name = rel.name
+                if let legacy = rel.legacyName { name += " (was \(legacy))" }
+                rows.append([name, kind, rel.destination.isEmpty ? "?" : rel.destination,
+                             rel.inverse.map { "inverse \($0)" } ?? "no inverse", rel.deleteRule.name, storage])
+            }
+            out += "    relationships\n" + TextTable.render(rows, indent: 6)
+        }
+        if !m.uniqueConstraints.isEmpty || !m.fetchIndexes.isEmpty {
+            var rows: [[String]] = []
+            for u in m.uniqueConstraints {
+                rows.append(["unique", u.properties.joined(separator: ", "), u.name + (u.present ? "" : " (missing)") + (u.note.map { " (\($0))" } ?? "")])
+            }
+            for f in m.fetchIndexes {
+                rows.append(["fetch index", f.properties.joined(separator: ", "), f.name + (f.present || f.note != nil ? "" : " (missing)") + (f.note.map { " (\($0))" } ?? "")])
+            }
+            out += "    constraints\n" + TextTable.render(rows, indent: 6)
+        }
+        return out
+    }
+
+    /// What holds for the whole store: unknown columns, derived attributes, ubiquity and unknown
+    /// tables, problems.
+    static func storeWideText(_ map: SchemaMap) -> String {
+        var out = ""
         out += "\n"
         if map.unknownColumns.isEmpty {
             out += "  every column of every entity table is mapped\n"
