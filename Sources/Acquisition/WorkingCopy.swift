@@ -154,46 +154,7 @@ public final class WorkingCopy {
         let main = family.main
         let path = displayPath
         let fm = FileManager.default
-        var isDir: ObjCBool = false
-        guard fm.fileExists(atPath: main.path, isDirectory: &isDir) else { throw AcquisitionError.notFound(path: path) }
-        guard !isDir.boolValue else { throw AcquisitionError.isDirectory(path: path) }
-        guard fm.isReadableFile(atPath: main.path) else {
-            throw AcquisitionError.unreadable(path: path, reason: "permission denied")
-        }
-        let size = (try? fm.attributesOfItem(atPath: main.path)[.size] as? NSNumber)?.intValue ?? 0
-        let prefix = try Self.readPrefix(main, count: DatabaseHeader.length)
-        guard DatabaseHeader.isSQLite(prefix) else {
-            // The one place every SQLite command learns its input is not SQLite: an atomic store
-            // is named as such, with the commands that read it.
-            if let atomic = StoreFileFormat.atomic(head: try Self.readPrefix(main, count: 262)) {
-                throw AcquisitionError.atomicStore(path: path, format: atomic)
-            }
-            throw AcquisitionError.notSQLite(path: path)
-        }
-        let header: DatabaseHeader
-        switch Result(catching: { () throws(DatabaseHeaderError) -> DatabaseHeader in try DatabaseHeader(data: prefix) }) {
-        case .success(let parsed):
-            header = parsed
-        case .failure(.tooShort):
-            throw AcquisitionError.truncated(path: path, size: size, expected: DatabaseHeader.length)
-        case .failure(let error):
-            throw AcquisitionError.corrupt(path: path, detail: error.description)
-        }
-        // A main file shorter than its header's page count was cut off in transfer; SQLite would
-        // only say "malformed" on some later query. A longer one is fine: SQLite trusts a valid
-        // in-header count and ignores what follows (an iOS backup's Manifest.db is 16 bytes longer).
-        // Without a valid count, a file that ends part-way through a page is the damage case.
-        let (pages, pagesOverflow) = Int(header.pageCount).multipliedReportingOverflow(by: header.pageSize)
-        let described = header.pageCountIsValid && !pagesOverflow ? pages : 0
-        if size < header.pageSize {
-            throw AcquisitionError.truncated(path: path, size: size, expected: max(described, header.pageSize))
-        }
-        if size < described {
-            throw AcquisitionError.truncated(path: path, size: size, expected: described)
-        }
-        if described == 0 && size % header.pageSize != 0 {
-            throw AcquisitionError.partialPage(path: path, size: size, pageSize: header.pageSize)
-        }
+        let (header, size) = try Self.validatedMain(main, path: path)
         self.header = header
         self.family = family
         self.displayPath = displayPath
@@ -223,33 +184,9 @@ public final class WorkingCopy {
         } else {
             if header.isWALMode { notes.append(.walModeWithoutWAL(shmPresent: family.shm != nil)) }
         }
-        // Only the bytes a -shm can hold for this WAL's frames are read (a sparse 1 GiB -shm would
-        // otherwise cost 1 GiB of memory); only its header is parsed. An unreadable -shm is a
-        // hint missing, not an error: SQLite itself rebuilds it.
-        if let shmURL = family.shm {
-            let walBytes = family.wal.map { FileWork.size($0) } ?? 0
-            let frames = walBytes > 32 ? Int((walBytes - 32) / Int64(24 + header.pageSize)) : 0
-            let data = try? Self.readPrefix(shmURL, count: SharedMemoryIndex.byteLimit(walFrames: frames))
-            self.sharedMemory = data.flatMap { try? SharedMemoryIndex(data: $0) }
-        } else {
-            self.sharedMemory = nil
-        }
+        self.sharedMemory = Self.sharedMemoryHeader(family, pageSize: header.pageSize)
 
-        var hotJournal = false
-        if let journal = family.journal {
-            // A journal is hot when it is non-empty and its header still has the magic:
-            // SQLite zeroes or truncates it when a transaction completes.
-            let magic: [UInt8] = [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7]
-            let head = (try? Self.readPrefix(journal, count: JournalHeader.length)) ?? Data()
-            hotJournal = Array(head.prefix(8)) == magic
-            if hotJournal && !options.rollBackJournal {
-                throw AcquisitionError.hotJournal(path: path, journal: path + "-journal")
-            }
-            if hotJournal {
-                try JournalHeader(head).check(mainBytes: Int64(size), journalBytes: FileWork.size(journal), databasePageSize: header.pageSize,
-                                              journal: path + "-journal")
-            }
-        }
+        let hotJournal = try Self.isHotJournal(family, mainBytes: size, pageSize: header.pageSize, options: options, path: path)
         self.hasJournal = hotJournal
         if hotJournal { notes.append(.journalRolledBack) }
         self.notes = notes
@@ -304,6 +241,80 @@ public final class WorkingCopy {
             try handle.write(contentsOf: Data([1, 1]))
             try handle.close()
         }
+    }
+
+    /// The `-shm` header, when a readable one came with the store. Only the bytes a -shm can hold
+    /// for this WAL's frames are read (a sparse 1 GiB -shm would otherwise cost 1 GiB of memory);
+    /// an unreadable -shm is a hint missing, not an error: SQLite itself rebuilds it.
+    static func sharedMemoryHeader(_ family: StoreFamily, pageSize: Int) -> SharedMemoryIndex? {
+        guard let shmURL = family.shm else { return nil }
+        let walBytes = family.wal.map { FileWork.size($0) } ?? 0
+        let frames = walBytes > 32 ? Int((walBytes - 32) / Int64(24 + pageSize)) : 0
+        let data = try? readPrefix(shmURL, count: SharedMemoryIndex.byteLimit(walFrames: frames))
+        return data.flatMap { try? SharedMemoryIndex(data: $0) }
+    }
+
+    /// Whether a hot `-journal` (an interrupted transaction) came with the store: refused unless
+    /// it is to be rolled back, and then its header checked against the files' sizes.
+    static func isHotJournal(_ family: StoreFamily, mainBytes: Int, pageSize: Int, options: OpenOptions, path: String) throws -> Bool {
+        guard let journal = family.journal else { return false }
+        // A journal is hot when it is non-empty and its header still has the magic:
+        // SQLite zeroes or truncates it when a transaction completes.
+        let magic: [UInt8] = [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7]
+        let head = (try? readPrefix(journal, count: JournalHeader.length)) ?? Data()
+        guard Array(head.prefix(8)) == magic else { return false }
+        guard options.rollBackJournal else { throw AcquisitionError.hotJournal(path: path, journal: path + "-journal") }
+        try JournalHeader(head).check(mainBytes: Int64(mainBytes), journalBytes: FileWork.size(journal), databasePageSize: pageSize,
+                                      journal: path + "-journal")
+        return true
+    }
+
+    /// The main file's header and size, after the checks that tell a file cut off in transfer,
+    /// a file that is not SQLite (a Core Data XML or binary store named as such) or a damaged
+    /// header from a store SQLite can open.
+    static func validatedMain(_ main: URL, path: String) throws -> (header: DatabaseHeader, size: Int) {
+        let fm = FileManager.default
+        var isDir: ObjCBool = false
+        guard fm.fileExists(atPath: main.path, isDirectory: &isDir) else { throw AcquisitionError.notFound(path: path) }
+        guard !isDir.boolValue else { throw AcquisitionError.isDirectory(path: path) }
+        guard fm.isReadableFile(atPath: main.path) else {
+            throw AcquisitionError.unreadable(path: path, reason: "permission denied")
+        }
+        let size = (try? fm.attributesOfItem(atPath: main.path)[.size] as? NSNumber)?.intValue ?? 0
+        let prefix = try Self.readPrefix(main, count: DatabaseHeader.length)
+        guard DatabaseHeader.isSQLite(prefix) else {
+            // The one place every SQLite command learns its input is not SQLite: an atomic store
+            // is named as such, with the commands that read it.
+            if let atomic = StoreFileFormat.atomic(head: try Self.readPrefix(main, count: 262)) {
+                throw AcquisitionError.atomicStore(path: path, format: atomic)
+            }
+            throw AcquisitionError.notSQLite(path: path)
+        }
+        let header: DatabaseHeader
+        switch Result(catching: { () throws(DatabaseHeaderError) -> DatabaseHeader in try DatabaseHeader(data: prefix) }) {
+        case .success(let parsed):
+            header = parsed
+        case .failure(.tooShort):
+            throw AcquisitionError.truncated(path: path, size: size, expected: DatabaseHeader.length)
+        case .failure(let error):
+            throw AcquisitionError.corrupt(path: path, detail: error.description)
+        }
+        // A main file shorter than its header's page count was cut off in transfer; SQLite would
+        // only say "malformed" on some later query. A longer one is fine: SQLite trusts a valid
+        // in-header count and ignores what follows (an iOS backup's Manifest.db is 16 bytes longer).
+        // Without a valid count, a file that ends part-way through a page is the damage case.
+        let (pages, pagesOverflow) = Int(header.pageCount).multipliedReportingOverflow(by: header.pageSize)
+        let described = header.pageCountIsValid && !pagesOverflow ? pages : 0
+        if size < header.pageSize {
+            throw AcquisitionError.truncated(path: path, size: size, expected: max(described, header.pageSize))
+        }
+        if size < described {
+            throw AcquisitionError.truncated(path: path, size: size, expected: described)
+        }
+        if described == 0 && size % header.pageSize != 0 {
+            throw AcquisitionError.partialPage(path: path, size: size, pageSize: header.pageSize)
+        }
+        return (header, size)
     }
 
     /// The copy's main file as it is now, in a file nothing writes: the copy itself, or — when a
