@@ -21,9 +21,11 @@ name="storelens-$version-$os-$(uname -m)"
 scratch=.build/dist
 flags=(-c release --static-swift-stdlib --scratch-path "$scratch" -Xcc "-DSTORELENS_COMMIT=$commit")
 
-echo "make dist: building storelens $version (commit $commit), release, Swift runtime linked statically"
-"$swift" build "${flags[@]}" --product storelens
+echo "make dist: building storelens $version (commit $commit), release, Swift runtime linked statically" >&2
+"$swift" build "${flags[@]}" --product storelens >&2
 bin="$("$swift" build "${flags[@]}" --show-bin-path)/storelens"
+# scripts/test.sh runs the tests against this same binary: --build-only prints its path and stops.
+if [ "${1:-}" = "--build-only" ]; then echo "$bin"; exit 0; fi
 
 stage=$(mktemp -d "${TMPDIR:-/tmp}/storelens-dist-stage-XXXXXX")
 trap 'rm -rf "$stage"' EXIT

@@ -5,14 +5,28 @@
 # folders are the tests' own and must be removed by them too. The only things allowed to stay are
 # SwiftPM's own: its empty *.lock files and TemporaryDirectory.* folders holding only .keep-directory.
 # The tests' own folders (TemporaryFolder) go under a short root of the run's own instead,
-# /tmp/sl-XXXXXX named in STORELENS_TEST_ROOT, so that no test's paths depend on the length of the
+# BASE/sl-XXXXXX named in STORELENS_TEST_ROOT, so that no test's paths depend on the length of the
 # caller's TMPDIR (a deep test input must stay under SQLite's 512-byte path limit); that root must
 # be left empty too, and is removed afterwards.
 # Extra arguments go to `swift test` (e.g. scripts/test.sh --filter OutputPathTests).
+#
+# The commands the tests run are the release binary `make dist` packs (scripts/dist.sh --build-only:
+# optimised, the Swift runtime linked in), the binary users get: the sources hold no `assert` that
+# only a debug build would keep, and a run of ~12,000 short commands takes half the CPU (dynamic
+# linking of the Swift runtime alone was a fifth of each start). STORELENS_TEST_EXECUTABLE names
+# another; with --skip-build nothing is built and the tests run the debug build unless it is set.
+# Both folders go on /dev/shm where it is a writable tmpfs (STORELENS_TEST_BASE names another
+# base): the suite makes and deletes ~12,000 scratch folders, and ext4's inode allocator searching
+# past recently deleted inodes cost a twentieth of the run's CPU.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/sltest-run-XXXXXX") || exit 3
-test_root=$(mktemp -d /tmp/sl-XXXXXX) || { rm -rf "$run_tmp"; exit 3; }
+base=${STORELENS_TEST_BASE:-}
+if [ -z "$base" ]; then
+    base=/tmp
+    if [ "$(uname -s)" = Linux ] && [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then base=/dev/shm; fi
+fi
+run_tmp=$(mktemp -d "$base/sltest-run-XXXXXX") || exit 3
+test_root=$(mktemp -d "$base/sl-XXXXXX") || { rm -rf "$run_tmp"; exit 3; }
 
 # The genuine stores are evidence too: no test (and no command a test runs) may change a byte or a
 # mode of them. Each test snapshots what it reads; this covers the whole run, whatever reads them.
@@ -31,6 +45,10 @@ if [ "$skip_build" -eq 0 ]; then
     # compiles every library target again: built here with the rest, so the test only runs it.
     ${SWIFT:-swift} build --build-tests --package-path Examples/MigrationTest --scratch-path .build/library-example \
         --disable-automatic-resolution || { rm -rf "$run_tmp" "$run_tmp.real-before" "$test_root"; exit 1; }
+    if [ -z "${STORELENS_TEST_EXECUTABLE:-}" ]; then
+        STORELENS_TEST_EXECUTABLE=$(SWIFT=${SWIFT:-swift} ./scripts/dist.sh --build-only) || { rm -rf "$run_tmp" "$run_tmp.real-before" "$test_root"; exit 1; }
+        export STORELENS_TEST_EXECUTABLE
+    fi
     set -- --skip-build "$@"
 fi
 

@@ -61,8 +61,14 @@ public enum ProjectPaths {
         ProcessInfo.processInfo.environment[variable] == "1"
     }
 
-    /// The built `storelens` executable beside the test bundle.
+    /// The `storelens` executable the tests run: the one STORELENS_TEST_EXECUTABLE names
+    /// (`scripts/test.sh` names the release build, the binary users run: half the CPU of the debug
+    /// one over the hostile corpus, and the sources hold no `assert` that only a debug build keeps),
+    /// else the debug build, else the release build, else the product beside the test bundle.
     public static func executable(from file: String = #filePath) -> URL {
+        if let named = ProcessInfo.processInfo.environment["STORELENS_TEST_EXECUTABLE"], !named.isEmpty {
+            return URL(fileURLWithPath: named)
+        }
         let root = root(from: file)
         for candidate in [".build/debug/storelens", ".build/release/storelens"] {
             let url = root.appendingPathComponent(candidate)
