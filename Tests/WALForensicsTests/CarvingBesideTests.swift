@@ -30,7 +30,7 @@ struct CarvingBesideTests {
         .init(), .init(states: [.deleted, .carved]), .init(states: [.carved, .uncommitted]), .init(entity: "Item", states: [.superseded]),
     ]
 
-    /// On Apple's stores (hundreds of entities in Photos and Notes): every version, and the states carving adds
+    /// On Apple's stores (57 entities in Photos, each decoded from its model cache): every version, and the states carving adds
     /// to; each filter's own path is compared on the corpus, which has every kind of version.
     static let realStoreFilters: [RecordRecovery.Filter] = [.init(), .init(states: [.deleted, .carved])]
 
