@@ -41,8 +41,9 @@ public enum CLI {
     /// a run that leaves scratch there, or is still going after `timeout` (then killed), throws
     /// `CLIRunFailure` naming the arguments, which fails the calling test.
     /// - Parameter standardInput: what the child reads as stdin (the null device unless given).
+    /// - Parameter executable: the binary to run (`ProjectPaths.executable` unless given).
     public static func run(_ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = defaultTimeout,
-                           standardInput: FileHandle? = nil, file: String = #filePath) throws -> CommandResult {
+                           standardInput: FileHandle? = nil, executable: URL? = nil, file: String = #filePath) throws -> CommandResult {
         var environment = environment
         var privateTMPDIR: URL?
         if environment["TMPDIR"] == nil {
@@ -52,7 +53,7 @@ public enum CLI {
             privateTMPDIR = url
         }
         defer { if let privateTMPDIR { try? FileManager.default.removeItem(at: privateTMPDIR) } }
-        let outcome = try bounded(arguments, environment: environment, timeout: timeout, executable: ProjectPaths.executable(from: file),
+        let outcome = try bounded(arguments, environment: environment, timeout: timeout, executable: executable ?? ProjectPaths.executable(from: file),
                                   standardInput: standardInput)
         if outcome.timedOut {
             throw CLIRunFailure(arguments: arguments, problem: "still running after \(Int(timeout)) s; killed")

@@ -69,6 +69,12 @@ public enum ProjectPaths {
         if let named = ProcessInfo.processInfo.environment["STORELENS_TEST_EXECUTABLE"], !named.isEmpty {
             return URL(fileURLWithPath: named)
         }
+        return debugExecutable(from: file)
+    }
+
+    /// The debug build of `storelens` (else the release build, else the product beside the test
+    /// bundle), whatever STORELENS_TEST_EXECUTABLE says: what the release binary is compared with.
+    public static func debugExecutable(from file: String = #filePath) -> URL {
         let root = root(from: file)
         for candidate in [".build/debug/storelens", ".build/release/storelens"] {
             let url = root.appendingPathComponent(candidate)

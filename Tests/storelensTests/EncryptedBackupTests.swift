@@ -149,7 +149,7 @@ struct EncryptedBackupTests {
     }
 
     @Test("under CI the encrypted-backup writer is available (STORELENS_REQUIRE_BACKUP_WRITER=1)",
-          .enabled(if: ProjectPaths.isRequired("STORELENS_REQUIRE_BACKUP_WRITER")))
+          .enabled(if: ProjectPaths.isRequired("STORELENS_REQUIRE_BACKUP_WRITER"), "a requirement only where STORELENS_REQUIRE_BACKUP_WRITER=1 (.ci/run sets it); elsewhere the tests that need it skip with their own reason"))
     func writerRequired() {
         #expect(EncryptedBackupWriter.available, "STORELENS_REQUIRE_BACKUP_WRITER=1 but \(EncryptedBackupWriter.skipReason)")
     }

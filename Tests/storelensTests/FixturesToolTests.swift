@@ -4,7 +4,7 @@ import Testing
 
 @Suite("storelens-fixtures")
 struct FixturesToolTests {
-    static var tool: URL { ProjectPaths.executable().deletingLastPathComponent().appendingPathComponent("storelens-fixtures") }
+    static var tool: URL { ProjectPaths.debugExecutable().deletingLastPathComponent().appendingPathComponent("storelens-fixtures") }
 
     @Test("--help prints the usage and writes nothing; an unknown option is refused, never taken as a folder name",
           .enabled(if: FileManager.default.isExecutableFile(atPath: tool.path), "storelens-fixtures is not built"))

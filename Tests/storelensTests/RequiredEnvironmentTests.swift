@@ -9,7 +9,7 @@ import Testing
 @Suite("required test environment")
 struct RequiredEnvironmentTests {
     @Test("the genuine stores are present when STORELENS_REQUIRE_REAL_FIXTURES=1",
-          .enabled(if: ProjectPaths.isRequired("STORELENS_REQUIRE_REAL_FIXTURES")))
+          .enabled(if: ProjectPaths.isRequired("STORELENS_REQUIRE_REAL_FIXTURES"), "a requirement only where STORELENS_REQUIRE_REAL_FIXTURES=1 (.ci/run sets it); elsewhere the tests that need it skip with their own reason"))
     func realFixturesPresent() throws {
         let expected = ProjectPaths.root().deletingLastPathComponent().appendingPathComponent("shared/fixtures/real")
         let found = ProjectPaths.realFixtures()
@@ -25,13 +25,13 @@ struct RequiredEnvironmentTests {
     }
 
     @Test("a headless browser is installed when STORELENS_REQUIRE_BROWSER=1",
-          .enabled(if: ProjectPaths.isRequired("STORELENS_REQUIRE_BROWSER")))
+          .enabled(if: ProjectPaths.isRequired("STORELENS_REQUIRE_BROWSER"), "a requirement only where STORELENS_REQUIRE_BROWSER=1 (.ci/run sets it); elsewhere the tests that need it skip with their own reason"))
     func browserPresent() {
         #expect(BrowserTests.chromium() != nil, "STORELENS_REQUIRE_BROWSER=1 but \(BrowserTests.chromiumMissing)")
     }
 
     @Test("sqlite-utils installs from PyPI when STORELENS_REQUIRE_SQLITE_UTILS=1",
-          .enabled(if: ProjectPaths.isRequired("STORELENS_REQUIRE_SQLITE_UTILS")))
+          .enabled(if: ProjectPaths.isRequired("STORELENS_REQUIRE_SQLITE_UTILS"), "a requirement only where STORELENS_REQUIRE_SQLITE_UTILS=1 (.ci/run sets it); elsewhere the tests that need it skip with their own reason"))
     func sqliteUtilsPresent() {
         #expect(SQLiteUtils.available, "STORELENS_REQUIRE_SQLITE_UTILS=1 but \(SQLiteUtils.unavailable)")
     }
