@@ -12,7 +12,7 @@
 # stdout, then stderr. A file a command writes (export, recover --out, wal --out, repair --out and
 # --log, report --out, scan --evidence) is recorded after it: SQLite files as `sqlite3 .dump`, the
 # rest as they are. Inputs are read where they lie (every command leaves them byte-identical);
-# outputs go to a work folder of a fixed path, so that paths printed in two recordings agree.
+# outputs go to a work folder whose path is masked, so that paths printed in two recordings agree.
 # What differs from run to run whatever the code (the build's commit, durations) is masked: see
 # `normalise` below.
 #
@@ -52,8 +52,10 @@ if [ ! -f "$INPUTS/.complete" ]; then
   touch "$INPUTS/.complete"
 fi
 
-WORK=/tmp/storelens-golden-work
-rm -rf "$WORK"; mkdir -p "$WORK/tmp" "$OUT" || exit 3
+# A work folder of its own (two recordings may run at once); its path is masked in what is recorded,
+# and always as long (26 bytes), as `report` prints the size of a file that holds it.
+WORK=$(mktemp -d /tmp/storelens-gold-XXXXXX) || exit 3
+mkdir -p "$WORK/tmp" "$OUT" || exit 3
 export TMPDIR="$WORK/tmp" TZ=UTC LC_ALL=C
 
 # What no code change can keep the same: the build's version line and measured durations.
