@@ -169,30 +169,14 @@ final class ArchiveInventory {
                 result.skipped.append(SkippedEntry(path: name, reason: "not a regular file"))
                 continue
             }
-            let components: [String]
-            switch ArchivePath.sanitize(name) {
-            case .rejected(let reason):
-                result.skipped.append(SkippedEntry(path: name, reason: "unsafe path: \(reason)"))
-                continue
-            case .safe(let parts, let wasAbsolute):
-                components = parts
-                if wasAbsolute { result.warnings.append("\(name): leading / removed") }
-            }
-            let path = components.joined(separator: "/")
-            if archive_entry_size_is_set(entry) != 0, archive_entry_size(entry) > limits.maxEntryBytes {
-                throw ArchiveError.bomb(path: displayName, entry: path,
-                                        detail: "it declares \(archive_entry_size(entry)) bytes, above the per-entry limit of \(limits.maxEntryBytes) (--max-entry-bytes)")
-            }
+            let declaredSize = archive_entry_size_is_set(entry) != 0 ? archive_entry_size(entry) : nil
+            guard let admitted = try admit(name: name, declaredSize: declaredSize, result: &result) else { continue }
+            let path = admitted.path
             if archive_entry_is_encrypted(entry) != 0 {
                 result.warnings.append("\(path): encrypted entry; skipped (storelens does not take passphrases)")
                 result.skipped.append(SkippedEntry(path: path, reason: "encrypted"))
                 continue
             }
-            let fileName = components.last ?? path
-            let isSidecar = FamilyGrouping.sidecarSuffixes.keys.contains { fileName.hasSuffix($0) }
-            let isSupport = components.contains { $0.hasPrefix(".") && $0.hasSuffix("_SUPPORT") }
-            let isIdentity = fileName == ContainerIdentity.metadataPlistName || fileName == "AppDataInfo.plist"
-
             // Read the first block to sniff; keep reading only when the entry is worth extracting.
             var block: UnsafeRawPointer?
             var blockSize = 0
@@ -208,35 +192,9 @@ final class ArchiveInventory {
                 continue
             }
             let head = first == ARCHIVE_EOF || block == nil ? Data() : Data(bytes: block!, count: min(blockSize, 100))
-            if offset == 0, AppleDouble.matches(head) {
-                result.skipped.append(SkippedEntry(path: path, reason: AppleDouble.reason(for: path)))
-                continue
-            }
-            let isSQLite = offset == 0 && DatabaseHeader.isSQLite(head)
-            let atomic = offset == 0 && !isSQLite ? StoreFileFormat.atomic(head: head) : nil
-            let isWanted = wanted.contains { $0.matches(path, ignoringCase: true) }
-            guard isSQLite || atomic != nil || isSidecar || isSupport || isIdentity || isWanted else { continue }
-
-            // Extract: O_CREAT|O_EXCL|O_NOFOLLOW under a private folder; duplicates get ~N.
-            var target = path
-            var n = 0
-            while usedNames.contains(target) { n += 1; target = path + "~\(n)" }
-            usedNames.insert(target)
-            if let failed = writer.firstFailure() {
-                throw WorkingFolderFailure(code: failed.code)
-            }
-            guard let (fd, destination) = try createEntryFile(components, copy: n, path: path, result: &result) else { continue }
-            // A sparse entry (or one whose header just claims a size) costs its logical size in
-            // hashing and reading even when its data is a few blocks: that size counts against
-            // --max-ratio, measured against the whole archive file, before any work on it.
-            if archive_entry_size_is_set(entry) != 0 {
-                let logical = archive_entry_size(entry)
-                if logical > 64 << 20, Double(logical) / Double(max(1, archiveFileBytes)) > limits.maxCompressionRatio {
-                    close(fd)
-                    unlink(destination.path)
-                    throw ArchiveError.bomb(path: displayName, entry: path, detail: "it declares \(logical) bytes (sparse or not) in an archive of \(archiveFileBytes) bytes: it expands more than \(Int(limits.maxCompressionRatio)) times (a decompression bomb; --max-ratio)")
-                }
-            }
+            guard let sniffed = sniff(head, atStart: offset == 0, entry: admitted, result: &result),
+                  let (fd, destination, target) = try createExtraction(for: admitted, declaredSize: declaredSize, archiveBytes: archiveFileBytes,
+                                                                       usedNames: &usedNames, writer: writer, result: &result) else { continue }
             let slot = writer.begin(fd: fd)
             pendingNames.append(path)
             var size: Int64 = 0
@@ -252,16 +210,7 @@ final class ArchiveInventory {
                     writer.write(block, count: blockSize, at: offset)
                     size = max(size, offset + Int64(blockSize))
                     extractedBytes += Int64(blockSize)
-                    if size > limits.maxEntryBytes {
-                        throw ArchiveError.bomb(path: displayName, entry: path, detail: "it decompresses to more than the per-entry limit of \(limits.maxEntryBytes) bytes (--max-entry-bytes)")
-                    }
-                    if extractedBytes > limits.maxExtractedBytes {
-                        throw ArchiveError.bomb(path: displayName, entry: path, detail: "more than \(limits.maxExtractedBytes) bytes would be extracted in total (--max-extract-bytes)")
-                    }
-                    let compressed = max(1, compressedBytes() - startCompressed)
-                    if size > 64 << 20, Double(size) / Double(compressed) > limits.maxCompressionRatio {
-                        throw ArchiveError.bomb(path: displayName, entry: path, detail: "it expands more than \(Int(limits.maxCompressionRatio)) times (a decompression bomb; --max-ratio)")
-                    }
+                    try checkExtracted(size: size, compressed: compressedBytes() - startCompressed, extractedBytes: extractedBytes, path: path)
                 }
                 dataStatus = archive_read_data_block(a, &block, &blockSize, &offset)
             }
@@ -273,21 +222,15 @@ final class ArchiveInventory {
                 declared = archive_entry_size(entry)
                 size = archive_entry_size(entry)
                 // The trailing hole is hashed as zeros: its size counts like data.
-                if size > limits.maxEntryBytes {
-                    throw ArchiveError.bomb(path: displayName, entry: path, detail: "it decompresses to more than the per-entry limit of \(limits.maxEntryBytes) bytes (--max-entry-bytes)")
-                }
-                let compressed = max(1, compressedBytes() - startCompressed)
-                if size > 64 << 20, Double(size) / Double(compressed) > limits.maxCompressionRatio {
-                    throw ArchiveError.bomb(path: displayName, entry: path, detail: "it expands more than \(Int(limits.maxCompressionRatio)) times (a decompression bomb; --max-ratio)")
-                }
+                try checkExtracted(size: size, compressed: compressedBytes() - startCompressed, extractedBytes: nil, path: path)
             }
             writer.end(slot: slot, extendingTo: declared)
             if let dataWarning, damaged == nil {
                 result.warnings.append(Self.dataWarning(path: path, dataWarning))
                 result.damage = result.damage ?? Self.dataWarning(path: path, dataWarning)
             }
-            pending.append((slot: slot, file: SeenFile(path: target, url: destination, size: Int(size), isSQLite: isSQLite, atomic: atomic)))
-            if isIdentity { identities.append((root: components.dropLast().joined(separator: "/"), fileName: fileName, url: destination)) }
+            pending.append((slot: slot, file: SeenFile(path: target, url: destination, size: Int(size), isSQLite: sniffed.isSQLite, atomic: sniffed.atomic)))
+            if admitted.isIdentity { identities.append((root: admitted.root, fileName: admitted.fileName, url: destination)) }
             if let damaged {
                 result.damage = "the archive is damaged inside \(path) (\(damaged))"
                 break

@@ -219,25 +219,9 @@ extension ArchiveInventory {
                 continue
             case .regular: break
             }
-            let components: [String]
-            switch ArchivePath.sanitize(name) {
-            case .rejected(let reason):
-                result.skipped.append(SkippedEntry(path: name, reason: "unsafe path: \(reason)"))
-                continue
-            case .safe(let parts, let wasAbsolute):
-                components = parts
-                if wasAbsolute { result.warnings.append("\(name): leading / removed") }
-            }
-            let path = components.joined(separator: "/")
             let declaredSize = entry.uncompressedSize
-            if declaredSize > limits.maxEntryBytes {
-                throw ArchiveError.bomb(path: displayName, entry: path,
-                                        detail: "it declares \(declaredSize) bytes, above the per-entry limit of \(limits.maxEntryBytes) (--max-entry-bytes)")
-            }
-            let fileName = components.last ?? path
-            let isSidecar = FamilyGrouping.sidecarSuffixes.keys.contains { fileName.hasSuffix($0) }
-            let isSupport = components.contains { $0.hasPrefix(".") && $0.hasSuffix("_SUPPORT") }
-            let isIdentity = fileName == ContainerIdentity.metadataPlistName || fileName == "AppDataInfo.plist"
+            guard let admitted = try admit(name: name, declaredSize: declaredSize, result: &result) else { continue }
+            let path = admitted.path
 
             // The first bytes, to sniff.
             let sniffLength = Int(min(declaredSize, 100))
@@ -254,30 +238,9 @@ extension ArchiveInventory {
             } else {
                 sniffed = try sniffDeflated(fd: fd, at: dataStart, compressedSize: entry.compressedSize, wanted: sniffLength, name: name)
             }
-            let headData = Data(sniffed)
-            if AppleDouble.matches(headData) {
-                result.skipped.append(SkippedEntry(path: path, reason: AppleDouble.reason(for: path)))
-                continue
-            }
-            let isSQLite = DatabaseHeader.isSQLite(headData)
-            let atomic = isSQLite ? nil : StoreFileFormat.atomic(head: headData)
-            let isWanted = wanted.contains { $0.matches(path, ignoringCase: true) }
-            guard isSQLite || atomic != nil || isSidecar || isSupport || isIdentity || isWanted else { continue }
-
-            // Extract, as the streaming read does: O_CREAT|O_EXCL|O_NOFOLLOW, duplicates get ~N.
-            var target = path
-            var n = 0
-            while usedNames.contains(target) { n += 1; target = path + "~\(n)" }
-            usedNames.insert(target)
-            if let failed = writer.firstFailure() {
-                throw WorkingFolderFailure(code: failed.code)
-            }
-            guard let (out, destination) = try createEntryFile(components, copy: n, path: path, result: &result) else { continue }
-            if declaredSize > 64 << 20, Double(declaredSize) / Double(max(1, fileSize)) > limits.maxCompressionRatio {
-                close(out)
-                unlink(destination.path)
-                throw ArchiveError.bomb(path: displayName, entry: path, detail: "it declares \(declaredSize) bytes (sparse or not) in an archive of \(fileSize) bytes: it expands more than \(Int(limits.maxCompressionRatio)) times (a decompression bomb; --max-ratio)")
-            }
+            guard let kind = sniff(Data(sniffed), atStart: true, entry: admitted, result: &result),
+                  let (out, destination, target) = try createExtraction(for: admitted, declaredSize: declaredSize, archiveBytes: fileSize,
+                                                                        usedNames: &usedNames, writer: writer, result: &result) else { continue }
             let slot = writer.begin(fd: out)
             let crc: UInt32
             do {
@@ -294,8 +257,8 @@ extension ArchiveInventory {
                 result.warnings.append(warning)
                 result.damage = result.damage ?? warning
             }
-            pending.append((slot: slot, file: SeenFile(path: target, url: destination, size: Int(declaredSize), isSQLite: isSQLite, atomic: atomic)))
-            if isIdentity { identities.append((root: components.dropLast().joined(separator: "/"), fileName: fileName, url: destination)) }
+            pending.append((slot: slot, file: SeenFile(path: target, url: destination, size: Int(declaredSize), isSQLite: kind.isSQLite, atomic: kind.atomic)))
+            if admitted.isIdentity { identities.append((root: admitted.root, fileName: admitted.fileName, url: destination)) }
         }
     }
 
@@ -373,15 +336,7 @@ extension ArchiveInventory {
             writer.write(bytes, count: count, at: size)
             size += Int64(count)
             extractedBytes += Int64(count)
-            if size > limits.maxEntryBytes {
-                throw ArchiveError.bomb(path: displayName, entry: path, detail: "it decompresses to more than the per-entry limit of \(limits.maxEntryBytes) bytes (--max-entry-bytes)")
-            }
-            if extractedBytes > limits.maxExtractedBytes {
-                throw ArchiveError.bomb(path: displayName, entry: path, detail: "more than \(limits.maxExtractedBytes) bytes would be extracted in total (--max-extract-bytes)")
-            }
-            if size > 64 << 20, Double(size) / Double(max(1, consumed)) > limits.maxCompressionRatio {
-                throw ArchiveError.bomb(path: displayName, entry: path, detail: "it expands more than \(Int(limits.maxCompressionRatio)) times (a decompression bomb; --max-ratio)")
-            }
+            try checkExtracted(size: size, compressed: consumed, extractedBytes: extractedBytes, path: path)
         }
 
         while consumed < entry.compressedSize && !ended {
