@@ -160,7 +160,7 @@ extension Auditor {
                                         arguments: [.integer(Int64(root.number))]))
             }
             let unmapped = toOne.map(\.relationship.name).filter { !remapped.contains($0) }
-            var summary = "Insert \(order.count) \(rule.current) record\(order.count == 1 ? "" : "s") from the legacy side with mapped attribute names, new primary keys \(first)–\(last) and Z_OPT 1."
+            var summary = "Insert \(plural(order.count, "\(rule.current) record")) from the legacy side with mapped attribute names, new primary keys \(first)–\(last) and Z_OPT 1."
             if !remapped.isEmpty { summary += " Relationships \(remapped.sorted().joined(separator: ", ")) point at the new store's rows with the same identity as the legacy targets." }
             if !unmapped.isEmpty { summary += " Relationships \(unmapped.joined(separator: ", ")) are left empty: their legacy targets have no identity in the manifest or no counterpart in the new store." }
             if !notes.isEmpty { summary += " Required attributes without a legacy value get a zero value: \(notes.sorted().joined(separator: ", "))." }

@@ -117,7 +117,7 @@ public enum CloudKitLint {
             }
             let required = relationships.filter { !$0.isOptional }
             if !required.isEmpty {
-                add(.requiredRelationship, "\(e.name) has \(required.count) non-optional relationship\(required.count == 1 ? "" : "s"): \(joined(required.map(\.name))).",
+                add(.requiredRelationship, "\(e.name) has \(plural(required.count, "non-optional relationship")): \(joined(required.map(\.name))).",
                     ["relationships": names(required.map(\.name))], "Make each relationship optional (SwiftData: `Type?`, or an optional array).")
             }
             let withoutInverse = relationships.filter { $0.inverse == nil }
@@ -139,7 +139,7 @@ public enum CloudKitLint {
             let requiredAttributes = e.attributes.filter { !$0.isTransient && !$0.isOptional && $0.defaultValue == nil && $0.derivation == nil }
             if !requiredAttributes.isEmpty {
                 add(.requiredAttributeWithoutDefault,
-                    "\(e.name) has \(requiredAttributes.count) non-optional attribute\(requiredAttributes.count == 1 ? "" : "s") without a default value: \(joined(requiredAttributes.map(\.name))).",
+                    "\(e.name) has \(plural(requiredAttributes.count, "non-optional attribute")) without a default value: \(joined(requiredAttributes.map(\.name))).",
                     ["attributes": names(requiredAttributes.map(\.name))], "Give each a default value in the model, or make it optional.")
             }
             if let f = lintBinary(e, store: store, opened: opened) { findings.append(f) }

@@ -49,6 +49,19 @@ struct EditDistanceTests {
         #expect(EditDistance.between("caf\u{E9}", "cafe\u{301}") == 0)
     }
 
+    @Test("the closest candidate is the first nearest within a third of the word (at least 2 edits), after folding")
+    func closest() {
+        let candidates = Self.strings(["a", "b"], upTo: 4).map { $0 + "ab" } + ["ABBA", "abba"]
+        for word in ["", "a", "ab", "abab", "bbbbbb", "abbaab", "ABBAAB"] {
+            for fold: (String) -> String in [{ $0 }, { $0.lowercased() }] {
+                let scored = candidates.map { ($0, Self.definition(fold(word)[...], fold($0)[...])) }
+                let expected = scored.filter { $0.1 <= max(2, word.count / 3) }.min { $0.1 < $1.1 }?.0
+                #expect(EditDistance.closest(to: word, in: candidates, folding: fold) == expected, "\(word)")
+            }
+        }
+        #expect(EditDistance.closest(to: String(repeating: "a", count: EditDistance.maximumLength + 1), in: ["a"]) == nil)
+    }
+
     @Test("strings longer than the bound get no distance; at the bound they do")
     func bounded() {
         let limit = EditDistance.maximumLength
