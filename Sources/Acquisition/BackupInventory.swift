@@ -134,7 +134,7 @@ struct BackupInventory {
     /// file system refuses is skipped with why) and records each outcome in `result`.
     private func decrypt(_ jobs: [Job], with backup: EncryptedBackup, into output: URL, result: inout Result) throws {
         let tree = PrivateTree(root: output)
-        let started = Date()
+        let stopwatch = Stopwatch()
         let outcomes = try FileWork.map(jobs, weights: jobs.map { Int64($0.entry.size) }) { job -> Decrypted in
             let key = try backup.fileKey(protectionClass: job.record.protectionClass, wrappedKey: job.record.wrappedKey, name: name(of: job.entry))
             defer { key.clear() }
@@ -151,7 +151,7 @@ struct BackupInventory {
         if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
             // make bench (scripts/bench-backup.sh): decryption alone, beside `openssl enc -d`.
             let bytes = outcomes.reduce(Int64(0)) { $0 + Int64($1.outcome?.ciphertext.size ?? 0) }
-            FileHandle.standardError.write(Data("timing backup-decrypt-seconds=\(Date().timeIntervalSince(started)) bytes=\(bytes) files=\(jobs.count)\n".utf8))
+            FileHandle.standardError.write(Data("timing backup-decrypt-seconds=\(stopwatch.seconds) bytes=\(bytes) files=\(jobs.count)\n".utf8))
         }
         for (job, decrypted) in zip(jobs, outcomes) {
             guard case .file(let destination, let outcome) = decrypted else {

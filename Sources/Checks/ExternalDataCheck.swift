@@ -2,6 +2,7 @@ import Acquisition
 import CoreDataStore
 import Findings
 import Foundation
+import StoreFormats
 
 /// External binary storage against the files that came with the store: references whose file
 /// is not in `_EXTERNAL_DATA`, and files there that no row references.

@@ -101,7 +101,7 @@ public struct StoreChecker: @unchecked Sendable {
         let result = try connection.integrityCheck(full: full, maxErrors: 20)
         if result != ["ok"] {
             findings.append(Finding(id: Check.sqliteIntegrity.rawValue, severity: .error, store: displayPath, entity: nil,
-                                    message: "SQLite's \(full ? "integrity_check" : "quick_check") reports \(result.count) problem\(result.count == 1 ? "" : "s").",
+                                    message: "SQLite's \(full ? "integrity_check" : "quick_check") reports \(plural(result.count, "problem")).",
                                     evidence: ["problems": .list(result.map(EvidenceValue.string))],
                                     explanation: "The database file itself is damaged.",
                                     suggestion: "Copy the database off the device again."))
@@ -168,10 +168,10 @@ public struct StoreChecker: @unchecked Sendable {
     /// `merged(integrity:invariants:)` gives exactly `run()`'s findings; where both parts throw,
     /// `run()` throws the integrity task's error (it comes first).
     public func runIntegrity() throws -> IntegrityOutcome {
-        let started = ContinuousClock.now
+        let stopwatch = Stopwatch()
         defer {
             if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
-                FileHandle.standardError.write(Data("timing check-task=\"integrity\" connection=own seconds=\((ContinuousClock.now - started).seconds)\n".utf8))
+                FileHandle.standardError.write(Data("timing check-task=\"integrity\" connection=own seconds=\(stopwatch.seconds)\n".utf8))
             }
         }
         do {
@@ -222,7 +222,7 @@ public struct StoreChecker: @unchecked Sendable {
         }
         if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
             for t in queue.timings {
-                FileHandle.standardError.write(Data("timing check-task=\"\(t.task)\" connection=\(t.connection) seconds=\(t.duration.seconds)\n".utf8))
+                FileHandle.standardError.write(Data("timing check-task=\"\(t.task)\" connection=\(t.connection) seconds=\(Stopwatch.seconds(of: t.duration))\n".utf8))
             }
         }
         var findings: [Finding] = []
@@ -296,8 +296,6 @@ public struct StoreChecker: @unchecked Sendable {
         Finding(id: check.rawValue, severity: severity, store: path, entity: entity, message: message,
                 evidence: evidence, explanation: explanation, suggestion: suggestion)
     }
-
-    func plural(_ n: Int, _ word: String) -> String { "\(n) \(word)\(n == 1 ? "" : "s")" }
 
     // MARK: - Checks
 
@@ -828,11 +826,6 @@ final class RowScreen: @unchecked Sendable {
         }
         return found
     }
-}
-
-extension Duration {
-    /// The duration in seconds, for timing lines.
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
 /// One piece of work per table, on two connections at once when a second can be had: the

@@ -4,6 +4,7 @@ import CoreDataStore
 import Findings
 import Foundation
 import SQLiteAccess
+import StoreFormats
 
 /// The coexistence audit: binds the manifest's stacks to the stores in an input, resolves every
 /// entity's names on each side, attributes history transactions to stacks and checks them against
@@ -195,32 +196,17 @@ public struct Auditor {
     static func closest(to typed: String, in paths: [String]) -> String? {
         let want = Array(typed.precomposedStringWithCanonicalMapping.lowercased())
         // Bounded: the manifest and the paths come from outside, and the distance is quadratic.
-        guard want.count <= 512, paths.count <= 100_000 else { return nil }
+        guard want.count <= EditDistance.maximumLength, paths.count <= 100_000 else { return nil }
         let depth = typed.split(separator: "/").count
         var best: (path: String, distance: Int)?
         for path in paths {
             let inside = path.split(separator: "!").last.map(String.init) ?? path
             let tail = inside.split(separator: "/").suffix(depth).joined(separator: "/")
             let have = Array(tail.precomposedStringWithCanonicalMapping.lowercased())
-            guard have.count <= 512 else { continue }
-            let d = editDistance(want, have)
+            guard let d = EditDistance.between(want, have) else { continue }
             if d <= max(2, want.count / 3), d < (best?.distance ?? .max) { best = (path, d) }
         }
         return best?.path
-    }
-
-    static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
-        guard !a.isEmpty else { return b.count }
-        guard !b.isEmpty else { return a.count }
-        var previous = Array(0...b.count)
-        for (i, x) in a.enumerated() {
-            var current = [i + 1] + Array(repeating: 0, count: b.count)
-            for (j, y) in b.enumerated() {
-                current[j + 1] = min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1))
-            }
-            previous = current
-        }
-        return previous[b.count]
     }
 
     private func requireOne(_ matches: [String], stack: Manifest.Stack, index: Int) throws {
@@ -355,7 +341,7 @@ public struct Auditor {
             let rule = manifest.entities[i], stack = String(parts[1])
             findings.append(Finding(
                 id: "writer-violation", severity: .error, store: path, entity: rule.current,
-                message: "Stack \(stack) wrote \(rule.current) in \(v.count) transaction\(v.count == 1 ? "" : "s") (\(v.changes) change\(v.changes == 1 ? "" : "s")), but only \(rule.writer) may write it.",
+                message: "Stack \(stack) wrote \(rule.current) in \(plural(v.count, "transaction")) (\(plural(v.changes, "change"))), but only \(rule.writer) may write it.",
                 evidence: ["stack": .string(stack), "transactions": .keys(v.transactions.map { Int($0) }, limit: evidenceLimit),
                            "transactionCount": .int(v.count), "changes": .int(v.changes),
                            "first": .string(v.first ?? "?"), "last": .string(v.last ?? "?"),
@@ -369,7 +355,7 @@ public struct Auditor {
             let rule = manifest.entities[i], stack = String(parts[1])
             findings.append(Finding(
                 id: "write-after-cutover", severity: .error, store: path, entity: rule.current,
-                message: "Stack \(stack) wrote \(rule.legacy ?? rule.current) \(v.count) time\(v.count == 1 ? "" : "s") after the cutover.",
+                message: "Stack \(stack) wrote \(rule.legacy ?? rule.current) \(plural(v.count, "time")) after the cutover.",
                 evidence: ["stack": .string(stack), "transactions": .keys(v.transactions.map { Int($0) }, limit: evidenceLimit),
                            "transactionCount": .int(v.count), "first": .string(v.first ?? "?"), "last": .string(v.last ?? "?")],
                 explanation: "After the cutover the legacy side is frozen; writes there are not migrated and are lost to the new stack.",
@@ -378,7 +364,7 @@ public struct Auditor {
         for (values, v) in unattributed.sorted(by: { $0.key < $1.key }) {
             findings.append(Finding(
                 id: "unattributed-write", severity: .warning, store: path, entity: nil,
-                message: "\(v.count) transaction\(v.count == 1 ? "" : "s") (\(v.changes) changes) came from a writer no stack claims: \(values).",
+                message: "\(plural(v.count, "transaction")) (\(v.changes) changes) came from a writer no stack claims: \(values).",
                 evidence: ["writerValues": .string(values), "transactions": .keys(v.transactions.map { Int($0) }, limit: evidenceLimit),
                            "transactionCount": .int(v.count), "entities": .list(v.values.sorted().map(EvidenceValue.string))],
                 explanation: "A process the manifest does not know wrote to the store (an extension, a background task, a test build).",
@@ -438,7 +424,7 @@ public struct Auditor {
             if !duplicates.isEmpty {
                 findings.append(Finding(
                     id: "duplicate-import", severity: .error, store: writerSide.storePath, entity: rule.current,
-                    message: "\(duplicates.count) record\(duplicates.count == 1 ? "" : "s") of \(rule.current) exist\(duplicates.count == 1 ? "s" : "") more than once by identity (\(rule.identity.joined(separator: ", "))).",
+                    message: "\(plural(duplicates.count, "record")) of \(rule.current) exist\(duplicates.count == 1 ? "s" : "") more than once by identity (\(rule.identity.joined(separator: ", "))).",
                     evidence: ["count": .int(duplicates.count),
                                "records": .list(duplicates.prefix(evidenceLimit).map { .record([("identity", .string($0.key)), ("pks", .list($0.value.map { .string($0.pk) }))]) })],
                     explanation: "An import that ran twice (or two stacks inserting the same record) leaves duplicates that users see twice.",
@@ -466,7 +452,7 @@ public struct Auditor {
                 let what = side.json != nil ? "the legacy JSON file" : "\(side.stack.name)"
                 findings.append(Finding(
                     id: id, severity: sameKind ? .warning : .error, store: side.storePath, entity: rule.current,
-                    message: "\(missing.count) record\(missing.count == 1 ? "" : "s") of \(side.entity) in \(what) \(missing.count == 1 ? "is" : "are") missing from \(writerSide.stack.name)'s \(rule.current).",
+                    message: "\(plural(missing.count, "record")) of \(side.entity) in \(what) \(missing.count == 1 ? "is" : "are") missing from \(writerSide.stack.name)'s \(rule.current).",
                     evidence: ["count": .int(missing.count), "identities": .list(missing.prefix(evidenceLimit).map(EvidenceValue.string)),
                                "pks": .list(missing.prefix(evidenceLimit).compactMap { other.byKey[$0]?.first?.pk }.map(EvidenceValue.string))],
                     explanation: sameKind
@@ -477,7 +463,7 @@ public struct Auditor {
             if !extra.isEmpty && sameKind {
                 findings.append(Finding(
                     id: "copy-diverged", severity: .warning, store: writerSide.storePath, entity: rule.current,
-                    message: "\(extra.count) record\(extra.count == 1 ? "" : "s") of \(rule.current) in \(writerSide.stack.name) \(extra.count == 1 ? "is" : "are") missing from \(side.stack.name).",
+                    message: "\(plural(extra.count, "record")) of \(rule.current) in \(writerSide.stack.name) \(extra.count == 1 ? "is" : "are") missing from \(side.stack.name).",
                     evidence: ["count": .int(extra.count), "identities": .list(extra.prefix(evidenceLimit).map(EvidenceValue.string))],
                     explanation: "Two copies of one store have drifted apart.",
                     suggestion: "Decide which copy is authoritative and stop writing the other."))
@@ -504,7 +490,7 @@ public struct Auditor {
             if differingCount > 0 {
                 findings.append(Finding(
                     id: "value-mismatch", severity: .warning, store: side.storePath, entity: rule.current,
-                    message: "\(differingCount) record\(differingCount == 1 ? "" : "s") of \(rule.current) differ between \(side.stack.name) and \(writerSide.stack.name) in \(differingAttributes.sorted().joined(separator: ", ")).",
+                    message: "\(plural(differingCount, "record")) of \(rule.current) differ between \(side.stack.name) and \(writerSide.stack.name) in \(differingAttributes.sorted().joined(separator: ", ")).",
                     evidence: ["count": .int(differingCount), "records": .list(differing)],
                     explanation: "The same record carries different values on the two sides: one side was edited after the migration, or the import mapped a value wrongly.",
                     suggestion: "Check which side is right; if the legacy side is still being written, see writer-violation and write-after-cutover."))

@@ -4,6 +4,7 @@ import Findings
 import Foundation
 import Repair
 import SQLiteAccess
+import StoreFormats
 
 /// The manifest's cross-store repairs, as a plan for the writer's store: import the legacy records
 /// that were never migrated, and remove the copies a double import left. Always planned first.
@@ -62,7 +63,7 @@ extension Auditor {
                 statements += more
                 actionsByStore[writer.storePath, default: []].append(RepairPlan.Action(
                     name: "remove-double-imports", answers: "duplicate-import", entity: rule.current, tables: tables,
-                    summary: "Keep one \(rule.current) per \(rule.identity.joined(separator: ", ")) (the most saved, then the newest); point references to it and delete the \(losers.count) other\(losers.count == 1 ? "" : "s").",
+                    summary: "Keep one \(rule.current) per \(rule.identity.joined(separator: ", ")) (the most saved, then the newest); point references to it and delete the \(plural(losers.count, "other")).",
                     affected: losers.prefix(20).map { "\(rule.current)#\($0)" }, count: losers.count, statements: statements,
                     postconditions: [.init("removed \(rule.current) copies are gone",
                                            sql: "SELECT count(*) FROM \(table) WHERE Z_PK IN (\(losers.map(String.init).joined(separator: ", ")))", expected: 0)],
@@ -159,7 +160,7 @@ extension Auditor {
                                         arguments: [.integer(Int64(root.number))]))
             }
             let unmapped = toOne.map(\.relationship.name).filter { !remapped.contains($0) }
-            var summary = "Insert \(order.count) \(rule.current) record\(order.count == 1 ? "" : "s") from the legacy side with mapped attribute names, new primary keys \(first)–\(last) and Z_OPT 1."
+            var summary = "Insert \(plural(order.count, "\(rule.current) record")) from the legacy side with mapped attribute names, new primary keys \(first)–\(last) and Z_OPT 1."
             if !remapped.isEmpty { summary += " Relationships \(remapped.sorted().joined(separator: ", ")) point at the new store's rows with the same identity as the legacy targets." }
             if !unmapped.isEmpty { summary += " Relationships \(unmapped.joined(separator: ", ")) are left empty: their legacy targets have no identity in the manifest or no counterpart in the new store." }
             if !notes.isEmpty { summary += " Required attributes without a legacy value get a zero value: \(notes.sorted().joined(separator: ", "))." }
@@ -224,7 +225,7 @@ extension Auditor {
         statements.append(.init(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = max(coalesce(Z_MAX, 0), (SELECT coalesce(max(Z_PK), 0) FROM ACHANGE)) WHERE Z_ENT = 16001", arguments: []))
         let count = imported.reduce(0) { $0 + $1.pks.count } + removed.reduce(0) { $0 + $1.pks.count }
         return RepairPlan.Action(name: "record-history", answers: "history", entity: nil, tables: ["ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING", "Z_PRIMARYKEY"],
-                                 summary: "Record the \(count) change\(count == 1 ? "" : "s") as one history transaction by author storelens-repair, so other processes and CloudKit notice them.",
+                                 summary: "Record the \(plural(count, "change")) as one history transaction by author storelens-repair, so other processes and CloudKit notice them.",
                                  affected: [], count: count, statements: statements,
                                  postconditions: [.init("the repair's history transaction exists",
                                                         sql: "SELECT count(*) FROM ATRANSACTION t JOIN ATRANSACTIONSTRING s ON s.Z_PK = t.ZAUTHORTS WHERE s.ZNAME = 'storelens-repair'", expected: 1)])

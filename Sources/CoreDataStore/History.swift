@@ -224,7 +224,7 @@ public struct HistoryReader {
         }
         let expected = (order.count + 7) / 8
         guard bitmap.count == expected else {
-            return (nil, "ZCOLUMNS has \(bitmap.count) byte\(bitmap.count == 1 ? "" : "s") but the \(model.source.rawValue) model gives \(name) \(order.count) properties (\(expected) byte\(expected == 1 ? "" : "s")); the store was written with a different model, so the bits are not decoded")
+            return (nil, "ZCOLUMNS has \(plural(bitmap.count, "byte")) but the \(model.source.rawValue) model gives \(name) \(order.count) properties (\(plural(expected, "byte"))); the store was written with a different model, so the bits are not decoded")
         }
         var names: [String] = []
         let bytes = [UInt8](bitmap)

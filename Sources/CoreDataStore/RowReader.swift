@@ -1,5 +1,6 @@
 import Foundation
 import SQLiteAccess
+import StoreFormats
 
 /// One row of an entity, decoded through the model.
 public struct DecodedRow: Sendable {
@@ -112,8 +113,7 @@ public struct RowReader {
             ?? fields.first { $0.name.lowercased() == name.lowercased() }
         guard let field else {
             let names = fields.map(\.name)
-            let suggestion = names.map { ($0, SchemaMap.distance(name.lowercased(), $0.lowercased())) }
-                .filter { $0.1 <= max(2, name.count / 3) }.min { $0.1 < $1.1 }?.0
+            let suggestion = EditDistance.closest(to: name, in: names) { $0.lowercased() }
             throw ModelError.unknownProperty(entity: entity.entity.name, property: name, suggestion: suggestion)
         }
         func bad(_ expected: String) -> ModelError {

@@ -1,5 +1,6 @@
 import Foundation
 import SQLiteAccess
+import StoreFormats
 
 /// Where a model lives in SQLite: entity → table and `Z_ENT` set; attribute → column (digit
 /// suffixes resolved against `PRAGMA table_info`, never predicted); to-one → FK (+ FEK, + FOK);
@@ -63,24 +64,7 @@ public struct SchemaMap: Sendable {
     /// The closest entity name, for "did you mean".
     public func suggestion(for query: String) -> String? {
         let names = entities.map(\.entity.name)
-        let scored = names.map { ($0, Self.distance(query.lowercased(), $0.lowercased())) }
-            .filter { $0.1 <= max(2, query.count / 3) }
-        return scored.min { $0.1 < $1.1 }?.0
-    }
-
-    static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
-        if a.isEmpty { return b.count }
-        if b.isEmpty { return a.count }
-        var previous = Array(0...b.count)
-        for i in 1...a.count {
-            var current = [i] + Array(repeating: 0, count: b.count)
-            for j in 1...b.count {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            }
-            previous = current
-        }
-        return previous[b.count]
+        return EditDistance.closest(to: query, in: names) { $0.lowercased() }
     }
 }
 

@@ -132,11 +132,10 @@ public enum StoreInspector {
             // copied after a checkpoint the main file missed breaks (docs/inspect.md); `check`
             // compares every row.
             // STORELENS_TIMINGS (make bench): what the check of a -wal that may not belong costs.
-            let started = ContinuousClock.now
+            let stopwatch = Stopwatch()
             defer {
                 if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
-                    let took = ContinuousClock.now - started
-                    FileHandle.standardError.write(Data("timing inspect-wal-agreement-seconds=\(Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18)\n".utf8))
+                    FileHandle.standardError.write(Data("timing inspect-wal-agreement-seconds=\(stopwatch.seconds)\n".utf8))
                 }
             }
             let changed = WALAgreement.changedTables(walView: connection, mainOnly: mainOnly)
@@ -194,7 +193,7 @@ public enum StoreInspector {
             coreDataNotes.append("table \(u.table) cannot be read by SQLite here (\(u.reason)); its rows are not counted")
         }
         for t in try store.textKeyRows(connection, provenClean: integerKeyTables) {
-            coreDataNotes.append("\(t.table) holds \(t.rows) row\(t.rows == 1 ? "" : "s") whose Z_PK or Z_ENT is stored as text\(t.maxKey.map { " (keys up to '\($0)')" } ?? ""); Core Data matches none of them, so the entity counts above leave them out")
+            coreDataNotes.append("\(t.table) holds \(plural(t.rows, "row")) whose Z_PK or Z_ENT is stored as text\(t.maxKey.map { " (keys up to '\($0)')" } ?? ""); Core Data matches none of them, so the entity counts above leave them out")
         }
         var inspection = StoreInspection(path: path, format: .coreData,
                                          stack: StackVerdict.judge(store: store, classNames: classNames),

@@ -1,4 +1,5 @@
 import Foundation
+import StoreFormats
 
 /// The texts `ValueDecoder` gives for dates and UUIDs, written as bytes into a caller's buffer
 /// instead of built as Strings: what the row writers use per value. Each gives exactly the bytes
@@ -6,28 +7,11 @@ import Foundation
 extension ValueDecoder {
     /// `iso8601(referenceSeconds:)`'s text, appended as UTF-8 (it is ASCII).
     public static func appendISO8601(referenceSeconds: Double, to out: inout [UInt8]) {
-        guard referenceSeconds.isFinite, abs(referenceSeconds) < 1e12 else {
+        guard let t = UTCDateTime(referenceSeconds: referenceSeconds) else {
             out.append(contentsOf: String(referenceSeconds).utf8)
             return
         }
-        let unix = referenceSeconds + referenceDateOffset
-        var whole = unix.rounded(.down)
-        var micros = Int64(((unix - whole) * 1_000_000).rounded())
-        if micros >= 1_000_000 { whole += 1; micros -= 1_000_000 }
-        let seconds = Int64(whole)
-        var days = seconds / 86_400
-        var rest = seconds % 86_400
-        if rest < 0 { rest += 86_400; days -= 1 }
-        // Civil date from days since 1970-01-01 (H. Hinnant's algorithm), as in iso8601.
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+        let (year, month, day, rest, micros) = (t.year, t.month, t.day, t.secondOfDay, t.microsecond)
         appendPadded(year, 4, &out)
         out.append(0x2D)
         appendPadded(month, 2, &out)

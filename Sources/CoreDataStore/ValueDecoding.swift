@@ -81,7 +81,7 @@ public struct ValueDecoder: Sendable {
     }
 
     /// Seconds between 1970-01-01 and 2001-01-01.
-    public static let referenceDateOffset: Double = 978_307_200
+    public static let referenceDateOffset: Double = UTCDateTime.referenceDateOffset
 
     public func decode(_ value: DatabaseValue, as attribute: ModelAttribute) -> FieldValue {
         if case .null = value { return .null }
@@ -212,25 +212,8 @@ public struct ValueDecoder: Sendable {
     /// Seconds since 2001-01-01 UTC as ISO 8601 UTC (`2024-07-29T05:19:53.61Z`), with fractional
     /// seconds to the microsecond when there are any. Values no calendar can show are printed as numbers.
     public static func iso8601(referenceSeconds: Double) -> String {
-        guard referenceSeconds.isFinite, abs(referenceSeconds) < 1e12 else { return String(referenceSeconds) }
-        let unix = referenceSeconds + referenceDateOffset
-        var whole = unix.rounded(.down)
-        var micros = Int64(((unix - whole) * 1_000_000).rounded())
-        if micros >= 1_000_000 { whole += 1; micros -= 1_000_000 }
-        let seconds = Int64(whole)
-        var days = seconds / 86_400
-        var rest = seconds % 86_400
-        if rest < 0 { rest += 86_400; days -= 1 }
-        // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+        guard let t = UTCDateTime(referenceSeconds: referenceSeconds) else { return String(referenceSeconds) }
+        let (year, month, day, rest, micros) = (t.year, t.month, t.day, t.secondOfDay, t.microsecond)
         if (0 ... 9999).contains(year) {
             // Years of four digits (all but absurd dates): written as bytes, the same text as below.
             var bytes: [UInt8] = []

@@ -2,6 +2,7 @@ import CoreDataStore
 import Findings
 import Foundation
 import SQLiteAccess
+import StoreFormats
 
 /// A model's readiness for CloudKit (NSPersistentCloudKitContainer, SwiftData's
 /// `cloudKitDatabase`), and what else a store shows a reviewer. Each rule is one finding id,
@@ -72,7 +73,7 @@ public enum CloudKitLint {
                 guard processes.count > 1 else { continue }
                 let changes = e.writers.reduce(0) { $0 + $1.inserts + $1.updates + $1.deletes + $1.other }
                 findings.append(Finding(id: Rule.severalWriters.rawValue, severity: Rule.severalWriters.severity, store: opened.displayPath, entity: e.entity,
-                                        message: "Persistent history shows \(processes.count) processes writing \(e.entity) (\(changes) change\(changes == 1 ? "" : "s")).",
+                                        message: "Persistent history shows \(processes.count) processes writing \(e.entity) (\(plural(changes, "change"))).",
                                         evidence: ["processes": .list(processes.sorted().prefix(20).map(EvidenceValue.string)), "changes": .int(changes)],
                                         explanation: Rule.severalWriters.reason, suggestion: "Merge remote changes from persistent history in each process (NSPersistentHistoryTrackingKey, a history token per process)."))
             }
@@ -116,12 +117,12 @@ public enum CloudKitLint {
             }
             let required = relationships.filter { !$0.isOptional }
             if !required.isEmpty {
-                add(.requiredRelationship, "\(e.name) has \(required.count) non-optional relationship\(required.count == 1 ? "" : "s"): \(joined(required.map(\.name))).",
+                add(.requiredRelationship, "\(e.name) has \(plural(required.count, "non-optional relationship")): \(joined(required.map(\.name))).",
                     ["relationships": names(required.map(\.name))], "Make each relationship optional (SwiftData: `Type?`, or an optional array).")
             }
             let withoutInverse = relationships.filter { $0.inverse == nil }
             if !withoutInverse.isEmpty {
-                add(.missingInverse, "\(e.name) has \(withoutInverse.count) relationship\(withoutInverse.count == 1 ? "" : "s") without an inverse: \(joined(withoutInverse.map { "\($0.name) → \($0.destination)" })).",
+                add(.missingInverse, "\(e.name) has \(plural(withoutInverse.count, "relationship")) without an inverse: \(joined(withoutInverse.map { "\($0.name) → \($0.destination)" })).",
                     ["relationships": names(withoutInverse.map { "\($0.name) → \($0.destination)" })],
                     "Declare the inverse on the destination (SwiftData: @Relationship(inverse:)).")
             }
@@ -138,7 +139,7 @@ public enum CloudKitLint {
             let requiredAttributes = e.attributes.filter { !$0.isTransient && !$0.isOptional && $0.defaultValue == nil && $0.derivation == nil }
             if !requiredAttributes.isEmpty {
                 add(.requiredAttributeWithoutDefault,
-                    "\(e.name) has \(requiredAttributes.count) non-optional attribute\(requiredAttributes.count == 1 ? "" : "s") without a default value: \(joined(requiredAttributes.map(\.name))).",
+                    "\(e.name) has \(plural(requiredAttributes.count, "non-optional attribute")) without a default value: \(joined(requiredAttributes.map(\.name))).",
                     ["attributes": names(requiredAttributes.map(\.name))], "Give each a default value in the model, or make it optional.")
             }
             if let f = lintBinary(e, store: store, opened: opened) { findings.append(f) }

@@ -241,7 +241,7 @@ public enum MigrationPlanner {
     }
 
     static func dataSentence(_ change: ModelChange, rows: Int, answer: DataAnswer?) -> String {
-        let r = "\(rows) row\(rows == 1 ? "" : "s")"
+        let r = "\(plural(rows, "row"))"
         let keys = answer.map { $0.keys.isEmpty ? "" : " (Z_PK \($0.keys.prefix(5).map(String.init).joined(separator: ", "))\($0.rows > 5 ? ", …" : ""))" } ?? ""
         switch change.question {
         case .rows?: return rows == 0 ? "The old store has no rows of it, so nothing is affected here." : "The old store has \(r) of it\(keys)."
@@ -250,7 +250,7 @@ public enum MigrationPlanner {
         case .linked?: return rows == 0 ? "No row is linked through it." : "\(r) \(rows == 1 ? "is" : "are") linked through it\(keys)."
         case .duplicates?:
             let groups = answer?.groupCount ?? 0
-            return rows == 0 ? "No values repeat in the old store." : "\(r) repeat another row's values (\(groups) group\(groups == 1 ? "" : "s"))\(keys)."
+            return rows == 0 ? "No values repeat in the old store." : "\(r) repeat another row's values (\(plural(groups, "group")))\(keys)."
         case .conversion?: return rows == 0 ? "Every stored value converts." : "\(r) \(rows == 1 ? "holds a value" : "hold values") the new type cannot hold\(keys)."
         case nil: return ""
         }

@@ -1,3 +1,5 @@
+import StoreFormats
+
 /// Why a repair did not produce its output. The input is never changed, and no output exists
 /// under the requested name afterwards.
 public enum RepairError: Error, Equatable, CustomStringConvertible, Sendable {
@@ -21,7 +23,7 @@ public enum RepairError: Error, Equatable, CustomStringConvertible, Sendable {
         case .failed(let path, let detail):
             return "the repair of \(path) failed (\(detail)); the input is unchanged and no output was written."
         case .noRoomForKeys(let store, let entity, let value, let needed):
-            return "cannot add \(needed) \(entity) row\(needed == 1 ? "" : "s") to \(store): its highest key (Z_MAX or Z_PK) is \(value), which leaves no room for them and the app's next insert below SQLite's largest integer (\(Int64.max)); nothing was written — check the key with `storelens rows`."
+            return "cannot add \(plural(needed, "\(entity) row")) to \(store): its highest key (Z_MAX or Z_PK) is \(value), which leaves no room for them and the app's next insert below SQLite's largest integer (\(Int64.max)); nothing was written — check the key with `storelens rows`."
         case .backupFailed(let path, let detail):
             return "cannot back up the store into \(path) (\(detail)); nothing was changed."
         }

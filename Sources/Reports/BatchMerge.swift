@@ -1,4 +1,5 @@
 import Foundation
+import StoreFormats
 
 /// `storelens merge`: the results files of a batch's shards (or of any runs of batch mode) joined
 /// into one account (docs/scale-out.md). An input is known by its command and its path; when it
@@ -196,7 +197,6 @@ public struct BatchMerge: Sendable {
     /// For a terminal: every name sanitised, long lists cut.
     public func text(listLimit: Int = 20) -> String {
         let s = TextTable.sanitized
-        func plural(_ n: Int, _ word: String) -> String { "\(n) \(word)\(n == 1 ? "" : "s")" }
         var out = "merged \(plural(files.count, "file")), \(plural(lineCount, "line")): \(plural(inputCount, "input"))\n"
         for c in commands {
             out += "  \(s(c.command)): \(plural(c.inputs, "input")): \(c.ok) ok, \(c.findings) with findings, \(c.errors) failed (worst exit code \(c.worstExitCode))\n"

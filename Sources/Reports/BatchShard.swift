@@ -20,7 +20,7 @@ public struct BatchShard: Sendable, Equatable, CustomStringConvertible {
             throw BatchShardError("the shard count \(count) is out of range; give N from 1 to \(Self.maximumCount) in --shard K/N")
         }
         guard index >= 1, index <= count else {
-            throw BatchShardError("shard \(index) does not exist in \(count) shard\(count == 1 ? "" : "s"); give K from 1 to \(count) in --shard K/N")
+            throw BatchShardError("shard \(index) does not exist in \(plural(count, "shard")); give K from 1 to \(count) in --shard K/N")
         }
         self.index = index
         self.count = count

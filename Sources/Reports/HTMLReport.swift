@@ -155,8 +155,8 @@ public enum HTMLReport {
         }
         w.element("dt", text: "evidence")
         w.element("dd", text: d.evidenceVerified
-            ? "\(d.originals.count) original file\(d.originals.count == 1 ? "" : "s") recorded before reading and verified unchanged afterwards"
-            : "\(d.originals.count) original file\(d.originals.count == 1 ? "" : "s") recorded before reading")
+            ? "\(StoreFormats.plural(d.originals.count, "original file")) recorded before reading and verified unchanged afterwards"
+            : "\(StoreFormats.plural(d.originals.count, "original file")) recorded before reading")
         w.raw("</dl>\n<p id=\"counts\">")
         for s in Finding.Severity.allCases.reversed() {
             let n = findings.filter { $0.severity == s }.count
@@ -217,12 +217,12 @@ public enum HTMLReport {
             <div class="controls"><label>Severity <select id="sev"><option value="all">all</option><option value="error">error</option>\
             <option value="warning">warning</option><option value="info">info</option></select></label>\
             <label>Search <input id="q" type="search" placeholder="id, entity, store, text" autocomplete="off"></label></div>
-            <p id="finding-status" class="muted">\(HTML.number(findings.count)) finding\(findings.count == 1 ? "" : "s")</p>
+            <p id="finding-status" class="muted">\(plural(findings.count, "finding"))</p>
 
             """)
         if !notRun.isEmpty {
             w.element("p", ["class": "problem"],
-                      text: "\(notRun.count) part\(notRun.count == 1 ? "" : "s") of the reading could not run, so the findings below are incomplete: " + notRun.prefix(5).joined(separator: " "))
+                      text: "\(StoreFormats.plural(notRun.count, "part")) of the reading could not run, so the findings below are incomplete: " + notRun.prefix(5).joined(separator: " "))
         }
         if findings.isEmpty {
             w.raw(notRun.isEmpty ? "<p>No findings.</p>\n" : "<p>No findings from the parts that ran.</p>\n")
@@ -292,11 +292,11 @@ public enum HTMLReport {
             let name = c.map { ($0.identifier ?? "container of unknown identity") + " (\($0.kind == .unknown ? "container" : $0.kind.rawValue))" } ?? "outside any container"
             if let g = at[name] { groups[g].members.append(i) } else { at[name] = groups.count; groups.append((name, [i])) }
         }
-        w.element("p", ["class": "muted"], text: "\(HTML.number(d.stores.count)) stores in \(HTML.number(groups.count)) group\(groups.count == 1 ? "" : "s").")
+        w.element("p", ["class": "muted"], text: "\(HTML.number(d.stores.count)) stores in \(plural(groups.count, "group")).")
         var shown = 0
         for group in groups {
             guard shown < d.limits.listRows else { break }
-            w.open("details"); w.open("summary"); w.text("\(group.name): \(group.members.count) store\(group.members.count == 1 ? "" : "s")"); w.close("summary")
+            w.open("details"); w.open("summary"); w.text("\(group.name): \(StoreFormats.plural(group.members.count, "store"))"); w.close("summary")
             w.raw("<ul>")
             for i in group.members.prefix(d.limits.listRows - shown) {
                 w.raw("<li><a href=\"#store-\(i + 1)\">Store \(i + 1)</a> "); w.element("code", text: d.stores[i].path); w.raw("</li>")
@@ -481,7 +481,7 @@ public enum HTMLReport {
 
     static func walLine(_ s: ReportDocument.StoreSection) -> String {
         if let wal = s.wal?.wal {
-            var line = "\(HTML.number(wal.commits)) commit\(wal.commits == 1 ? "" : "s"), \(HTML.number(wal.validFrames)) of \(HTML.number(wal.frames)) frames valid"
+            var line = "\(plural(wal.commits, "commit")), \(HTML.number(wal.validFrames)) of \(HTML.number(wal.frames)) frames valid"
             if wal.uncommittedFrames > 0 { line += ", \(HTML.number(wal.uncommittedFrames)) uncommitted" }
             return line
         }
@@ -517,7 +517,8 @@ public enum HTMLReport {
         return f.string(from: date)
     }
 
-    static func plural(_ n: Int, _ word: String) -> String { "\(HTML.number(n)) \(word)\(n == 1 ? "" : "s")" }
+    /// `plural` with the number grouped as the rest of the page writes numbers.
+    static func plural(_ n: Int, _ word: String) -> String { StoreFormats.plural(n, word, formatted: HTML.number) }
 
     static func orderedUnique(_ items: [String]) -> [String] {
         var seen = Set<String>()

@@ -1,6 +1,7 @@
 import CoreDataStore
 import Foundation
 import SQLiteAccess
+import StoreFormats
 
 /// The views of `storelens history`: transactions streamed one at a time, or the per-entity
 /// writer summary.
@@ -174,7 +175,7 @@ public final class HistoryWriter {
         if json {
             write((transactions == 0 ? "],\n" : "\n  ],\n") + "  \"count\": \(transactions)\n}\n")
         } else {
-            write(transactions == 0 ? "  (no transactions match)\n" : "  \(transactions) transaction\(transactions == 1 ? "" : "s"), \(changes) change\(changes == 1 ? "" : "s")\n")
+            write(transactions == 0 ? "  (no transactions match)\n" : "  \(plural(transactions, "transaction")), \(plural(changes, "change"))\n")
         }
     }
 }
@@ -218,7 +219,7 @@ public enum HistorySummaryReport {
         for e in summary {
             for (i, w) in e.writers.enumerated() {
                 let label = e.entity == HistoryEntitySummary.noChangesName
-                    ? "(\(w.transactionsWithoutChanges) transaction\(w.transactionsWithoutChanges == 1 ? "" : "s") without changes)"
+                    ? "(\(plural(w.transactionsWithoutChanges, "transaction")) without changes)"
                     : (i == 0 ? e.entity : "")
                 rows.append([label, w.bundleID ?? "-", w.processName ?? "-", w.author ?? "-", w.contextName ?? "-",
                              String(w.inserts), String(w.updates), String(w.deletes),

@@ -132,7 +132,7 @@ public enum InspectionReport {
         case .data(let d): return "<\(d.count) bytes>"
         case .uid(let u): return "<UID \(u)>"
         case .array(let items): return "[" + items.prefix(8).map(metadataText).joined(separator: ", ") + (items.count > 8 ? ", …" : "") + "]"
-        case .dictionary(let d): return "{\(d.count) key\(d.count == 1 ? "" : "s"): " + d.keys.sorted().prefix(8).joined(separator: ", ") + (d.count > 8 ? ", …" : "") + "}"
+        case .dictionary(let d): return "{\(plural(d.count, "key")): " + d.keys.sorted().prefix(8).joined(separator: ", ") + (d.count > 8 ? ", …" : "") + "}"
         }
     }
 

@@ -1,13 +1,14 @@
 import CoreDataStore
 import Findings
 import ModelReview
+import StoreFormats
 
 /// Text, JSON and Markdown views of `storelens migration` (a plan, hop by hop) and
 /// `storelens lint` (findings about one model). The findings go through `FindingsReport`.
 public enum MigrationReport {
     static func hopTitle(_ hop: MigrationHop, plan: MigrationPlan) -> String {
         let version = hop.versionIdentifiers.filter { !$0.isEmpty }.joined(separator: ", ")
-        return "hop \(hop.number): \(hop.stores.count) store\(hop.stores.count == 1 ? "" : "s") at version \(version.isEmpty ? "-" : version) (\(hop.versionDigest)) → \(plan.target.name)"
+        return "hop \(hop.number): \(plural(hop.stores.count, "store")) at version \(version.isEmpty ? "-" : version) (\(hop.versionDigest)) → \(plan.target.name)"
     }
 
     static func verdict(_ hop: MigrationHop) -> String {

@@ -1,6 +1,7 @@
 import CoreDataStore
 import Foundation
 import SQLiteAccess
+import StoreFormats
 import WALForensics
 
 /// `wal --diff` record by record: every inserted, updated and deleted row with its values (as
@@ -282,7 +283,7 @@ public final class RecordDiffWriter {
         if let p = t.processName { facts.append("process \(p)") }
         if let a = t.author { facts.append("author \(a)") }
         if let c = t.contextName { facts.append("context \(c)") }
-        if countingChanges { facts.append("\(t.changes.count) change\(t.changes.count == 1 ? "" : "s")") }
+        if countingChanges { facts.append("\(plural(t.changes.count, "change"))") }
         return TextTable.sanitized(facts.joined(separator: "  "))
     }
 

@@ -1,5 +1,6 @@
 import CoreDataStore
 import Foundation
+import StoreFormats
 import WALForensics
 
 /// `recover`: one entry per record version, written as each arrives (the library streams them).
@@ -70,7 +71,7 @@ public final class RecoveryWriter {
             JSONValue.escape(path, into: &name)
             write((stores == 1 ? "\n" : ",\n") + "    {\n      \"path\": \(name),\n      \"commits\": \(commits),\n      \"versions\": [")
         case .text:
-            write((stores == 1 ? "" : "\n") + TextTable.sanitized(path) + "  (main file = commit 0, \(commits) WAL commit\(commits == 1 ? "" : "s"))\n")
+            write((stores == 1 ? "" : "\n") + TextTable.sanitized(path) + "  (main file = commit 0, \(plural(commits, "WAL commit")))\n")
         case .jsonl, .csv: break
         }
     }
@@ -99,7 +100,7 @@ public final class RecoveryWriter {
             let parts = RecordVersion.State.allCases.compactMap { s in
                 counts[s].map { "\($0) \(s.rawValue)" + (s == .deleted && tombstones > 0 ? " (\(tombstones) of them only in history)" : "") }
             }
-            write("  " + (inStore == 0 ? "no record versions" : "\(inStore) version\(inStore == 1 ? "" : "s"): " + parts.joined(separator: ", ")) + "\n")
+            write("  " + (inStore == 0 ? "no record versions" : "\(plural(inStore, "version")): " + parts.joined(separator: ", ")) + "\n")
         case .jsonl, .csv: break
         }
         flush()

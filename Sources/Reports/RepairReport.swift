@@ -1,6 +1,7 @@
 import Findings
 import Foundation
 import Repair
+import StoreFormats
 
 /// The views of `repair`: the plan, what was applied, and the proof.
 public enum RepairReport {
@@ -41,11 +42,11 @@ public enum RepairReport {
         if o.plan.isEmpty {
             out += o.findings.isEmpty ? "  nothing to repair: every check passes\n" : "  no automatic repair for these findings:\n"
         } else {
-            out += "  plan (\(o.plan.actions.count) action\(o.plan.actions.count == 1 ? "" : "s"), one transaction):\n"
+            out += "  plan (\(plural(o.plan.actions.count, "action")), one transaction):\n"
             for (i, a) in o.plan.actions.enumerated() {
                 out += "  \(i + 1). \(a.name) [answers \(a.answers)]: \(TextTable.sanitized(a.summary))\n"
                 out += a.affected.isEmpty ? "     affects \(a.count)\n" : "     affects \(a.count): \(a.affected.joined(separator: ", "))\(a.count > a.affected.count ? ", …" : "")\n"
-                if o.written, i < o.changes.count { out += "     changed \(o.changes[i]) row\(o.changes[i] == 1 ? "" : "s")\n" }
+                if o.written, i < o.changes.count { out += "     changed \(plural(o.changes[i], "row"))\n" }
             }
         }
         if !o.plan.derivedNotRecomputed.isEmpty {
@@ -61,7 +62,7 @@ public enum RepairReport {
             out += "  (--plan: nothing was written)\n"
         } else if o.written, let output = o.output {
             let untouched = o.tablesBefore.keys.filter { !o.plan.touchedTables.contains($0) }.count
-            out += "  verified: every check ran again on the output; the \(o.plan.answered.count) repaired check\(o.plan.answered.count == 1 ? "" : "s") pass, \(untouched) untouched table\(untouched == 1 ? "" : "s") hash the same as before, no table lost a row no action deletes, and no reference to a row that exists was removed\n"
+            out += "  verified: every check ran again on the output; the \(plural(o.plan.answered.count, "repaired check")) pass, \(plural(untouched, "untouched table")) hash the same as before, no table lost a row no action deletes, and no reference to a row that exists was removed\n"
             out += "  wrote \(TextTable.sanitized(output)) (SHA-256 \(o.outputSHA256 ?? "?"))\n"
         }
         return out

@@ -6,6 +6,7 @@ import Foundation
 import ModelReview
 import Repair
 import SQLiteAccess
+import StoreFormats
 import WALForensics
 
 /// Reads one store of a report into its section: the counts, the WAL analysis, history, every
@@ -125,14 +126,14 @@ public struct StoreReportReader {
             for action in repair.actions {
                 let affected = action.affected.isEmpty ? "" : " (first: \(action.affected.joined(separator: ", ")))"
                 plan.steps.append(.init(store: displayPath, title: "\(action.name)" + (action.entity.map { " on \($0)" } ?? ""),
-                                        detail: "\(action.summary) — \(action.count) row\(action.count == 1 ? "" : "s")\(affected); tables: \(action.tables.joined(separator: ", ")).",
+                                        detail: "\(action.summary) — \(plural(action.count, "row"))\(affected); tables: \(action.tables.joined(separator: ", ")).",
                                         resolves: [action.answers]))
             }
             if !repair.actions.isEmpty {
                 plan.note = "Nothing was changed. `storelens repair INPUT --store PATH --plan` prints the same plan; `--out FILE` applies it to a copy and checks the copy again."
             }
             if !repair.unrepaired.isEmpty {
-                planNotes.append("\(repair.unrepaired.count) finding\(repair.unrepaired.count == 1 ? "" : "s") in \(displayPath) ha\(repair.unrepaired.count == 1 ? "s" : "ve") no automatic repair (\(Set(repair.unrepaired.map(\.id)).sorted().joined(separator: ", "))).")
+                planNotes.append("\(plural(repair.unrepaired.count, "finding")) in \(displayPath) ha\(repair.unrepaired.count == 1 ? "s" : "ve") no automatic repair (\(Set(repair.unrepaired.map(\.id)).sorted().joined(separator: ", "))).")
             }
             // Before a release: the same findings `lint` and `migration` give, store by store.
             if lint {
@@ -260,7 +261,7 @@ final class Parts: @unchecked Sendable {
 
         let integrityRuns = integrityChecker != nil
         let other = Thread { [parts, checker] in
-            let started = ContinuousClock.now
+            let stopwatch = Stopwatch()
             if let checker {
                 parts.invariants = Result { try checker.runInvariants() }
                 parts.history = HistoryPart.read(parts.copy, displayPath: displayPath)
@@ -277,8 +278,7 @@ final class Parts: @unchecked Sendable {
             }
             // STORELENS_TIMINGS: this thread's share, beside the integrity task's own line.
             if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
-                let took = ContinuousClock.now - started
-                FileHandle.standardError.write(Data("timing report-part=\"checks, history, WAL\" seconds=\(Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18)\n".utf8))
+                FileHandle.standardError.write(Data("timing report-part=\"checks, history, WAL\" seconds=\(stopwatch.seconds)\n".utf8))
             }
             parts.done.signal()
         }

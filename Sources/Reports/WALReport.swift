@@ -1,5 +1,6 @@
 import Foundation
 import SQLiteAccess
+import StoreFormats
 import WALForensics
 
 /// The views of `wal`: the WAL and `-shm` report, the `--diff` report and
@@ -123,7 +124,7 @@ public enum WALReport {
             if let problem = w.headerProblem {
                 out += "  wal         \(w.fileBytes) bytes, not used by SQLite: \(TextTable.sanitized(problem))\n"
             } else {
-                out += "  wal         \(w.validFrames) of \(w.frames) frames valid, \(w.commits) commit\(w.commits == 1 ? "" : "s"), last commit at frame \(w.lastCommitFrame), \(w.fileBytes) bytes\n"
+                out += "  wal         \(w.validFrames) of \(w.frames) frames valid, \(plural(w.commits, "commit")), last commit at frame \(w.lastCommitFrame), \(w.fileBytes) bytes\n"
                 var second = "salts \(w.salt1.map(hex) ?? "?") \(w.salt2.map(hex) ?? "?"), checkpoint sequence \(w.checkpointSequence.map(String.init) ?? "?")"
                 if let big = w.bigEndianChecksums { second += ", \(big ? "big" : "little")-endian checksums" }
                 out += "              \(second)\n"

@@ -316,7 +316,7 @@ public enum DatabaseImageError: Error, Equatable, Sendable, CustomStringConverti
         case .walDataMismatch(let parsed, let given):
             "The WAL bytes given (\(given) bytes) are not the ones that were parsed (\(parsed) bytes)."
         case .commitOutOfRange(let requested, let available):
-            "Commit \(requested) does not exist: the WAL has \(available) valid commit\(available == 1 ? "" : "s")."
+            "Commit \(requested) does not exist: the WAL has \(plural(available, "valid commit"))."
         case .imageTooLarge(let bytes, let limit):
             "The database image would be \(bytes) bytes, more than the limit of \(limit) bytes."
         case .imageHeaderInvalid(let error):

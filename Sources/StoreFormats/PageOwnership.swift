@@ -94,7 +94,7 @@ public enum PageOwnershipError: Error, Equatable, Sendable, CustomStringConverti
         case .walDataMismatch:
             "The WAL bytes given are not the ones that were parsed."
         case .commitOutOfRange(let requested, let available):
-            "Commit \(requested) does not exist: the WAL has \(available) valid commit\(available == 1 ? "" : "s")."
+            "Commit \(requested) does not exist: the WAL has \(plural(available, "valid commit"))."
         }
     }
 }

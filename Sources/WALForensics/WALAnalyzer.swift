@@ -432,8 +432,6 @@ public enum WALAnalyzer {
 
     static func hex(_ value: UInt32) -> String { String(format: "0x%08x", value) }
 
-    static func plural(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
-
     static func frameRange(_ first: Int, _ count: Int) -> String {
         count == 1 ? "frame \(first)" : "frames \(first)-\(first + count - 1)"
     }

@@ -26,7 +26,7 @@ public enum WALForensicsError: Error, Equatable, Sendable, CustomStringConvertib
         switch self {
         case .commitOutOfRange(let path, let option, let requested, let available):
             let range = available == 0 ? "only 0 (the main file alone)" : "0 (the main file alone) to \(available)"
-            return "\(path) has \(available) valid WAL commit\(available == 1 ? "" : "s"), so \(option) \(requested) is out of range; give \(range)."
+            return "\(path) has \(plural(available, "valid WAL commit")), so \(option) \(requested) is out of range; give \(range)."
         case .image(let path, let error):
             return "\(path): the point-in-time image cannot be built (\(Self.clause(error.description)))."
         case .pages(let path, let error):

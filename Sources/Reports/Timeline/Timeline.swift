@@ -1,6 +1,7 @@
 import CoreDataStore
 import Foundation
 import SQLiteAccess
+import StoreFormats
 import WALForensics
 
 /// One dated event of `storelens timeline`: a history transaction, a WAL commit (dated by the
@@ -146,7 +147,7 @@ public enum StoreTimeline {
         }
         return order.map { entity in
             let byType = counts[entity] ?? [:]
-            let parts = byType.keys.sorted().map { type in "\(byType[type] ?? 0) \(type)\(byType[type] == 1 ? "" : "s")" }
+            let parts = byType.keys.sorted().map { type in plural(byType[type] ?? 0, type) }
             return parts.joined(separator: ", ") + " of " + entity
         }.joined(separator: "; ")
     }

@@ -1,3 +1,5 @@
+import StoreFormats
+
 /// One option a command accepts, as it appears in help and in parsing.
 struct OptionSpec {
     enum Kind { case flag, value }
@@ -79,7 +81,7 @@ struct ParsedArguments {
             }
             guard let option = spec(for: name) else {
                 let candidates = options.flatMap(\.names).filter { $0.hasPrefix("--") } + ["--help"]
-                throw .unknownOption(name, suggestion: Suggestion.closest(to: name, in: candidates))
+                throw .unknownOption(name, suggestion: EditDistance.closest(to: name, in: candidates))
             }
             switch option.kind {
             case .flag:
@@ -100,28 +102,5 @@ struct ParsedArguments {
             if let d = option.defaultValue { result.values[option.primaryName] = [d] }
         }
         return result
-    }
-}
-
-/// "Did you mean …?" by edit distance, as swift-argument-parser suggests.
-enum Suggestion {
-    static func closest(to word: String, in candidates: [String]) -> String? {
-        let scored = candidates.map { ($0, distance(word, $0)) }.filter { $0.1 <= max(2, word.count / 3) }
-        return scored.min { $0.1 < $1.1 }?.0
-    }
-
-    static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
-        if a.isEmpty { return b.count }
-        if b.isEmpty { return a.count }
-        var previous = Array(0...b.count)
-        for i in 1...a.count {
-            var current = [i] + Array(repeating: 0, count: b.count)
-            for j in 1...b.count {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            }
-            previous = current
-        }
-        return previous[b.count]
     }
 }

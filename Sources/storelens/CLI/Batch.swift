@@ -164,11 +164,11 @@ enum Batch {
         progress.clear()
         let codes = state.exitCodes + skippedCodes
         let counts = state.statusCounts
-        var summary = "\(command) batch: \(inputs.count) input\(inputs.count == 1 ? "" : "s")"
+        var summary = "\(command) batch: \(plural(inputs.count, "input"))"
         if let shard = settings.shard { summary += " (shard \(shard) of \(all.count))" }
         summary += "; ran \(todo.count) "
         summary += "(\(counts[.ok, default: 0]) ok, \(counts[.findings, default: 0]) with findings, \(counts[.error, default: 0]) failed)"
-        summary += " with \(settings.jobs) job\(settings.jobs == 1 ? "" : "s")"
+        summary += " with \(plural(settings.jobs, "job"))"
         summary += "; skipped \(skippedCodes.count) already done"
         summary += settings.file == "-" ? ".\n" : "; results in \(TextTable.sanitized(settings.file)).\n"
         output.error(summary)
@@ -180,7 +180,7 @@ enum Batch {
     static func runOne(command: String, input: String, host: String, job: Job) -> BatchLine {
         let context = BatchContext()
         let started = Date()
-        let clock = ContinuousClock.now
+        let stopwatch = Stopwatch()
         var line = BatchLine(command: command, input: input)
         line.host = host
         line.toolVersion = Storelens.version
@@ -199,8 +199,7 @@ enum Batch {
             line.error = message
         }
         line.sha256 = context.sha256
-        let elapsed = ContinuousClock.now - clock
-        line.seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        line.seconds = stopwatch.seconds
         return line
     }
 }

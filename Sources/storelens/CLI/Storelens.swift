@@ -2,6 +2,7 @@ import Acquisition
 import CBuildInfo
 import CoreDataStore
 import Foundation
+import StoreFormats
 
 /// The root command: dispatches to subcommands, prints help and version, and funnels errors.
 enum Storelens {
@@ -31,7 +32,7 @@ enum Storelens {
                 return .success
             }
             guard let command = commands.first(where: { $0.configuration.name == name }) else {
-                return Diagnostics.report(.unknownCommand(name, suggestion: Suggestion.closest(to: name, in: commands.map { $0.configuration.name })),
+                return Diagnostics.report(.unknownCommand(name, suggestion: EditDistance.closest(to: name, in: commands.map { $0.configuration.name })),
                                           command: nil, to: output)
             }
             output.write(Help.command(command.configuration))
@@ -39,10 +40,10 @@ enum Storelens {
         }
         guard let command = commands.first(where: { $0.configuration.name == first }) else {
             if first.hasPrefix("-") {
-                return Diagnostics.report(.unknownOption(first, suggestion: Suggestion.closest(to: first, in: ["--help", "--version"])),
+                return Diagnostics.report(.unknownOption(first, suggestion: EditDistance.closest(to: first, in: ["--help", "--version"])),
                                           command: nil, to: output)
             }
-            return Diagnostics.report(.unknownCommand(first, suggestion: Suggestion.closest(to: first, in: commands.map { $0.configuration.name })),
+            return Diagnostics.report(.unknownCommand(first, suggestion: EditDistance.closest(to: first, in: commands.map { $0.configuration.name })),
                                       command: nil, to: output)
         }
         let configuration = command.configuration

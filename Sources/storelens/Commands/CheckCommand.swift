@@ -4,6 +4,7 @@ import CoreDataStore
 import Findings
 import Foundation
 import Reports
+import StoreFormats
 
 /// `storelens check INPUT`: SQLite's own check, then Core Data's invariants.
 struct CheckCommand: Command {
@@ -144,7 +145,7 @@ struct CheckCommand: Command {
             findings += found
             if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
                 // For `make bench`: the checks alone, without acquisition and hashing.
-                output.error("timing checks-seconds=\(Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18)\n")
+                output.error("timing checks-seconds=\(Stopwatch.seconds(of: took))\n")
             }
             stores.append(store.displayPath)
         }

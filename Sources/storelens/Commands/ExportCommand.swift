@@ -2,6 +2,7 @@ import Acquisition
 import CoreDataStore
 import Foundation
 import Reports
+import StoreFormats
 
 /// `storelens export INPUT --out FILE`: the store's records decoded into a plain SQLite file.
 struct ExportCommand: Command {
@@ -107,7 +108,7 @@ struct ExportCommand: Command {
             output.write(document.rendered() + "\n")
         } else {
             var text = TextTable.sanitized(displayPath) + "\n"
-            text += "  exported \(summary.tables.count) table\(summary.tables.count == 1 ? "" : "s"), \(summary.rows) row\(summary.rows == 1 ? "" : "s") to \(TextTable.sanitized(out))\n"
+            text += "  exported \(plural(summary.tables.count, "table")), \(plural(summary.rows, "row")) to \(TextTable.sanitized(out))\n"
             var rows: [[String]] = [["TABLE", "ENTITY", "ROWS"]]
             for t in summary.tables { rows.append([t.name, t.entity ?? "link: " + (t.relationship ?? "?"), String(t.rows)]) }
             text += TextTable.render(rows, rightAligned: [2], indent: 2)

@@ -1,5 +1,6 @@
 import Foundation
 import Reports
+import StoreFormats
 
 /// `storelens merge FILE...`: the results files of a batch's shards joined into one summary.
 struct MergeCommand: Command {
@@ -49,7 +50,7 @@ struct MergeCommand: Command {
         if let first = merge.malformed.first {
             let more = merge.malformedCount - 1
             output.error("Error: \(TextTable.sanitized(first.file)) line \(first.line) is \(first.reason)"
-                         + (more > 0 ? "; \(more) more line\(more == 1 ? "" : "s") could not be read either" : "")
+                         + (more > 0 ? "; \(plural(more, "more line")) could not be read either" : "")
                          + "; the summary leaves them out\(out == nil ? "" : " and --out was not written"), so give merge the batch's results files only.\n")
         }
         return ExitCode(rawValue: merge.exitCode) ?? .internalError

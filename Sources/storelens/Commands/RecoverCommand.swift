@@ -2,6 +2,7 @@ import Acquisition
 import CoreDataStore
 import Foundation
 import Reports
+import StoreFormats
 import WALForensics
 
 /// `storelens recover INPUT`: every version of every record the WAL proves, with its state and source.
@@ -148,7 +149,7 @@ struct RecoverCommand: Command {
                 ("stores", .array(counts.map { .object([("path", .string($0.0)), ("versions", .int($0.1))]) })),
             ]).rendered() + "\n")
         } else {
-            output.write(TextTable.sanitized("wrote \(database.versions) version\(database.versions == 1 ? "" : "s") of \(stores.count) store\(stores.count == 1 ? "" : "s") to \(out): tables \(database.tableNames.joined(separator: ", "))") + "\n")
+            output.write(TextTable.sanitized("wrote \(plural(database.versions, "version")) of \(plural(stores.count, "store")) to \(out): tables \(database.tableNames.joined(separator: ", "))") + "\n")
         }
     }
 }

@@ -116,7 +116,7 @@ struct ReportCommand: Command {
         } else {
             try ReportFile.write(built.html, to: out, force: force, originals: session.ledger.entries.map(\.path))
             let counts = Finding.Severity.allCases.reversed().map { s in "\(built.findings.filter { $0.severity == s }.count) \(s.rawValue)" }
-            output.write("wrote \(TextTable.sanitized(out)) (\(built.html.utf8.count) bytes): \(built.storeCount) store\(built.storeCount == 1 ? "" : "s"), findings: \(counts.joined(separator: ", "))\n")
+            output.write("wrote \(TextTable.sanitized(out)) (\(built.html.utf8.count) bytes): \(plural(built.storeCount, "store")), findings: \(counts.joined(separator: ", "))\n")
         }
         if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
         // The report is written either way; a damaged input or a failed audit still ends as an input error.
@@ -210,9 +210,9 @@ struct ReportCommand: Command {
         let progress = ProgressReporter.current
         // STORELENS_TIMINGS: when each stage starts, from here (after the output checks).
         let timings = ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil
-        let started = ContinuousClock.now
+        let stopwatch = Stopwatch()
         func mark(_ what: String) {
-            if timings { FileHandle.standardError.write(Data("timing report-stage=\"\(what)\" at-seconds=\(Self.seconds(since: started))\n".utf8)) }
+            if timings { FileHandle.standardError.write(Data("timing report-stage=\"\(what)\" at-seconds=\(stopwatch.seconds)\n".utf8)) }
         }
         var document = ReportDocument(inputs: paths, commandLine: Self.commandLine(), toolVersion: Storelens.version)
         document.manifestPath = manifestPath
@@ -255,7 +255,7 @@ struct ReportCommand: Command {
         func stage(_ i: Int, _ store: FoundStore) -> (String) -> Void {
             { what in
                 progress.report("report: store \(i + 1) of \(found.count) (\(store.name)): \(what)", done: Int64(i), unit: .step)
-                if timings { FileHandle.standardError.write(Data("timing report-stage=\"\(what)\" store=\(i + 1) at-seconds=\(Self.seconds(since: started))\n".utf8)) }
+                if timings { FileHandle.standardError.write(Data("timing report-stage=\"\(what)\" store=\(i + 1) at-seconds=\(stopwatch.seconds)\n".utf8)) }
             }
         }
         // Every store's working copy first: the originals are not read again after that, so
@@ -313,11 +313,6 @@ struct ReportCommand: Command {
             built.problem = "\(section.path): \(first) The report lists what could not run."
         }
         return built
-    }
-
-    static func seconds(since start: ContinuousClock.Instant) -> Double {
-        let took = ContinuousClock.now - start
-        return Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
     }
 
     /// The sentence `Diagnostics` would print for an error.

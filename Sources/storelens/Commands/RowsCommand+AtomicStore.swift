@@ -2,6 +2,7 @@ import Acquisition
 import CoreDataStore
 import Foundation
 import Reports
+import StoreFormats
 
 extension RowsCommand {
     /// `rows` of a Core Data XML store: its objects of one entity through the same writer (and
@@ -32,7 +33,7 @@ extension RowsCommand {
         writer.begin()
         for row in selected.rows.prefix(limit ?? Int.max) { try writer.add(row) }
         writer.end()
-        if format == .table { output.write("\(writer.count) row\(writer.count == 1 ? "" : "s")\n") }
+        if format == .table { output.write("\(plural(writer.count, "row"))\n") }
         try session.finish()
         // Values that are not their type are shown as stored text; say so where people look.
         for anomaly in selected.anomalies.prefix(10) { output.error("warning: \(anomaly).\n") }

@@ -2,6 +2,7 @@ import Acquisition
 import CoreDataStore
 import Foundation
 import Reports
+import StoreFormats
 import WALForensics
 
 /// `storelens rows INPUT ENTITY`: an entity's rows with values decoded through the model.
@@ -121,7 +122,7 @@ struct RowsCommand: Command {
             throw error
         }
         writer.end()
-        if format == .table { output.write("\(writer.count) row\(writer.count == 1 ? "" : "s")\n") }
+        if format == .table { output.write("\(plural(writer.count, "row"))\n") }
         try session.finish()
         if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
         return .success

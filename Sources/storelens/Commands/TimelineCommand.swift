@@ -2,6 +2,7 @@ import Acquisition
 import CoreDataStore
 import Foundation
 import Reports
+import StoreFormats
 import WALForensics
 
 /// `storelens timeline INPUT`: every dated event of the input's stores, sorted, in Timesketch's columns.
@@ -72,7 +73,7 @@ struct TimelineCommand: Command {
         output.write(TimelineWriter.header(format, rawCSV: rawCSV))
         try spool.forEachSorted { output.write($0) }
         if !skipped.isEmpty { output.error("Not Core Data, no timeline: \(skipped.map(TextTable.sanitized).joined(separator: ", "))\n") }
-        if undated > 0 { output.error("\(undated) transaction\(undated == 1 ? "" : "s"), commit\(undated == 1 ? "" : "s") or value\(undated == 1 ? "" : "s") without a usable date left out.\n") }
+        if undated > 0 { output.error("\(plural(undated, "transaction")), commit\(undated == 1 ? "" : "s") or value\(undated == 1 ? "" : "s") without a usable date left out.\n") }
         if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
         return .success
     }

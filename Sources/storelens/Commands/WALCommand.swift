@@ -204,7 +204,6 @@ struct WALCommand: Command {
     }
 
     static func seconds(_ duration: Duration) -> String {
-        let (whole, attoseconds) = duration.components
-        return String(format: "%.6f", Double(whole) + Double(attoseconds) / 1e18)
+        String(format: "%.6f", Stopwatch.seconds(of: duration))
     }
 }
