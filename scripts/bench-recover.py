@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The corpus and the scoring of scripts/bench-recover.sh (issue 15's `make bench` row).
+"""The corpus and the scoring of scripts/bench-recover.sh (recover's rows in `make bench`).
 
   bench-recover.py make STORE OUT_DIR     build the two stores and their truth from STORE
   bench-recover.py score KIND OUTPUT TRUTH  count what one tool recovered, per source

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The recover part of `make bench` (called by scripts/bench.sh, or on its own after
 # `swift build -c release`): `storelens recover` beside `sqlite3 .recover` and sqlite-dissect on the
-# same generated stores, in the same run (issue 15). Prints a markdown section on stdout.
+# same generated stores, in the same run. Prints a markdown section on stdout.
 #
 # Corpus (bench-corpus/recover-ROWS/, built once): a Core Data store of BENCH_RECOVER_ROWS notes
 # (default 100000) written by the store builder, then changed with SQLite itself by

@@ -77,7 +77,7 @@ public struct EvidenceLedger: Sendable {
 
     /// Records `urls` and copies each `copying` pair (original → new file in the scratch folder) on
     /// the same two threads. A file both hashed and copied is read once: its hash is taken from the
-    /// bytes as they are copied (issue 16: every evidence byte read at most twice, here and in the
+    /// bytes as they are copied (every evidence byte is read at most twice, here and in the
     /// after-hash).
     mutating func record(_ urls: [URL], hash: Bool = true, copying: [(from: URL, to: URL)]) throws {
         var todo: [URL] = []

@@ -4,7 +4,7 @@ import Foundation
 /// a decryption — counted per path when `STORELENS_EVIDENCE_READS` names a log file. Each
 /// session's `finish()` appends its counts there (`passes<TAB>path` a line), and
 /// `EvidenceGuaranteeTests` reads them to prove that every command reads each evidence byte at
-/// most twice (issue 16). Reads of a few header bytes (sniffing a format, a WAL header) are not
+/// most twice (docs/safety.md). Reads of a few header bytes (sniffing a format, a WAL header) are not
 /// passes and are not counted. Without the variable this costs one nil check per pass.
 public enum EvidenceReads {
     static let log = ProcessInfo.processInfo.environment["STORELENS_EVIDENCE_READS"]

@@ -227,7 +227,7 @@ struct ScratchLifetimeTests {
     }
 }
 
-/// Each evidence byte is read at most twice (issue 16): once for the hash and the copy, once for
+/// Each evidence byte is read at most twice: once for the hash and the copy, once for
 /// the after-hash. A store's `-journal` and, with a hot journal, its main file alone are read
 /// later than the copy; they must come from the working folder, never from the originals again.
 @Suite("after the working copy is made, the originals are not read again")

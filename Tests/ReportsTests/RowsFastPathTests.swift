@@ -7,7 +7,7 @@ import StoreTestSupport
 import Testing
 @testable import Reports
 
-/// `rows --format jsonl/array/csv/tsv` reads through `RowScan` and `RowBytesEncoder` (issue 16),
+/// `rows --format jsonl/array/csv/tsv` reads through `RowScan` and `RowBytesEncoder`,
 /// not through `RowReader.forEach` and the `JSONValue` rendering. The old path stays the
 /// reference: on every entity of every sample store, of a store of odd values written for this
 /// test, and of every real store, both paths must write the same bytes.

@@ -73,7 +73,7 @@ enum EncryptedBackupWriter {
     }
 }
 
-/// Encrypted Finder/iTunes backups (issue 19): decrypted only into the scratch folder, read by
+/// Encrypted Finder/iTunes backups: decrypted only into the scratch folder, read by
 /// every command as the unencrypted twin is, the password never written anywhere.
 @Suite("encrypted backups")
 struct EncryptedBackupTests {

@@ -3,7 +3,7 @@ import StoreBuilder
 import StoreTestSupport
 import Testing
 
-/// Every command reads each evidence byte at most twice (issue 16): the hash is taken from the
+/// Every command reads each evidence byte at most twice: the hash is taken from the
 /// bytes as they are copied, and the after-hash runs on a background thread beside the command's
 /// work. Neither may let a change to an input go unnoticed: one made before the after-hash
 /// changes the bytes it reads, one made after it changes the file's ctime, which the closing

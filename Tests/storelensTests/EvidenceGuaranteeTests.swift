@@ -5,7 +5,7 @@ import StoreFormats
 import StoreTestSupport
 import Testing
 
-/// The evidence guarantee (issue 9): every command, in every output format, on every kind of
+/// The evidence guarantee: every command, in every output format, on every kind of
 /// input — a loose store, a container folder, an `.xcappdata` bundle, a tar.gz, a zip and a
 /// Finder/iTunes backup — over the genuine Apple stores in ../shared/fixtures/real/ and over
 /// builder-made containers, leaves every input file's SHA-256, size and mtime as it was, adds

@@ -5,7 +5,7 @@ import StoreBuilder
 import StoreFormats
 import StoreTestSupport
 
-/// The hostile-input corpus of issue 9: broken and malicious versions of everything storelens
+/// The hostile-input corpus: broken and malicious versions of everything storelens
 /// reads — SQLite headers, truncated databases, WALs damaged in every way
 /// shared/reference/sqlite-wal-and-safe-open.md §2.3–2.4 lists, `-shm` garbage, metadata plists and
 /// model caches that are corrupt, cyclic, deeply nested or huge, hostile entity and table names,
@@ -52,12 +52,12 @@ enum HostileCorpus {
 
     static var items: [Item] {
         headers + truncations + wals + sharedMemory + metadata + modelCaches + names + keys + schemaCode
-            + archives + backups + containers + issue14
+            + archives + backups + containers + unboundedWork
     }
 
-    // MARK: - Issue 14: unbounded work from small inputs, output that attacks its reader
+    // MARK: - Unbounded work from small inputs, output that attacks its reader
 
-    static let issue14: [Item] = [
+    static let unboundedWork: [Item] = [
         // 64 MiB logical, a few KB on disk (the dedicated test uses 1 GiB): only the bytes a -shm
         // can hold for the WAL's frames are read.
         Item("shm: a 64 MiB sparse -shm") { folder, work in
@@ -554,7 +554,7 @@ enum HostileCorpus {
         namesItem("no Z_PRIMARYKEY table", last: true) { w in try w.executeRaw("DROP TABLE Z_PRIMARYKEY") },
     ]
 
-    // MARK: - Keys and entity numbers a device stored (issue 14)
+    // MARK: - Keys and entity numbers a device stored
 
     /// A second list with a correct Z_ENT, then list 1 (which every item points at) gets `zEnt`.
     static func wrongEntityList(_ w: StoreWriter, zEnt: String) throws {
