@@ -18,15 +18,65 @@ public enum WALAnalyzer {
     /// - Throws: only `WorkingFolderFailure`: our own full or failing working folder stops the
     ///   analysis instead of becoming a finding about the WAL (every other problem is a finding).
     public static func analyze(_ evidence: WALEvidence, options: Options = Options()) throws -> WALAnalysis {
-        // Every error caught below to decide a verdict goes through `ours` first.
-        func ours<T>(_ body: () throws -> T) throws -> T? { try WorkingFolderFailure.unlessOurs(body) }
-        var findings: [WALAnalysis.Finding] = []
         let header = evidence.header
         let wal = evidence.wal
         let usableWAL = wal.flatMap { $0.isUsable ? $0 : nil }
         let transactions = usableWAL?.transactions ?? []
+        var findings = presenceFindings(evidence)
 
-        // Header and presence.
+        // SQLite's quick_check of the WAL view is the longest part on a large store and needs
+        // nothing the page walk below finds: it starts first, beside the walk.
+        let earlyQuickCheck = options.integrityCheck && !transactions.isEmpty ? BackgroundQuickCheck.start(evidence) : nil
+        defer { earlyQuickCheck?.result() }
+
+        var structure = StructureEvidence()
+        var pages = PageMapping()
+        do {
+            pages = try mapPages(evidence, structure: &structure)
+        } catch {
+            if let failure = WorkingFolderFailure.from(error) { throw failure }
+            findings.append(.init(.warning, "pagesNotMapped",
+                                  "The pages cannot be mapped to tables: \(WALForensicsError.clause(String(describing: error)))."))
+            pages.transactions = transactions.map {
+                .init(number: $0.number, firstFrame: $0.firstFrame, commitFrame: $0.commitFrame, frames: $0.frameCount,
+                      pages: $0.pages, databaseSizeInPages: $0.databaseSizeInPages, tables: [], entities: [], otherPages: [])
+            }
+        }
+        if !transactions.isEmpty {
+            structure.pageOneChanges = pageOneDifferences(evidence)
+            try checkBelonging(evidence, options: options, pages: pages, earlyQuickCheck: earlyQuickCheck, structure: &structure)
+        }
+        findings += structure.findings(hasWAL: !transactions.isEmpty)
+        let shmFacts = sharedMemoryFacts(evidence, findings: &findings)
+
+        var uncommitted: WALAnalysis.Uncommitted?
+        if let wal, wal.uncommittedFrameCount > 0 {
+            let tail = wal.frames.suffix(wal.uncommittedFrameCount)
+            uncommitted = .init(firstFrame: wal.lastCommitFrame + 1, frames: tail.count,
+                                pages: Set(tail.map(\.pageNumber)).sorted())
+        }
+        let order: [WALAnalysis.Finding.Severity: Int] = [.warning: 0, .note: 1]
+        let sorted = findings.enumerated().sorted {
+            (order[$0.element.severity]!, $0.offset) < (order[$1.element.severity]!, $1.offset)
+        }.map(\.element)
+        return WALAnalysis(
+            displayPath: evidence.displayPath, mainFileBytes: evidence.mainFile.count,
+            pageSize: header?.pageSize ?? wal?.pageSize,
+            headerJournalMode: header.map { $0.isWALMode ? "wal" : "rollback" },
+            isCoreData: pages.isCoreData, entitiesByTable: pages.tableEntities, wal: wal.map(walFacts), transactions: pages.transactions,
+            uncommitted: uncommitted, framesAfterStop: wal.map { framesAfterStop($0, data: evidence.walData) } ?? [],
+            shm: shmFacts, findings: sorted)
+    }
+
+    /// Every error caught to decide a verdict goes through this first: our own working folder's
+    /// failure is thrown on, anything else becomes nil.
+    static func ours<T>(_ body: () throws -> T) throws -> T? { try WorkingFolderFailure.unlessOurs(body) }
+
+    /// The header against the files that came with it: WAL mode without a -wal, a -wal beside a
+    /// rollback-journal header, the WAL's own findings, a page size that differs.
+    static func presenceFindings(_ evidence: WALEvidence) -> [WALAnalysis.Finding] {
+        var findings: [WALAnalysis.Finding] = []
+        let header = evidence.header, wal = evidence.wal
         if let header {
             if header.isWALMode, wal == nil {
                 // With a -shm the -wal was most likely left behind (check's `wal-missing`); with
@@ -47,180 +97,173 @@ public enum WALAnalyzer {
         if let wal {
             findings += walFindings(wal, evidence: evidence)
         }
-        if let walPageSize = usableWAL?.pageSize, let header, header.pageSize != walPageSize {
+        if let walPageSize = wal.flatMap({ $0.isUsable ? $0 : nil })?.pageSize, let header, header.pageSize != walPageSize {
             findings.append(.init(.warning, "walPageSizeMismatch",
                                   "The WAL's page size (\(walPageSize) bytes) differs from the database's (\(header.pageSize) bytes), so the WAL cannot belong to this database."))
         }
+        return findings
+    }
 
-        // SQLite's quick_check of the WAL view is the longest part on a large store and needs
-        // nothing the page walk below finds: it starts first, beside the walk.
-        let earlyQuickCheck = options.integrityCheck && !transactions.isEmpty ? BackgroundQuickCheck.start(evidence) : nil
-        defer { earlyQuickCheck?.result() }
-
-        // Pages to tables, commit by commit.
-        var mapped: [WALAnalysis.Transaction] = []
-        var structure = StructureEvidence()
+    /// What the page walk gives: each commit with the tables it wrote, the entities of those
+    /// tables, and the connection on the WAL view the belonging checks use.
+    struct PageMapping {
+        var transactions: [WALAnalysis.Transaction] = []
         var tableEntities: [String: [String]] = [:]
         var isCoreData = false
         var finalConnection: Connection?
-        do {
-            let tracker = try PageOwnershipTracker(mainFile: evidence.mainFile, wal: usableWAL, walData: evidence.walData, files: evidence.files)
-            structure.mainProblems = tracker.problems
-            structure.mainUnaccounted = tracker.unaccountedPages.count
-            structure.mainTables = Set(tracker.objects.filter { $0.type == "table" && !$0.name.hasPrefix("sqlite_") }.map(\.name))
-            var known = Set(structure.mainProblems)
-            var byCommit: [(commit: Int, tables: Set<String>, other: [String: Int])] = []
-            // Page 1 as readers last saw it: a commit that rewrites only its 100-byte database
-            // header (change counter, page count, freelist) did not write sqlite_schema.
-            let pageSize = usableWAL?.pageSize ?? header?.pageSize ?? 0
-            var pageOne: Data? = pageSize > 0 && evidence.mainFile.count >= pageSize ? evidence.mainFile.prefix(pageSize) : nil
-            for transaction in transactions {
-                tracker.advance()
-                var tables = Set<String>()
-                var other: [String: Int] = [:]
-                var headerOnly = false
-                if transaction.pages.contains(1), let wal = usableWAL, let walData = evidence.walData, pageSize > 0,
-                   let frame = (transaction.firstFrame...transaction.commitFrame).reversed().lazy
-                       .compactMap({ wal.frame($0) }).first(where: { $0.pageNumber == 1 }),
-                   frame.pageOffset >= 0, frame.pageOffset <= walData.count - pageSize {
-                    let start = walData.startIndex + frame.pageOffset
-                    let image = walData[start..<(start + pageSize)]
-                    if let previous = pageOne, previous.count == pageSize,
-                       previous.dropFirst(DatabaseHeader.length).elementsEqual(image.dropFirst(DatabaseHeader.length)) {
-                        headerOnly = true
-                    }
-                    pageOne = Data(image)
-                }
-                for page in transaction.pages {
-                    if page == 1 && headerOnly {
-                        other["header", default: 0] += 1
-                        continue
-                    }
-                    if Int(page) > transaction.databaseSizeInPages {
-                        other["pastEnd", default: 0] += 1
-                        structure.framesPastEnd.append((transaction.number, page, transaction.databaseSizeInPages))
-                        continue
-                    }
-                    guard let use = tracker.use(of: page) else {
-                        other["unused", default: 0] += 1
-                        continue
-                    }
-                    if let object = use.object {
-                        tables.insert(object.tableName)
-                    } else {
-                        let name = switch use.kind {
-                        case .freelistTrunk, .freelistLeaf: "freelist"
-                        case .pointerMap: "pointerMap"
-                        case .lockByte: "lockByte"
-                        default: "unused"
-                        }
-                        other[name, default: 0] += 1
-                    }
-                }
-                for problem in tracker.problems where !known.contains(problem) {
-                    known.insert(problem)
-                    structure.walProblems.append((transaction.number, problem))
-                }
-                byCommit.append((transaction.number, tables, other))
-            }
-            if !transactions.isEmpty {
-                structure.finalUnaccounted = tracker.unaccountedPages.count
-                structure.finalTables = Set(tracker.objects.filter { $0.type == "table" && !$0.name.hasPrefix("sqlite_") }.map(\.name))
-                structure.finalProblems = tracker.problems
-            }
+    }
 
-            // Entity names from Z_PRIMARYKEY, in the WAL view and the main file.
-            finalConnection = try ours { try PointInTime.open(evidence, commit: nil) }
-            let mainConnection = transactions.isEmpty ? finalConnection : try ours { try PointInTime.open(evidence, commit: 0) }
-            for connection in [finalConnection, mainConnection].compactMap({ $0 }) {
-                guard let store = try ours({ try CoreDataStore.read(connection) }) ?? nil else { continue }
-                isCoreData = true
-                for entity in store.entities where tableEntities[entity.table]?.contains(entity.name) != true {
-                    tableEntities[entity.table, default: []].append(entity.name)
-                }
-            }
-            for (index, transaction) in transactions.enumerated() {
-                let entry = byCommit[index]
-                let tables = entry.tables.sorted()
-                let entities = tables.flatMap { tableEntities[$0] ?? [] }
-                let order = ["header", "freelist", "pointerMap", "lockByte", "unused", "pastEnd"]
-                mapped.append(.init(number: transaction.number, firstFrame: transaction.firstFrame,
-                                    commitFrame: transaction.commitFrame, frames: transaction.frameCount,
-                                    pages: transaction.pages, databaseSizeInPages: transaction.databaseSizeInPages,
-                                    tables: tables, entities: entities,
-                                    otherPages: order.compactMap { key in entry.other[key].map { (key, $0) } }))
-            }
-        } catch {
-            if let failure = WorkingFolderFailure.from(error) { throw failure }
-            findings.append(.init(.warning, "pagesNotMapped",
-                                  "The pages cannot be mapped to tables: \(WALForensicsError.clause(String(describing: error)))."))
-            mapped = transactions.map {
-                .init(number: $0.number, firstFrame: $0.firstFrame, commitFrame: $0.commitFrame, frames: $0.frameCount,
-                      pages: $0.pages, databaseSizeInPages: $0.databaseSizeInPages, tables: [], entities: [], otherPages: [])
+    /// Pages to tables, commit by commit, then entity names from Z_PRIMARYKEY in the WAL view and
+    /// the main file.
+    static func mapPages(_ evidence: WALEvidence, structure: inout StructureEvidence) throws -> PageMapping {
+        let usableWAL = evidence.wal.flatMap { $0.isUsable ? $0 : nil }
+        let transactions = usableWAL?.transactions ?? []
+        let tracker = try PageOwnershipTracker(mainFile: evidence.mainFile, wal: usableWAL, walData: evidence.walData, files: evidence.files)
+        structure.mainProblems = tracker.problems
+        structure.mainUnaccounted = tracker.unaccountedPages.count
+        structure.mainTables = Set(tracker.objects.filter { $0.type == "table" && !$0.name.hasPrefix("sqlite_") }.map(\.name))
+        var known = Set(structure.mainProblems)
+        var byCommit: [CommitPages] = []
+        // Page 1 as readers last saw it: a commit that rewrites only its 100-byte database
+        // header (change counter, page count, freelist) did not write sqlite_schema.
+        let pageSize = usableWAL?.pageSize ?? evidence.header?.pageSize ?? 0
+        var pageOne: Data? = pageSize > 0 && evidence.mainFile.count >= pageSize ? evidence.mainFile.prefix(pageSize) : nil
+        for transaction in transactions {
+            tracker.advance()
+            let headerOnly = rewritesOnlyTheHeader(transaction, evidence: evidence, pageSize: pageSize, pageOne: &pageOne)
+            byCommit.append(pagesWritten(by: transaction, headerOnly: headerOnly, tracker: tracker, structure: &structure))
+            for problem in tracker.problems where !known.contains(problem) {
+                known.insert(problem)
+                structure.walProblems.append((transaction.number, problem))
             }
         }
-
-        // Does the WAL belong to this database?
         if !transactions.isEmpty {
-            structure.pageOneChanges = pageOneDifferences(evidence)
-            if options.integrityCheck, let connection = finalConnection {
-                // Row by row: what SQLite found before a page it cannot parse is kept.
-                let result = earlyQuickCheck?.result() ?? WALAgreement.integrity(connection, full: false, maxErrors: 5)
-                if result != ["ok"] {
-                    // quick_check puts several findings in one row, one per line.
-                    structure.walViewIntegrity = result
-                    if let main = try ours({ try PointInTime.open(evidence, commit: 0) }) {
-                        structure.mainIntegrity = try ours { try main.integrityCheck(full: false, maxErrors: 5) } ?? ["unreadable"]
-                    }
-                }
-                // quick_check does not compare an index with its table: check the tables the WAL
-                // wrote in full, on both views (a -wal copied after a checkpoint the main file
-                // missed leaves rows its indexes do not know).
-                let touched = Set(mapped.flatMap(\.tables)).filter { !$0.hasPrefix("sqlite_") }.sorted()
-                if structure.walViewIntegrity == nil, !touched.isEmpty, let main = try? PointInTime.open(evidence, commit: 0),
-                   let disagreement = WALAgreement.compare(walView: connection, mainOnly: main, tables: touched, structureChecked: true,
-                                                            walPages: Self.walPages(evidence)) {
-                    structure.walViewIntegrity = disagreement.walView
-                    structure.mainIntegrity = ["ok"]
-                }
-            } else if options.integrityCheck, finalConnection == nil {
-                structure.walViewIntegrity = ["SQLite cannot open the image with the WAL applied"]
+            structure.finalUnaccounted = tracker.unaccountedPages.count
+            structure.finalTables = Set(tracker.objects.filter { $0.type == "table" && !$0.name.hasPrefix("sqlite_") }.map(\.name))
+            structure.finalProblems = tracker.problems
+        }
+
+        var mapping = PageMapping()
+        mapping.finalConnection = try ours { try PointInTime.open(evidence, commit: nil) }
+        let mainConnection = transactions.isEmpty ? mapping.finalConnection : try ours { try PointInTime.open(evidence, commit: 0) }
+        for connection in [mapping.finalConnection, mainConnection].compactMap({ $0 }) {
+            guard let store = try ours({ try CoreDataStore.read(connection) }) ?? nil else { continue }
+            mapping.isCoreData = true
+            for entity in store.entities where mapping.tableEntities[entity.table]?.contains(entity.name) != true {
+                mapping.tableEntities[entity.table, default: []].append(entity.name)
             }
         }
-        findings += structure.findings(hasWAL: !transactions.isEmpty)
-
-        // The -shm.
-        let shmFacts = sharedMemoryFacts(evidence, findings: &findings)
-
-        let facts = wal.map { wal in
-            WALAnalysis.WALFacts(
-                fileBytes: wal.fileSize, frames: wal.totalFrameSlots, validFrames: wal.validFrameCount,
-                commits: wal.commitFrames.count, lastCommitFrame: wal.lastCommitFrame,
-                uncommittedFrames: wal.uncommittedFrameCount, staleFrames: wal.staleFrameCount,
-                pageSize: wal.pageSize, salt1: wal.salt1, salt2: wal.salt2,
-                checkpointSequence: wal.checkpointSequence, bigEndianChecksums: wal.bigEndianChecksums,
-                stopReason: wal.stopReason.flatMap { $0 == .endOfFile ? nil : $0.description },
-                stopFrame: wal.stopReason?.frame,
-                headerProblem: wal.headerProblem.map(\.description),
-                databaseSizeInPages: wal.databaseSizeInPages)
+        let order = ["header", "freelist", "pointerMap", "lockByte", "unused", "pastEnd"]
+        for (index, transaction) in transactions.enumerated() {
+            let entry = byCommit[index]
+            let tables = entry.tables.sorted()
+            let entities = tables.flatMap { mapping.tableEntities[$0] ?? [] }
+            mapping.transactions.append(.init(number: transaction.number, firstFrame: transaction.firstFrame,
+                                              commitFrame: transaction.commitFrame, frames: transaction.frameCount,
+                                              pages: transaction.pages, databaseSizeInPages: transaction.databaseSizeInPages,
+                                              tables: tables, entities: entities,
+                                              otherPages: order.compactMap { key in entry.other[key].map { (key, $0) } }))
         }
-        var uncommitted: WALAnalysis.Uncommitted?
-        if let wal, wal.uncommittedFrameCount > 0 {
-            let tail = wal.frames.suffix(wal.uncommittedFrameCount)
-            uncommitted = .init(firstFrame: wal.lastCommitFrame + 1, frames: tail.count,
-                                pages: Set(tail.map(\.pageNumber)).sorted())
+        return mapping
+    }
+
+    /// The tables one commit wrote, and its other pages counted by kind.
+    struct CommitPages {
+        var tables = Set<String>()
+        var other: [String: Int] = [:]
+    }
+
+    /// Whether a commit that writes page 1 changes only its 100-byte database header there;
+    /// `pageOne` follows page 1 as readers last saw it.
+    static func rewritesOnlyTheHeader(_ transaction: WALTransaction, evidence: WALEvidence, pageSize: Int, pageOne: inout Data?) -> Bool {
+        guard transaction.pages.contains(1), let wal = evidence.wal.flatMap({ $0.isUsable ? $0 : nil }), let walData = evidence.walData, pageSize > 0,
+              let frame = (transaction.firstFrame...transaction.commitFrame).reversed().lazy
+                  .compactMap({ wal.frame($0) }).first(where: { $0.pageNumber == 1 }),
+              frame.pageOffset >= 0, frame.pageOffset <= walData.count - pageSize else { return false }
+        let start = walData.startIndex + frame.pageOffset
+        let image = walData[start..<(start + pageSize)]
+        var headerOnly = false
+        if let previous = pageOne, previous.count == pageSize,
+           previous.dropFirst(DatabaseHeader.length).elementsEqual(image.dropFirst(DatabaseHeader.length)) {
+            headerOnly = true
         }
-        let order: [WALAnalysis.Finding.Severity: Int] = [.warning: 0, .note: 1]
-        let sorted = findings.enumerated().sorted {
-            (order[$0.element.severity]!, $0.offset) < (order[$1.element.severity]!, $1.offset)
-        }.map(\.element)
-        return WALAnalysis(
-            displayPath: evidence.displayPath, mainFileBytes: evidence.mainFile.count,
-            pageSize: header?.pageSize ?? wal?.pageSize,
-            headerJournalMode: header.map { $0.isWALMode ? "wal" : "rollback" },
-            isCoreData: isCoreData, entitiesByTable: tableEntities, wal: facts, transactions: mapped, uncommitted: uncommitted,
-            framesAfterStop: wal.map { framesAfterStop($0, data: evidence.walData) } ?? [],
-            shm: shmFacts, findings: sorted)
+        pageOne = Data(image)
+        return headerOnly
+    }
+
+    /// Each page of a commit to the table that owns it at that commit, or to what else it is.
+    static func pagesWritten(by transaction: WALTransaction, headerOnly: Bool, tracker: PageOwnershipTracker,
+                             structure: inout StructureEvidence) -> CommitPages {
+        var result = CommitPages()
+        for page in transaction.pages {
+            if page == 1 && headerOnly {
+                result.other["header", default: 0] += 1
+                continue
+            }
+            if Int(page) > transaction.databaseSizeInPages {
+                result.other["pastEnd", default: 0] += 1
+                structure.framesPastEnd.append((transaction.number, page, transaction.databaseSizeInPages))
+                continue
+            }
+            guard let use = tracker.use(of: page) else {
+                result.other["unused", default: 0] += 1
+                continue
+            }
+            if let object = use.object {
+                result.tables.insert(object.tableName)
+            } else {
+                let name = switch use.kind {
+                case .freelistTrunk, .freelistLeaf: "freelist"
+                case .pointerMap: "pointerMap"
+                case .lockByte: "lockByte"
+                default: "unused"
+                }
+                result.other[name, default: 0] += 1
+            }
+        }
+        return result
+    }
+
+    /// Does the WAL belong to this database? SQLite's quick_check of the WAL view (and of the main
+    /// file when the view fails it), then the tables the WAL wrote against their indexes.
+    static func checkBelonging(_ evidence: WALEvidence, options: Options, pages: PageMapping,
+                               earlyQuickCheck: BackgroundWork<[String]>?, structure: inout StructureEvidence) throws {
+        if options.integrityCheck, let connection = pages.finalConnection {
+            // Row by row: what SQLite found before a page it cannot parse is kept.
+            let result = earlyQuickCheck?.result() ?? WALAgreement.integrity(connection, full: false, maxErrors: 5)
+            if result != ["ok"] {
+                // quick_check puts several findings in one row, one per line.
+                structure.walViewIntegrity = result
+                if let main = try ours({ try PointInTime.open(evidence, commit: 0) }) {
+                    structure.mainIntegrity = try ours { try main.integrityCheck(full: false, maxErrors: 5) } ?? ["unreadable"]
+                }
+            }
+            // quick_check does not compare an index with its table: check the tables the WAL
+            // wrote in full, on both views (a -wal copied after a checkpoint the main file
+            // missed leaves rows its indexes do not know).
+            let touched = Set(pages.transactions.flatMap(\.tables)).filter { !$0.hasPrefix("sqlite_") }.sorted()
+            if structure.walViewIntegrity == nil, !touched.isEmpty, let main = try? PointInTime.open(evidence, commit: 0),
+               let disagreement = WALAgreement.compare(walView: connection, mainOnly: main, tables: touched, structureChecked: true,
+                                                        walPages: Self.walPages(evidence)) {
+                structure.walViewIntegrity = disagreement.walView
+                structure.mainIntegrity = ["ok"]
+            }
+        } else if options.integrityCheck, pages.finalConnection == nil {
+            structure.walViewIntegrity = ["SQLite cannot open the image with the WAL applied"]
+        }
+    }
+
+    static func walFacts(_ wal: WAL) -> WALAnalysis.WALFacts {
+        WALAnalysis.WALFacts(
+            fileBytes: wal.fileSize, frames: wal.totalFrameSlots, validFrames: wal.validFrameCount,
+            commits: wal.commitFrames.count, lastCommitFrame: wal.lastCommitFrame,
+            uncommittedFrames: wal.uncommittedFrameCount, staleFrames: wal.staleFrameCount,
+            pageSize: wal.pageSize, salt1: wal.salt1, salt2: wal.salt2,
+            checkpointSequence: wal.checkpointSequence, bigEndianChecksums: wal.bigEndianChecksums,
+            stopReason: wal.stopReason.flatMap { $0 == .endOfFile ? nil : $0.description },
+            stopFrame: wal.stopReason?.frame,
+            headerProblem: wal.headerProblem.map(\.description),
+            databaseSizeInPages: wal.databaseSizeInPages)
     }
 
     // MARK: - The WAL itself
