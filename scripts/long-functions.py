@@ -10,6 +10,7 @@ A function's length runs from its declaration line to the closing brace at the d
 indentation, comments and blank lines included: what a reader has to hold in view."""
 import os
 import re
+import signal
 import sys
 
 DECLARATION = re.compile(
@@ -71,4 +72,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet when piped into head
     sys.exit(main(sys.argv[1:]))

@@ -125,7 +125,6 @@ final class ArchiveInventory {
         let writer = ExtractionWriter()
         defer { writer.close() }
         var pending: [(slot: Int, file: SeenFile)] = []
-        var pendingNames: [String] = []
         var identities: [(root: String, fileName: String, url: URL)] = []
 
         var lastName = ""
@@ -155,20 +154,7 @@ final class ArchiveInventory {
                 result.skipped.append(SkippedEntry(path: name, reason: Self.message(a)))
                 continue
             }
-            let type = archive_entry_filetype(entry)
-            if type == mode_t(storelens_AE_IFDIR) { continue }
-            if archive_entry_hardlink(entry) != nil {
-                result.skipped.append(SkippedEntry(path: name, reason: "hard link (not followed or created)"))
-                continue
-            }
-            if type == mode_t(storelens_AE_IFLNK) {
-                result.skipped.append(SkippedEntry(path: name, reason: "symbolic link (not followed or created)"))
-                continue
-            }
-            guard type == mode_t(storelens_AE_IFREG) else {
-                result.skipped.append(SkippedEntry(path: name, reason: "not a regular file"))
-                continue
-            }
+            guard Self.isRegularFile(entry, name: name, result: &result) else { continue }
             let declaredSize = archive_entry_size_is_set(entry) != 0 ? archive_entry_size(entry) : nil
             guard let admitted = try admit(name: name, declaredSize: declaredSize, result: &result) else { continue }
             let path = admitted.path
@@ -196,62 +182,101 @@ final class ArchiveInventory {
                   let (fd, destination, target) = try createExtraction(for: admitted, declaredSize: declaredSize, archiveBytes: archiveFileBytes,
                                                                        usedNames: &usedNames, writer: writer, result: &result) else { continue }
             let slot = writer.begin(fd: fd)
-            pendingNames.append(path)
-            var size: Int64 = 0
-            let startCompressed = compressedBytes()
-            var dataStatus = first
-            var damaged: String?
-            // libarchive warns at the end of a zip entry whose CRC-32 or size does not match its headers.
-            var dataWarning: String?
-            while dataStatus == ARCHIVE_OK || dataStatus == ARCHIVE_WARN {
-                if dataStatus == ARCHIVE_WARN { dataWarning = Self.message(a) }
-                if let block, blockSize > 0 {
-                    // Sparse entries: the writer puts each block at its offset; holes read back as zeros.
-                    writer.write(block, count: blockSize, at: offset)
-                    size = max(size, offset + Int64(blockSize))
-                    extractedBytes += Int64(blockSize)
-                    try checkExtracted(size: size, compressed: compressedBytes() - startCompressed, extractedBytes: extractedBytes, path: path)
-                }
-                dataStatus = archive_read_data_block(a, &block, &blockSize, &offset)
+            let data = try extractData(a, entry: entry, first: first, block: block, blockSize: blockSize, offset: offset, path: path,
+                                       writer: writer, slot: slot, extractedBytes: &extractedBytes, compressedBytes: compressedBytes)
+            if let warning = data.warning, data.damaged == nil {
+                result.warnings.append(Self.dataWarning(path: path, warning))
+                result.damage = result.damage ?? Self.dataWarning(path: path, warning)
             }
-            if dataStatus == ARCHIVE_FATAL || dataStatus == ARCHIVE_FAILED {
-                damaged = Self.message(a)
-            }
-            var declared: Int64?
-            if archive_entry_size_is_set(entry) != 0, archive_entry_size(entry) > size {
-                declared = archive_entry_size(entry)
-                size = archive_entry_size(entry)
-                // The trailing hole is hashed as zeros: its size counts like data.
-                try checkExtracted(size: size, compressed: compressedBytes() - startCompressed, extractedBytes: nil, path: path)
-            }
-            writer.end(slot: slot, extendingTo: declared)
-            if let dataWarning, damaged == nil {
-                result.warnings.append(Self.dataWarning(path: path, dataWarning))
-                result.damage = result.damage ?? Self.dataWarning(path: path, dataWarning)
-            }
-            pending.append((slot: slot, file: SeenFile(path: target, url: destination, size: Int(size), isSQLite: sniffed.isSQLite, atomic: sniffed.atomic)))
+            pending.append((slot: slot, file: SeenFile(path: target, url: destination, size: Int(data.size), isSQLite: sniffed.isSQLite, atomic: sniffed.atomic)))
             if admitted.isIdentity { identities.append((root: admitted.root, fileName: admitted.fileName, url: destination)) }
-            if let damaged {
+            if let damaged = data.damaged {
                 result.damage = "the archive is damaged inside \(path) (\(damaged))"
                 break
             }
         }
         if result.entries == 0 && result.damage == nil { throw ArchiveError.empty(path: displayName) }
-        if let gzip, result.damage == nil {
-            switch gzip.finish() {
-            case .verified:
-                if gzip.trailingBytes > 0 {
-                    // Not gzip, not part of any entry: the file was altered or appended to after it was made.
-                    result.damage = "\(gzip.trailingBytes) bytes after the end of the gzip stream (after the last entry, \(lastName)) are not gzip data: the archive was altered or appended to after it was made"
-                }
-            case .damaged(let problem):
-                result.damage = "the archive's gzip stream fails its check after the last entry, \(lastName) (\(problem)): any entry may hold corrupt bytes"
-            case .unverified(let decoded):
-                result.warnings.append("the gzip stream goes on for more than \(decoded) bytes after the archive's end; that part was not read, so its checksum was not verified")
-            }
-        }
+        if let gzip, result.damage == nil { Self.verifyGzip(gzip, lastEntry: lastName, result: &result) }
         try finish(&result, writer: writer, pending: pending, identities: identities)
         return result
+    }
+
+    /// A .tar.gz's gzip layer, once every entry is read: its checksum, and bytes after its end.
+    private static func verifyGzip(_ gzip: GzipSource, lastEntry: String, result: inout Result) {
+        switch gzip.finish() {
+        case .verified:
+            if gzip.trailingBytes > 0 {
+                // Not gzip, not part of any entry: the file was altered or appended to after it was made.
+                result.damage = "\(gzip.trailingBytes) bytes after the end of the gzip stream (after the last entry, \(lastEntry)) are not gzip data: the archive was altered or appended to after it was made"
+            }
+        case .damaged(let problem):
+            result.damage = "the archive's gzip stream fails its check after the last entry, \(lastEntry) (\(problem)): any entry may hold corrupt bytes"
+        case .unverified(let decoded):
+            result.warnings.append("the gzip stream goes on for more than \(decoded) bytes after the archive's end; that part was not read, so its checksum was not verified")
+        }
+    }
+
+    /// Only regular files are extracted: a folder is passed over, a link (hard or symbolic) or
+    /// anything else is skipped and said, never followed or created.
+    private static func isRegularFile(_ entry: OpaquePointer, name: String, result: inout Result) -> Bool {
+        let type = archive_entry_filetype(entry)
+        if type == mode_t(storelens_AE_IFDIR) { return false }
+        if archive_entry_hardlink(entry) != nil {
+            result.skipped.append(SkippedEntry(path: name, reason: "hard link (not followed or created)"))
+            return false
+        }
+        if type == mode_t(storelens_AE_IFLNK) {
+            result.skipped.append(SkippedEntry(path: name, reason: "symbolic link (not followed or created)"))
+            return false
+        }
+        guard type == mode_t(storelens_AE_IFREG) else {
+            result.skipped.append(SkippedEntry(path: name, reason: "not a regular file"))
+            return false
+        }
+        return true
+    }
+
+    /// What reading one entry's data gave: its size (a declared size past the data included),
+    /// libarchive's error when the data stopped short, its warning when the data did not match
+    /// the entry's headers.
+    struct EntryData {
+        var size: Int64
+        var damaged: String?
+        var warning: String?
+    }
+
+    /// Writes one entry's data through `writer` into `slot`, from the block already read (`first`)
+    /// to the end, checking every limit as it goes; a declared size past the data (a trailing
+    /// hole, hashed as zeros) counts like data. Sparse entries: each block goes at its offset.
+    private func extractData(_ a: OpaquePointer, entry: OpaquePointer, first: Int32, block: UnsafeRawPointer?, blockSize: Int,
+                             offset: Int64, path: String, writer: ExtractionWriter, slot: Int, extractedBytes: inout Int64,
+                             compressedBytes: () -> Int64) throws -> EntryData {
+        var (block, blockSize, offset) = (block, blockSize, offset)
+        var data = EntryData(size: 0)
+        let startCompressed = compressedBytes()
+        var status = first
+        while status == ARCHIVE_OK || status == ARCHIVE_WARN {
+            // libarchive warns at the end of a zip entry whose CRC-32 or size does not match its headers.
+            if status == ARCHIVE_WARN { data.warning = Self.message(a) }
+            if let block, blockSize > 0 {
+                writer.write(block, count: blockSize, at: offset)
+                data.size = max(data.size, offset + Int64(blockSize))
+                extractedBytes += Int64(blockSize)
+                try checkExtracted(size: data.size, compressed: compressedBytes() - startCompressed, extractedBytes: extractedBytes, path: path)
+            }
+            status = archive_read_data_block(a, &block, &blockSize, &offset)
+        }
+        if status == ARCHIVE_FATAL || status == ARCHIVE_FAILED {
+            data.damaged = Self.message(a)
+        }
+        var declared: Int64?
+        if archive_entry_size_is_set(entry) != 0, archive_entry_size(entry) > data.size {
+            declared = archive_entry_size(entry)
+            data.size = archive_entry_size(entry)
+            try checkExtracted(size: data.size, compressed: compressedBytes() - startCompressed, extractedBytes: nil, path: path)
+        }
+        writer.end(slot: slot, extendingTo: declared)
+        return data
     }
 
     /// A warning for an extracted entry whose bytes do not match what its headers say.
