@@ -230,27 +230,7 @@ private struct Differ {
 
         // Present on one side only: every row is inserted, or deleted.
         guard let earlier, let later else {
-            let columns = (earlier ?? later)!
-            let key = keyColumns(columns, columns)
-            let source = earlier == nil ? b : a
-            let hasEnt = key == ["Z_PK"] && columns.contains { $0.name == "Z_ENT" }
-            let keySQL = key.isEmpty ? "rowid" : key.map(Identifier.quoted).joined(separator: ", ")
-            let entSQL = hasEnt ? "Z_ENT" : "NULL"
-            var groups: [Int?: WALDiff.Group] = [:]
-            for row in try connection.rows("SELECT \(entSQL), \(keySQL) FROM \(source) ORDER BY \(keySQL)") {
-                let ent = hasEnt ? row[0].int : nil
-                // Changed in place: a copy taken out of the dictionary copied its key arrays on every row.
-                if groups[ent] == nil { groups[ent] = newGroup(table: table, entity: ent, key: key) }
-                let rowKey = Array(row.values.dropFirst())
-                if earlier == nil {
-                    if !key.isEmpty { groups[ent]!.inserted.append(rowKey) }
-                    groups[ent]!.insertedCount += 1
-                } else {
-                    if !key.isEmpty { groups[ent]!.deleted.append(rowKey) }
-                    groups[ent]!.deletedCount += 1
-                }
-            }
-            return sortedGroups(groups)
+            return try oneSided(table: table, columns: (earlier ?? later)!, source: earlier == nil ? b : a, inserted: earlier == nil)
         }
 
         let laterNames = Set(later.map(\.name))
@@ -298,46 +278,8 @@ private struct Differ {
         let valueColumns = common.filter { !key.contains($0) }
         var updatedByEnt: [Int?: Int] = [:]
         if !valueColumns.isEmpty {
-            let differing = "(SELECT \(list) FROM \(b) EXCEPT SELECT \(list) FROM \(a))"
-            // With one rowid key under one declaration, a row differs from every earlier row exactly
-            // when a column differs from its key's earlier row: the join alone finds it, without
-            // the EXCEPT's temporary b-tree of every row (most of recover's diff time on a large table).
-            let direct = try valueColumns.count <= Self.directComparisonLimit && sameRowidTable(table, key: key)
-            var flags: [[Bool]] = []
-            var keys: [(ent: Int?, key: WALDiff.RowKey)] = []
-            do {
-                // SQL compares two values only whole: a value over `LongValue.window` stops this
-                // (SQLITE_TOOBIG) before SQLite loads it, and the table is compared in pieces.
-                try connection.withLengthLimit(LongValue.window) {
-                    // Result columns are limited (2000 by default): ask for the change flags in slices.
-                    let slice = 500
-                    for start in stride(from: 0, to: valueColumns.count, by: slice) {
-                        let part = valueColumns[start ..< min(start + slice, valueColumns.count)]
-                        let tests = part.map { "n.\(Identifier.quoted($0)) IS NOT o.\(Identifier.quoted($0))" }.joined(separator: ", ")
-                        let rows = direct ? try connection.rows("""
-                            SELECT \(newEnt), \(keyList), \(tests) FROM \(b) AS n JOIN \(a) AS o ON \(match)
-                            WHERE \(part.map { "n.\(Identifier.quoted($0)) IS NOT o.\(Identifier.quoted($0))" }.joined(separator: " OR "))
-                            ORDER BY \(keyList)
-                            """) : try connection.rows("""
-                            SELECT \(newEnt), \(keyList), \(tests) FROM \(differing) AS n JOIN \(a) AS o ON \(match)
-                            ORDER BY \(keyList)
-                            """)
-                        for (index, row) in rows.enumerated() {
-                            let values = row.values
-                            let rowFlags = values.suffix(part.count).map { ($0.int64 ?? 0) != 0 }
-                            if start == 0 {
-                                keys.append((hasEnt ? row[0].int : nil, Array(values[1 ... key.count])))
-                                flags.append(rowFlags)
-                            } else if index < flags.count {
-                                flags[index] += rowFlags
-                            }
-                        }
-                    }
-                }
-            } catch let error as SQLiteError where error.isTooBig {
-                (keys, flags) = try changedInPieces(table: table, valueColumns: valueColumns, keyList: keyList, match: match,
-                                                    newEnt: newEnt, keyCount: key.count, hasEnt: hasEnt)
-            }
+            let (keys, flags) = try changedRows(table: table, valueColumns: valueColumns, list: list, earlier: a, later: b, key: key,
+                                                keyList: keyList, match: match, newEnt: newEnt, hasEnt: hasEnt)
             let attributes = attributeNames[table]
             for (index, entry) in keys.enumerated() {
                 let changed = zip(valueColumns, flags[index]).filter(\.1).map(\.0)
@@ -358,6 +300,77 @@ private struct Differ {
             withGroup(ent) { $0.unchanged = max(0, both - (updatedByEnt[ent] ?? 0)) }
         }
         return sortedGroups(groups)
+    }
+
+    /// A table present in one state only: every row is inserted (`inserted`) or deleted.
+    func oneSided(table: String, columns: [Column], source: String, inserted: Bool) throws -> [WALDiff.Group] {
+        let key = keyColumns(columns, columns)
+        let hasEnt = key == ["Z_PK"] && columns.contains { $0.name == "Z_ENT" }
+        let keySQL = key.isEmpty ? "rowid" : key.map(Identifier.quoted).joined(separator: ", ")
+        let entSQL = hasEnt ? "Z_ENT" : "NULL"
+        var groups: [Int?: WALDiff.Group] = [:]
+        for row in try connection.rows("SELECT \(entSQL), \(keySQL) FROM \(source) ORDER BY \(keySQL)") {
+            let ent = hasEnt ? row[0].int : nil
+            // Changed in place: a copy taken out of the dictionary copied its key arrays on every row.
+            if groups[ent] == nil { groups[ent] = newGroup(table: table, entity: ent, key: key) }
+            let rowKey = Array(row.values.dropFirst())
+            if inserted {
+                if !key.isEmpty { groups[ent]!.inserted.append(rowKey) }
+                groups[ent]!.insertedCount += 1
+            } else {
+                if !key.isEmpty { groups[ent]!.deleted.append(rowKey) }
+                groups[ent]!.deletedCount += 1
+            }
+        }
+        return sortedGroups(groups)
+    }
+
+    /// The rows of the later state whose key is in the earlier one and some value differs, with a
+    /// flag per value column saying whether it differs.
+    func changedRows(table: String, valueColumns: [String], list: String, earlier a: String, later b: String, key: [String],
+                     keyList: String, match: String, newEnt: String, hasEnt: Bool) throws
+        -> (keys: [(ent: Int?, key: WALDiff.RowKey)], flags: [[Bool]]) {
+        let differing = "(SELECT \(list) FROM \(b) EXCEPT SELECT \(list) FROM \(a))"
+        // With one rowid key under one declaration, a row differs from every earlier row exactly
+        // when a column differs from its key's earlier row: the join alone finds it, without
+        // the EXCEPT's temporary b-tree of every row (most of recover's diff time on a large table).
+        let direct = try valueColumns.count <= Self.directComparisonLimit && sameRowidTable(table, key: key)
+        var flags: [[Bool]] = []
+        var keys: [(ent: Int?, key: WALDiff.RowKey)] = []
+        do {
+            // SQL compares two values only whole: a value over `LongValue.window` stops this
+            // (SQLITE_TOOBIG) before SQLite loads it, and the table is compared in pieces.
+            try connection.withLengthLimit(LongValue.window) {
+                // Result columns are limited (2000 by default): ask for the change flags in slices.
+                let slice = 500
+                for start in stride(from: 0, to: valueColumns.count, by: slice) {
+                    let part = valueColumns[start ..< min(start + slice, valueColumns.count)]
+                    let tests = part.map { "n.\(Identifier.quoted($0)) IS NOT o.\(Identifier.quoted($0))" }.joined(separator: ", ")
+                    let rows = direct ? try connection.rows("""
+                        SELECT \(newEnt), \(keyList), \(tests) FROM \(b) AS n JOIN \(a) AS o ON \(match)
+                        WHERE \(part.map { "n.\(Identifier.quoted($0)) IS NOT o.\(Identifier.quoted($0))" }.joined(separator: " OR "))
+                        ORDER BY \(keyList)
+                        """) : try connection.rows("""
+                        SELECT \(newEnt), \(keyList), \(tests) FROM \(differing) AS n JOIN \(a) AS o ON \(match)
+                        ORDER BY \(keyList)
+                        """)
+                    for (index, row) in rows.enumerated() {
+                        let values = row.values
+                        let rowFlags = values.suffix(part.count).map { ($0.int64 ?? 0) != 0 }
+                        if start == 0 {
+                            keys.append((hasEnt ? row[0].int : nil, Array(values[1 ... key.count])))
+                            flags.append(rowFlags)
+                        } else if index < flags.count {
+                            flags[index] += rowFlags
+                        }
+                    }
+                }
+            }
+        } catch let error as SQLiteError where error.isTooBig {
+            (keys, flags) = try changedInPieces(table: table, valueColumns: valueColumns, keyList: keyList, match: match,
+                                                newEnt: newEnt, keyCount: key.count, hasEnt: hasEnt)
+        }
+        return (keys, flags)
     }
 
     /// The rows of the later state whose key is in the earlier one and some value differs, with
