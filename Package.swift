@@ -3,13 +3,15 @@
 //
 // Dependencies point one way, from the executable down to the C shims:
 //
-//   storelens (argv, stdout, exit codes)
-//     -> Reports -> CoreDataStore -> Acquisition -> SQLiteAccess -> CSQLite
+//   storelens (argv, stdout, exit codes: parse, call, render, exit)
+//     -> Reports (renders results) -> Operations (one call per command: options in, results out)
+//     -> Checks, Repair, Coexistence, ModelReview, WALForensics, OutputFiles
+//     -> CoreDataStore -> Acquisition -> SQLiteAccess -> CSQLite
 //                                  \-> StoreFormats (pure Swift: header, WAL, -shm, plist, keyed archive)
 //                                  \-> Deflate -> CZlib
 //                     Acquisition -> CCrypto (libcrypto: encrypted backups; SHA-256 for StoreFormats)
 //   StoreBuilder (writes stores in Apple's layout; used by tests, fixtures and the demo)
-//   StorelensKit (one import for an app's tests: every capability above, docs/library.md)
+//   StorelensKit (one import for an app's tests: re-exports Operations and every module, docs/library.md)
 import PackageDescription
 
 let package = Package(
@@ -20,7 +22,7 @@ let package = Package(
     products: [
         .executable(name: "storelens", targets: ["storelens"]),
         // Every capability: `import StorelensKit` re-exports the modules listed, each importable alone.
-        .library(name: "StorelensKit", targets: ["StorelensKit", "Acquisition", "CoreDataStore", "WALForensics", "Findings", "Checks",
+        .library(name: "StorelensKit", targets: ["StorelensKit", "Operations", "OutputFiles", "Acquisition", "CoreDataStore", "WALForensics", "Findings", "Checks",
                                                  "Repair", "Coexistence", "ModelReview", "Reports", "StoreFormats", "SQLiteAccess"]),
         // Stores in Apple's layout, for an app's migration tests (legacy and new stores from code).
         .library(name: "StoreBuilder", targets: ["StoreBuilder"]),
@@ -48,35 +50,42 @@ let package = Package(
         // Getting evidence in without changing it: store families, hashing, scratch copies, safe opening.
         .target(name: "Acquisition", dependencies: ["StoreFormats", "SQLiteAccess", "CArchive", "CCrypto", "CZlib",
                                                   .target(name: "CISAL", condition: .when(platforms: [.linux]))]),
+        // Files the user named: never over evidence, never half-written, never replaced unless
+        // asked; our own write failures (disk full) told apart from the evidence's.
+        .target(name: "OutputFiles", dependencies: ["Acquisition", "SQLiteAccess", "StoreFormats"]),
         // The Core Data / SwiftData store model: metadata, entities, history.
         .target(name: "CoreDataStore", dependencies: ["StoreFormats", "SQLiteAccess", "Acquisition", "Deflate"]),
         // What a -wal and -shm hold: transactions and the tables they wrote, point-in-time images, diffs.
-        .target(name: "WALForensics", dependencies: ["StoreFormats", "SQLiteAccess", "Acquisition", "CoreDataStore"]),
+        .target(name: "WALForensics", dependencies: ["OutputFiles", "StoreFormats", "SQLiteAccess", "Acquisition", "CoreDataStore"]),
         // Findings: the one shape every check and audit reports in.
         .target(name: "Findings"),
         // Core Data's invariants that SQLite cannot see, as findings.
         .target(name: "Checks", dependencies: ["Findings", "CoreDataStore", "Acquisition", "SQLiteAccess", "StoreFormats"]),
         // Repairs on a copy: a plan first, one transaction, verification after.
-        .target(name: "Repair", dependencies: ["Checks", "Findings", "CoreDataStore", "Acquisition", "SQLiteAccess", "StoreFormats"]),
+        .target(name: "Repair", dependencies: ["OutputFiles", "Checks", "Findings", "CoreDataStore", "Acquisition", "SQLiteAccess", "StoreFormats"]),
         // Two stacks side by side: the manifest's original-name table, one writer per entity,
         // records compared across stores.
         .target(name: "Coexistence", dependencies: ["Findings", "Checks", "Repair", "CoreDataStore", "Acquisition", "SQLiteAccess", "StoreFormats"]),
         // Before a release: a migration to a new model checked hop by hop against old stores'
         // data, and a model's CloudKit readiness.
         .target(name: "ModelReview", dependencies: ["CoreDataStore", "Findings", "SQLiteAccess", "Acquisition", "StoreFormats"]),
-        // Text, JSON, Markdown and HTML views of what the other targets found.
-        .target(name: "Reports", dependencies: ["CoreDataStore", "Acquisition", "StoreFormats", "WALForensics", "Findings", "Coexistence", "Checks", "Repair", "ModelReview"]),
-        // One import and a few calls for an app's tests: inspect, check, WAL, audit (docs/library.md).
-        .target(name: "StorelensKit", dependencies: ["Acquisition", "CoreDataStore", "WALForensics", "Findings", "Checks", "Repair",
+        // One call per capability, options in and results out: what every command and
+        // StorelensKit call (docs/library.md). No argv, environment, stdout or exit codes here.
+        .target(name: "Operations", dependencies: ["OutputFiles", "Acquisition", "CoreDataStore", "WALForensics", "Findings", "Checks", "Repair",
+                                                   "Coexistence", "ModelReview", "StoreFormats", "SQLiteAccess"]),
+        // Text, JSON, Markdown and HTML views of what the operations found.
+        .target(name: "Reports", dependencies: ["OutputFiles", "Operations", "CoreDataStore", "Acquisition", "StoreFormats", "WALForensics", "Findings", "Coexistence", "Checks", "Repair", "ModelReview"]),
+        // One import for an app's tests: the operations (the very calls the commands make) and every module (docs/library.md).
+        .target(name: "StorelensKit", dependencies: ["Operations", "OutputFiles", "Acquisition", "CoreDataStore", "WALForensics", "Findings", "Checks", "Repair",
                                                      "Coexistence", "ModelReview", "Reports", "StoreFormats", "SQLiteAccess"]),
         // Writes stores in exactly Apple's layout, for tests, fixtures and the demo.
         .target(name: "StoreBuilder", dependencies: ["SQLiteAccess", "StoreFormats", "Deflate"]),
         // Helpers shared by test targets: temporary folders, hashes, the real fixtures' location.
-        .target(name: "StoreTestSupport", dependencies: ["Acquisition", "SQLiteAccess", "CArchive"]),
+        .target(name: "StoreTestSupport", dependencies: ["Acquisition", "SQLiteAccess", "StoreBuilder", "CArchive"]),
 
         // The commit `make dist` bakes into the binary (a C macro, "unknown" without it).
         .target(name: "CBuildInfo"),
-        .executableTarget(name: "storelens", dependencies: ["CBuildInfo", "Reports", "CoreDataStore", "Acquisition", "WALForensics", "Findings", "Coexistence", "Checks", "Repair", "StoreFormats", "ModelReview"]),
+        .executableTarget(name: "storelens", dependencies: ["CBuildInfo", "OutputFiles", "Operations", "Reports", "CoreDataStore", "Acquisition", "WALForensics", "Findings", "Coexistence", "Checks", "Repair", "StoreFormats", "ModelReview"]),
         // Regenerates Fixtures/ (`make fixtures`) with the store builder.
         .executableTarget(name: "storelens-fixtures", dependencies: ["StoreBuilder"]),
 
@@ -91,7 +100,9 @@ let package = Package(
         .testTarget(name: "RepairTests", dependencies: ["Repair", "Checks", "Findings", "CoreDataStore", "Acquisition", "StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
         .testTarget(name: "CoexistenceTests", dependencies: ["Coexistence", "Findings", "Repair", "SQLiteAccess", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "ModelReviewTests", dependencies: ["ModelReview", "CoreDataStore", "Findings", "Acquisition", "SQLiteAccess", "StoreBuilder", "StoreFormats", "StoreTestSupport"]),
-        .testTarget(name: "ReportsTests", dependencies: ["Reports", "CoreDataStore", "StoreBuilder", "StoreTestSupport"]),
+        .testTarget(name: "OperationsTests", dependencies: ["Operations", "Reports", "CoreDataStore", "WALForensics", "Checks", "Findings", "StoreBuilder", "StoreTestSupport"]),
+        .testTarget(name: "ReportsTests", dependencies: ["Reports", "Operations", "CoreDataStore", "StoreBuilder", "StoreTestSupport"]),
+        .testTarget(name: "StorelensKitTests", dependencies: ["StorelensKit", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "storelensTests", dependencies: ["StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

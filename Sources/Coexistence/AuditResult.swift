@@ -37,3 +37,18 @@ public struct AuditResult: Sendable {
     public var entities: [EntityAudit]
     public var findings: [Finding]
 }
+
+extension AuditResult {
+    /// The ids of `lostRecords`, `doubledRecords` and `writerViolations`.
+    public static let lostRecordIDs: Set<String> = ["not-migrated", "json-not-imported"]
+    public static let doubledRecordIDs: Set<String> = ["duplicate-import"]
+    public static let writerViolationIDs: Set<String> = ["writer-violation", "write-after-cutover", "unattributed-write"]
+
+    /// Records the legacy side (a store or a JSON file) has and the writer's store lacks.
+    public var lostRecords: [Finding] { findings.filter { Self.lostRecordIDs.contains($0.id) } }
+    /// Records the writer's store holds more than once (an import that ran twice).
+    public var doubledRecords: [Finding] { findings.filter { Self.doubledRecordIDs.contains($0.id) } }
+    /// Writes by a stack that does not own the entity, after its cutover, or by no stack the
+    /// manifest names: anything but "one writer".
+    public var writerViolations: [Finding] { findings.filter { Self.writerViolationIDs.contains($0.id) } }
+}

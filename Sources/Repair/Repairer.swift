@@ -3,6 +3,7 @@ import Checks
 import CoreDataStore
 import Findings
 import Foundation
+import OutputFiles
 import SQLiteAccess
 import StoreFormats
 

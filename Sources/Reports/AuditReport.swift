@@ -1,6 +1,7 @@
 import Coexistence
 import Findings
 import Foundation
+import StoreFormats
 
 /// The views of `audit`.
 public enum AuditReport {

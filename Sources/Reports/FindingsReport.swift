@@ -1,5 +1,6 @@
 import Findings
 import Foundation
+import StoreFormats
 
 /// Views of a list of findings: every command that finds things renders them through here, so
 /// text, JSON, Markdown and HTML always say the same.

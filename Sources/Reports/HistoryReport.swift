@@ -1,5 +1,6 @@
 import CoreDataStore
 import Foundation
+import Operations
 import SQLiteAccess
 import StoreFormats
 
@@ -26,6 +27,24 @@ public final class HistoryWriter {
     public private(set) var transactions = 0
     public private(set) var changes = 0
 
+    /// The members every history document starts with: the store, its model's source, the filters.
+    public static func header(_ history: Storelens.StoreHistory) -> [(String, JSONValue)] {
+        let o = history.options
+        return [
+            ("schemaVersion", .int(schemaVersion)),
+            ("path", .string(history.path)),
+            ("modelSource", .string(history.modelSource.rawValue)),
+            ("filters", .object([("entity", .optional(history.entity)), ("author", .optional(o.author)), ("bundleID", .optional(o.bundleID)),
+                                 ("since", .optional(o.since.map { ValueDecoder.iso8601(referenceSeconds: $0) }))])),
+        ]
+    }
+
+    /// The text view's first lines: the store and where its model came from.
+    public static func title(_ history: Storelens.StoreHistory) -> String {
+        TextTable.sanitized(history.path) + "\n"
+            + "  model  \(history.modelSource.rawValue)" + (history.modelSource == .inferred ? " (INFERRED from the SQL schema; update masks may not decode)" : "") + "\n"
+    }
+
     public convenience init(json: Bool, header: [(String, JSONValue)], write: @escaping (String) -> Void) {
         self.init(format: json ? .json : .text, header: header, path: "", write: write)
     }
@@ -51,7 +70,7 @@ public final class HistoryWriter {
             for (key, value) in header {
                 var rendered = ""
                 JSONValue.escape(key, into: &rendered)
-                text += "  \(rendered): " + ValueRendering.indented(value, by: 2).dropFirst(2) + ",\n"
+                text += "  \(rendered): " + value.rendered(indentedBy: 2).dropFirst(2) + ",\n"
             }
             write(text + "  \"transactions\": [")
         } else {
@@ -82,7 +101,7 @@ public final class HistoryWriter {
         if let note = c.columnsNote { members.append(("columnsNote", .string(note))) }
         if !c.tombstone.isEmpty {
             let stored: [(String, JSONValue)] = c.tombstone.map { ($0.name, Self.json(stored: $0.value)) }
-            let decoded: [(String, JSONValue)] = c.tombstoneValues.map { ($0.name, ValueRendering.json($0.value)) }
+            let decoded: [(String, JSONValue)] = c.tombstoneValues.map { ($0.name, ValueJSON.json($0.value)) }
             members.append(("tombstone", .object(stored)))
             members.append(("tombstoneValues", .object(decoded)))
         }
@@ -114,7 +133,7 @@ public final class HistoryWriter {
             lead + [.string(c.type.name), .string(c.entity), c.pk.flatMap { Int(exactly: $0) }.map(JSONValue.int) ?? .null,
                     c.updatedProperties.map { .array($0.map(JSONValue.string)) } ?? .null,
                     .optional(c.columnsHex), .optional(c.columnsNote),
-                    c.tombstoneValues.isEmpty ? .null : .object(c.tombstoneValues.map { ($0.name, ValueRendering.json($0.value)) })]
+                    c.tombstoneValues.isEmpty ? .null : .object(c.tombstoneValues.map { ($0.name, ValueJSON.json($0.value)) })]
         }
     }
 
@@ -146,7 +165,7 @@ public final class HistoryWriter {
             return
         }
         if json {
-            write((transactions == 1 ? "\n" : ",\n") + ValueRendering.indented(Self.json(t), by: 4))
+            write((transactions == 1 ? "\n" : ",\n") + Self.json(t).rendered(indentedBy: 4))
             return
         }
         var facts: [String] = []

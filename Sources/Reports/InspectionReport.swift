@@ -39,7 +39,7 @@ public enum InspectionReport {
                 ("autoVacuumLevel", .optional(m.autoVacuumLevel)),
                 // Every key of Z_PLIST under its own name, including those the app wrote itself.
                 ("plist", m.plist.dictionaryValue.map { dict in
-                    .object(dict.sorted { $0.key < $1.key }.map { ($0.key, ValueRendering.json($0.value)) })
+                    .object(dict.sorted { $0.key < $1.key }.map { ($0.key, ValueJSON.json($0.value)) })
                 } ?? .null),
             ])))
         } else {
@@ -226,15 +226,7 @@ public enum TextTable {
     /// U+061C), line and paragraph separators (U+2028/9) and C1 controls (U+0080–U+009F, which a
     /// terminal may take as escape sequences).
     public static func sanitized(_ s: String) -> String {
-        String(String.UnicodeScalarView(s.unicodeScalars.map { isHostile($0) ? "\u{FFFD}" : $0 }))
-    }
-
-    static func isHostile(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.value {
-        case 0..<0x20, 0x7F...0x9F: return true
-        case 0x200E, 0x200F, 0x061C, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: return true
-        default: return false
-        }
+        HostileText.sanitized(s)
     }
 
     static func displayWidth(_ s: String) -> Int { s.count }

@@ -2,6 +2,7 @@ import Acquisition
 import CoreDataStore
 import Findings
 import Foundation
+import Operations
 import WALForensics
 
 // Markdown views sized for a support ticket: a heading, the few facts that matter, short tables

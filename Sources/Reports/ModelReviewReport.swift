@@ -1,6 +1,7 @@
 import CoreDataStore
 import Findings
 import ModelReview
+import Operations
 import StoreFormats
 
 /// Text, JSON and Markdown views of `storelens migration` (a plan, hop by hop) and
@@ -72,21 +73,26 @@ public enum MigrationReport {
 }
 
 public enum LintReport {
-    public static func text(subject: String, model: StoreModel, findings: [Finding]) -> String {
-        "\(TextTable.sanitized(subject))\n  model  \(TextTable.sanitized(model.source.rawValue)): \(TextTable.sanitized(model.origin)), \(model.entities.filter { !$0.name.hasPrefix("NSCK") }.count) entities\n\n"
-            + FindingsReport.text(findings)
+    public static let schemaVersion = 1
+
+    public static func text(_ result: Storelens.LintResult) -> String {
+        result.models.map(text).joined(separator: "\n")
     }
 
-    public static func json(subjects: [(String, StoreModel)], findings: [Finding]) -> JSONValue {
-        .object([
-            ("schemaVersion", .int(InspectionReport.schemaVersion)),
-            ("inputs", .array(subjects.map { .object([("path", .string($0.0)), ("model", .string($0.1.source.rawValue)), ("origin", .string($0.1.origin))]) })),
+    static func text(_ linted: Storelens.LintedModel) -> String {
+        "\(TextTable.sanitized(linted.subject))\n  model  \(TextTable.sanitized(linted.model.source.rawValue)): \(TextTable.sanitized(linted.model.origin)), \(linted.model.entities.filter { !$0.name.hasPrefix("NSCK") }.count) entities\n\n"
+            + FindingsReport.text(linted.findings)
+    }
+
+    public static func json(_ result: Storelens.LintResult) -> JSONValue {
+        JSONDocument.make(schemaVersion: schemaVersion, [
+            ("inputs", .array(result.models.map { .object([("path", .string($0.subject)), ("model", .string($0.model.source.rawValue)), ("origin", .string($0.model.origin))]) })),
             ("rules", .array(CloudKitLint.Rule.allCases.map { .string($0.rawValue) })),
-            ("findings", .array(findings.map(FindingsReport.json))),
+            ("findings", .array(result.findings.map(FindingsReport.json))),
         ])
     }
 
-    public static func markdown(subjects: [String], findings: [Finding]) -> String {
-        "## storelens lint of \(subjects.map { "`\(Markdown.code($0))`" }.joined(separator: ", "))\n\n" + FindingsReport.markdown(findings)
+    public static func markdown(_ result: Storelens.LintResult) -> String {
+        "## storelens lint of \(result.models.map { "`\(Markdown.code($0.subject))`" }.joined(separator: ", "))\n\n" + FindingsReport.markdown(result.findings)
     }
 }

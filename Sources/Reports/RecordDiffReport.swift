@@ -1,5 +1,6 @@
 import CoreDataStore
 import Foundation
+import Operations
 import SQLiteAccess
 import StoreFormats
 import WALForensics
@@ -37,8 +38,6 @@ public final class RecordDiffWriter {
     /// Records shown per entity in text; the rest are counted (every record is in the other formats).
     public static let textRecordLimit = 200
     /// Tables of persistent history, counted rather than listed in text.
-    static let historyTables: Set<String> = ["ATRANSACTION", "ACHANGE", "ATRANSACTIONSTRING"]
-
     let format: Format
     /// CSV cells exactly as stored (`--raw-csv`): no escapes, no formula neutralised.
     public var rawCSV = false
@@ -82,12 +81,12 @@ public final class RecordDiffWriter {
         records += diff.groups.reduce(0) { $0 + $1.records.count }
         switch format {
         case .json where each:
-            write((diffsInStore == 1 ? "\n" : ",\n") + ValueRendering.indented(Self.json(position: position, diff: diff, changedOnly: true), by: 8))
+            write((diffsInStore == 1 ? "\n" : ",\n") + Self.json(position: position, diff: diff, changedOnly: true).rendered(indentedBy: 8))
         case .json:
             // One diff per store, in the layout `wal --diff` has always had (records and transactions added).
             guard case .object(let members) = Self.json(position: position, diff: diff) else { return }
             let store = JSONValue.object([("path", .string(path))] + members.filter { !["commit", "firstFrame", "commitFrame"].contains($0.0) })
-            write((stores == 1 ? "\n" : ",\n") + ValueRendering.indented(store, by: 4))
+            write((stores == 1 ? "\n" : ",\n") + store.rendered(indentedBy: 4))
         case .jsonl:
             for line in Self.jsonLines(path: path, position: position, diff: diff) { write(line.rendered(pretty: false) + "\n") }
         case .csv:
@@ -95,6 +94,12 @@ public final class RecordDiffWriter {
         case .text:
             write(text(position: position, diff: diff))
         }
+    }
+
+    /// One store's changes between two states, as the operations give them.
+    public func add(_ changes: Storelens.RecordChanges) {
+        add(path: changes.store, position: Position(from: changes.from, to: changes.to, firstFrame: changes.firstFrame,
+                                                    commitFrame: changes.commitFrame), diff: changes.diff)
     }
 
     public func endStore() {
@@ -135,10 +140,10 @@ public final class RecordDiffWriter {
         members.append(contentsOf: keyMembers(r))
         switch r.kind {
         case .inserted, .deleted:
-            members.append(("values", .object(r.values.map { ($0.name, ValueRendering.json($0.value)) })))
+            members.append(("values", .object(r.values.map { ($0.name, ValueJSON.json($0.value)) })))
         case .updated:
-            members.append(("changes", .object(r.changes.map { ($0.name, .object([("old", ValueRendering.json($0.old)),
-                                                                                    ("new", ValueRendering.json($0.new))])) })))
+            members.append(("changes", .object(r.changes.map { ($0.name, .object([("old", ValueJSON.json($0.old)),
+                                                                                    ("new", ValueJSON.json($0.new))])) })))
             members.append(("changedColumns", .array(r.changedColumns.map(JSONValue.string))))
         }
         return .object(members)
@@ -165,9 +170,9 @@ public final class RecordDiffWriter {
                 ]
                 var cells: [(String, JSONValue, JSONValue)] = []
                 switch r.kind {
-                case .inserted: cells = r.values.map { ($0.name, .null, ValueRendering.json($0.value)) }
-                case .deleted: cells = r.values.map { ($0.name, ValueRendering.json($0.value), .null) }
-                case .updated: cells = r.changes.map { ($0.name, ValueRendering.json($0.old), ValueRendering.json($0.new)) }
+                case .inserted: cells = r.values.map { ($0.name, .null, ValueJSON.json($0.value)) }
+                case .deleted: cells = r.values.map { ($0.name, ValueJSON.json($0.value), .null) }
+                case .updated: cells = r.changes.map { ($0.name, ValueJSON.json($0.old), ValueJSON.json($0.new)) }
                 }
                 // A record without properties (an update of Z_OPT alone) still gets its line.
                 if cells.isEmpty { cells = [("", .null, .null)] }
@@ -233,13 +238,13 @@ public final class RecordDiffWriter {
         var history: [String] = []
         for entry in changed {
             let g = entry.group
-            if Self.historyTables.contains(g.table.uppercased()) {
-                history.append("\(g.table) " + Self.counts(g))
+            if WALDiff.historyTables.contains(g.table.uppercased()) {
+                history.append("\(g.table) " + g.countsText)
                 continue
             }
             let name = g.entity.map { "\($0) (\(g.table))" } ?? g.table
             if each {
-                out += indent + TextTable.sanitized(name) + ": " + Self.counts(g) + "\n"
+                out += indent + TextTable.sanitized(name) + ": " + g.countsText + "\n"
             } else {
                 // The summary `--diff` has always printed, then the records.
                 out += "\n" + indent + TextTable.sanitized(name) + "\n"
@@ -265,15 +270,6 @@ public final class RecordDiffWriter {
             }
         }
         return out
-    }
-
-    static func counts(_ g: WALDiff.Group) -> String {
-        var parts: [String] = []
-        if g.insertedCount > 0 { parts.append("\(g.insertedCount) inserted") }
-        if !g.updated.isEmpty { parts.append("\(g.updated.count) updated") }
-        if g.deletedCount > 0 { parts.append("\(g.deletedCount) deleted") }
-        parts.append("\(g.unchanged) unchanged")
-        return parts.joined(separator: ", ")
     }
 
     /// - Parameter countingChanges: false when `t` holds only the change that concerns the reader.

@@ -1,5 +1,6 @@
 import CoreDataStore
 import Foundation
+import Operations
 import StoreFormats
 import WALForensics
 
@@ -83,7 +84,7 @@ public final class RecoveryWriter {
         if v.confidence == .tombstone { tombstones += 1 }
         switch format {
         case .json:
-            write((inStore == 1 ? "\n" : ",\n") + ValueRendering.indented(Self.json(v), by: 8))
+            write((inStore == 1 ? "\n" : ",\n") + Self.json(v).rendered(indentedBy: 8))
         case .jsonl:
             write(jsonLineText(path: path, v))
         case .csv:
@@ -125,7 +126,7 @@ public final class RecoveryWriter {
             ("firstCommit", .optional(v.sources.first?.firstCommit)),
             ("lastCommit", .optional(v.sources.last?.lastCommit)),
             ("endedBy", ending.map { json(ending: $0) } ?? .null),
-            ("values", .object(v.values.map { ($0.name, ValueRendering.json($0.value)) })),
+            ("values", .object(v.values.map { ($0.name, ValueJSON.json($0.value)) })),
             ("sources", .array(v.sources.map(json(source:)))),
             ("finds", .array(v.finds.map(json(find:)))),
             // Each with the one change that deleted the record (and the values it kept).
@@ -183,7 +184,7 @@ public final class RecoveryWriter {
         for value in v.values {
             let key = RowsWriter.flatKey(value.name)
             guard used.insert(key).inserted else { continue }
-            members.append((key, ValueRendering.json(value.value)))
+            members.append((key, ValueJSON.json(value.value)))
         }
         return .object(members)
     }
@@ -255,7 +256,7 @@ public final class RecoveryWriter {
             out += ","
             string(key)
             out += ":"
-            ValueRendering.json(value.value).write(to: &out, pretty: false, indent: 0)
+            ValueJSON.json(value.value).write(to: &out, pretty: false, indent: 0)
         }
         out += "}\n"
         return out
@@ -304,7 +305,7 @@ public final class RecoveryWriter {
         if v.values.isEmpty { return [lead + ["", ""]] }
         return v.values.map { value in
             // A text over a megabyte: its summary (size, SHA-256, first characters), as in JSON.
-            if case .longText = value.value { return lead + [value.name, ValueRendering.json(value.value).rendered(pretty: false)] }
+            if case .longText = value.value { return lead + [value.name, ValueJSON.json(value.value).rendered(pretty: false)] }
             return lead + [value.name, ValueRendering.cell(value.value)]
         }
     }
@@ -367,5 +368,19 @@ public final class RecoveryWriter {
             origin = "-wal"
         }
         return "\(commits) (\(origin))"
+    }
+
+    /// `recover --out`'s summary: the file, the versions, the tables, each store's share.
+    public static func json(_ written: Storelens.RecoveredFile) -> JSONValue {
+        JSONDocument.make(schemaVersion: schemaVersion, [
+            ("output", .string(written.output)),
+            ("versions", .int(written.versions)),
+            ("tables", .array(written.tables.map(JSONValue.string))),
+            ("stores", .array(written.stores.map { .object([("path", .string($0.path)), ("versions", .int($0.versions))]) })),
+        ])
+    }
+
+    public static func text(_ written: Storelens.RecoveredFile) -> String {
+        TextTable.sanitized("wrote \(plural(written.versions, "version")) of \(plural(written.stores.count, "store")) to \(written.output): tables \(written.tables.joined(separator: ", "))") + "\n"
     }
 }

@@ -1,5 +1,8 @@
+import Acquisition
 import CoreDataStore
 import Foundation
+import Operations
+import StoreFormats
 
 /// Streams the rows of `storelens rows` in one of six formats, writing as rows arrive so that
 /// a table of any size never has to fit in memory.
@@ -64,6 +67,44 @@ public final class RowsWriter {
     }
 
     /// Whether `add(_: RowScan.Row)` takes this format's rows (jsonl, array, csv, tsv).
+    /// The members every rows document starts with: the store, the entity, the model, the fields.
+    public static func header(_ rows: Storelens.EntityRows) -> [(String, JSONValue)] {
+        var header: [(String, JSONValue)] = [
+            ("schemaVersion", .int(schemaVersion)),
+            ("path", .string(rows.path)),
+            ("entity", .string(rows.entity)),
+            ("modelSource", .string(rows.model.source.rawValue)),
+            ("asOfCommit", .optional(rows.asOfCommit)),
+            ("fields", .array(rows.fields.map { .string($0) })),
+        ]
+        if rows.model.source == .inferred { header.append(("modelNotes", .array(rows.model.notes.map(JSONValue.string)))) }
+        return header
+    }
+
+    /// The table view's first line: the store, the entity, the commit and an inferred model said.
+    public static func title(_ rows: Storelens.EntityRows) -> String {
+        var title = TextTable.sanitized("\(rows.path): \(rows.entity)")
+        if let asOf = rows.asOfCommit { title += " as of commit \(asOf)" }
+        if rows.model.source == .inferred { title += " (model INFERRED from the SQL schema)" }
+        return title
+    }
+
+    /// A Core Data XML store's header: its format stands for the model.
+    public static func header(_ rows: AtomicStoreRows, of store: AcquiredAtomicStore) -> [(String, JSONValue)] {
+        [
+            ("schemaVersion", .int(schemaVersion)),
+            ("path", .string(store.displayPath)),
+            ("entity", .string(rows.entity)),
+            ("modelSource", .string(store.format.rawValue)),
+            ("asOfCommit", .null),
+            ("fields", .array(rows.fields.map(JSONValue.string))),
+        ]
+    }
+
+    public static func title(_ rows: AtomicStoreRows, of store: AcquiredAtomicStore) -> String {
+        TextTable.sanitized("\(store.displayPath): \(rows.entity) (\(store.format.title))")
+    }
+
     public var takesScanRows: Bool { encoder != nil }
 
     /// Adds a row read by a `RowScan`: the same output as `add(_: DecodedRow)` for the row
@@ -95,7 +136,7 @@ public final class RowsWriter {
             for (key, value) in header {
                 var rendered = ""
                 JSONValue.escape(key, into: &rendered)
-                text += "  \(rendered): " + ValueRendering.indented(value, by: 2).dropFirst(2) + ",\n"
+                text += "  \(rendered): " + value.rendered(indentedBy: 2).dropFirst(2) + ",\n"
             }
             emit(text + "  \"rows\": [")
         case .csv:
@@ -110,7 +151,7 @@ public final class RowsWriter {
     }
 
     public static func json(_ row: DecodedRow) -> JSONValue {
-        json(row, rendering: ValueRendering.json)
+        json(row, rendering: ValueJSON.json)
     }
 
     static func json(_ row: DecodedRow, rendering: (FieldValue) -> JSONValue) -> JSONValue {
@@ -141,7 +182,7 @@ public final class RowsWriter {
     ///
     /// - Parameter keys: `fields.map(flatKey)`, in `RowReader.fields` order.
     public static func flat(_ row: DecodedRow, keys: [String]) -> JSONValue {
-        flat(row, keys: keys, rendering: ValueRendering.json)
+        flat(row, keys: keys, rendering: ValueJSON.json)
     }
 
     static func flat(_ row: DecodedRow, keys: [String], rendering: (FieldValue) -> JSONValue) -> JSONValue {
@@ -162,7 +203,7 @@ public final class RowsWriter {
         }
         switch format {
         case .json:
-            emit((count == 1 ? "\n" : ",\n") + ValueRendering.indented(Self.json(row), by: 4))
+            emit((count == 1 ? "\n" : ",\n") + Self.json(row).rendered(indentedBy: 4))
         case .jsonl:
             emit(Self.flat(row, keys: flatKeys).rendered(pretty: false) + "\n")
         case .array:
@@ -193,7 +234,7 @@ public final class RowsWriter {
         let splice = LongTextSplice()
         switch format {
         case .json:
-            try splice.write((count == 1 ? "\n" : ",\n") + ValueRendering.indented(Self.json(row, rendering: splice.marking), by: 4), into: &buffer, spill: writeBytes)
+            try splice.write((count == 1 ? "\n" : ",\n") + Self.json(row, rendering: splice.marking).rendered(indentedBy: 4), into: &buffer, spill: writeBytes)
         case .jsonl:
             try splice.write(Self.flat(row, keys: flatKeys, rendering: splice.marking).rendered(pretty: false) + "\n", into: &buffer, spill: writeBytes)
         case .array:
@@ -294,12 +335,12 @@ public final class RowsWriter {
     /// line), a cell is one line, and the exact value comes back by undoing the two escapes
     /// (docs/rows.md, "Escaping").
     public static func escapingControls(_ s: String) -> String {
-        guard s.unicodeScalars.contains(where: { $0 == "\\" || TextTable.isHostile($0) }) else { return s }
+        guard s.unicodeScalars.contains(where: { $0 == "\\" || HostileText.isHostile($0) }) else { return s }
         var out = String.UnicodeScalarView()
         for scalar in s.unicodeScalars {
             if scalar == "\\" {
                 out.append(contentsOf: "\\\\".unicodeScalars)
-            } else if TextTable.isHostile(scalar) {
+            } else if HostileText.isHostile(scalar) {
                 let hex = String(scalar.value, radix: 16)
                 out.append(contentsOf: ("\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex).unicodeScalars)
             } else {

@@ -1,32 +1,8 @@
 import Acquisition
 import CoreDataStore
 import Foundation
-
-/// One found store with what opening it said (format and stack), for `scan`.
-public struct ScannedStore: Sendable {
-    public let found: FoundStore
-    public let format: StoreInspection.Format?
-    public let stack: StackVerdict.Stack?
-    /// Why the store could not be classified (it is still listed).
-    public let problem: String?
-    /// External binary storage: files that came and values that name them (Core Data stores).
-    public let externalData: ExternalDataCensus?
-
-    public init(found: FoundStore, format: StoreInspection.Format?, stack: StackVerdict.Stack?, problem: String?,
-                externalData: ExternalDataCensus? = nil) {
-        self.found = found
-        self.format = format
-        self.stack = stack
-        self.problem = problem
-        self.externalData = externalData
-    }
-
-    /// What `scan` prints as the format: `coredata` or `sqlite` from opening a SQLite store,
-    /// `coredata-xml` or `coredata-binary` for an atomic store (told by its first bytes).
-    public var formatName: String? {
-        found.format == .sqlite ? format?.rawValue : found.format.rawValue
-    }
-}
+import Operations
+import StoreFormats
 
 /// The views of `scan`.
 public enum ScanReport {

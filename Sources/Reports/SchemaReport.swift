@@ -1,16 +1,17 @@
 import CoreDataStore
 import Foundation
+import Operations
+import StoreFormats
 
 /// The views of `schema`: the model with its SQL map (documented in docs/json-output.md).
 public enum SchemaReport {
     public static let schemaVersion = 1
 
-    public static func json(_ store: OpenedStore) -> JSONValue {
+    public static func json(_ store: Storelens.StoreSchema) -> JSONValue {
         let map = store.map
         let model = map.model
-        return .object([
-            ("schemaVersion", .int(schemaVersion)),
-            ("path", .string(store.displayPath)),
+        return JSONDocument.make(schemaVersion: schemaVersion, [
+            ("path", .string(store.path)),
             ("modelSource", .string(model.source.rawValue)),
             ("modelOrigin", .string(model.origin)),
             ("versionIdentifiers", .array(model.versionIdentifiers.map(JSONValue.string))),
@@ -129,10 +130,10 @@ public enum SchemaReport {
         }
     }
 
-    public static func text(_ store: OpenedStore) -> String {
+    public static func text(_ store: Storelens.StoreSchema) -> String {
         let map = store.map
         let model = map.model
-        var out = "\(TextTable.sanitized(store.displayPath))\n"
+        var out = "\(TextTable.sanitized(store.path))\n"
         out += "  model       \(sourceName(model))\n"
         if !model.versionIdentifiers.isEmpty {
             out += "  versions    \(model.versionIdentifiers.map { "\"\($0)\"" }.joined(separator: ", "))\n"

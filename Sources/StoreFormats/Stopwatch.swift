@@ -1,3 +1,5 @@
+import Foundation
+
 /// Seconds elapsed since it was made, on the monotonic clock: what `STORELENS_TIMINGS` lines and
 /// batch lines report. One formula for turning a `Duration` into seconds, so every timing agrees.
 public struct Stopwatch: Sendable {
@@ -12,5 +14,25 @@ public struct Stopwatch: Sendable {
     public static func seconds(of duration: Duration) -> Double {
         let (whole, attoseconds) = duration.components
         return Double(whole) + Double(attoseconds) / 1e18
+    }
+}
+
+/// Where timing lines go (`STORELENS_TIMINGS` for `make bench`): given to an operation by whoever
+/// calls it, so the libraries neither read the environment nor print; nil records nothing.
+public struct Timings: Sendable {
+    private let sink: @Sendable (String) -> Void
+
+    /// `sink` receives one line per measurement, `name=value` pairs without "timing " or a newline.
+    public init(_ sink: @escaping @Sendable (String) -> Void) {
+        self.sink = sink
+    }
+
+    public func record(_ line: String) {
+        sink(line)
+    }
+
+    /// Seconds as the timing lines print them (six decimals).
+    public static func seconds(_ duration: Duration) -> String {
+        String(format: "%.6f", Stopwatch.seconds(of: duration))
     }
 }

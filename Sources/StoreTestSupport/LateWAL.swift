@@ -1,5 +1,6 @@
 import Foundation
 import SQLiteAccess
+import StoreBuilder
 
 /// A store of the bench corpus's shape pulled as `cp default.store*` pulls it while the app runs:
 /// the app has written notes (in its -wal) when the main file is copied, then checkpoints,
@@ -40,5 +41,51 @@ public enum LateWAL {
             try FileManager.default.copyItem(atPath: live.path + suffix, toPath: pulled.path + suffix)
         }
         return pulled
+    }
+
+    public struct Pulled {
+        public let root: TemporaryFolder
+        public var store: URL { root.path("pulled/default.store") }
+    }
+
+    /// - Parameter afterCheckpoint: what the app writes between the checkpoint and the copy of the
+    ///   -wal: `.update` rewrites one row in place (its table's leaf only), `.insert` adds rows
+    ///   (new pages the copied main file does not have).
+    public enum Later: Sendable { case update, insert }
+
+    /// The to-do store of `SampleModels.todo` pulled with a late -wal (`pull` for the bench corpus):
+    /// the pulled family is `store` in `root`.
+    public static func pulledTodo(_ later: Later) throws -> Pulled {
+        let root = try TemporaryFolder("late-wal")
+        try FileManager.default.createDirectory(at: root.path("live"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: root.path("pulled"), withIntermediateDirectories: true)
+        let live = root.path("live/default.store")
+        let app = try StoreWriter(url: live, model: SampleModels.todo)
+        func add(_ pks: ClosedRange<Int>) throws {
+            try app.transaction { w in
+                for pk in pks {
+                    _ = try w.insert("TodoItem", ["id": .uuid(UUID()), "title": .string("item \(pk) " + String(repeating: "x", count: 200)),
+                                                  "createdAt": .date(Date(timeIntervalSinceReferenceDate: Double(pk))),
+                                                  "list": .object(entity: "TodoList", pk: 1)], pk: pk)
+                }
+            }
+        }
+        try app.transaction { w in _ = try w.insert("TodoList", ["name": .string("Inbox")], pk: 1) }
+        try add(1...5)
+        try app.checkpoint()
+        try add(6...(later == .update ? 12 : 60))              // in the -wal when the main file is copied
+        let copy = { (suffix: String) in
+            try FileManager.default.copyItem(at: URL(fileURLWithPath: live.path + suffix), to: URL(fileURLWithPath: root.path("pulled/default.store").path + suffix))
+        }
+        try copy("")                                              // cp copies default.store first …
+        try app.checkpoint()                                      // … the app checkpoints …
+        switch later {                                            // … and writes more …
+        case .update: try app.update("TodoItem", pk: 12, ["isCompleted": .bool(true)])
+        case .insert: try add(61...120)
+        }
+        try copy("-shm")                                          // … before the -shm and -wal are copied.
+        try copy("-wal")
+        try app.close(leavingWAL: true)
+        return Pulled(root: root)
     }
 }

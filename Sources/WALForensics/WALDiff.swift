@@ -467,3 +467,21 @@ private struct Differ {
         groups.values.sorted { ($0.entityNumber ?? -1) < ($1.entityNumber ?? -1) }
     }
 }
+
+extension WALDiff {
+    /// Persistent history's own tables: what a commit wrote there is about the other tables.
+    public static let historyTables: Set<String> = ["ATRANSACTION", "ACHANGE", "ATRANSACTIONSTRING"]
+}
+
+extension WALDiff.Group {
+    /// "3 inserted, 1 updated, 2 deleted, 40 unchanged" (the kinds with none are left out,
+    /// unchanged always said).
+    public var countsText: String {
+        var parts: [String] = []
+        if insertedCount > 0 { parts.append("\(insertedCount) inserted") }
+        if !updated.isEmpty { parts.append("\(updated.count) updated") }
+        if deletedCount > 0 { parts.append("\(deletedCount) deleted") }
+        parts.append("\(unchanged) unchanged")
+        return parts.joined(separator: ", ")
+    }
+}

@@ -1,5 +1,6 @@
 import Acquisition
 import Foundation
+import OutputFiles
 import SQLiteAccess
 import StoreFormats
 

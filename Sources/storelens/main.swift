@@ -6,6 +6,6 @@ import Foundation
 setlocale(LC_ALL, "C.UTF-8")
 Interrupts.install()
 
-let code = Storelens.run(Array(CommandLine.arguments.dropFirst()))
+let code = RootCommand.run(Array(CommandLine.arguments.dropFirst()))
 ScratchRegistry.shared.removeAll()
 exit(code.rawValue)

@@ -2,11 +2,12 @@ import Acquisition
 import CoreDataStore
 import Findings
 import Foundation
+import Operations
+@testable import Reports
 import StoreBuilder
 import StoreTestSupport
 import Testing
 import WALForensics
-@testable import Reports
 
 @Suite("HTML report")
 struct HTMLReportTests {

@@ -1,11 +1,12 @@
 import Acquisition
 import CoreDataStore
 import Foundation
+@testable import Reports
 import SQLiteAccess
 import StoreBuilder
+import StoreFormats
 import StoreTestSupport
 import Testing
-@testable import Reports
 
 /// `rows --format jsonl/array/csv/tsv` reads through `RowScan` and `RowBytesEncoder`,
 /// not through `RowReader.forEach` and the `JSONValue` rendering. The old path stays the

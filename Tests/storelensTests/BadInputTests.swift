@@ -19,22 +19,6 @@ struct BadInputTests {
         var description: String { name }
     }
 
-    static func builtStore(in folder: URL, journal: StoreWriter.Options.JournalMode = .delete, rows: Int = 50,
-                           name: String = "Store.sqlite", _ extra: ((StoreWriter) throws -> Void)? = nil) throws -> URL {
-        let url = folder.appendingPathComponent(name)
-        let writer = try StoreWriter(url: url, model: SampleModels.todo, options: .init(journalMode: journal))
-        try writer.transaction(.init(bundleID: "com.example.todo")) { w in
-            let list = try w.insert("TodoList", ["name": .string("Home")])
-            for i in 0..<rows {
-                try w.insert("TodoItem", ["title": .string(String(repeating: "task \(i) ", count: 20)),
-                                          "list": .object(entity: "TodoList", pk: list)])
-            }
-        }
-        try extra?(writer)
-        try writer.close()
-        return url
-    }
-
     static let cases: [Case] = [
         Case(name: "missing path", make: { $0.appendingPathComponent("nope.sqlite").path }, extraArguments: [],
              expectedStatus: 2, messageContains: ["no such file"]),
@@ -50,18 +34,18 @@ struct BadInputTests {
             return url.path
         }, extraArguments: [], expectedStatus: 2, messageContains: ["not a SQLite database"]),
         Case(name: "truncated database", make: { folder in
-            let url = try builtStore(in: folder, rows: 400)
+            let url = try SampleStores.todo(in: folder, rows: 400)
             let data = try Data(contentsOf: url)
             try data.prefix(data.count / 2 + 100).write(to: url)
             return url.path
         }, extraArguments: [], expectedStatus: 2, messageContains: ["truncated"]),
         Case(name: "garbage Z_METADATA plist", make: { folder in
-            try builtStore(in: folder) { w in
+            try SampleStores.todo(in: folder) { w in
                 try w.executeRaw("UPDATE Z_METADATA SET Z_PLIST = x'62706C6973743030DEADBEEF'")
             }.path
         }, extraArguments: [], expectedStatus: 2, messageContains: ["metadata is damaged", "Z_PLIST"]),
         Case(name: "-wal with the wrong page size", make: { folder in
-            let url = try builtStore(in: folder, journal: .wal)
+            let url = try SampleStores.todo(in: folder, journal: .wal)
             // A WAL made by another database with 1024-byte pages.
             let other = folder.appendingPathComponent("other.db")
             let db = try Connection.open(path: other.path, mode: .create)
@@ -75,7 +59,7 @@ struct BadInputTests {
         Case(name: "hot -journal rolled back on request", make: { folder in try hotJournalStore(in: folder).path },
              extraArguments: ["--roll-back-journal"], expectedStatus: 0, messageContains: []),
         Case(name: "table name with quotes and spaces (odd, not bad: a normal result)", make: { folder in
-            try builtStore(in: folder) { w in
+            try SampleStores.todo(in: folder) { w in
                 try w.executeRaw(#"CREATE TABLE "ZWEIRD ""NAME""; X" ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER )"#)
                 try w.executeRaw(#"INSERT INTO Z_PRIMARYKEY VALUES (3, 'Weird "Name"; x', 0, 2)"#)
                 try w.executeRaw(#"INSERT INTO "ZWEIRD ""NAME""; X" VALUES (1, 3, 1), (2, 3, 1)"#)
@@ -84,7 +68,7 @@ struct BadInputTests {
         Case(name: "store in a read-only folder (read as usual)", make: { folder in
             let sub = folder.appendingPathComponent("readonly")
             try FileManager.default.createDirectory(at: sub, withIntermediateDirectories: true)
-            let url = try builtStore(in: sub, journal: .wal) { w in
+            let url = try SampleStores.todo(in: sub, journal: .wal) { w in
                 try w.checkpoint()
                 try w.transaction(.init(bundleID: "com.example.todo")) { try $0.insert("TodoList", ["name": .string("Later")]) }
             }
@@ -98,7 +82,7 @@ struct BadInputTests {
     static func hotJournalStore(in folder: URL) throws -> URL {
         let work = folder.appendingPathComponent("work")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        let url = try builtStore(in: work, rows: 300)
+        let url = try SampleStores.todo(in: work, rows: 300)
         let db = try Connection.open(path: url.path, mode: .readWrite)
         try db.execute("PRAGMA cache_size = 2")
         try db.execute("BEGIN IMMEDIATE")

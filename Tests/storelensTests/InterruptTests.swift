@@ -12,7 +12,7 @@ struct InterruptTests {
     func interruptRemovesScratch(command: String) throws {
         let folder = try TemporaryFolder("interrupt")
         let scratchParent = try TemporaryFolder("interrupt-scratch")
-        let store = try BadInputTests.builtStore(in: folder.url, rows: 50)
+        let store = try SampleStores.todo(in: folder.url, rows: 50)
         let before = try FolderSnapshot(folder.url)
         let gates = try TemporaryFolder("interrupt-gate")
         let gate = gates.path("gate")
@@ -49,7 +49,7 @@ struct ClosedPipeTests {
         let folder = try TemporaryFolder("pipe")
         let scratchParent = try TemporaryFolder("pipe-scratch")
         // Far more rows than a pipe buffers (64 KiB), so storelens is still writing when the reader goes.
-        let store = try BadInputTests.builtStore(in: folder.url, rows: 3000)
+        let store = try SampleStores.todo(in: folder.url, rows: 3000)
         let before = try FolderSnapshot(folder.url)
 
         let process = Process()

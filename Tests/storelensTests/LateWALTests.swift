@@ -10,52 +10,8 @@ import Testing
 /// valid; SQLite applies it without a word and shows an inconsistent store.
 @Suite("a -wal copied at another moment")
 struct LateWALTests {
-    struct Pulled {
-        let root: TemporaryFolder
-        var store: URL { root.path("pulled/default.store") }
-    }
-
-    /// - Parameter afterCheckpoint: what the app writes between the checkpoint and the copy of the
-    ///   -wal: `.update` rewrites one row in place (its table's leaf only), `.insert` adds rows
-    ///   (new pages the copied main file does not have).
-    enum Later { case update, insert }
-
-    static func pulled(_ later: Later) throws -> Pulled {
-        let root = try TemporaryFolder("late-wal")
-        try FileManager.default.createDirectory(at: root.path("live"), withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(at: root.path("pulled"), withIntermediateDirectories: true)
-        let live = root.path("live/default.store")
-        let app = try StoreWriter(url: live, model: SampleModels.todo)
-        func add(_ pks: ClosedRange<Int>) throws {
-            try app.transaction { w in
-                for pk in pks {
-                    _ = try w.insert("TodoItem", ["id": .uuid(UUID()), "title": .string("item \(pk) " + String(repeating: "x", count: 200)),
-                                                  "createdAt": .date(Date(timeIntervalSinceReferenceDate: Double(pk))),
-                                                  "list": .object(entity: "TodoList", pk: 1)], pk: pk)
-                }
-            }
-        }
-        try app.transaction { w in _ = try w.insert("TodoList", ["name": .string("Inbox")], pk: 1) }
-        try add(1...5)
-        try app.checkpoint()
-        try add(6...(later == .update ? 12 : 60))              // in the -wal when the main file is copied
-        let copy = { (suffix: String) in
-            try FileManager.default.copyItem(at: URL(fileURLWithPath: live.path + suffix), to: URL(fileURLWithPath: root.path("pulled/default.store").path + suffix))
-        }
-        try copy("")                                              // cp copies default.store first …
-        try app.checkpoint()                                      // … the app checkpoints …
-        switch later {                                            // … and writes more …
-        case .update: try app.update("TodoItem", pk: 12, ["isCompleted": .bool(true)])
-        case .insert: try add(61...120)
-        }
-        try copy("-shm")                                          // … before the -shm and -wal are copied.
-        try copy("-wal")
-        try app.close(leavingWAL: true)
-        return Pulled(root: root)
-    }
-
     /// SQLite's own integrity_check on a copy of the pulled family, and on a copy of its main file alone.
-    static func sqliteIntegrity(_ pulled: Pulled) throws -> (withWAL: [String], mainAlone: [String]) {
+    static func sqliteIntegrity(_ pulled: LateWAL.Pulled) throws -> (withWAL: [String], mainAlone: [String]) {
         let scratch = pulled.root.path("sqlite-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         for suffix in ["", "-wal"] {
@@ -83,7 +39,7 @@ struct LateWALTests {
 
     @Test("a -wal whose frames rewrite a row after a missed checkpoint: wal, inspect, check and report say the pair does not match")
     func rowsMissingFromIndex() throws {
-        let pulled = try Self.pulled(.update)
+        let pulled = try LateWAL.pulledTodo(.update)
         let truth = try Self.sqliteIntegrity(pulled)
         #expect(truth.withWAL != ["ok"], "SQLite's integrity_check with the -wal applied: \(truth.withWAL)")
         #expect(truth.mainAlone == ["ok"])
@@ -116,7 +72,7 @@ struct LateWALTests {
 
     @Test("a -wal whose frames point at pages the copied main file does not have: check reports findings instead of failing, report does not pass")
     func pagesTheMainFileLacks() throws {
-        let pulled = try Self.pulled(.insert)
+        let pulled = try LateWAL.pulledTodo(.insert)
         let truth = try Self.sqliteIntegrity(pulled)
         #expect(truth.withWAL != ["ok"], "SQLite's integrity_check with the -wal applied: \(truth.withWAL)")
         #expect(truth.mainAlone == ["ok"])

@@ -11,8 +11,8 @@ struct RefusedStoreTests {
     @Test("inspect and check on a folder with a good and a truncated store", arguments: ["inspect", "check"])
     func folderWithOneBadStore(_ command: String) throws {
         let folder = try TemporaryFolder("refused-\(command)")
-        let good = try BadInputTests.builtStore(in: folder.url, name: "good.sqlite")
-        let bad = try BadInputTests.builtStore(in: folder.url, rows: 400, name: "bad.sqlite")
+        let good = try SampleStores.todo(in: folder.url, name: "good.sqlite")
+        let bad = try SampleStores.todo(in: folder.url, rows: 400, name: "bad.sqlite")
         let data = try Data(contentsOf: bad)
         try data.prefix(data.count / 2).write(to: bad)
         let before = try FolderSnapshot(folder.url)
@@ -33,7 +33,7 @@ struct RefusedStoreTests {
 struct UnreadableTableTests {
     /// A Core Data store whose entity table became an FTS5 table with a tokenizer only Apple registers.
     static func store(in folder: URL) throws -> URL {
-        let url = try BadInputTests.builtStore(in: folder, rows: 3, name: "Private.sqlite")
+        let url = try SampleStores.todo(in: folder, rows: 3, name: "Private.sqlite")
         let db = try Connection.open(path: url.path, mode: .readWrite)
         try db.execute("DROP TABLE ZTODOITEM")
         try db.execute("CREATE VIRTUAL TABLE ZTODOITEM USING fts5(Z_PK, Z_ENT, ZTITLE)")

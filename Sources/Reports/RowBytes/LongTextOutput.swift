@@ -1,5 +1,6 @@
 import CoreDataStore
 import Foundation
+import StoreFormats
 
 /// A text longer than `LongValue.window` written in pieces as it is read from the store, so a
 /// writer's memory never grows with one value: the same bytes the whole text's JSON string or
@@ -115,7 +116,7 @@ final class LongTextSplice {
         }
     }
 
-    /// `ValueRendering.json`, with a mark for each long text.
+    /// `ValueJSON.json`, with a mark for each long text.
     func marking(_ value: FieldValue) -> JSONValue {
         switch value {
         case .longText(let text):
@@ -124,7 +125,7 @@ final class LongTextSplice {
         case .composite(let elements):
             return .object(elements.map { ($0.name, marking($0.value)) })
         default:
-            return ValueRendering.json(value)
+            return ValueJSON.json(value)
         }
     }
 

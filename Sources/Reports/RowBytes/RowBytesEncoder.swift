@@ -1,5 +1,6 @@
 import CoreDataStore
 import Foundation
+import StoreFormats
 
 /// Writes the rows of a `RowScan` straight into bytes, for the formats written one row at a time
 /// (jsonl, array, csv, tsv): the same bytes `RowsWriter.add(_: DecodedRow)` writes for the same
@@ -100,7 +101,7 @@ struct RowBytesEncoder {
         }
     }
 
-    // MARK: JSON values (as `ValueRendering.json(_:)` then `JSONValue.rendered(pretty: false)`)
+    // MARK: JSON values (as `ValueJSON.json(_:)` then `JSONValue.rendered(pretty: false)`)
 
     private static let null: [UInt8] = Array("null".utf8)
     private static let trueText: [UInt8] = Array("true".utf8)
@@ -139,7 +140,7 @@ struct RowBytesEncoder {
             Self.appendDecimal(pk, to: &out)
             out.append(0x22)
         case .decoded(let v):
-            out.append(contentsOf: ValueRendering.json(v).rendered(pretty: false).utf8)
+            out.append(contentsOf: ValueJSON.json(v).rendered(pretty: false).utf8)
         }
     }
 

@@ -3,6 +3,7 @@ import CoreDataStore
 import Dispatch
 import Findings
 import Foundation
+import Operations
 import Reports
 import StoreFormats
 
@@ -183,7 +184,7 @@ enum Batch {
         let stopwatch = Stopwatch()
         var line = BatchLine(command: command, input: input)
         line.host = host
-        line.toolVersion = Storelens.version
+        line.toolVersion = RootCommand.version
         line.startedAt = started
         do {
             let outcome = try job(input, context)

@@ -1,6 +1,8 @@
 import Acquisition
 import CoreDataStore
 import Foundation
+import Operations
+import OutputFiles
 import Reports
 import StoreFormats
 
@@ -151,36 +153,20 @@ enum CommonOptions {
 
 /// What every reading command takes from the input options.
 struct InputSettings {
-    /// The one store of `path` for commands that read a single store; an input holding several
-    /// needs --store, and the error says which stores it found.
+    /// The one store of `path` for commands that read a single store (`EvidenceSession.singleStore`).
     func singleStore(_ path: String, in session: EvidenceSession) throws -> AcquiredStore {
-        let stores = try session.stores(from: [path], select: select, options: open, limits: limits)
-        guard stores.count == 1, let store = stores.first else {
-            throw InputError(message: "\(path) holds \(stores.count) stores (\(stores.prefix(10).map(\.displayPath).joined(separator: ", "))); choose one with --store.")
-        }
-        return store
+        try session.singleStore(path, options)
     }
 
     /// The one store of `path`, which may be a Core Data XML or binary store (`rows`, `export`).
     func singleStoreOrAtomic(_ path: String, in session: EvidenceSession) throws -> SingleStore {
-        var refused: [RefusedStore] = []
-        var atomic: [AcquiredAtomicStore] = []
-        let stores = try session.stores(from: [path], select: select, options: open, limits: limits, refused: &refused, atomic: &atomic)
-        if let first = refused.first { throw first.error }
-        let names = stores.map(\.displayPath) + atomic.map(\.displayPath)
-        guard names.count == 1 else {
-            throw InputError(message: "\(path) holds \(names.count) stores (\(names.prefix(10).joined(separator: ", "))); choose one with --store.")
-        }
-        return stores.first.map(SingleStore.sqlite) ?? .atomic(atomic[0])
-    }
-
-    enum SingleStore {
-        case sqlite(AcquiredStore)
-        case atomic(AcquiredAtomicStore)
+        try session.singleStoreOrAtomic(path, options)
     }
 
     let select: String?
     let keepScratch: Bool
+    /// What the operations take of these settings.
+    var options: Storelens.InputOptions { Storelens.InputOptions(store: select, open: open, limits: limits) }
     let open: OpenOptions
     let limits: ArchiveLimits
     /// `--password-file`, when given (the password itself is read only if an encrypted backup is met).

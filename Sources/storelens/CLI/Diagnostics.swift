@@ -1,10 +1,12 @@
 import Acquisition
 import Coexistence
-import Repair
 import CoreDataStore
-import Reports
 import Foundation
 import ModelReview
+import Operations
+import OutputFiles
+import Repair
+import Reports
 import WALForensics
 
 /// The one place where errors become text and exit codes.
@@ -68,6 +70,7 @@ enum Diagnostics {
         case let e as DecodedExportError: return (e.description, true)
         case let e as OutputFileFailure: return (e.description, e.isOurs)
         case let e as OutputPathError: return (e.description, false)
+        case let e as OutputFileRefusal: return (e.description, false)
         case let e as ArchiveError: return (e.description, false)
         case let e as BackupError: return (e.description, false)
         case let e as BackupPasswordError: return (e.description, false)
@@ -82,7 +85,3 @@ enum Diagnostics {
     }
 }
 
-/// A problem with what the user asked for, found after parsing (for example a bad --store).
-struct InputError: Error {
-    let message: String
-}

@@ -2,6 +2,7 @@ import Acquisition
 import Coexistence
 import Findings
 import Foundation
+import Operations
 import Reports
 
 /// `storelens audit INPUT --manifest FILE`: one writer per entity, and records across stacks.
@@ -44,13 +45,14 @@ struct AuditCommand: Command {
 
     func run(_ output: Output) throws -> ExitCode {
         let manifest = try Manifest.load(path: manifestPath)
+        let options = Storelens.AuditOptions(input: input.options, manifestFile: URL(fileURLWithPath: manifestPath))
         if let batch {
             // Each input is one container audited on its own against the same manifest.
             return try Batch.run(command: "audit", inputs: paths, settings: batch, output: output) { path, context in
                 let session = try input.makeSession()
                 defer { session.scratch.remove() }
                 context.hashInput(path, in: session)
-                let result = try audit([path], manifest: manifest, session: session)
+                let result = try Storelens.audit([path], manifest: manifest, options, in: session)
                 try session.finish()
                 return BatchOutcome(exitCode: result.findings.any(atOrAbove: failOn) ? .findings : .success,
                                     summary: AuditReport.batchSummary(result), findings: result.findings)
@@ -58,7 +60,7 @@ struct AuditCommand: Command {
         }
         let session = try input.makeSession()
         defer { session.scratch.remove() }
-        let result = try audit(paths, manifest: manifest, session: session)
+        let result = try Storelens.audit(paths, manifest: manifest, options, in: session)
         try session.finish()
         switch format {
         case "json": output.write(AuditReport.json(result, manifest: manifestPath).rendered() + "\n")
@@ -66,13 +68,5 @@ struct AuditCommand: Command {
         default: output.write(AuditReport.text(result))
         }
         return result.findings.any(atOrAbove: failOn) ? .findings : .success
-    }
-
-    func audit(_ paths: [String], manifest: Manifest, session: EvidenceSession) throws -> AuditResult {
-        try session.record([URL(fileURLWithPath: manifestPath)])
-        var auditor = Auditor(manifest: manifest, session: session)
-        auditor.openOptions = input.open
-        auditor.limits = input.limits
-        return try auditor.run(inputs: paths)
     }
 }

@@ -1,8 +1,8 @@
 import Acquisition
 import Checks
-import CoreDataStore
 import Findings
 import Foundation
+import Operations
 import Reports
 import StoreFormats
 
@@ -59,96 +59,33 @@ struct CheckCommand: Command {
     }
 
     func run(_ output: Output) throws -> ExitCode {
+        let options = Storelens.CheckOptions(input: input.options, full: full, only: only,
+                                             xcodeModel: model.map { URL(fileURLWithPath: $0) }, timings: Timings.fromEnvironment)
         if let batch {
             return try Batch.run(command: "check", inputs: paths, settings: batch, output: output) { path, context in
                 let session = try input.makeSession()
                 defer { session.scratch.remove() }
                 context.hashInput(path, in: session)
-                let (findings, stores) = try check([path], session: session, output: output)
+                let result = try Storelens.check([path], options, in: session)
+                // Batch mode reads one input at a time: a refused store fails that input.
+                if let first = result.refused.first { throw first.error }
                 try session.finish()
-                let summary = JSONValue.object(Finding.Severity.allCases.reversed().map { severity in
-                    (severity.rawValue, JSONValue.int(findings.filter { $0.severity == severity }.count))
-                } + [("stores", .array(stores.map(JSONValue.string)))])
-                return BatchOutcome(exitCode: findings.any(atOrAbove: failOn) ? .findings : .success, summary: summary,
-                                    findings: findings.bySeverity)
+                return BatchOutcome(exitCode: result.findings.any(atOrAbove: failOn) ? .findings : .success,
+                                    summary: CheckReport.batchSummary(result), findings: result.findings)
             }
         }
         let session = try input.makeSession()
         defer { session.scratch.remove() }
-        var refused: [RefusedStore] = []
-        let (unsorted, stores) = try check(paths, session: session, output: output, refused: &refused)
+        let result = try Storelens.check(paths, options, in: session)
         try session.finish()
-        let findings = unsorted.bySeverity
         switch format {
-        case "json":
-            output.write(JSONValue.object([
-                ("schemaVersion", .int(InspectionReport.schemaVersion)),
-                ("stores", .array(stores.map(JSONValue.string))),
-                // check-not-run is what a check that could not finish reports, not a check of its own.
-                ("checks", .array((only.map { Array($0) } ?? StoreChecker.Check.allCases).filter { $0 != .checkNotRun }
-                    .map { .string($0.rawValue) }.sorted { $0.rendered() < $1.rendered() })),
-                ("findings", .array(findings.map(FindingsReport.json))),
-            ] + (refused.isEmpty ? [] : [("refused", .array(refused.map { .object([("path", .string($0.path)), ("reason", .string($0.reason))]) }))]))
-                .rendered() + "\n")
-        case "markdown":
-            output.write("## storelens check of \(stores.map { "`\(Markdown.code($0))`" }.joined(separator: ", "))\n\n" + FindingsReport.markdown(findings))
-        default:
-            for s in stores { output.write("\(TextTable.sanitized(s))\n") }
-            output.write(FindingsReport.text(findings))
+        case "json": output.write(CheckReport.json(result).rendered() + "\n")
+        case "markdown": output.write(CheckReport.markdown(result))
+        default: output.write(CheckReport.text(result))
         }
         // The other stores were checked; the refused ones are input errors all the same.
-        for r in refused { output.error("Error: \(r.reason)\n") }
-        if !refused.isEmpty { return .usageOrInput }
-        return findings.any(atOrAbove: failOn) ? .findings : .success
-    }
-
-    /// Every check on every store of `paths`: the findings and the stores' display paths.
-    func check(_ paths: [String], session: EvidenceSession, output: Output) throws -> ([Finding], [String]) {
-        // Batch mode reads one input at a time: a refused store fails that input, as before.
-        var refused: [RefusedStore] = []
-        let result = try check(paths, session: session, output: output, refused: &refused)
-        if let first = refused.first { throw first.error }
-        return result
-    }
-
-    func check(_ paths: [String], session: EvidenceSession, output: Output, refused: inout [RefusedStore]) throws -> ([Finding], [String]) {
-        var open = input.open
-        open.ignoreMismatchedWAL = true
-        var findings: [Finding] = []
-        var stores: [String] = []
-        let acquired = try session.stores(from: paths, select: input.select, options: open, limits: input.limits, refused: &refused)
-        // Every original has been read into its working copy; `stores(from:)` has started hashing
-        // them again beside the checks.
-        findings += session.damagedInputs.map { damaged in
-            Finding(id: "archive-damaged", severity: .error, store: damaged.input,
-                    message: "The archive is damaged and was read as asked (--read-damaged).",
-                    evidence: ["damage": .string(damaged.detail)],
-                    explanation: "A damaged archive can hold an older state (a -wal cut short shows fewer commits) or corrupt bytes; every result below is about what it still holds.",
-                    suggestion: "Copy the archive off the device again.")
-        }
-        for store in acquired {
-            let opened: OpenedStore
-            do {
-                opened = try OpenedStore.open(store.copy, displayPath: store.displayPath, xcodeModel: model.map { URL(fileURLWithPath: $0) })
-            } catch ModelError.notCoreData {
-                // A plain SQLite database (an iOS backup's Manifest.db): SQLite's own check applies,
-                // Core Data's invariants do not. Saying so is information, not a failure.
-                findings += try StoreChecker.plainSQLite(store.copy, displayPath: store.displayPath, full: full)
-                stores.append(store.displayPath)
-                continue
-            }
-            var checker = StoreChecker(opened: opened, copy: store.copy)
-            checker.full = full
-            let clock = ContinuousClock()
-            var found: [Finding] = []
-            let took = try clock.measure { found = try checker.run(only: only) }
-            findings += found
-            if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
-                // For `make bench`: the checks alone, without acquisition and hashing.
-                output.error("timing checks-seconds=\(Stopwatch.seconds(of: took))\n")
-            }
-            stores.append(store.displayPath)
-        }
-        return (findings, stores)
+        for r in result.refused { output.error("Error: \(r.reason)\n") }
+        if !result.refused.isEmpty { return .usageOrInput }
+        return result.findings.any(atOrAbove: failOn) ? .findings : .success
     }
 }

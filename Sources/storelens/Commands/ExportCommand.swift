@@ -1,6 +1,8 @@
 import Acquisition
 import CoreDataStore
 import Foundation
+import Operations
+import OutputFiles
 import Reports
 import StoreFormats
 
@@ -50,70 +52,12 @@ struct ExportCommand: Command {
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        // Before any work: an existing --out without --force is refused at once.
-        try ReportFile.checkWritable(out, force: force)
         let session = try input.makeSession()
         defer { session.scratch.remove() }
-        let displayPath: String
-        let modelSource: String
-        let writeExport: (String, [(String, String)]) throws -> DecodedExport.Summary
-        switch try input.singleStoreOrAtomic(path, in: session) {
-        case .sqlite(let acquired):
-            let opened = try OpenedStore.open(acquired.copy, displayPath: acquired.displayPath,
-                                              xcodeModel: modelPath.map { URL(fileURLWithPath: $0) })
-            (displayPath, modelSource) = (acquired.displayPath, opened.model.source.rawValue)
-            writeExport = { try DecodedExport.write(opened, to: $0, provenance: $1, withExternalData: withExternalData) }
-        case .atomic(let store):
-            if modelPath != nil { throw InputError(message: "--model is not used for a \(store.format.title) (\(store.displayPath)): its values carry their own types; drop --model.") }
-            let contents = try AtomicStoreReader.read(store.copy, format: store.format, displayPath: store.displayPath)
-            if store.format == .coreDataBinary {
-                throw InputError(message: "\(store.displayPath) is a \(store.format.title), whose objects storelens does not decode (their archived layout is not documented); `storelens inspect` shows its metadata and model.")
-            }
-            (displayPath, modelSource) = (store.displayPath, store.format.rawValue)
-            writeExport = { try AtomicStoreExport.write(contents, displayPath: store.displayPath, to: $0, provenance: $1) }
-        }
-        var provenance: [(String, String)] = [
-            ("storelensVersion", Storelens.version),
-            ("input", path),
-            ("store", displayPath),
-            ("exportedAt", ValueDecoder.iso8601(referenceSeconds: Date().timeIntervalSinceReferenceDate)),
-        ]
-        for file in session.ledger.entries {
-            provenance.append(("sha256 " + file.path, file.sha256 ?? "(not hashed)"))
-            provenance.append(("size " + file.path, String(file.size)))
-        }
-        // The originals are checked against their copies before anything is written.
-        try session.finish(keepingScratch: withExternalData)
-        var summary: DecodedExport.Summary?
-        try ReportFile.place(at: out, force: force, originals: session.ledger.entries.map(\.path)) { _, temporary in
-            do {
-                summary = try writeExport(temporary, provenance)
-            } catch DecodedExportError.outputFailed(_, let reason) {
-                // Named as the user named it: the temporary file beside it is gone with the failure.
-                throw DecodedExportError.outputFailed(path: out, reason: reason)
-            }
-        }
-        guard let summary else { return .success }
-        if json {
-            let document = JSONValue.object([
-                ("schemaVersion", .int(1)),
-                ("path", .string(displayPath)),
-                ("output", .string(out)),
-                ("modelSource", .string(modelSource)),
-                ("tables", .array(summary.tables.map { t in
-                    .object([("name", .string(t.name)), ("entity", .optional(t.entity)), ("relationship", .optional(t.relationship)), ("rows", .int(t.rows))])
-                })),
-                ("rows", .int(summary.rows)),
-            ])
-            output.write(document.rendered() + "\n")
-        } else {
-            var text = TextTable.sanitized(displayPath) + "\n"
-            text += "  exported \(plural(summary.tables.count, "table")), \(plural(summary.rows, "row")) to \(TextTable.sanitized(out))\n"
-            var rows: [[String]] = [["TABLE", "ENTITY", "ROWS"]]
-            for t in summary.tables { rows.append([t.name, t.entity ?? "link: " + (t.relationship ?? "?"), String(t.rows)]) }
-            text += TextTable.render(rows, rightAligned: [2], indent: 2)
-            output.write(text)
-        }
+        let options = Storelens.ExportOptions(output: out, input: input.options, force: force, withExternalData: withExternalData,
+                                              xcodeModel: modelPath.map { URL(fileURLWithPath: $0) }, toolVersion: RootCommand.version)
+        let result = try Storelens.export(path, options, in: session)
+        output.write(json ? ExportReport.json(result).rendered() + "\n" : ExportReport.text(result))
         if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
         return .success
     }

@@ -1,6 +1,7 @@
 import Acquisition
 import CoreDataStore
 import Foundation
+import Operations
 import Reports
 
 /// `storelens history INPUT`: persistent history with writers resolved and update masks decoded.
@@ -68,36 +69,19 @@ struct HistoryCommand: Command {
     func run(_ output: Output) throws -> ExitCode {
         let session = try input.makeSession()
         defer { session.scratch.remove() }
-        let acquired = try input.singleStore(path, in: session)
-        let opened = try OpenedStore.open(acquired.copy, displayPath: acquired.displayPath,
-                                          xcodeModel: modelPath.map { URL(fileURLWithPath: $0) })
-        var filter = HistoryReader.Filter(author: author, bundleID: bundle, since: since)
-        var entityLabel: String?
-        if let entityName {
-            let entity = try opened.entity(entityName)
-            filter.entityNumbers = entity.entityNumbers
-            entityLabel = entity.entity.name
-        }
-        var reader = try HistoryReader(connection: opened.connection, store: opened.store, model: opened.model,
-                                       displayPath: acquired.displayPath)
-        let header: [(String, JSONValue)] = [
-            ("schemaVersion", .int(HistoryWriter.schemaVersion)),
-            ("path", .string(acquired.displayPath)),
-            ("modelSource", .string(opened.model.source.rawValue)),
-            ("filters", .object([("entity", .optional(entityLabel)), ("author", .optional(author)), ("bundleID", .optional(bundle)),
-                                 ("since", .optional(since.map { ValueDecoder.iso8601(referenceSeconds: $0) }))])),
-        ]
-        var title = TextTable.sanitized(acquired.displayPath) + "\n"
-        title += "  model  \(opened.model.source.rawValue)" + (opened.model.source == .inferred ? " (INFERRED from the SQL schema; update masks may not decode)" : "") + "\n"
+        let options = Storelens.HistoryOptions(input: input.options, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) },
+                                               entity: entityName, author: author, bundleID: bundle, since: since)
+        var history = try Storelens.history(path, options, in: session)
+        let header = HistoryWriter.header(history)
         if summary {
-            let result = try ModelOption.reading(acquired.displayPath) { try reader.summary(filter) }
+            let result = try history.summary()
             output.write(format == .json ? HistorySummaryReport.json(result, header: header).rendered() + "\n"
-                                          : HistorySummaryReport.text(result, title: title))
+                                          : HistorySummaryReport.text(result, title: HistoryWriter.title(history)))
         } else {
-            let writer = HistoryWriter(format: format, header: header, path: acquired.displayPath, write: output.write)
+            let writer = HistoryWriter(format: format, header: header, path: history.path, write: output.write)
             writer.rawCSV = rawCSV
-            writer.begin(title: title)
-            try ModelOption.reading(acquired.displayPath) { try reader.forEachTransaction(filter) { writer.add($0) } }
+            writer.begin(title: HistoryWriter.title(history))
+            try history.forEachTransaction { writer.add($0) }
             writer.end()
         }
         try session.finish()

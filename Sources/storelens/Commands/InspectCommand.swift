@@ -1,6 +1,7 @@
 import Acquisition
 import CoreDataStore
 import Foundation
+import Operations
 import Reports
 import WALForensics
 
@@ -43,62 +44,31 @@ struct InspectCommand: Command {
     }
 
     func run(_ output: Output) throws -> ExitCode {
+        let options = Storelens.InspectOptions(input: input.options, asOfCommit: asOf)
         if let batch {
             return try Batch.run(command: "inspect", inputs: paths, settings: batch, output: output) { path, context in
                 let session = try input.makeSession()
                 defer { session.scratch.remove() }
                 context.hashInput(path, in: session)
-                // Batch mode reads one input at a time: a refused store fails that input, as before.
-                var refused: [RefusedStore] = []
-                var atomic: [AtomicStoreInspection] = []
-                let inspections = try inspect([path], session: session, refused: &refused, atomic: &atomic)
-                if let first = refused.first { throw first.error }
+                let result = try Storelens.inspect([path], options, in: session)
+                // Batch mode reads one input at a time: a refused store fails that input.
+                if let first = result.refused.first { throw first.error }
                 try session.finish()
-                return BatchOutcome(exitCode: .success, summary: InspectionReport.batchSummary(inspections, atomic: atomic))
+                return BatchOutcome(exitCode: .success, summary: InspectionReport.batchSummary(result.inspections, atomic: result.atomicStores))
             }
         }
         let session = try input.makeSession()
         defer { session.scratch.remove() }
-        var refused: [RefusedStore] = []
-        var atomic: [AtomicStoreInspection] = []
-        let inspections = try inspect(paths, session: session, refused: &refused, atomic: &atomic)
+        let result = try Storelens.inspect(paths, options, in: session)
         try session.finish()
         switch format {
-        case "json":
-            var json = InspectionReport.json(inspections)
-            if case .object(var members) = json {
-                if !atomic.isEmpty { members.append(("atomicStores", .array(atomic.map(AtomicStoreReport.json)))) }
-                if !refused.isEmpty {
-                    members.append(("refused", .array(refused.map { .object([("path", .string($0.path)), ("reason", .string($0.reason))]) })))
-                }
-                json = .object(members)
-            }
-            output.write(json.rendered() + "\n")
-        case "markdown":
-            output.write(InspectionReport.markdown(inspections))
-            for a in atomic { output.write("\n```\n" + AtomicStoreReport.text(a) + "```\n") }
-        default:
-            output.write(([InspectionReport.text(inspections)].filter { !$0.isEmpty } + atomic.map(AtomicStoreReport.text)).joined(separator: "\n"))
+        case "json": output.write(InspectionReport.json(result).rendered() + "\n")
+        case "markdown": output.write(InspectionReport.markdown(result))
+        default: output.write(InspectionReport.text(result))
         }
         if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
         // The other stores were read; the refused ones are input errors all the same.
-        for r in refused { output.error("Error: \(r.reason)\n") }
-        return refused.isEmpty ? .success : .usageOrInput
-    }
-
-    /// The SQLite stores' inspections; the Core Data XML and binary stores among the inputs go to `atomic`.
-    func inspect(_ paths: [String], session: EvidenceSession, refused: inout [RefusedStore],
-                 atomic: inout [AtomicStoreInspection]) throws -> [StoreInspection] {
-        var atomicStores: [AcquiredAtomicStore] = []
-        let stores = try session.stores(from: paths, select: input.select, options: input.open, limits: input.limits,
-                                        refused: &refused, atomic: &atomicStores)
-        if asOf != nil, let first = atomicStores.first {
-            throw InputError(message: "\(first.displayPath) is a \(first.format.title), which has no WAL commits; drop --as-of to inspect it.")
-        }
-        atomic = try atomicStores.map { try AtomicStoreInspection.inspect($0) }
-        return try stores.map { store in
-            let view = try asOf.map { n in try store.copy.open(asOfCommit: n, displayPath: store.displayPath) }
-            return try StoreInspector.inspect(store.copy, displayPath: store.displayPath, view: view, asOfCommit: asOf)
-        }
+        for r in result.refused { output.error("Error: \(r.reason)\n") }
+        return result.refused.isEmpty ? .success : .usageOrInput
     }
 }

@@ -3,6 +3,7 @@ import CoreDataStore
 import Findings
 import Foundation
 import ModelReview
+import Operations
 import Reports
 
 /// `storelens lint INPUT|--model M`: is this model ready for CloudKit, and what else the store shows.
@@ -40,40 +41,23 @@ struct LintCommand: Command {
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        var subjects: [(String, StoreModel)] = []
-        var findings: [[Finding]] = []
+        let options = Storelens.LintOptions(input: input.options, model: model)
+        let result: Storelens.LintResult
         if paths.isEmpty, let model {
-            let url = URL(fileURLWithPath: model)
-            let read = ["momd", "mom"].contains(url.pathExtension) ? try CompiledModelReader.read(url) : try XcodeModelReader.read(url)
-            subjects.append((model, read))
-            findings.append(CloudKitLint.lint(model: read, name: model))
+            result = try Storelens.lint(model: model)
         } else {
             let session = try input.makeSession()
             defer { session.scratch.remove() }
-            for store in try session.stores(from: paths, select: input.select, options: input.open, limits: input.limits) {
-                let found = try ModelOption.reading(store.displayPath) { () throws -> [Finding]? in
-                    do {
-                        let opened = try OpenedStore.open(store.copy, displayPath: store.displayPath, xcodeModel: model.map { URL(fileURLWithPath: $0) })
-                        subjects.append((store.displayPath, opened.model))
-                        return try CloudKitLint.lint(opened)
-                    } catch ModelError.notCoreData {
-                        // A plain SQLite database beside the stores (a backup's Manifest.db) has no model to lint.
-                        output.error("Note: \(store.displayPath) is plain SQLite, not a Core Data store; it has no model to lint.\n")
-                        return nil
-                    }
-                }
-                if let found { findings.append(found) }
-            }
+            result = try Storelens.lint(paths, options, in: session)
+            for note in result.notes { output.error("Note: \(note)\n") }
             try session.finish()
             if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
         }
-        let all = findings.flatMap { $0 }
         switch format {
-        case "json": output.write(LintReport.json(subjects: subjects, findings: all).rendered() + "\n")
-        case "markdown": output.write(LintReport.markdown(subjects: subjects.map(\.0), findings: all))
-        default:
-            output.write(zip(subjects, findings).map { LintReport.text(subject: $0.0.0, model: $0.0.1, findings: $0.1) }.joined(separator: "\n"))
+        case "json": output.write(LintReport.json(result).rendered() + "\n")
+        case "markdown": output.write(LintReport.markdown(result))
+        default: output.write(LintReport.text(result))
         }
-        return all.any(atOrAbove: failOn) ? .findings : .success
+        return result.findings.any(atOrAbove: failOn) ? .findings : .success
     }
 }

@@ -1,4 +1,6 @@
 import Foundation
+import Operations
+import OutputFiles
 import Reports
 import StoreFormats
 
@@ -43,7 +45,7 @@ struct MergeCommand: Command {
         if let out, merge.malformedCount == 0 {
             // Created exclusively (never through a link, never over a file made meanwhile); a full
             // disk is exit 3 naming it, and nothing half-written is left (`EvidenceFile`).
-            try EvidenceFile.create(merge.lines.map { $0 + "\n" }.joined(), at: out)
+            try OutputFile.create(merge.lines.map { $0 + "\n" }.joined(), at: out)
         }
         output.write(format == "json" ? merge.json().rendered() + "\n" : merge.text())
         // One sentence for all of them (--format json lists the first ones).

@@ -3,6 +3,7 @@ import CoreDataStore
 import Findings
 import Foundation
 import ModelReview
+import Operations
 import Reports
 
 /// `storelens migration OLD… --to NEW`: each model version among the old stores, migrated to
@@ -46,30 +47,16 @@ struct MigrationCommand: Command {
     func run(_ output: Output) throws -> ExitCode {
         let session = try input.makeSession()
         defer { session.scratch.remove() }
-        // The target is read first and without --store, which selects among the old stores.
-        let destination = try MigrationTarget.load(target, session: session, options: input.open, limits: input.limits)
-        let acquired = try session.stores(from: paths, select: input.select, options: input.open, limits: input.limits)
-        var opened: [OpenedStore] = []
-        for store in acquired {
-            do {
-                opened.append(try ModelOption.reading(store.displayPath) {
-                    try OpenedStore.open(store.copy, displayPath: store.displayPath, xcodeModel: oldModel.map { URL(fileURLWithPath: $0) })
-                })
-            } catch ModelError.notCoreData {
-                // A plain SQLite database beside the stores (a backup's Manifest.db) is not migrated.
-                output.error("Note: \(store.displayPath) is plain SQLite, not a Core Data store; it is left out.\n")
-            }
-        }
-        guard !opened.isEmpty else { throw InputError(message: "No Core Data store was found in \(paths.joined(separator: ", ")); give the stores users have.") }
-        // The data questions read the old stores: a damaged one is named as such.
-        let plan = try ModelOption.reading(opened.map(\.displayPath).joined(separator: ", ")) { try MigrationPlanner.plan(opened, to: destination) }
+        let result = try Storelens.migration(paths, to: target, .init(input: input.options, oldModel: oldModel.map { URL(fileURLWithPath: $0) }),
+                                             in: session)
+        for note in result.notes { output.error("Note: \(note)\n") }
         try session.finish()
         switch format {
-        case "json": output.write(MigrationReport.json(plan).rendered() + "\n")
-        case "markdown": output.write(MigrationReport.markdown(plan))
-        default: output.write(MigrationReport.text(plan))
+        case "json": output.write(MigrationReport.json(result.plan).rendered() + "\n")
+        case "markdown": output.write(MigrationReport.markdown(result.plan))
+        default: output.write(MigrationReport.text(result.plan))
         }
         if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
-        return plan.failsOrLosesData ? .findings : .success
+        return result.plan.failsOrLosesData ? .findings : .success
     }
 }

@@ -1,6 +1,7 @@
 import Acquisition
 import CoreDataStore
 import Foundation
+import Operations
 import Reports
 import StoreFormats
 import WALForensics
@@ -93,22 +94,22 @@ struct RecoverCommand: Command {
         }
         let session = try input.makeSession()
         defer { session.scratch.remove() }
-        let stores = try session.stores(from: [path], select: input.select, options: input.open, limits: input.limits)
+        let options = Storelens.RecoverOptions(input: input.options, filter: filter, carve: carve)
         if let out {
-            try write(stores, to: out, output)
+            let written = try Storelens.recover(path, options, into: out, in: session)
+            output.write(format == .json ? RecoveryWriter.json(written).rendered() + "\n" : RecoveryWriter.text(written))
         } else {
             // Streamed: versions are printed as the library hands them out.
             let writer = RecoveryWriter(format: format, write: output.write, writeBytes: output.write(bytes:))
             writer.rawCSV = rawCSV
             writer.begin()
             do {
-                for store in stores {
-                    let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
-                    writer.beginStore(path: store.displayPath, commits: evidence.commitCount)
-                    try RecordRecovery.forEachVersion(evidence, filter: filter, carve: carve, decoder: WALCommand.decoder(store.copy)) {
-                        writer.add(path: store.displayPath, $0)
+                try Storelens.recover(path, options, in: session) { step in
+                    switch step {
+                    case .storeBegins(let store, let commits): writer.beginStore(path: store, commits: commits)
+                    case .version(let store, let version): writer.add(path: store, version)
+                    case .storeEnds: writer.endStore()
                     }
-                    writer.endStore()
                 }
             } catch {
                 // What was read before the error comes out before the error's sentence.
@@ -120,36 +121,5 @@ struct RecoverCommand: Command {
         try session.finish()
         if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
         return .success
-    }
-
-    /// `--out`: every version into a new SQLite file, then a summary.
-    func write(_ stores: [AcquiredStore], to out: String, _ output: Output) throws {
-        let database = try RecoveredDatabase.create(at: out)
-        var counts: [(String, Int)] = []
-        do {
-            for store in stores {
-                let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
-                let before = database.versions
-                try RecordRecovery.forEachVersion(evidence, filter: filter, carve: carve, decoder: WALCommand.decoder(store.copy)) {
-                    try database.add(store: store.displayPath, $0)
-                }
-                counts.append((store.displayPath, database.versions - before))
-            }
-            try database.finish()
-        } catch {
-            database.abandon()
-            throw error
-        }
-        if format == .json {
-            output.write(JSONValue.object([
-                ("schemaVersion", .int(RecoveryWriter.schemaVersion)),
-                ("output", .string(out)),
-                ("versions", .int(database.versions)),
-                ("tables", .array(database.tableNames.map(JSONValue.string))),
-                ("stores", .array(counts.map { .object([("path", .string($0.0)), ("versions", .int($0.1))]) })),
-            ]).rendered() + "\n")
-        } else {
-            output.write(TextTable.sanitized("wrote \(plural(database.versions, "version")) of \(plural(stores.count, "store")) to \(out): tables \(database.tableNames.joined(separator: ", "))") + "\n")
-        }
     }
 }

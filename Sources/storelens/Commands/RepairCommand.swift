@@ -3,6 +3,8 @@ import Checks
 import Coexistence
 import Findings
 import Foundation
+import Operations
+import OutputFiles
 import Repair
 import Reports
 import StoreFormats
@@ -110,103 +112,18 @@ struct RepairCommand: Command {
         try validateOutputs()
         let session = try input.makeSession()
         defer { session.scratch.remove() }
-        let store: AcquiredStore
-        var migrationPlan: RepairPlan?
-        if let manifest {
-            try session.record([URL(fileURLWithPath: manifest)])
-            var auditor = Auditor(manifest: try Manifest.load(path: manifest), session: session)
-            auditor.openOptions = input.open
-            auditor.limits = input.limits
-            let migration = try auditor.migrationRepair(inputs: [path], select: input.select, recordHistory: recordHistory)
-            store = migration.store
-            migrationPlan = migration.plan
-        } else {
-            store = try input.singleStore(path, in: session)
-        }
-        var repairer = Repairer(session: session, store: store)
-        repairer.givenPlan = migrationPlan
-        repairer.keep = keep
-        repairer.only = only
-        repairer.xcodeModel = model.map { URL(fileURLWithPath: $0) }
-
-        let outcome: RepairOutcome
-        if planOnly {
-            let (plan, findings) = try repairer.plan()
-            outcome = RepairOutcome(input: store.displayPath, plan: plan, findings: findings, written: false, output: nil, outputSHA256: nil,
-                                    changes: [], tablesBefore: [:], tablesAfter: [:], remaining: findings)
-        } else if inPlace, let backup {
-            outcome = try InPlace.repair(repairer, store: store, backup: URL(fileURLWithPath: backup), session: session)
-        } else {
-            outcome = try repairer.run(output: URL(fileURLWithPath: out ?? ""))
-        }
+        let mode: Storelens.RepairOptions.Mode = planOnly ? .plan : inPlace ? .inPlace(backup: URL(fileURLWithPath: backup ?? ""))
+                                                                             : .newFile(URL(fileURLWithPath: out ?? ""))
+        let options = Storelens.RepairOptions(mode: mode, input: input.options, keep: keep, only: only,
+                                              xcodeModel: model.map { URL(fileURLWithPath: $0) },
+                                              manifestFile: manifest.map { URL(fileURLWithPath: $0) }, recordHistory: recordHistory)
+        let outcome = try Storelens.repair(path, options, in: session)
         // In place, the input was proven unchanged up to the swap, which changed it on purpose.
         if !(inPlace && outcome.written) { try session.finish() }
         let hashes = session.ledger.entries.map { ($0.path, $0.sha256) }
         let logText = RepairReport.json(outcome, inputHashes: hashes).rendered() + "\n"
-        if let log { try EvidenceFile.create(logText, at: log) }
+        if let log { try OutputFile.create(logText, at: log) }
         output.write(format == "json" ? logText : RepairReport.text(outcome, planOnly: planOnly))
         return .success
-    }
-}
-
-/// `--in-place --backup DIR`: the family is copied to DIR and verified, the repaired store is
-/// made beside the original, then swapped in; the original's -wal is kept under another name
-/// until the swap is done, so no moment pairs the new main file with the old WAL.
-enum InPlace {
-    static func repair(_ repairer: Repairer, store: AcquiredStore, backup: URL, session: EvidenceSession) throws -> RepairOutcome {
-        let family = store.found.family
-        var isDir: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: backup.path, isDirectory: &isDir), isDir.boolValue else {
-            throw RepairError.backupFailed(path: backup.path, detail: "no such folder")
-        }
-        guard family.main.path == store.displayPath || FileManager.default.fileExists(atPath: store.displayPath) else {
-            throw InputError(message: "--in-place works only on a store file on disk, not on a store inside an archive or backup.")
-        }
-        for file in [family.main, family.wal, family.shm, family.journal].compactMap({ $0 }) {
-            let target = backup.appendingPathComponent(file.lastPathComponent)
-            do {
-                try FileManager.default.copyItem(at: file, to: target)
-            } catch {
-                throw RepairError.backupFailed(path: target.path, detail: error.localizedDescription)
-            }
-            guard try SHA256.hexOfFile(at: file) == SHA256.hexOfFile(at: target) else {
-                throw RepairError.backupFailed(path: target.path, detail: "the copy does not hash like the original")
-            }
-        }
-        let staged = family.main.deletingLastPathComponent().appendingPathComponent(".\(family.main.lastPathComponent).storelens-repaired")
-        try? FileManager.default.removeItem(at: staged)
-        // The staged store lies beside the evidence: until it is renamed over the store, an error
-        // or Ctrl-C removes it, as the temporary file of an --out repair.
-        guard ScratchRegistry.shared.track(file: staged.path) else {
-            throw RepairError.failed(path: store.displayPath, detail: "interrupted")
-        }
-        var swapped = false
-        defer {
-            if !swapped { unlink(staged.path) }
-            ScratchRegistry.shared.untrack(file: staged.path)
-        }
-        var repairer = repairer
-        repairer.copySupportFolder = false
-        let outcome = try repairer.run(output: staged)
-        guard outcome.written else { return outcome }
-        try session.ledger.verifyUnchanged()
-        // The window (docs/repair.md): from hiding the -wal until the rename below, a reader of
-        // the store sees the old main file without the -wal's commits. Two files cannot be swapped
-        // in one step; the verified backup is the recovery path if the process dies here.
-        if let wal = family.wal { _ = rename(wal.path, wal.path + ".storelens-old") }
-        if let shm = family.shm { unlink(shm.path) }
-        TestPause.reach("in-place-swap")
-        guard rename(staged.path, family.main.path) == 0 else {
-            let code = errno
-            // Not swapped: the store gets its -wal back (SQLite rebuilds the -shm).
-            if let wal = family.wal { _ = rename(wal.path + ".storelens-old", wal.path) }
-            throw RepairError.failed(path: family.main.path, detail: String(cString: strerror(code)))
-        }
-        swapped = true
-        ScratchRegistry.shared.untrack(file: staged.path)
-        if let wal = family.wal { unlink(wal.path + ".storelens-old") }
-        return RepairOutcome(input: outcome.input, plan: outcome.plan, findings: outcome.findings, written: true, output: family.main.path,
-                             outputSHA256: outcome.outputSHA256, changes: outcome.changes, tablesBefore: outcome.tablesBefore,
-                             tablesAfter: outcome.tablesAfter, remaining: outcome.remaining)
     }
 }

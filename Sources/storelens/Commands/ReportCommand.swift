@@ -5,6 +5,8 @@ import CoreDataStore
 import Findings
 import Foundation
 import ModelReview
+import Operations
+import OutputFiles
 import Repair
 import Reports
 import StoreFormats
@@ -106,7 +108,7 @@ struct ReportCommand: Command {
 
     func run(_ output: Output) throws -> ExitCode {
         if let batch, let outDir { return try runBatch(batch, outDir: outDir, output: output) }
-        if out != "-" { try ReportFile.checkWritable(out, force: force) }
+        if out != "-" { try OutputFile.checkWritable(out, force: force) }
         let manifest = try manifestPath.map { try Manifest.load(path: $0) }
         let session = try input.makeSession()
         defer { session.scratch.remove() }
@@ -114,9 +116,9 @@ struct ReportCommand: Command {
         if out == "-" {
             output.write(built.html)
         } else {
-            try ReportFile.write(built.html, to: out, force: force, originals: session.ledger.entries.map(\.path))
+            try OutputFile.write(built.html, to: out, force: force, originals: session.ledger.entries.map(\.path))
             let counts = Finding.Severity.allCases.reversed().map { s in "\(built.findings.filter { $0.severity == s }.count) \(s.rawValue)" }
-            output.write("wrote \(TextTable.sanitized(out)) (\(built.html.utf8.count) bytes): \(plural(built.storeCount, "store")), findings: \(counts.joined(separator: ", "))\n")
+            output.write("wrote \(TextTable.sanitized(out)) (\(built.html.utf8.count) bytes): \(plural(built.stores.count, "store")), findings: \(counts.joined(separator: ", "))\n")
         }
         if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
         // The report is written either way; a damaged input or a failed audit still ends as an input error.
@@ -168,7 +170,7 @@ struct ReportCommand: Command {
             if let manifestPath { try session.record([URL(fileURLWithPath: manifestPath)]) }
             context.hashInput(path, in: session)
             let built = try build([path], manifest: manifest, session: session)
-            try ReportFile.write(built.html, to: target, force: replace, originals: session.ledger.entries.map(\.path))
+            try OutputFile.write(built.html, to: target, force: replace, originals: session.ledger.entries.map(\.path))
             let summary = HTMLReport.batchSummary(report: target, bytes: built.html.utf8.count, stores: built.stores, findings: built.findings)
             if let problem = built.problem {
                 // Written with what could be read, as without --jsonl; the line says what is missing.
@@ -196,123 +198,30 @@ struct ReportCommand: Command {
     /// One case read and rendered: the HTML, and what the exit code is made of.
     struct Built {
         var html: String
-        var storeCount: Int
         var stores: [String]
         var findings: [Finding]
-        /// Set when the report is written but the input was read only in part (a damaged archive,
-        /// a failed audit, no stores, checks that could not run): the sentence after `Error: `.
+        /// Set when the report is written but the input was read only in part: the sentence after `Error: `.
         var problem: String?
     }
 
-    /// Reads `paths` as one case and renders its report. Throws only when there is nothing to
-    /// report on (an input that cannot be opened, a bad --migration-to): then no file is written.
+    /// Reads `paths` as one case (`Storelens.report`) and renders its report. Throws only when
+    /// there is nothing to report on (an input that cannot be opened, a bad --migration-to):
+    /// then no file is written.
     func build(_ paths: [String], manifest: Manifest?, session: EvidenceSession) throws -> Built {
-        let progress = ProgressReporter.current
-        // STORELENS_TIMINGS: when each stage starts, from here (after the output checks).
-        let timings = ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil
         let stopwatch = Stopwatch()
-        func mark(_ what: String) {
-            if timings { FileHandle.standardError.write(Data("timing report-stage=\"\(what)\" at-seconds=\(stopwatch.seconds)\n".utf8)) }
-        }
-        var document = ReportDocument(inputs: paths, commandLine: Self.commandLine(), toolVersion: Storelens.version)
-        document.manifestPath = manifestPath
-        if let manifestPath { try session.record([URL(fileURLWithPath: manifestPath)]) }
-
-        let select = input.select
-        // With a manifest, the audit reads the same inventories and working copies: the files its
-        // JSON stacks need are found here too.
-        let auditor = manifest.map { manifest in
-            var auditor = Auditor(manifest: manifest, session: session)
-            auditor.openOptions = input.open
-            auditor.limits = input.limits
-            return auditor
-        }
-        let resolver = InputResolver(session: session, limits: input.limits, hashArchives: true, wanted: auditor?.wantedFiles ?? [],
-                                     stagesCopies: { [mayBind = auditor?.mayBind] path in
-                                         (select.map { path.hasSuffix($0) } ?? true) || mayBind?(path) == true
-                                     })
-        document.inventories = try InputResolver.distinct(paths).map { try resolver.inventory(of: $0) }
-        mark("inputs hashed and copied")
-        var found = document.inventories.flatMap(\.stores)
-        if let select = input.select {
-            let matches = found.filter { $0.path.hasSuffix(select) }
-            guard matches.count == 1 else {
-                throw AcquisitionError.storeSelection(select: select, candidates: found.map(\.path), matched: matches.count)
-            }
-            found = matches
-        }
-
-        var plan = ReportDocument.RepairPlan(steps: [])
-        var planNotes: [String] = []
-        // The target is read before the stores, through the same evidence path; a bad one stops here.
-        let target = try migrationTo.map { try MigrationTarget.load($0, session: session, options: input.open, limits: input.limits) }
-        var reader = StoreReportReader(describe: Self.message)
-        reader.xcodeModel = modelPath.map { URL(fileURLWithPath: $0) }
-        reader.lint = lint
-        reader.migrationTarget = target
-        // STORELENS_REPORT_SEQUENTIAL=1 reads each store's parts one after another (to compare).
-        reader.parallel = ProcessInfo.processInfo.environment["STORELENS_REPORT_SEQUENTIAL"] == nil
-        func stage(_ i: Int, _ store: FoundStore) -> (String) -> Void {
-            { what in
-                progress.report("report: store \(i + 1) of \(found.count) (\(store.name)): \(what)", done: Int64(i), unit: .step)
-                if timings { FileHandle.standardError.write(Data("timing report-stage=\"\(what)\" store=\(i + 1) at-seconds=\(stopwatch.seconds)\n".utf8)) }
-            }
-        }
-        // Every store's working copy first: the originals are not read again after that, so
-        // their after-hash runs beside the reading (`finish()` waits for it, and compares every
-        // file's size, times and inode at the end, as `check` does).
-        let copies = found.enumerated().map { i, store in
-            stage(i, store)("copying")
-            return Result { try session.workingCopy(of: store, options: input.open) }
-        }
-        session.verifyInBackground()
-        for (i, store) in found.enumerated() {
-            var section = ReportDocument.StoreSection(path: store.path, found: store)
-            reader.read(copies[i], displayPath: store.path, into: &section, plan: &plan, planNotes: &planNotes, stage: stage(i, store))
-            document.stores.append(section)
-        }
-        mark("stores read")
-        var auditProblem: String?
-        if var auditor {
-            progress.report("report: auditing against the manifest", done: 0, unit: .step)
-            var made: [String: WorkingCopy] = [:]
-            for (i, store) in found.enumerated() { if case .success(let copy) = copies[i] { made[store.path] = copy } }
-            auditor.acquired = (document.inventories, made)
-            do {
-                document.audit = try auditor.run(inputs: paths)
-            } catch {
-                auditProblem = Self.message(error)
-            }
-        }
-        mark("verifying the evidence")
-        try session.finish()
-        mark("evidence verified")
-        document.evidenceVerified = true
-        document.originals = session.ledger.entries
-        document.repairPlan = plan.steps.isEmpty ? nil : plan
-        document.repairPlanNote = planNotes.isEmpty ? nil : planNotes.joined(separator: " ")
-        document.auditProblem = auditProblem
-
-        progress.report("report: writing the HTML", done: 0, unit: .step)
-        var built = Built(html: HTMLReport.render(document), storeCount: found.count, stores: found.map(\.path),
-                          findings: document.allFindings)
-        mark("HTML written")
-        if let damaged = document.inventories.first(where: { $0.damage != nil }), let damage = damaged.damage {
-            built.problem = "\(damaged.input): \(damage); the report shows what could be read."
-        } else if let auditProblem {
-            built.problem = auditProblem
-        } else if found.isEmpty {
-            built.problem = AcquisitionError.noStores(inputs: paths).description
-        } else if !document.stores.isEmpty, document.stores.allSatisfy({ $0.inspection == nil }),
-                  let first = document.stores.first?.problems.first {
-            // A report in which no store could be read at all is written, but it is an input error.
-            built.problem = "\(paths.joined(separator: ", ")): no store could be read (\(first)); the report says why."
-        } else if let section = document.stores.first(where: { !$0.problems.isEmpty }), let first = section.problems.first {
-            // Checks that could not run are not a clean bill of health: the report says which, and
-            // so does the exit code.
-            built.problem = "\(section.path): \(first) The report lists what could not run."
-        }
-        return built
+        let timings = Timings.fromEnvironment
+        let options = Storelens.ReportOptions(
+            input: input.options, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) }, lint: lint, migrationTarget: migrationTo,
+            manifest: manifest, manifestFile: manifestPath.map { URL(fileURLWithPath: $0) }, commandLine: Self.commandLine(),
+            toolVersion: RootCommand.version,
+            // STORELENS_REPORT_SEQUENTIAL=1 reads each store's parts one after another (to compare).
+            parallel: ProcessInfo.processInfo.environment["STORELENS_REPORT_SEQUENTIAL"] == nil,
+            describe: Self.message, timings: timings)
+        let contents = try Storelens.report(paths, options, in: session)
+        ProgressReporter.current.report("report: writing the HTML", done: 0, unit: .step)
+        let html = HTMLReport.render(contents.document)
+        timings?.record("report-stage=\"HTML written\" at-seconds=\(stopwatch.seconds)")
+        return Built(html: html, stores: contents.stores, findings: contents.findings, problem: contents.problem)
     }
 
     /// The sentence `Diagnostics` would print for an error.
@@ -322,94 +231,5 @@ struct ReportCommand: Command {
         (["storelens"] + CommandLine.arguments.dropFirst()).map { arg in
             arg.isEmpty || arg.contains(where: { " \"'$\\`".contains($0) }) ? "'" + arg.replacingOccurrences(of: "'", with: "'\\''") + "'" : arg
         }.joined(separator: " ")
-    }
-}
-
-/// Writes the report: never over an existing file unless forced, never over an input, and never
-/// half-written (a temporary file beside the target, then a link or rename).
-enum ReportFile {
-    static func checkWritable(_ path: String, force: Bool) throws {
-        var st = stat()
-        if lstat(path, &st) == 0 {
-            if (st.st_mode & S_IFMT) == S_IFDIR {
-                throw InputError(message: "\(path) is a folder; give --out the name of the HTML file to write.")
-            }
-            if !force {
-                throw InputError(message: "\(path) already exists; give a new file name, or add --force to replace it.")
-            }
-        }
-    }
-
-    static func write(_ text: String, to path: String, force: Bool, originals: [String]) throws {
-        try write(Data(text.utf8), to: path, force: force, originals: originals)
-    }
-
-    static func write(_ data: Data, to path: String, force: Bool, originals: [String]) throws {
-        try place(at: path, force: force, originals: originals) { fd, _ in
-            let code = OutputFileFailure.writeAll(fd, [UInt8](data))
-            if code != 0 { throw OutputFileFailure(path: path, code: code) }
-        }
-    }
-
-    /// Creates a temporary file beside `path`, lets `fill` write it (through the descriptor, or by
-    /// opening the temporary path itself, e.g. with SQLite), then links it into place — or, when
-    /// forced, renames it over an existing file. The target is never half-written.
-    static func place(at path: String, force: Bool, originals: [String], fill: (Int32, String) throws -> Void) throws {
-        try checkWritable(path, force: force)
-        let url = URL(fileURLWithPath: path)
-        let resolvedTarget = url.resolvingSymlinksInPath().path
-        if originals.contains(where: { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path == resolvedTarget }) {
-            throw InputError(message: "\(path) is one of the inputs; give --out another file, the evidence is never overwritten.")
-        }
-        let folder = url.deletingLastPathComponent().path
-        var template = Array((folder + "/." + url.lastPathComponent + ".storelens-XXXXXX").utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else {
-            throw InputError(message: "cannot write in \(folder) (\(String(cString: strerror(errno)))); give --out a path in a writable folder.")
-        }
-        let temp = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        var linked = false
-        defer { if !linked { unlink(temp) } }
-        let mask = umask(0)
-        umask(mask)
-        fchmod(fd, 0o666 & ~mask)
-        do {
-            try fill(fd, temp)
-        } catch {
-            close(fd)
-            throw error
-        }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard synced else { throw OutputFileFailure(path: path, code: errno) }
-        if force {
-            guard rename(temp, path) == 0 else {
-                throw InputError(message: "cannot write \(path) (\(String(cString: strerror(errno)))).")
-            }
-            linked = true
-            return
-        }
-        // link() never replaces: if someone created the file meanwhile, this fails with EEXIST.
-        if link(temp, path) == 0 {
-            unlink(temp)
-            linked = true
-            return
-        }
-        let linkError = errno
-        if linkError == EEXIST {
-            throw InputError(message: "\(path) already exists; give a new file name, or add --force to replace it.")
-        }
-        // File systems without hard links: create the target exclusively, then rename over it.
-        let placeholder = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644)
-        guard placeholder >= 0 else {
-            throw InputError(message: errno == EEXIST ? "\(path) already exists; give a new file name, or add --force to replace it."
-                                                       : "cannot create \(path) (\(String(cString: strerror(errno)))).")
-        }
-        close(placeholder)
-        guard rename(temp, path) == 0 else {
-            unlink(path)
-            throw InputError(message: "cannot write \(path) (\(String(cString: strerror(errno)))).")
-        }
-        linked = true
     }
 }

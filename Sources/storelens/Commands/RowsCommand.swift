@@ -1,6 +1,7 @@
 import Acquisition
 import CoreDataStore
 import Foundation
+import Operations
 import Reports
 import StoreFormats
 import WALForensics
@@ -71,51 +72,23 @@ struct RowsCommand: Command {
     func run(_ output: Output) throws -> ExitCode {
         let session = try input.makeSession()
         defer { session.scratch.remove() }
-        let acquired: AcquiredStore
-        switch try input.singleStoreOrAtomic(path, in: session) {
-        case .atomic(let store): return try rows(of: store, session: session, output: output)
-        case .sqlite(let store): acquired = store
+        let options = Storelens.RowsOptions(entity: entityName, input: input.options, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) },
+                                            asOfCommit: asOf, filters: filters, limit: limit)
+        let rows: Storelens.EntityRows
+        switch try Storelens.rows(path, options, in: session) {
+        case .atomic(let store, let selected): return try write(selected, of: store, session: session, output: output)
+        case .sqlite(let opened): rows = opened
         }
-        let copy = acquired.copy
-        let xcodeModel = modelPath.map { URL(fileURLWithPath: $0) }
-        let opened: OpenedStore
-        if let asOf {
-            let connection = try copy.open(asOfCommit: asOf, displayPath: acquired.displayPath)
-            opened = try OpenedStore.open(connection: connection, displayPath: acquired.displayPath,
-                                          decoder: ValueDecoder(copy),
-                                          xcodeModel: xcodeModel)
-        } else {
-            opened = try OpenedStore.open(copy, displayPath: acquired.displayPath, xcodeModel: xcodeModel)
-        }
-        let entity = try opened.entity(entityName)
-        let reader = RowReader(map: opened.map, entity: entity, decoder: opened.decoder)
-        let resolved = try filters.map { try reader.filter($0) }
-        var header: [(String, JSONValue)] = [
-            ("schemaVersion", .int(RowsWriter.schemaVersion)),
-            ("path", .string(acquired.displayPath)),
-            ("entity", .string(entity.entity.name)),
-            ("modelSource", .string(opened.model.source.rawValue)),
-            ("asOfCommit", .optional(asOf)),
-            ("fields", .array(reader.fields.map { .string($0.label) })),
-        ]
-        if opened.model.source == .inferred { header.append(("modelNotes", .array(opened.model.notes.map(JSONValue.string)))) }
-        let writer = RowsWriter(format: format, fields: reader.fields.map(\.label), header: header, rawCSV: rawCSV, write: output.write,
+        let writer = RowsWriter(format: format, fields: rows.fields, header: RowsWriter.header(rows), rawCSV: rawCSV, write: output.write,
                                 writeBytes: output.write(bytes:))
-        if format == .table {
-            var title = TextTable.sanitized("\(acquired.displayPath): \(entity.entity.name)")
-            if asOf != nil { title += " as of commit \(asOf!)" }
-            if opened.model.source == .inferred { title += " (model INFERRED from the SQL schema)" }
-            output.write(title + "\n")
-        }
+        if format == .table { output.write(RowsWriter.title(rows) + "\n") }
         writer.begin()
         do {
-            try ModelOption.reading(acquired.displayPath) {
-                if writer.takesScanRows {
-                    // jsonl, array, csv, tsv: straight from the statement into output bytes.
-                    try reader.scan(opened.connection, filters: resolved, limit: limit)?.forEach { try writer.add($0) }
-                } else {
-                    try reader.forEach(opened.connection, filters: resolved, limit: limit) { try writer.add($0) }
-                }
+            if writer.takesScanRows {
+                // jsonl, array, csv, tsv: straight from the statement into output bytes.
+                try rows.forEachStored { try writer.add($0) }
+            } else {
+                try rows.forEach { try writer.add($0) }
             }
         } catch {
             writer.flush()

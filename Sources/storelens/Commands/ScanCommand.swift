@@ -1,8 +1,10 @@
 import Acquisition
 import CoreDataStore
-import StoreFormats
 import Foundation
+import Operations
+import OutputFiles
 import Reports
+import StoreFormats
 
 /// `storelens scan INPUT...`: every SQLite store in what came off the device.
 struct ScanCommand: Command {
@@ -45,11 +47,11 @@ struct ScanCommand: Command {
                 let session = try input.makeSession()
                 defer { session.scratch.remove() }
                 context.hashInput(path, in: session)
-                let (inventories, scanned) = try scan([path], session: session, hashArchives: true)
+                let result = try Storelens.scan([path], .init(input: input.options, hashArchives: true), in: session)
                 try session.finish()
-                let damaged = inventories.first { $0.damage != nil }
+                let damaged = result.damaged
                 return BatchOutcome(exitCode: damaged == nil ? .success : .usageOrInput,
-                                    summary: ScanReport.batchSummary(inventories: inventories, stores: scanned),
+                                    summary: ScanReport.batchSummary(inventories: result.inventories, stores: result.stores),
                                     error: damaged.map { "\($0.input): \($0.damage ?? ""); copy the archive again — it was cut off or corrupted." })
             }
         }
@@ -57,76 +59,21 @@ struct ScanCommand: Command {
         defer { session.scratch.remove() }
         // Machine-readable output carries the archive's SHA-256 (docs/json-output.md); the text
         // view skips it, as hashing a large archive costs more than reading it.
-        let (inventories, scanned) = try scan(paths, session: session, hashArchives: evidencePath != nil || format == "json")
+        let result = try Storelens.scan(paths, .init(input: input.options, hashArchives: evidencePath != nil || format == "json"), in: session)
+        let (inventories, scanned) = (result.inventories, result.stores)
         try session.finish()
         if let evidencePath {
-            try EvidenceFile.create(ScanReport.evidence(inventories: inventories, ledger: session.ledger).rendered() + "\n", at: evidencePath)
+            try OutputFile.create(ScanReport.evidence(inventories: inventories, ledger: session.ledger).rendered() + "\n", at: evidencePath)
         }
         switch format {
         case "json": output.write(ScanReport.json(inventories: inventories, stores: scanned).rendered() + "\n")
         case "markdown": output.write(ScanReport.markdown(inventories: inventories, stores: scanned))
         default: output.write(ScanReport.text(inventories: inventories, stores: scanned))
         }
-        if let damaged = inventories.first(where: { $0.damage != nil }), let damage = damaged.damage {
+        if let damaged = result.damaged, let damage = damaged.damage {
             output.error("Error: \(damaged.input): \(damage); copy the archive again — it was cut off or corrupted.\n")
             return .usageOrInput
         }
         return .success
-    }
-
-    /// Finds the stores in `paths` and classifies each (one damaged store does not hide the others).
-    func scan(_ paths: [String], session: EvidenceSession, hashArchives: Bool) throws -> ([Inventory], [ScannedStore]) {
-        // Every store listed is opened to classify it: copied while it is hashed.
-        let select = input.select
-        let resolver = InputResolver(session: session, limits: input.limits, hashArchives: hashArchives,
-                                     stagesCopies: { path in select.map { path.hasSuffix($0) } ?? true })
-        var inventories: [Inventory] = []
-        for path in InputResolver.distinct(paths) { inventories.append(try resolver.inventory(of: path)) }
-        var scanned: [ScannedStore] = []
-        let progress = ProgressReporter.current
-        defer { progress.setContext(nil) }
-        let total = ProgressReporter.Update.grouped(Int64(inventories.reduce(0) { $0 + $1.stores.count }))
-        var number = 0
-        for inventory in inventories {
-            for found in inventory.stores where input.select.map({ found.path.hasSuffix($0) }) ?? true {
-                number += 1
-                progress.setContext("store \(number) of \(total)")
-                progress.report("opening \(found.name)", done: Int64(number), unit: .step)
-                do {
-                    if found.format != .sqlite {
-                        // Read whole from its copy: a file that only looks like one is listed with its problem.
-                        let atomic = try session.atomicCopy(of: found)
-                        _ = try AtomicStoreReader.read(atomic.copy, format: found.format, displayPath: found.path)
-                        scanned.append(ScannedStore(found: found, format: nil, stack: nil, problem: nil))
-                        continue
-                    }
-                    let copy = try session.workingCopy(of: found, options: input.open)
-                    let (format, verdict) = try StoreInspector.classify(copy)
-                    scanned.append(ScannedStore(found: found, format: format, stack: verdict.stack, problem: nil,
-                                                externalData: format == .coreData ? try StoreInspector.externalData(copy) : nil))
-                } catch {
-                    // One damaged store does not hide the others: list it with its problem.
-                    scanned.append(ScannedStore(found: found, format: nil, stack: nil, problem: "\(error)"))
-                }
-            }
-        }
-        return (inventories, scanned)
-    }
-}
-
-/// Writes a file the user named, never replacing an existing one.
-enum EvidenceFile {
-    static func create(_ text: String, at path: String) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644)
-        guard fd >= 0 else {
-            throw InputError(message: "cannot create \(path) (\(String(cString: strerror(errno)))); give a path that does not exist yet.")
-        }
-        let code = OutputFileFailure.writeAll(fd, Array(text.utf8))
-        close(fd)
-        // Nothing half-written is left under the name the user gave.
-        if code != 0 {
-            unlink(path)
-            throw OutputFileFailure(path: path, code: code)
-        }
     }
 }

@@ -1,6 +1,7 @@
 import Acquisition
 import CoreDataStore
 import Foundation
+import Operations
 import Reports
 import SQLiteAccess
 
@@ -37,10 +38,8 @@ struct SchemaCommand: Command {
     func run(_ output: Output) throws -> ExitCode {
         let session = try input.makeSession()
         defer { session.scratch.remove() }
-        let acquired = try input.singleStore(path, in: session)
-        let opened = try OpenedStore.open(acquired.copy, displayPath: acquired.displayPath,
-                                          xcodeModel: modelPath.map { URL(fileURLWithPath: $0) })
-        let text = format == "json" ? SchemaReport.json(opened).rendered() + "\n" : SchemaReport.text(opened)
+        let schema = try Storelens.schema(path, .init(input: input.options, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) }), in: session)
+        let text = format == "json" ? SchemaReport.json(schema).rendered() + "\n" : SchemaReport.text(schema)
         try session.finish()
         output.write(text)
         if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
@@ -48,20 +47,8 @@ struct SchemaCommand: Command {
     }
 }
 
-/// `--model` and the one-store rule shared by schema, rows and history.
+/// `--model`, shared by schema, rows and history.
 enum ModelOption {
     static let model = OptionSpec.value("--model", valueName: "path",
                                         help: "An Xcode model (.xcdatamodeld, .xcdatamodel or its contents file), used when the store has no cached model and compared with the cache when it has one.")
-
-    /// SQLite errors met while reading a store, named by the store: a damaged one is bad input
-    /// (exit 2), anything else stays an internal error.
-    static func reading<T>(_ displayPath: String, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let error as SQLiteError {
-            throw error.isCorrupt || error.isNotADatabase
-                ? AcquisitionError.corrupt(path: displayPath, detail: "SQLite: \(error.message)")
-                : AcquisitionError.sqlite(error.with(path: displayPath))
-        }
-    }
 }

@@ -1,6 +1,7 @@
 import Acquisition
 import CoreDataStore
 import Foundation
+import Operations
 import Reports
 import StoreFormats
 import WALForensics
@@ -47,32 +48,18 @@ struct TimelineCommand: Command {
     func run(_ output: Output) throws -> ExitCode {
         let session = try input.makeSession()
         defer { session.scratch.remove() }
-        let stores = try session.stores(from: [path], select: input.select, options: input.open, limits: input.limits)
         // Every store is read before anything is printed: the events of all of them are sorted
         // together, in a scratch file beside the working folder rather than in memory.
         let spool = try TimelineSpool(parent: session.scratch.url.deletingLastPathComponent())
-        var undated = 0
-        var skipped: [String] = []
-        for store in stores {
-            let opened: OpenedStore
-            do {
-                opened = try OpenedStore.open(store.copy, displayPath: store.displayPath, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) })
-            } catch ModelError.notCoreData(let path) where stores.count > 1 {
-                skipped.append(path)
-                continue
-            }
-            let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
-            undated += try ModelOption.reading(store.displayPath) {
-                try StoreTimeline.forEachEvent(opened, evidence: evidence, decoder: WALCommand.decoder(store.copy)) { event in
-                    try spool.add(referenceSeconds: event.referenceSeconds,
-                                  line: TimelineWriter.lines(format, store: store.displayPath, [event], rawCSV: rawCSV))
-                }
-            }
+        let leftOut = try Storelens.timeline(path, .init(input: input.options, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) }),
+                                             in: session) { store, event in
+            try spool.add(referenceSeconds: event.referenceSeconds, line: TimelineWriter.lines(format, store: store, [event], rawCSV: rawCSV))
         }
         try session.finish()
         output.write(TimelineWriter.header(format, rawCSV: rawCSV))
         try spool.forEachSorted { output.write($0) }
-        if !skipped.isEmpty { output.error("Not Core Data, no timeline: \(skipped.map(TextTable.sanitized).joined(separator: ", "))\n") }
+        let undated = leftOut.undated
+        if !leftOut.notCoreData.isEmpty { output.error("Not Core Data, no timeline: \(leftOut.notCoreData.map(TextTable.sanitized).joined(separator: ", "))\n") }
         if undated > 0 { output.error("\(plural(undated, "transaction")), commit\(undated == 1 ? "" : "s") or value\(undated == 1 ? "" : "s") without a usable date left out.\n") }
         if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
         return .success

@@ -1,6 +1,8 @@
 import Acquisition
 import CoreDataStore
 import Foundation
+import Operations
+import OutputFiles
 import Reports
 import StoreFormats
 import WALForensics
@@ -109,28 +111,12 @@ struct WALCommand: Command {
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        if case .write(_, let out, let force) = mode { try ReportFile.checkWritable(out, force: force) }
+        if case .write(_, let out, let force) = mode { try OutputFile.checkWritable(out, force: force) }
         let session = try input.makeSession()
         defer { session.scratch.remove() }
-        let stores = try session.stores(from: paths, select: input.select, options: input.open, limits: input.limits)
         switch mode {
         case .report:
-            var analyses: [WALAnalysis] = []
-            for store in stores {
-                let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
-                let clock = ContinuousClock()
-                var analysis: WALAnalysis?
-                let analyzing = try clock.measure {
-                    analysis = try WALAnalyzer.analyze(evidence, options: .init(integrityCheck: integrityCheck))
-                }
-                if let analysis { analyses.append(analysis) }
-                if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil, let walData = evidence.walData {
-                    // For `make bench`: the frame walk alone (header, salts, cumulative checksums), run again.
-                    var frames = 0
-                    let scanning = clock.measure { frames = WAL(data: walData).validFrameCount }
-                    output.error("timing wal-bytes=\(walData.count) valid-frames=\(frames) wal-scan-seconds=\(Self.seconds(scanning)) analyze-seconds=\(Self.seconds(analyzing))\n")
-                }
-            }
+            let analyses = try Storelens.wal(paths, .init(input: input.options, integrityCheck: integrityCheck, timings: Timings.fromEnvironment), in: session)
             try session.finish()
             switch format {
             case "json": output.write(WALReport.json(analyses).rendered() + "\n")
@@ -140,70 +126,46 @@ struct WALCommand: Command {
 
         case .diff(let from, let to):
             // Every store is read before anything is printed, so a failure leaves no half document.
-            var diffs: [(String, RecordDiffWriter.Position, RecordDiff)] = []
-            for store in stores {
-                let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
-                let diff = try RecordDiff.compute(evidence, from: from, to: to, decoder: Self.decoder(store.copy))
-                diffs.append((store.displayPath, .init(from: diff.diff.from, to: diff.diff.to), diff))
-            }
+            let changes = try Storelens.walDiff(paths, .init(input: input.options, from: from, to: to), in: session)
             try session.finish()
-            let writer = RecordDiffWriter(format: RecordDiffWriter.Format(rawValue: format) ?? .text, each: false, write: output.write)
-            writer.rawCSV = rawCSV
+            let writer = diffWriter(each: false, output)
             writer.begin()
-            for (path, position, diff) in diffs {
-                writer.beginStore(path: path)
-                writer.add(path: path, position: position, diff: diff)
+            for change in changes {
+                writer.beginStore(path: change.store)
+                writer.add(change)
                 writer.endStore()
             }
             writer.end()
 
         case .each:
             // Streamed: one commit's diff is printed and dropped before the next is built.
-            let writer = RecordDiffWriter(format: RecordDiffWriter.Format(rawValue: format) ?? .text, each: true, write: output.write)
-            writer.rawCSV = rawCSV
+            let writer = diffWriter(each: true, output)
             writer.begin()
-            for store in stores {
-                let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
-                writer.beginStore(path: store.displayPath)
-                try RecordDiff.forEachCommit(evidence, decoder: Self.decoder(store.copy)) { commit, diff in
-                    let transaction = evidence.wal?.transactions[commit - 1]
-                    writer.add(path: store.displayPath,
-                               position: .init(from: commit - 1, to: commit, firstFrame: transaction?.firstFrame,
-                                               commitFrame: transaction?.commitFrame),
-                               diff: diff)
+            try Storelens.walEachCommit(paths, input.options, in: session) { step in
+                switch step {
+                case .storeBegins(let store): writer.beginStore(path: store)
+                case .commit(let change): writer.add(change)
+                case .storeEnds: writer.endStore()
                 }
-                writer.endStore()
             }
             writer.end()
             try session.finish()
 
         case .write(let commit, let out, let force):
-            guard stores.count == 1, let store = stores.first else {
-                throw InputError(message: "--out writes one file, but the input holds \(stores.count) stores (\(stores.prefix(5).map(\.displayPath).joined(separator: ", "))); choose one with --store.")
-            }
-            let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
-            let image = try PointInTime.image(evidence, commit: commit)
-            // Prove SQLite reads the image before writing it anywhere.
-            _ = try PointInTime.open(image: image, name: store.displayPath, commit: commit)
+            let image = try Storelens.walImage(paths, commit: commit, input.options, in: session)
             try session.finish()
-            try ReportFile.write(image, to: out, force: force, originals: session.ledger.entries.map(\.path))
-            let chosen = commit ?? evidence.commitCount
-            let written = WALReport.WrittenImage(
-                path: store.displayPath, commit: chosen,
-                commitFrame: chosen == 0 ? nil : evidence.wal?.commitFrame(ofCommit: chosen),
-                output: out, bytes: image.count, pageSize: evidence.header?.pageSize ?? evidence.wal?.pageSize ?? 0)
+            try OutputFile.write(image.bytes, to: out, force: force, originals: session.ledger.entries.map(\.path))
+            let written = WALReport.WrittenImage(path: image.store, commit: image.commit, commitFrame: image.commitFrame,
+                                                 output: out, bytes: image.bytes.count, pageSize: image.pageSize)
             output.write(format == "json" ? WALReport.json(written: written).rendered() + "\n" : WALReport.text(written: written))
         }
         if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
         return .success
     }
 
-    /// Values decode as `rows` decodes them: external data read through the working copy's.
-    static func decoder(_ copy: WorkingCopy) -> ValueDecoder {
-        ValueDecoder(copy)
-    }
-
-    static func seconds(_ duration: Duration) -> String {
-        String(format: "%.6f", Stopwatch.seconds(of: duration))
+    func diffWriter(each: Bool, _ output: Output) -> RecordDiffWriter {
+        let writer = RecordDiffWriter(format: RecordDiffWriter.Format(rawValue: format) ?? .text, each: each, write: output.write)
+        writer.rawCSV = rawCSV
+        return writer
     }
 }

@@ -3,6 +3,8 @@ import Coexistence
 import CoreDataStore
 import Findings
 import Foundation
+import Operations
+import StoreFormats
 
 // The `summary` object of each command's batch line (docs/json-output.md, "Batch results"):
 // the few numbers that let a batch be sorted and grepped; the full picture is the command's
@@ -26,6 +28,15 @@ extension ScanReport {
             ("warnings", .array(inventories.flatMap(\.warnings).prefix(20).map(JSONValue.string))),
             ("damage", .optional(inventories.compactMap(\.damage).first)),
         ])
+    }
+}
+
+extension CheckReport {
+    /// The findings per severity, the stores.
+    public static func batchSummary(_ result: Storelens.CheckResult) -> JSONValue {
+        .object(Finding.Severity.allCases.reversed().map { severity in
+            (severity.rawValue, JSONValue.int(result.findings.filter { $0.severity == severity }.count))
+        } + [("stores", .array(result.stores.map(JSONValue.string)))])
     }
 }
 

@@ -1,10 +1,11 @@
 import Acquisition
 import Foundation
+@testable import Operations
+import Reports
 import SQLiteAccess
 import StoreBuilder
 import StoreTestSupport
 import Testing
-@testable import Reports
 
 /// `report` reads a store's parts on two threads and lets the integrity check's exact comparison
 /// of the tables the `-wal` changed stand in for the quick one of the counts

@@ -1,5 +1,5 @@
 import Foundation
-import Reports
+import StoreFormats
 import Testing
 
 @Suite("JSON rendering")
@@ -30,12 +30,5 @@ struct JSONValueTests {
         let compact = try JSONSerialization.jsonObject(with: Data(value.rendered(pretty: false).utf8)) as? NSDictionary
         #expect(pretty == compact)
         #expect(!value.rendered(pretty: false).contains("\n"))
-    }
-
-    @Test("text tables never pass control characters to the terminal")
-    func sanitizedCells() {
-        let out = TextTable.render([["NAME"], ["evil\u{1b}[2Jname"]])
-        #expect(!out.contains("\u{1b}"))
-        #expect(out.contains("evil\u{FFFD}[2Jname"))
     }
 }

@@ -1,7 +1,9 @@
 import Acquisition
 import CoreDataStore
 import Foundation
+import OutputFiles
 import SQLiteAccess
+import StoreFormats
 import WALForensics
 
 /// `recover --out FILE`: the recovered versions as a plain SQLite file that datasette, DB Browser
@@ -176,7 +178,7 @@ public final class RecoveredDatabase {
         // ISO 8601 UTC whatever --tz says: the file is data, as JSON is.
         case .date(let iso, _): return .text(iso)
         // Over a megabyte: its summary, as recover's JSON has it.
-        case .longText: return .text(ValueRendering.json(value).rendered(pretty: false))
+        case .longText: return .text(ValueJSON.json(value).rendered(pretty: false))
         default: return .text(ValueRendering.cell(value))
         }
     }

@@ -34,6 +34,8 @@ public struct StoreReportReader {
     var counts = CountsPlacement.firstFree
     /// The sentence an error becomes in the section's problems (the command's own wording).
     public var describe: (Error) -> String
+    /// Where the second thread's share of the time goes (`make bench`).
+    public var timings: Timings?
 
     public init(describe: @escaping (Error) -> String) {
         self.describe = describe
@@ -57,7 +59,7 @@ public struct StoreReportReader {
                      plan: inout ReportDocument.RepairPlan, planNotes: inout [String], stage: (String) -> Void) {
         // A hot journal is rolled back in the copy by the first connection that reads it, and the
         // main-file-only view of such a copy is made on first use: one part at a time there.
-        let parts = parallel && !copy.rollsBackJournal ? Parts.concurrently(copy, displayPath: displayPath, xcodeModel: xcodeModel, counts: counts, stage: stage) : nil
+        let parts = parallel && !copy.rollsBackJournal ? Parts.concurrently(copy, displayPath: displayPath, xcodeModel: xcodeModel, counts: counts, timings: timings, stage: stage) : nil
 
         let inspection: Result<StoreInspection, Error>
         if let parts, let ran = parts.inspection {
@@ -244,7 +246,7 @@ final class Parts: @unchecked Sendable {
     }
 
     static func concurrently(_ copy: WorkingCopy, displayPath: String, xcodeModel: URL?, counts placement: StoreReportReader.CountsPlacement,
-                             stage: (String) -> Void) -> Parts {
+                             timings: Timings?, stage: (String) -> Void) -> Parts {
         stage("reading the store")
         // Loads the copy's -wal and -journal.
         let parts = Parts(copy: copy, evidence: Result { try WALEvidence(copy: copy, displayPath: displayPath) })
@@ -276,10 +278,8 @@ final class Parts: @unchecked Sendable {
                 parts.countsAssumedSound = integrityRuns
                 parts.inspection = Result { try StoreInspector.inspect(parts.copy, displayPath: displayPath, walTablesSound: parts.countsAssumedSound) }
             }
-            // STORELENS_TIMINGS: this thread's share, beside the integrity task's own line.
-            if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
-                FileHandle.standardError.write(Data("timing report-part=\"checks, history, WAL\" seconds=\(stopwatch.seconds)\n".utf8))
-            }
+            // This thread's share, beside the integrity task's own line.
+            timings?.record("report-part=\"checks, history, WAL\" seconds=\(stopwatch.seconds)")
             parts.done.signal()
         }
         other.name = "storelens.report-parts"

@@ -1,3 +1,4 @@
+import Acquisition
 import Foundation
 
 /// The one check every output path passes before a command does any work: nothing storelens

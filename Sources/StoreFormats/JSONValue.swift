@@ -30,7 +30,7 @@ public indirect enum JSONValue: Equatable, Sendable {
         return out
     }
 
-    func write(to out: inout String, pretty: Bool, indent: Int) {
+    public func write(to out: inout String, pretty: Bool, indent: Int) {
         switch self {
         case .null: out += "null"
         case .bool(let b): out += b ? "true" : "false"
@@ -68,10 +68,10 @@ public indirect enum JSONValue: Equatable, Sendable {
     }
 
     /// Escapes per RFC 8259; control characters (and NUL bytes from a device) become \u escapes,
-    /// and so does every other character `TextTable.isHostile` finds — DEL, the C1 controls, the
+    /// and so does every other character `HostileText.isHostile` finds — DEL, the C1 controls, the
     /// bidi and line-separator characters — which JSON allows raw but a terminal showing the file
     /// (`cat`, `less -r`) may act on or reorder by.
-    static func escape(_ s: String, into out: inout String) {
+    public static func escape(_ s: String, into out: inout String) {
         out += "\""
         // Most strings need no escape: one scan of the UTF-8, then one append (appending scalar by
         // scalar was most of the time `recover` spent writing JSON). U+2028/2029 and the bidi
@@ -92,11 +92,21 @@ public indirect enum JSONValue: Equatable, Sendable {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where TextTable.isHostile(scalar):
+            case _ where HostileText.isHostile(scalar):
                 out += String(format: "\\u%04x", scalar.value)
             default: out.unicodeScalars.append(scalar)
             }
         }
         out += "\""
+    }
+}
+
+extension JSONValue {
+
+    /// Pretty-printed JSON indented by `spaces`, for streaming members of a larger document.
+    public func rendered(indentedBy spaces: Int) -> String {
+        let pad = String(repeating: " ", count: spaces)
+        return rendered(pretty: true).split(separator: "\n", omittingEmptySubsequences: false)
+            .map { pad + $0 }.joined(separator: "\n")
     }
 }

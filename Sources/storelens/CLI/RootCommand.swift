@@ -2,10 +2,11 @@ import Acquisition
 import CBuildInfo
 import CoreDataStore
 import Foundation
+import OutputFiles
 import StoreFormats
 
 /// The root command: dispatches to subcommands, prints help and version, and funnels errors.
-enum Storelens {
+enum RootCommand {
     /// Every subcommand, in the order help lists them.
     static let commands: [any Command.Type] = [ScanCommand.self, InspectCommand.self, SchemaCommand.self, RowsCommand.self, HistoryCommand.self, WALCommand.self, RecoverCommand.self, ExportCommand.self, TimelineCommand.self, AuditCommand.self, CheckCommand.self, MigrationCommand.self, LintCommand.self, RepairCommand.self, ReportCommand.self, MergeCommand.self]
     static let version = "0.1.0"

@@ -1,5 +1,6 @@
 import Findings
 import Foundation
+import StoreFormats
 
 /// One line of a batch's JSON Lines results (`--jsonl FILE`): one input, what became of it.
 /// Lines from many machines concatenate into one file; `--resume` recognises a done input by

@@ -283,7 +283,7 @@ public enum DecodedExport {
         case .date(let iso, _): return .text(iso)
         case .uuid(let s), .decimal(let s): return .text(s)
         case .object(_, let pk): return .integer(pk)
-        case .binary, .archived, .composite: return .text(ValueRendering.json(value).rendered(pretty: false))
+        case .binary, .archived, .composite: return .text(ValueJSON.json(value).rendered(pretty: false))
         }
     }
 }

@@ -1,0 +1,90 @@
+import Acquisition
+import Coexistence
+import Findings
+import Foundation
+import Repair
+
+extension Storelens {
+    /// What `storelens repair` takes besides its input.
+    public struct RepairOptions: Sendable {
+        /// What to do with the plan.
+        public enum Mode: Sendable {
+            /// `--plan`: the plan alone; nothing is written.
+            case plan
+            /// `--out FILE`: the repaired store as a new file (the input untouched).
+            case newFile(URL)
+            /// `--in-place --backup DIR`: the family copied to DIR and verified, then the store replaced.
+            case inPlace(backup: URL)
+        }
+
+        public var mode: Mode
+        public var input: InputOptions
+        /// `--keep`: which of duplicates stays.
+        public var keep: KeepRule
+        /// `--only`: repair only these findings (ids).
+        public var only: Set<String>?
+        /// `--model`: the app's Xcode model, for stores without a cached one.
+        public var xcodeModel: URL?
+        /// `--manifest`: repair what a migration audit found (an import that ran twice, records
+        /// not migrated) instead of the store's own findings.
+        public var manifestFile: URL?
+        /// `--record-history`: write the repair's changes into the store's persistent history.
+        public var recordHistory: Bool
+
+        public init(mode: Mode, input: InputOptions = InputOptions(), keep: KeepRule = .highestOpt, only: Set<String>? = nil,
+                    xcodeModel: URL? = nil, manifestFile: URL? = nil, recordHistory: Bool = false) {
+            self.mode = mode
+            self.input = input
+            self.keep = keep
+            self.only = only
+            self.xcodeModel = xcodeModel
+            self.manifestFile = manifestFile
+            self.recordHistory = recordHistory
+        }
+    }
+
+    /// `storelens repair`: a plan for the one store of `input`, and (unless `.plan`) the plan
+    /// applied to a copy in one transaction, checked again after; the input is never changed
+    /// except by `.inPlace`, and then only after a verified backup.
+    public static func repair(_ input: String, _ options: RepairOptions) throws -> RepairOutcome {
+        let session = try EvidenceSession(backupPassword: nil)
+        defer { session.scratch.remove() }
+        let outcome = try repair(input, options, in: session)
+        if case .inPlace = options.mode, outcome.written { return outcome }
+        try session.finish()
+        return outcome
+    }
+
+    /// `repair(_:_:)` through a session the caller made and finishes (in place, the input was
+    /// proven unchanged up to the swap, which changed it on purpose: do not finish it then).
+    public static func repair(_ input: String, _ options: RepairOptions, in session: EvidenceSession) throws -> RepairOutcome {
+        let store: AcquiredStore
+        var migrationPlan: RepairPlan?
+        if let manifestFile = options.manifestFile {
+            try session.record([manifestFile])
+            var auditor = Auditor(manifest: try Manifest.load(path: manifestFile.path), session: session)
+            auditor.openOptions = options.input.open
+            auditor.limits = options.input.limits
+            let migration = try auditor.migrationRepair(inputs: [input], select: options.input.store, recordHistory: options.recordHistory)
+            store = migration.store
+            migrationPlan = migration.plan
+        } else {
+            store = try session.singleStore(input, options.input)
+        }
+        var repairer = Repairer(session: session, store: store)
+        repairer.givenPlan = migrationPlan
+        repairer.keep = options.keep
+        repairer.only = options.only
+        repairer.xcodeModel = options.xcodeModel
+        switch options.mode {
+        case .plan:
+            let (plan, findings) = try repairer.plan()
+            return RepairOutcome(input: store.displayPath, plan: plan, findings: findings, written: false, output: nil, outputSHA256: nil,
+                                 changes: [], tablesBefore: [:], tablesAfter: [:], remaining: findings)
+        case .inPlace(let backup):
+            return try InPlace.repair(repairer, store: store, backup: backup, session: session)
+        case .newFile(let output):
+            return try repairer.run(output: output)
+        }
+    }
+}

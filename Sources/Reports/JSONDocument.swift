@@ -1,0 +1,15 @@
+import Acquisition
+import StoreFormats
+
+/// Every JSON document a command prints starts the same way: `schemaVersion` first (its number
+/// says which shape the rest has, docs/json-output.md), then the document's own members.
+public enum JSONDocument {
+    public static func make(schemaVersion: Int, _ members: [(String, JSONValue)]) -> JSONValue {
+        .object([("schemaVersion", .int(schemaVersion))] + members)
+    }
+
+    /// `refused`: the stores an input held that could not be read (absent when none was).
+    public static func refused(_ refused: [RefusedStore]) -> [(String, JSONValue)] {
+        refused.isEmpty ? [] : [("refused", .array(refused.map { .object([("path", .string($0.path)), ("reason", .string($0.reason))]) }))]
+    }
+}
