@@ -48,7 +48,7 @@ let package = Package(
         // A small SQLite access layer: connections, statements, typed errors, identifier quoting.
         .target(name: "SQLiteAccess", dependencies: ["CSQLite"]),
         // Getting evidence in without changing it: store families, hashing, scratch copies, safe opening.
-        .target(name: "Acquisition", dependencies: ["StoreFormats", "SQLiteAccess", "CArchive", "CCrypto", "CZlib",
+        .target(name: "Acquisition", dependencies: ["Findings", "StoreFormats", "SQLiteAccess", "CArchive", "CCrypto", "CZlib",
                                                   .target(name: "CISAL", condition: .when(platforms: [.linux]))]),
         // Files the user named: never over evidence, never half-written, never replaced unless
         // asked; our own write failures (disk full) told apart from the evidence's.
@@ -56,7 +56,7 @@ let package = Package(
         // The Core Data / SwiftData store model: metadata, entities, history.
         .target(name: "CoreDataStore", dependencies: ["StoreFormats", "SQLiteAccess", "Acquisition", "Deflate"]),
         // What a -wal and -shm hold: transactions and the tables they wrote, point-in-time images, diffs.
-        .target(name: "WALForensics", dependencies: ["OutputFiles", "StoreFormats", "SQLiteAccess", "Acquisition", "CoreDataStore"]),
+        .target(name: "WALForensics", dependencies: ["OutputFiles", "Findings", "StoreFormats", "SQLiteAccess", "Acquisition", "CoreDataStore"]),
         // Findings: the one shape every check and audit reports in.
         .target(name: "Findings"),
         // Core Data's invariants that SQLite cannot see, as findings.

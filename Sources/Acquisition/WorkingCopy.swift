@@ -182,7 +182,9 @@ public final class WorkingCopy {
             }
             if !header.isWALMode { notes.append(.walWithRollbackHeader) }
         } else {
-            if header.isWALMode { notes.append(.walModeWithoutWAL(shmPresent: family.shm != nil)) }
+            if let missing = StoreNote.missingWAL(headerSaysWAL: header.isWALMode, walPresent: false, shmPresent: family.shm != nil) {
+                notes.append(missing)
+            }
         }
         self.sharedMemory = Self.sharedMemoryHeader(family, pageSize: header.pageSize)
 

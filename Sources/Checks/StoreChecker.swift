@@ -354,9 +354,7 @@ public struct StoreChecker: @unchecked Sendable {
             case .walModeWithoutWAL(let shmPresent):
                 // Without a -shm either, the store was most likely closed cleanly: nothing to report.
                 guard shmPresent else { return nil }
-                return finding(.walMissing, .warning, entity: nil, "The header says WAL mode and a -shm came with the store, but its -wal did not.",
-                               evidence: [:], explanation: "Transactions not yet checkpointed live only in the -wal; without it the store shows an older state.",
-                               suggestion: "Copy the store again together with its -wal and -shm files.")
+                return note.missingWALFinding(store: path)
             case .walPageSizeMismatch(let wal, let db):
                 return finding(.walPageSizeMismatch, .error, entity: nil, "The -wal has \(wal)-byte pages but the database has \(db)-byte pages; it was ignored.",
                                evidence: ["walPageSize": .int(wal), "databasePageSize": .int(db)],

@@ -37,6 +37,14 @@ public struct Finding: Sendable, Equatable {
     }
 }
 
+extension Finding {
+    /// The same finding, about `store` (a finding made before its store was known).
+    public func about(store: String) -> Finding {
+        Finding(id: id, severity: severity, store: store, entity: entity, message: message, evidence: evidence,
+                explanation: explanation, suggestion: suggestion)
+    }
+}
+
 /// A value in a finding's evidence: kept typed so JSON shows numbers as numbers.
 public indirect enum EvidenceValue: Sendable, Equatable {
     case int(Int)

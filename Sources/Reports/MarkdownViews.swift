@@ -132,7 +132,7 @@ extension WALReport {
             } else {
                 out += "| severity | finding | what |\n|---|---|---|\n"
                 for f in a.findings {
-                    out += "| \(f.severity.rawValue) | `\(Markdown.codeCell(f.code))` | \(Markdown.escape(f.message)) |\n"
+                    out += "| \(f.severity.rawValue) | `\(Markdown.codeCell(f.id))` | \(Markdown.escape(f.message)) |\n"
                 }
                 out += "\n"
             }

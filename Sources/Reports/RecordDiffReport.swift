@@ -38,6 +38,9 @@ public final class RecordDiffWriter {
     /// Records shown per entity in text; the rest are counted (every record is in the other formats).
     public static let textRecordLimit = 200
     /// Tables of persistent history, counted rather than listed in text.
+    /// Version of `wal --diff`'s JSON layout; bumped only on incompatible changes.
+    public static let schemaVersion = 1
+
     let format: Format
     /// CSV cells exactly as stored (`--raw-csv`): no escapes, no formula neutralised.
     public var rawCSV = false
@@ -56,7 +59,7 @@ public final class RecordDiffWriter {
 
     public func begin() {
         switch format {
-        case .json: write("{\n  \"schemaVersion\": \(WALReport.schemaVersion),\n  \"stores\": [")
+        case .json: write("{\n  \"schemaVersion\": \(Self.schemaVersion),\n  \"stores\": [")
         case .csv: write(Self.csvHeader.map(csvCell).joined(separator: ",") + "\r\n")
         case .text, .jsonl: break
         }

@@ -1,3 +1,4 @@
+import Findings
 import Foundation
 import SQLiteAccess
 import StoreFormats
@@ -7,16 +8,16 @@ import WALForensics
 /// the `--as-of --out` receipt, as text for people and JSON for machines
 /// (documented in docs/json-output.md).
 public enum WALReport {
-    /// Version of the JSON layout; bumped only on incompatible changes.
-    public static let schemaVersion = 1
+    /// Version of the report's JSON layout; bumped only on incompatible changes (2: the findings
+    /// in the shape every command uses, under `findings`, instead of `warnings` and `notes`).
+    public static let schemaVersion = 2
+    /// Version of `--as-of N --out FILE`'s JSON (unchanged since it was documented).
+    public static let writtenImageSchemaVersion = 1
 
     // MARK: - The WAL report
 
     public static func json(_ analyses: [WALAnalysis]) -> JSONValue {
-        .object([
-            ("schemaVersion", .int(schemaVersion)),
-            ("stores", .array(analyses.map(json(analysis:)))),
-        ])
+        JSONDocument.make(schemaVersion: schemaVersion, [("stores", .array(analyses.map(json(analysis:))))])
     }
 
     static func json(analysis a: WALAnalysis) -> JSONValue {
@@ -81,8 +82,7 @@ public enum WALReport {
         } else {
             members.append(("shm", .object([("present", .bool(false))])))
         }
-        members.append(("warnings", .array(a.warnings.map(json(finding:)))))
-        members.append(("notes", .array(a.notes.map(json(finding:)))))
+        members.append(("findings", .array(a.findings.map(FindingsReport.json))))
         return .object(members)
     }
 
@@ -98,11 +98,6 @@ public enum WALReport {
             ("entities", .array(t.entities.map(JSONValue.string))),
             ("otherPages", .object(t.otherPages.map { ($0.use, .int($0.count)) })),
         ])
-    }
-
-    static func json(finding f: WALAnalysis.Finding) -> JSONValue {
-        .object([("code", .string(f.code)), ("message", .string(f.message)),
-                 ("details", .array(f.details.map(JSONValue.string)))])
     }
 
     public static func text(_ analyses: [WALAnalysis]) -> String {
@@ -171,8 +166,10 @@ public enum WALReport {
         }
         if !a.findings.isEmpty { out += "\n" }
         for finding in a.findings {
-            out += "  \(finding.severity == .warning ? "warning" : "note   ")  [\(finding.code)] \(TextTable.sanitized(finding.message))\n"
-            for detail in finding.details { out += "             - \(TextTable.sanitized(detail))\n" }
+            out += "  \(finding.severity.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0))  [\(finding.id)] \(TextTable.sanitized(finding.message))\n"
+            if case .list(let details)? = finding.evidence["details"] {
+                for detail in details { out += "             - \(TextTable.sanitized(detail.text))\n" }
+            }
         }
         return out
     }
@@ -297,7 +294,7 @@ public enum WALReport {
 
     public static func json(written w: WrittenImage) -> JSONValue {
         .object([
-            ("schemaVersion", .int(schemaVersion)),
+            ("schemaVersion", .int(writtenImageSchemaVersion)),
             ("stores", .array([.object([
                 ("path", .string(w.path)),
                 ("asOf", .object([

@@ -1,3 +1,4 @@
+import Findings
 import Foundation
 import StoreFormats
 
@@ -26,11 +27,8 @@ public struct WALAnalysis: Sendable {
     public let framesAfterStop: [FrameRun]
     /// The `-shm`, or nil when none came with the store.
     public let shm: SharedMemoryFacts?
-    /// Warnings and notes, most important first.
+    /// What is odd about the files, as findings (ids in docs/wal.md), warnings first.
     public let findings: [Finding]
-
-    public var warnings: [Finding] { findings.filter { $0.severity == .warning } }
-    public var notes: [Finding] { findings.filter { $0.severity == .note } }
 
     /// The WAL's header and frame walk.
     public struct WALFacts: Sendable {
@@ -120,24 +118,5 @@ public struct WALAnalysis: Sendable {
         public let isInit: Bool?
         /// The five read marks; nil for an unused mark (0xFFFFFFFF).
         public let readMarks: [Int?]
-    }
-
-    /// A warning or note about the store's WAL.
-    public struct Finding: Sendable, Equatable {
-        public enum Severity: String, Sendable { case warning, note }
-        public let severity: Severity
-        /// A stable identifier (`walDamaged`, `shmStale` …), documented in docs/wal.md.
-        public let code: String
-        /// One sentence.
-        public let message: String
-        /// Supporting facts, one per line.
-        public let details: [String]
-
-        public init(_ severity: Severity, _ code: String, _ message: String, details: [String] = []) {
-            self.severity = severity
-            self.code = code
-            self.message = message
-            self.details = details
-        }
     }
 }

@@ -1,5 +1,6 @@
 import Acquisition
 import CoreDataStore
+import Findings
 import Foundation
 import SQLiteAccess
 import StoreFormats
@@ -35,7 +36,7 @@ public enum WALAnalyzer {
             pages = try mapPages(evidence, structure: &structure)
         } catch {
             if let failure = WorkingFolderFailure.from(error) { throw failure }
-            findings.append(.init(.warning, "pagesNotMapped",
+            findings.append(finding(.warning, "pages-not-mapped",
                                   "The pages cannot be mapped to tables: \(WALForensicsError.clause(String(describing: error)))."))
             pages.transactions = transactions.map {
                 .init(number: $0.number, firstFrame: $0.firstFrame, commitFrame: $0.commitFrame, frames: $0.frameCount,
@@ -55,10 +56,8 @@ public enum WALAnalyzer {
             uncommitted = .init(firstFrame: wal.lastCommitFrame + 1, frames: tail.count,
                                 pages: Set(tail.map(\.pageNumber)).sorted())
         }
-        let order: [WALAnalysis.Finding.Severity: Int] = [.warning: 0, .note: 1]
-        let sorted = findings.enumerated().sorted {
-            (order[$0.element.severity]!, $0.offset) < (order[$1.element.severity]!, $1.offset)
-        }.map(\.element)
+        // Warnings before information, in the order found; each about this store.
+        let sorted = findings.bySeverity.map { $0.about(store: evidence.displayPath) }
         return WALAnalysis(
             displayPath: evidence.displayPath, mainFileBytes: evidence.mainFile.count,
             pageSize: header?.pageSize ?? wal?.pageSize,
@@ -68,29 +67,28 @@ public enum WALAnalyzer {
             shm: shmFacts, findings: sorted)
     }
 
+    /// A finding of the WAL analysis (ids in docs/wal.md); `details` are its supporting facts,
+    /// one per line. The store is set once the analysis is done.
+    static func finding(_ severity: Finding.Severity, _ id: String, _ message: String, details: [String] = []) -> Finding {
+        Finding(id: id, severity: severity, message: message,
+                evidence: details.isEmpty ? [:] : ["details": .list(details.map(EvidenceValue.string))],
+                explanation: "Reported by the WAL analysis (docs/wal.md).")
+    }
+
     /// Every error caught to decide a verdict goes through this first: our own working folder's
     /// failure is thrown on, anything else becomes nil.
     static func ours<T>(_ body: () throws -> T) throws -> T? { try WorkingFolderFailure.unlessOurs(body) }
 
     /// The header against the files that came with it: WAL mode without a -wal, a -wal beside a
     /// rollback-journal header, the WAL's own findings, a page size that differs.
-    static func presenceFindings(_ evidence: WALEvidence) -> [WALAnalysis.Finding] {
-        var findings: [WALAnalysis.Finding] = []
+    static func presenceFindings(_ evidence: WALEvidence) -> [Finding] {
+        var findings: [Finding] = []
         let header = evidence.header, wal = evidence.wal
         if let header {
-            if header.isWALMode, wal == nil {
-                // With a -shm the -wal was most likely left behind (check's `wal-missing`); with
-                // neither, the store was closed cleanly, which is normal: information only.
-                if evidence.sharedMemoryPresent {
-                    findings.append(.init(.warning, "walMissing",
-                                          "The header says WAL mode and a -shm came with the store, but its -wal did not, so transactions not yet checkpointed are missing; copy the -wal from the device too."))
-                } else {
-                    findings.append(.init(.note, "walModeWithoutWAL",
-                                          "The header says WAL mode and neither a -wal nor a -shm came with the store: it was most likely closed cleanly, with everything checkpointed into the main file."))
-                }
-            }
+            let missing = StoreNote.missingWAL(headerSaysWAL: header.isWALMode, walPresent: wal != nil, shmPresent: evidence.sharedMemoryPresent)
+            if let finding = missing?.missingWALFinding(store: evidence.displayPath) { findings.append(finding) }
             if !header.isWALMode, let wal, wal.fileSize > 0 {
-                findings.append(.init(.warning, "walWithRollbackHeader",
+                findings.append(finding(.warning, "wal-with-rollback-header",
                                       "A -wal is present although the header says rollback-journal mode; SQLite still applies it, so check that it belongs to this database."))
             }
         }
@@ -98,7 +96,7 @@ public enum WALAnalyzer {
             findings += walFindings(wal, evidence: evidence)
         }
         if let walPageSize = wal.flatMap({ $0.isUsable ? $0 : nil })?.pageSize, let header, header.pageSize != walPageSize {
-            findings.append(.init(.warning, "walPageSizeMismatch",
+            findings.append(finding(.warning, "wal-page-size-mismatch",
                                   "The WAL's page size (\(walPageSize) bytes) differs from the database's (\(header.pageSize) bytes), so the WAL cannot belong to this database."))
         }
         return findings
@@ -268,18 +266,18 @@ public enum WALAnalyzer {
 
     // MARK: - The WAL itself
 
-    static func walFindings(_ wal: WAL, evidence: WALEvidence) -> [WALAnalysis.Finding] {
-        var findings: [WALAnalysis.Finding] = []
+    static func walFindings(_ wal: WAL, evidence: WALEvidence) -> [Finding] {
+        var findings: [Finding] = []
         let name = evidence.walName
         if let problem = wal.headerProblem {
             if case .tooShort(0) = problem {
-                findings.append(.init(.note, "walEmpty", "The -wal is empty: everything was checkpointed into the main file."))
+                findings.append(finding(.info, "wal-empty", "The -wal is empty: everything was checkpointed into the main file."))
             } else if problem.sqliteIgnoresWAL {
-                findings.append(.init(.warning, "walIgnored",
+                findings.append(finding(.warning, "wal-ignored",
                                       "SQLite ignores the whole -wal: \(WALForensicsError.clause(lowercasedFirst(problem.description)))",
                                       details: ["\(wal.totalFrameSlots) whole frames in \(name) are never read"]))
             } else {
-                findings.append(.init(.warning, "walRefused",
+                findings.append(finding(.warning, "wal-refused",
                                       "SQLite refuses to open the database because of the -wal: \(WALForensicsError.clause(lowercasedFirst(problem.description)))."))
             }
             return findings
@@ -288,17 +286,17 @@ public enum WALAnalyzer {
         switch wal.stopReason {
         case .partialFrame(let frame, let bytes)?:
             let size = WALFrame.headerLength + (wal.pageSize ?? 0)
-            findings.append(.init(.warning, "walDamaged",
+            findings.append(finding(.warning, "wal-damaged",
                                   "Frame \(frame) is cut off after \(bytes) of its \(size) bytes, so SQLite silently drops it (the copy was cut short or a write was torn)."))
         case .checksumMismatch(let frame)?:
-            findings.append(.init(.warning, "walDamaged",
+            findings.append(finding(.warning, "wal-damaged",
                                   "Frame \(frame) fails its checksum, so SQLite silently drops it and every frame after it."))
         case .zeroPageNumber(let frame)?:
-            findings.append(.init(.warning, "walDamaged",
+            findings.append(finding(.warning, "wal-damaged",
                                   "Frame \(frame) names page 0, so SQLite silently drops it and every frame after it."))
         case .saltMismatch(let frame)?:
             if runs.first?.generation != "earlier" {
-                findings.append(.init(.warning, "walDamaged",
+                findings.append(finding(.warning, "wal-damaged",
                                       "Frame \(frame) carries salts that match neither this WAL generation nor an earlier one, so SQLite silently drops it and every frame after it."))
             }
         default:
@@ -311,14 +309,14 @@ public enum WALAnalyzer {
             let consequence = commits == 0
                 ? "none of them a commit frame; SQLite ignores them"
                 : "including \(plural(commits, "commit frame")): SQLite ignores them, so \(plural(commits, "committed transaction")) \(commits == 1 ? "is" : "are") lost to it"
-            findings.append(.init(.warning, "framesLost",
+            findings.append(finding(.warning, "frames-lost",
                                   "\(plural(frames, "frame")) of the current WAL generation lie after the stop point, \(consequence).",
                                   details: current.map { "\(frameRange($0.firstFrame, $0.frames)): \(plural($0.commitFrames, "commit frame"))" }))
         }
         let earlier = runs.filter { $0.generation == "earlier" }
         if !earlier.isEmpty {
             let frames = earlier.reduce(0) { $0 + $1.frames }
-            findings.append(.init(.note, "staleFrames",
+            findings.append(finding(.info, "stale-frames",
                                   "\(plural(frames, "frame")) after the stop point \(frames == 1 ? "is" : "are") left from earlier WAL generations (the WAL is reused from the start after a checkpoint); SQLite ignores them, but they may hold older versions of pages.",
                                   details: earlier.map {
                                       "\(frameRange($0.firstFrame, $0.frames)): salts \(hex($0.salt1)) \(hex($0.salt2))"
@@ -329,7 +327,7 @@ public enum WALAnalyzer {
             let why = wal.stopReason == .endOfFile
                 ? "belong to a transaction that never committed"
                 : "belong to a transaction whose commit frame is missing or lies after the stop point"
-            findings.append(.init(.note, "uncommittedFrames",
+            findings.append(finding(.info, "uncommitted-frames",
                                   "\(plural(count, "valid frame")) after the last commit \(why); SQLite ignores \(count == 1 ? "it" : "them")."))
         }
         return findings
@@ -382,11 +380,11 @@ public enum WALAnalyzer {
 
     // MARK: - The -shm
 
-    static func sharedMemoryFacts(_ evidence: WALEvidence, findings: inout [WALAnalysis.Finding]) -> WALAnalysis.SharedMemoryFacts? {
+    static func sharedMemoryFacts(_ evidence: WALEvidence, findings: inout [Finding]) -> WALAnalysis.SharedMemoryFacts? {
         guard evidence.sharedMemoryPresent else { return nil }
         let wal = evidence.wal
         guard let shm = evidence.sharedMemory else {
-            findings.append(.init(.warning, "shmUnreadable",
+            findings.append(finding(.warning, "shm-unreadable",
                                   "The -shm is shorter than its 136-byte header, so it says nothing about the WAL (it was cut off or never initialised)."))
             return .init(readable: false, mxFrame: nil, nPage: nil, nBackfill: nil, valid: false, copiesMatch: nil,
                          checksumValid: nil, agreesWithWal: false, pageSize: nil, salt1: nil, salt2: nil,
@@ -394,33 +392,33 @@ public enum WALAnalyzer {
         }
         let agrees = wal.map { shm.agrees(with: $0) } ?? false
         if !shm.copiesMatch {
-            findings.append(.init(.warning, "shmTorn",
+            findings.append(finding(.warning, "shm-torn",
                                   "The two copies of the -shm header differ, so it was copied in the middle of a write (torn); treat its values as unreliable."))
         } else if !shm.headerChecksumValid {
-            findings.append(.init(.warning, "shmTorn",
+            findings.append(finding(.warning, "shm-torn",
                                   "The -shm header fails its checksum, so it was copied in the middle of a write or damaged; treat its values as unreliable."))
         }
         if let wal, wal.isUsable, let walSalt1 = wal.salt1, let walSalt2 = wal.salt2 {
             let mxFrame = Int(shm.mxFrame)
             if shm.salt1 != walSalt1 || shm.salt2 != walSalt2 {
-                findings.append(.init(.warning, "shmStale",
+                findings.append(finding(.warning, "shm-stale",
                                       "The -shm was written for another WAL generation (its salts \(hex(shm.salt1)) \(hex(shm.salt2)) differ from the WAL's \(hex(walSalt1)) \(hex(walSalt2))), so it is stale; SQLite rebuilds it from the WAL."))
             } else if mxFrame > wal.lastCommitFrame {
-                findings.append(.init(.warning, "shmAheadOfWal",
+                findings.append(finding(.warning, "shm-ahead-of-wal",
                                       "The -shm records commits up to frame \(mxFrame), but the WAL's valid commits end at frame \(wal.lastCommitFrame): committed frames were lost (the WAL was cut short or damaged after the index was written)."))
             } else if mxFrame < wal.lastCommitFrame {
-                findings.append(.init(.warning, "shmStale",
+                findings.append(finding(.warning, "shm-stale",
                                       "The -shm knows commits only up to frame \(mxFrame) while the WAL holds valid commits up to frame \(wal.lastCommitFrame), so the -shm is stale (written before the last commits, or copied while the app was writing)."))
             }
         } else if wal == nil {
-            findings.append(.init(.note, "shmWithoutWal", "A -shm came with the store but no -wal; the -shm alone holds no data."))
+            findings.append(finding(.info, "shm-without-wal", "A -shm came with the store but no -wal; the -shm alone holds no data."))
         }
         if let pageSize = shm.pageSize, let databasePageSize = evidence.header?.pageSize, pageSize != databasePageSize, shm.isInit {
-            findings.append(.init(.warning, "shmPageSizeMismatch",
+            findings.append(finding(.warning, "shm-page-size-mismatch",
                                   "The -shm gives \(pageSize)-byte pages but the database has \(databasePageSize)-byte pages, so it does not belong to this store."))
         }
         if shm.nBackfill > 0 {
-            findings.append(.init(.note, "shmBackfilled",
+            findings.append(finding(.info, "shm-backfilled",
                                   "A checkpoint had already copied frames 1-\(shm.nBackfill) into the main file, so the main file alone already shows those changes."))
         }
         return .init(readable: true, mxFrame: Int(shm.mxFrame), nPage: Int(shm.nPage), nBackfill: Int(shm.nBackfill),
@@ -501,8 +499,8 @@ struct StructureEvidence {
     var walViewIntegrity: [String]?
     var mainIntegrity: [String]?
 
-    func findings(hasWAL: Bool) -> [WALAnalysis.Finding] {
-        var findings: [WALAnalysis.Finding] = []
+    func findings(hasWAL: Bool) -> [Finding] {
+        var findings: [Finding] = []
         var signs: [String] = []
         if hasWAL {
             for item in framesPastEnd.prefix(5) {
@@ -525,7 +523,7 @@ struct StructureEvidence {
                 }
             }
             if !signs.isEmpty {
-                findings.append(.init(.warning, "walMayNotBelong",
+                findings.append(WALAnalyzer.finding(.warning, "wal-may-not-belong",
                                       "The WAL does not appear to belong to this main file, or the two were copied at different moments (for example the main file before a checkpoint and the -wal after it), or one of them is damaged: its frames are valid, but applying them gives an inconsistent database, and SQLite would show plausible but wrong data without any error. Copy the main file, -wal and -shm again at one moment.",
                                       details: signs))
             }
@@ -533,7 +531,7 @@ struct StructureEvidence {
         if !mainProblems.isEmpty || mainUnaccounted > 0 {
             var details = mainProblems.prefix(5).map(\.description)
             if mainUnaccounted > 0 { details.append("\(mainUnaccounted) pages are used by nothing") }
-            findings.append(.init(.warning, "mainFileInconsistent",
+            findings.append(WALAnalyzer.finding(.warning, "main-file-inconsistent",
                                   "The main file alone is structurally inconsistent (a partial checkpoint, or damage); its main-file-only view may be wrong.",
                                   details: details))
         }

@@ -60,7 +60,7 @@ struct RealStoreWALTests {
         // Whether the -shm is stale (as Apple's copy was: its index stopped at an earlier commit)
         // is read from its own header, not assumed.
         #expect(shm.mxFrame <= UInt32(truth.lastCommitFrame) && (shm.mxFrame == 0 || truth.commitFrames.contains(Int(shm.mxFrame))))
-        #expect(analysis.warnings.map(\.code) == (shm.agrees(with: truth) ? [] : ["shmStale"]))
+        #expect(analysis.findings.filter { $0.severity == .warning }.map(\.id) == (shm.agrees(with: truth) ? [] : ["shm-stale"]))
         #expect(analysis.shm?.mxFrame == Int(shm.mxFrame))
         #expect(analysis.shm?.valid == true)
         #expect(analysis.shm?.agreesWithWal == shm.agrees(with: truth))
@@ -180,7 +180,7 @@ struct RealStoreWALTests {
         #expect(try connection.integrityCheck(full: true) == ["ok"])
         let analysis = try WALAnalyzer.analyze(evidence)
         #expect(analysis.wal?.validFrames == analysis.wal?.frames)
-        #expect(!analysis.warnings.map(\.code).contains("walMayNotBelong"), "\(analysis.warnings)")
+        #expect(!analysis.findings.filter { $0.severity == .warning }.map(\.id).contains("wal-may-not-belong"), "\(analysis.findings)")
     }
 }
 
@@ -222,7 +222,7 @@ struct WALOnlyStoreTests {
         let header = try Data(contentsOf: copy.copiedMain).prefix(100)
         #expect(header[40..<44].allSatisfy { $0 == 0 } && header[56..<60].allSatisfy { $0 == 0 },
                 "the main file's schema cookie and text encoding are not set yet")
-        #expect(!analysis.findings.contains { $0.code == "walMayNotBelong" }, "\(analysis.findings.map(\.details))")
+        #expect(!analysis.findings.contains { $0.id == "wal-may-not-belong" }, "\(analysis.findings.map(\.evidence))")
         #expect(analysis.transactions.count == analysis.wal?.commits)
     }
 }

@@ -96,7 +96,7 @@ struct WALDamageTests {
         let analysis = try Self.compareWithSQLite(final, includeShm: true)
         #expect(Self.ourAnswer(try final.evidence(), commit: nil) == Self.rows(199, 200, "changed-in-wal", 0))
         #expect(Self.ourAnswer(try final.evidence(), commit: 0) == Self.rows(100, 100, Self.mainOne, 1))
-        #expect(analysis.warnings.isEmpty, "\(analysis.warnings)")
+        #expect(analysis.findings.filter { $0.severity == .warning }.isEmpty, "\(analysis.findings)")
         #expect(analysis.shm?.agreesWithWal == true)
         #expect(analysis.wal?.stopReason == nil)
         #expect(analysis.transactions.count == 3)
@@ -115,8 +115,8 @@ struct WALDamageTests {
         #expect(analysis.wal?.validFrames == victim - 1)
         #expect(analysis.wal?.stopFrame == victim)
         #expect(Self.ourAnswer(try copy.evidence(), commit: nil) == Self.rows(150, 150, Self.mainOne, 1))
-        #expect(analysis.warnings.map(\.code).contains("walDamaged"))
-        #expect(analysis.warnings.map(\.code).contains("framesLost"))
+        #expect(analysis.findings.filter { $0.severity == .warning }.map(\.id).contains("wal-damaged"))
+        #expect(analysis.findings.filter { $0.severity == .warning }.map(\.id).contains("frames-lost"))
     }
 
     @Test("bad header checksum: SQLite ignores the whole WAL")
@@ -129,7 +129,7 @@ struct WALDamageTests {
         #expect(Self.ourAnswer(try copy.evidence(), commit: nil) == Self.rows(100, 100, Self.mainOne, 1))
         #expect(analysis.wal?.headerProblem != nil)
         #expect(analysis.transactions.isEmpty)
-        #expect(analysis.warnings.map(\.code).contains("walIgnored"))
+        #expect(analysis.findings.filter { $0.severity == .warning }.map(\.id).contains("wal-ignored"))
     }
 
     @Test("header salt changed and its checksum fixed: every frame fails the salt check")
@@ -143,7 +143,7 @@ struct WALDamageTests {
         #expect(analysis.wal?.validFrames == 0)
         #expect(analysis.wal?.stopFrame == 1)
         #expect(Self.ourAnswer(try copy.evidence(), commit: nil) == Self.rows(100, 100, Self.mainOne, 1))
-        #expect(analysis.warnings.map(\.code).contains("walDamaged"))
+        #expect(analysis.findings.filter { $0.severity == .warning }.map(\.id).contains("wal-damaged"))
     }
 
     @Test("torn last frame: the last transaction is lost")
@@ -157,7 +157,7 @@ struct WALDamageTests {
         #expect(Self.ourAnswer(try copy.evidence(), commit: nil) == Self.rows(200, 200, Self.mainOne, 1))
         #expect(analysis.wal?.stopReason?.contains("1000") == true)
         #expect(analysis.transactions.count == 2)
-        #expect(analysis.warnings.map(\.code).contains("walDamaged"))
+        #expect(analysis.findings.filter { $0.severity == .warning }.map(\.id).contains("wal-damaged"))
     }
 
     @Test("one page byte flipped: the checksum chain breaks there, later transactions are lost too")
@@ -170,8 +170,8 @@ struct WALDamageTests {
         #expect(analysis.wal?.validFrames == 2)
         #expect(analysis.wal?.lastCommitFrame == 0)
         #expect(Self.ourAnswer(try copy.evidence(), commit: nil) == Self.rows(100, 100, Self.mainOne, 1))
-        #expect(analysis.warnings.map(\.code).contains("walDamaged"))
-        #expect(analysis.warnings.map(\.code).contains("framesLost"))
+        #expect(analysis.findings.filter { $0.severity == .warning }.map(\.id).contains("wal-damaged"))
+        #expect(analysis.findings.filter { $0.severity == .warning }.map(\.id).contains("frames-lost"))
     }
 
     @Test("the WAL of another database: SQLite shows plausible, wrong data; storelens shows the same and warns")
@@ -192,8 +192,8 @@ struct WALDamageTests {
             try Self.compareWithSQLite(copy, query: query)
         }
         let analysis = try WALAnalyzer.analyze(try copy.evidence(withSharedMemory: false))
-        let warning = try #require(analysis.warnings.first { $0.code == "walMayNotBelong" })
-        #expect(!warning.details.isEmpty)
+        let warning = try #require(analysis.findings.first { $0.id == "wal-may-not-belong" })
+        #expect(warning.evidence["details"] != nil)
     }
 
     @Test("wrong page size: storelens refuses the pair and says why, where SQLite answers without a word")
@@ -214,7 +214,7 @@ struct WALDamageTests {
         #expect(error.description.contains("page size"))
         #expect(Self.ourAnswer(evidence, commit: 0) == Self.rows(100, 100, Self.mainOne, 1), "the main file alone is still readable")
         let analysis = try WALAnalyzer.analyze(evidence)
-        #expect(analysis.warnings.map(\.code).contains("walPageSizeMismatch"))
+        #expect(analysis.findings.filter { $0.severity == .warning }.map(\.id).contains("wal-page-size-mismatch"))
         // Through the safe-open path the pair is refused outright, naming the -wal.
         let session = try EvidenceSession()
         defer { try? session.finish() }
@@ -232,7 +232,7 @@ struct WALDamageTests {
         #expect(Self.ourAnswer(try copy.evidence(), commit: nil) == Self.rows(199, 200, "changed-in-wal", 0))
         #expect(analysis.shm?.agreesWithWal == false)
         #expect(analysis.shm?.mxFrame == analysis.transactions.first?.commitFrame)
-        #expect(analysis.warnings.map(\.code) == ["shmStale"])
+        #expect(analysis.findings.filter { $0.severity == .warning }.map(\.id) == ["shm-stale"])
     }
 
     @Test("a torn -shm and a -shm ahead of a cut-short WAL")
@@ -244,14 +244,14 @@ struct WALDamageTests {
         try shm.write(to: torn.shm)
         let tornAnalysis = try Self.compareWithSQLite(torn, includeShm: true)
         #expect(tornAnalysis.shm?.valid == false)
-        #expect(tornAnalysis.warnings.map(\.code).contains("shmTorn"))
+        #expect(tornAnalysis.findings.filter { $0.severity == .warning }.map(\.id).contains("shm-torn"))
 
         let ahead = try Self.damaged(final, "ahead", in: builder.root) { data in
             let wal = WAL(data: data)
             data = data.prefix(WALSurgery.offset(ofFrame: wal.transactions[1].commitFrame + 1, pageSize: Self.pageSize))
         }
         let aheadAnalysis = try Self.compareWithSQLite(ahead, includeShm: true)
-        #expect(aheadAnalysis.warnings.map(\.code).contains("shmAheadOfWal"))
+        #expect(aheadAnalysis.findings.filter { $0.severity == .warning }.map(\.id).contains("shm-ahead-of-wal"))
         #expect(Self.ourAnswer(try ahead.evidence(), commit: nil) == Self.rows(200, 200, Self.mainOne, 1))
     }
 
@@ -270,8 +270,8 @@ struct WALDamageTests {
         #expect(wal.uncommittedFrames > 0)
         #expect(analysis.uncommitted?.frames == wal.uncommittedFrames)
         #expect(Self.ourAnswer(try copy.evidence(), commit: nil) == Self.rows(199, 200, "changed-in-wal", 0))
-        #expect(analysis.notes.map(\.code).contains("uncommittedFrames"))
-        #expect(analysis.warnings.isEmpty, "\(analysis.warnings)")
+        #expect(analysis.findings.filter { $0.severity == .info }.map(\.id).contains("uncommitted-frames"))
+        #expect(analysis.findings.filter { $0.severity == .warning }.isEmpty, "\(analysis.findings)")
     }
 
     @Test("frames of an earlier WAL generation after a reset are stale, not damage")
@@ -285,8 +285,8 @@ struct WALDamageTests {
         #expect(wal.checkpointSequence ?? 0 >= 1)
         #expect(wal.staleFrames > 0)
         #expect(analysis.framesAfterStop.allSatisfy { $0.generation == "earlier" })
-        #expect(analysis.notes.map(\.code).contains("staleFrames"))
-        #expect(!analysis.warnings.map(\.code).contains("walDamaged"))
+        #expect(analysis.findings.filter { $0.severity == .info }.map(\.id).contains("stale-frames"))
+        #expect(!analysis.findings.filter { $0.severity == .warning }.map(\.id).contains("wal-damaged"))
         #expect(Self.ourAnswer(try copy.evidence(), commit: nil, query: "SELECT v FROM t WHERE id = 5") == [[.text("generation-2")]])
     }
 
@@ -300,14 +300,14 @@ struct WALDamageTests {
         try main.write(to: rollback.db)
         let analysis = try Self.compareWithSQLite(rollback)
         #expect(Self.ourAnswer(try rollback.evidence(), commit: nil) == Self.rows(199, 200, "changed-in-wal", 0))
-        #expect(analysis.warnings.map(\.code).contains("walWithRollbackHeader"))
+        #expect(analysis.findings.filter { $0.severity == .warning }.map(\.id).contains("wal-with-rollback-header"))
 
         let noWAL = try Self.damaged(final, "no-wal", in: builder.root)
         try FileManager.default.removeItem(at: noWAL.wal)
         let lonely = try WALAnalyzer.analyze(try noWAL.evidence(withSharedMemory: false))
         #expect(lonely.wal == nil)
-        #expect(lonely.warnings.isEmpty, "a WAL-mode store with neither -wal nor -shm was closed cleanly")
-        #expect(lonely.notes.map(\.code) == ["walModeWithoutWAL"])
+        #expect(lonely.findings.filter { $0.severity == .warning }.isEmpty, "a WAL-mode store with neither -wal nor -shm was closed cleanly")
+        #expect(lonely.findings.filter { $0.severity == .info }.map(\.id) == ["wal-mode-without-wal"])
     }
 
     @Test("hostile but well-formed frames: a huge commit size and a huge page number cost no memory and are reported")
@@ -330,7 +330,7 @@ struct WALDamageTests {
         let error = try #require(throws: WALForensicsError.self) { try PointInTime.image(hugeEvidence, commit: nil) }
         #expect(error.description.contains("bytes"))
         let analysis = try WALAnalyzer.analyze(hugeEvidence)
-        #expect(analysis.warnings.map(\.code).contains("walMayNotBelong"))
+        #expect(analysis.findings.filter { $0.severity == .warning }.map(\.id).contains("wal-may-not-belong"))
         #expect(Self.ourAnswer(hugeEvidence, commit: 2) == Self.rows(200, 200, Self.mainOne, 1), "earlier commits still read")
 
         let farPage = try Self.damaged(final, "far-page", in: builder.root) { data in
@@ -338,7 +338,7 @@ struct WALDamageTests {
             WALSurgery.reseal(&data, pageSize: Self.pageSize)
         }
         let farAnalysis = try WALAnalyzer.analyze(try farPage.evidence(withSharedMemory: false))
-        let warning = try #require(farAnalysis.warnings.first { $0.code == "walMayNotBelong" })
-        #expect(warning.details.contains { $0.contains("2147483647") })
+        let warning = try #require(farAnalysis.findings.first { $0.id == "wal-may-not-belong" })
+        #expect((warning.evidence["details"]?.text ?? "").contains("2147483647"))
     }
 }

@@ -54,9 +54,9 @@ struct WALViewQuickCheckTests {
         // The analysis with the check beside the walk, and without a working copy (after it).
         let beside = try WALAnalyzer.analyze(evidence)
         let after = try WALAnalyzer.analyze(try copy.evidence())
-        #expect(beside.findings.map(\.code) == after.findings.map(\.code))
+        #expect(beside.findings.map(\.id) == after.findings.map(\.id))
         #expect(beside.findings.map(\.message) == after.findings.map(\.message))
-        #expect(beside.findings.map(\.details) == after.findings.map(\.details))
+        #expect(beside.findings.map(\.evidence) == after.findings.map(\.evidence))
         return (early, truth)
     }
 

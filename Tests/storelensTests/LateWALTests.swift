@@ -46,7 +46,7 @@ struct LateWALTests {
         let before = try FolderSnapshot(pulled.store.deletingLastPathComponent())
 
         let wal = try CLI.run(["wal", pulled.store.path])
-        #expect(wal.stdout.contains("walMayNotBelong"), "\(wal.stdout)")
+        #expect(wal.stdout.contains("wal-may-not-belong"), "\(wal.stdout)")
         #expect(wal.stdout.contains("copied at different moments"))
 
         let inspect = try CLI.run(["inspect", pulled.store.path])
@@ -93,7 +93,7 @@ struct LateWALTests {
         }
 
         let wal = try CLI.run(["wal", pulled.store.path])
-        #expect(wal.stdout.contains("walMayNotBelong"), "\(wal.stdout)")
+        #expect(wal.stdout.contains("wal-may-not-belong"), "\(wal.stdout)")
 
         let report = try CLI.run(["report", "--out", "-", pulled.store.path])
         #expect(report.status != 0)

@@ -26,8 +26,10 @@ struct WALCommandTests {
         let staleFrames: Int
     }
     struct SHM: Decodable { let present: Bool; let mxFrame: Int?; let nBackfill: Int?; let valid: Bool?; let agreesWithWal: Bool? }
-    struct Finding: Decodable { let code: String; let message: String; let details: [String] }
-    struct Store: Decodable { let path: String; let format: String; let pageSize: Int?; let wal: WAL; let shm: SHM; let warnings: [Finding]; let notes: [Finding] }
+    struct Finding: Decodable { let id: String; let severity: String; let message: String }
+    struct Store: Decodable { let path: String; let format: String; let pageSize: Int?; let wal: WAL; let shm: SHM; let findings: [Finding]
+        var warnings: [Finding] { findings.filter { $0.severity == "warning" } }
+    }
     struct Report: Decodable { let schemaVersion: Int; let stores: [Store] }
 
     struct Updated: Decodable { let key: Int; let changedColumns: [String]; let changedAttributes: [String]? }
@@ -80,7 +82,7 @@ struct WALCommandTests {
         let agreement = shm.agrees(with: wal) ? "agrees with the WAL" : "does not agree with the WAL"
         #expect(result.stdout.contains("mxFrame \(shm.mxFrame), nBackfill \(shm.nBackfill), header intact, \(agreement)"))
         #expect(result.stdout.contains("ZITEM (Item)"))
-        #expect(result.stdout.contains("[shmStale]") == !shm.agrees(with: wal))
+        #expect(result.stdout.contains("[shm-stale]") == !shm.agrees(with: wal))
     }
 
     @Test("JSON report on the genuine store: what the WAL's frame headers and the -shm's header say", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
@@ -90,7 +92,7 @@ struct WALCommandTests {
         try Self.expectUnchanged(store, before)
         #expect(result.status == 0, "stderr: \(result.stderr)")
         let report = try JSONDecoder().decode(Report.self, from: Data(result.stdout.utf8))
-        #expect(report.schemaVersion == 1)
+        #expect(report.schemaVersion == 2)
         let s = try #require(report.stores.first)
         #expect(s.format == "coredata")
         let (wal, shm) = try Self.truth(store)
@@ -115,7 +117,7 @@ struct WALCommandTests {
         #expect(s.wal.transactions.last?.entities.contains("Item") == true)
         #expect(s.shm.present && s.shm.mxFrame == Int(shm.mxFrame) && s.shm.nBackfill == Int(shm.nBackfill))
         #expect(s.shm.valid == true && s.shm.agreesWithWal == shm.agrees(with: wal))
-        #expect(s.warnings.map(\.code) == (shm.agrees(with: wal) ? [] : ["shmStale"]))
+        #expect(s.warnings.map(\.id) == (shm.agrees(with: wal) ? [] : ["shm-stale"]))
     }
 
     @Test("--diff on the genuine store: Component, CraftingRecipe and Item as SQLite diffs the two copies", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
@@ -281,11 +283,11 @@ struct WALCommandTests {
         #expect(s.format == "sqlite")
         #expect(s.wal.commits == 2)
         #expect(s.wal.stopReason?.contains("incomplete") == true || s.wal.stopReason?.contains("cut off") == true)
-        #expect(s.warnings.map(\.code).contains("walDamaged"))
+        #expect(s.warnings.map(\.id).contains("wal-damaged"))
         #expect(s.shm.present == false)
 
         let text = try CLI.run(["wal", db.path])
-        #expect(text.stdout.contains("[walDamaged]"))
+        #expect(text.stdout.contains("[wal-damaged]"))
         let out = folder.path("latest.sqlite")
         let written = try CLI.run(["wal", db.path, "--out", out.path])
         #expect(written.status == 0, "stderr: \(written.stderr)")

@@ -44,7 +44,7 @@ final class SmallTmpfs {
 @Suite("a full or unwritable working folder is storelens' failure, not the evidence's", .serialized)
 struct WorkingFolderFailureTests {
     /// Words that blame the evidence: none may appear when the failure is ours.
-    static let blamesEvidence = ["does not appear to belong", "damaged", "walMayNotBelong", "\"sqlite\"", "plausible but wrong"]
+    static let blamesEvidence = ["does not appear to belong", "damaged", "wal-may-not-belong", "\"sqlite\"", "plausible but wrong"]
 
     static func demoStore(in folder: TemporaryFolder) throws -> URL {
         try DemoContainer.write(into: folder.url)

@@ -27,18 +27,18 @@ extension Storelens {
         public var xcodeModel: URL?
         /// `--manifest`: repair what a migration audit found (an import that ran twice, records
         /// not migrated) instead of the store's own findings.
-        public var manifestFile: URL?
+        public var manifestPath: String?
         /// `--record-history`: write the repair's changes into the store's persistent history.
         public var recordHistory: Bool
 
         public init(mode: Mode, input: InputOptions = InputOptions(), keep: KeepRule = .highestOpt, only: Set<String>? = nil,
-                    xcodeModel: URL? = nil, manifestFile: URL? = nil, recordHistory: Bool = false) {
+                    xcodeModel: URL? = nil, manifestPath: String? = nil, recordHistory: Bool = false) {
             self.mode = mode
             self.input = input
             self.keep = keep
             self.only = only
             self.xcodeModel = xcodeModel
-            self.manifestFile = manifestFile
+            self.manifestPath = manifestPath
             self.recordHistory = recordHistory
         }
     }
@@ -60,9 +60,9 @@ extension Storelens {
     public static func repair(_ input: String, _ options: RepairOptions, in session: EvidenceSession) throws -> RepairOutcome {
         let store: AcquiredStore
         var migrationPlan: RepairPlan?
-        if let manifestFile = options.manifestFile {
-            try session.record([manifestFile])
-            var auditor = Auditor(manifest: try Manifest.load(path: manifestFile.path), session: session)
+        if let manifestPath = options.manifestPath {
+            try session.record([URL(fileURLWithPath: manifestPath)])
+            var auditor = Auditor(manifest: try Manifest.load(path: manifestPath), session: session)
             auditor.openOptions = options.input.open
             auditor.limits = options.input.limits
             let migration = try auditor.migrationRepair(inputs: [input], select: options.input.store, recordHistory: options.recordHistory)

@@ -18,7 +18,8 @@ extension Storelens {
         public var migrationTarget: String?
         /// `--manifest`: the migration audited against it, its file hashed with the evidence.
         public var manifest: Manifest?
-        public var manifestFile: URL?
+        /// The manifest's file as given (shown in the report as given).
+        public var manifestPath: String?
         /// Shown in the report: how it was made.
         public var commandLine: String
         public var toolVersion: String
@@ -30,14 +31,14 @@ extension Storelens {
         public var timings: Timings?
 
         public init(input: InputOptions = InputOptions(), xcodeModel: URL? = nil, lint: Bool = false, migrationTarget: String? = nil,
-                    manifest: Manifest? = nil, manifestFile: URL? = nil, commandLine: String = "storelens report", toolVersion: String,
+                    manifest: Manifest? = nil, manifestPath: String? = nil, commandLine: String = "storelens report", toolVersion: String,
                     parallel: Bool = true, describe: @escaping @Sendable (Error) -> String = { "\($0)" }, timings: Timings? = nil) {
             self.input = input
             self.xcodeModel = xcodeModel
             self.lint = lint
             self.migrationTarget = migrationTarget
             self.manifest = manifest
-            self.manifestFile = manifestFile
+            self.manifestPath = manifestPath
             self.commandLine = commandLine
             self.toolVersion = toolVersion
             self.parallel = parallel
@@ -74,8 +75,8 @@ extension Storelens {
         let stopwatch = Stopwatch()
         func mark(_ what: String) { options.timings?.record("report-stage=\"\(what)\" at-seconds=\(stopwatch.seconds)") }
         var document = ReportDocument(inputs: inputs, commandLine: options.commandLine, toolVersion: options.toolVersion)
-        document.manifestPath = options.manifestFile?.path
-        if let file = options.manifestFile { try session.record([file]) }
+        document.manifestPath = options.manifestPath
+        if let path = options.manifestPath { try session.record([URL(fileURLWithPath: path)]) }
         var auditor = options.manifest.map { manifest in
             var auditor = Auditor(manifest: manifest, session: session)
             auditor.openOptions = options.input.open

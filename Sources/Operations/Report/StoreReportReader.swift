@@ -89,7 +89,7 @@ public struct StoreReportReader {
         switch analysis {
         case .success(let analysis):
             section.wal = analysis
-            section.findings += analysis.findings.map { Self.finding($0, store: displayPath) }
+            section.findings += analysis.findings
         case .failure(let error):
             section.problems.append("The WAL could not be analysed: \(describe(error))")
         }
@@ -122,7 +122,9 @@ public struct StoreReportReader {
                 opened = try OpenedStore.open(copy, displayPath: displayPath, xcodeModel: xcodeModel)
                 findings = try StoreChecker(opened: opened, copy: copy).run()
             }
-            section.findings += findings
+            // The WAL analysis and the checks ask the same questions of the files (a -wal left
+            // behind): a finding both made is listed once.
+            section.findings += findings.filter { !section.findings.contains($0) }
             stage("planning repairs")
             let repair = try RepairPlanner(opened: opened).plan(for: findings)
             for action in repair.actions {
@@ -149,31 +151,6 @@ public struct StoreReportReader {
         } catch {
             section.problems.append("The checks could not run: \(describe(error))")
         }
-    }
-
-    /// A WAL warning or note as a finding, so the report lists one kind of thing.
-    public static func finding(_ f: WALAnalysis.Finding, store: String) -> Finding {
-        Finding(id: kebabCase(f.code), severity: f.severity == .warning ? .warning : .info, store: store, entity: nil, message: f.message,
-                evidence: f.details.isEmpty ? [:] : ["details": .list(f.details.map(EvidenceValue.string))],
-                explanation: "Reported by the WAL analysis (docs/wal.md).", suggestion: nil)
-    }
-
-    /// Finding ids are kebab-case in every command and view; the WAL analysis names its
-    /// findings in camelCase (`walMissing` → `wal-missing`, the id `check` uses).
-    public static func kebabCase(_ code: String) -> String {
-        // A run of capitals is one word: `walModeWithoutWAL` → `wal-mode-without-wal`,
-        // `WALDamaged` → `wal-damaged`.
-        let chars = Array(code)
-        var out = ""
-        for (i, ch) in chars.enumerated() {
-            if ch.isUppercase, i > 0 {
-                let previous = chars[i - 1]
-                let nextIsLower = i + 1 < chars.count && chars[i + 1].isLowercase
-                if previous.isLowercase || previous.isNumber || (previous.isUppercase && nextIsLower) { out += "-" }
-            }
-            out += ch.lowercased()
-        }
-        return out
     }
 }
 

@@ -116,7 +116,7 @@ struct RepairCommand: Command {
                                                                              : .newFile(URL(fileURLWithPath: out ?? ""))
         let options = Storelens.RepairOptions(mode: mode, input: input.options, keep: keep, only: only,
                                               xcodeModel: model.map { URL(fileURLWithPath: $0) },
-                                              manifestFile: manifest.map { URL(fileURLWithPath: $0) }, recordHistory: recordHistory)
+                                              manifestPath: manifest, recordHistory: recordHistory)
         let outcome = try Storelens.repair(path, options, in: session)
         // In place, the input was proven unchanged up to the swap, which changed it on purpose.
         if !(inPlace && outcome.written) { try session.finish() }

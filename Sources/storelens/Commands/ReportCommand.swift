@@ -212,7 +212,7 @@ struct ReportCommand: Command {
         let timings = Timings.fromEnvironment
         let options = Storelens.ReportOptions(
             input: input.options, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) }, lint: lint, migrationTarget: migrationTo,
-            manifest: manifest, manifestFile: manifestPath.map { URL(fileURLWithPath: $0) }, commandLine: Self.commandLine(),
+            manifest: manifest, manifestPath: manifestPath, commandLine: Self.commandLine(),
             toolVersion: RootCommand.version,
             // STORELENS_REPORT_SEQUENTIAL=1 reads each store's parts one after another (to compare).
             parallel: ProcessInfo.processInfo.environment["STORELENS_REPORT_SEQUENTIAL"] == nil,
