@@ -126,12 +126,12 @@ extension Manifest {
 
         var stacks: [Stack] = []
         for (i, item) in try reader.array(top["stacks"], field: "stacks", required: true, in: root).enumerated() {
-            stacks.append(try stack(item, index: i, after: stacks, reader: reader))
+            stacks.append(try parseStack(item, index: i, after: stacks, reader: reader))
         }
         var rules: [EntityRule] = []
         var currentByLegacy: [String: String] = [:]
         for (i, item) in try reader.array(top["entities"], field: "entities", required: true, in: root).enumerated() {
-            rules.append(try rule(item, index: i, stacks: stacks, after: rules, currentByLegacy: &currentByLegacy, reader: reader))
+            rules.append(try parseRule(item, index: i, stacks: stacks, after: rules, currentByLegacy: &currentByLegacy, reader: reader))
         }
         for (i, stack) in stacks.enumerated() where stack.kind == .json {
             if let entity = stack.entity, !rules.contains(where: { $0.current == entity || $0.legacy == entity }) {
@@ -143,7 +143,7 @@ extension Manifest {
     }
 
     /// One entry of `stacks`, its name unique among the stacks before it.
-    static func stack(_ item: PositionedJSON, index i: Int, after stacks: [Stack], reader: FieldReader) throws -> Stack {
+    static func parseStack(_ item: PositionedJSON, index i: Int, after stacks: [Stack], reader: FieldReader) throws -> Stack {
         let field = "stacks[\(i)]"
         let o = try reader.object(item, field: field, allowed: ["name", "kind", "store", "writers", "entity", "$comment"])
         let name = try reader.string(o["name"], field: field + ".name", in: item)
@@ -172,8 +172,8 @@ extension Manifest {
 
     /// One entry of `entities`: one rule per current entity, one current entity per legacy name
     /// (kept in `currentByLegacy`), a writer among the stacks.
-    static func rule(_ item: PositionedJSON, index i: Int, stacks: [Stack], after rules: [EntityRule],
-                     currentByLegacy: inout [String: String], reader: FieldReader) throws -> EntityRule {
+    static func parseRule(_ item: PositionedJSON, index i: Int, stacks: [Stack], after rules: [EntityRule],
+                          currentByLegacy: inout [String: String], reader: FieldReader) throws -> EntityRule {
         let field = "entities[\(i)]"
         let o = try reader.object(item, field: field, allowed: ["legacy", "current", "writer", "attributes", "identity", "cutover", "$comment"])
         let current = try reader.string(o["current"], field: field + ".current", in: item)
