@@ -114,7 +114,7 @@ extension Manifest {
         } catch let e as PositionedJSON.SyntaxError {
             throw ManifestError(path: path, line: e.position.line, column: e.position.column, field: "", problem: "not valid JSON: \(e.message)")
         }
-        var reader = FieldReader(path: path)
+        let reader = FieldReader(path: path)
         let top = try reader.object(root, field: "", allowed: ["manifestVersion", "stacks", "entities", "$comment"])
         guard let versionValue = top["manifestVersion"] else {
             throw reader.error(root, "", "manifestVersion is missing; add \"manifestVersion\": 1")
@@ -125,79 +125,13 @@ extension Manifest {
         }
 
         var stacks: [Stack] = []
-        let stackItems = try reader.array(top["stacks"], field: "stacks", required: true, in: root)
-        for (i, item) in stackItems.enumerated() {
-            let field = "stacks[\(i)]"
-            let o = try reader.object(item, field: field, allowed: ["name", "kind", "store", "writers", "entity", "$comment"])
-            let name = try reader.string(o["name"], field: field + ".name", in: item)
-            guard !stacks.contains(where: { $0.name == name }) else {
-                throw reader.error(o["name"] ?? item, field + ".name", "a stack named \"\(name)\" is already defined")
-            }
-            let kindText = try reader.string(o["kind"], field: field + ".kind", in: item)
-            guard let kind = StackKind(rawValue: kindText) else {
-                throw reader.error(o["kind"] ?? item, field + ".kind", "unknown kind \"\(kindText)\"; use one of \(StackKind.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            let store = try reader.string(o["store"], field: field + ".store", in: item)
-            var writers = Writers()
-            if let w = o["writers"] {
-                let wo = try reader.object(w, field: field + ".writers", allowed: ["authors", "bundleIDs", "processNames", "contextNames"])
-                writers.authors = try reader.strings(wo["authors"], field: field + ".writers.authors")
-                writers.bundleIDs = try reader.strings(wo["bundleIDs"], field: field + ".writers.bundleIDs")
-                writers.processNames = try reader.strings(wo["processNames"], field: field + ".writers.processNames")
-                writers.contextNames = try reader.strings(wo["contextNames"], field: field + ".writers.contextNames")
-            }
-            let entity = try o["entity"].map { try reader.string($0, field: field + ".entity", in: item) }
-            if kind == .json && entity == nil {
-                throw reader.error(item, field + ".entity", "a json stack must name the entity its records belong to")
-            }
-            stacks.append(Stack(name: name, kind: kind, store: store, writers: writers, entity: entity, line: item.position.line))
+        for (i, item) in try reader.array(top["stacks"], field: "stacks", required: true, in: root).enumerated() {
+            stacks.append(try parseStack(item, index: i, after: stacks, reader: reader))
         }
-
         var rules: [EntityRule] = []
-        let entityItems = try reader.array(top["entities"], field: "entities", required: true, in: root)
         var currentByLegacy: [String: String] = [:]
-        for (i, item) in entityItems.enumerated() {
-            let field = "entities[\(i)]"
-            let o = try reader.object(item, field: field, allowed: ["legacy", "current", "writer", "attributes", "identity", "cutover", "$comment"])
-            let current = try reader.string(o["current"], field: field + ".current", in: item)
-            let legacy = try o["legacy"].map { try reader.string($0, field: field + ".legacy", in: item) }
-            if rules.contains(where: { $0.current == current }) {
-                throw reader.error(o["current"] ?? item, field + ".current", "\"\(current)\" already has a rule; give each current entity one rule")
-            }
-            if let legacy {
-                if let other = currentByLegacy[legacy], other != current {
-                    throw reader.error(o["legacy"] ?? item, field + ".legacy", "legacy name \"\(legacy)\" is already mapped to \"\(other)\"")
-                }
-                currentByLegacy[legacy] = current
-            }
-            let writerValue = o["writer"]
-            let writer = try reader.string(writerValue, field: field + ".writer", in: item)
-            guard stacks.contains(where: { $0.name == writer }) else {
-                throw reader.error(writerValue ?? item, field + ".writer", "no stack is named \"\(writer)\"; stacks are \(stacks.map(\.name).joined(separator: ", "))")
-            }
-            var attributes: [String: String] = [:]
-            var currentAttributes = Set<String>()
-            if let a = o["attributes"] {
-                guard case .object(let members, _) = a else { throw reader.error(a, field + ".attributes", "must be an object of legacy name → current name") }
-                for member in members {
-                    let target = try reader.string(member.value, field: field + ".attributes.\(member.key)", in: a)
-                    guard currentAttributes.insert(target).inserted else {
-                        throw reader.error(member.value, field + ".attributes.\(member.key)", "two legacy attributes map to \"\(target)\"")
-                    }
-                    attributes[member.key] = target
-                }
-            }
-            let identity = try reader.strings(o["identity"], field: field + ".identity")
-            var cutover: Date?
-            if let c = o["cutover"] {
-                let text = try reader.string(c, field: field + ".cutover", in: item)
-                guard let date = ISO8601DateFormatter().date(from: text) else {
-                    throw reader.error(c, field + ".cutover", "\"\(text)\" is not an ISO 8601 date such as 2026-03-01T00:00:00Z")
-                }
-                cutover = date
-            }
-            rules.append(EntityRule(legacy: legacy, current: current, writer: writer, attributes: attributes,
-                                    identity: identity, cutover: cutover, line: item.position.line))
+        for (i, item) in try reader.array(top["entities"], field: "entities", required: true, in: root).enumerated() {
+            rules.append(try parseRule(item, index: i, stacks: stacks, after: rules, currentByLegacy: &currentByLegacy, reader: reader))
         }
         for (i, stack) in stacks.enumerated() where stack.kind == .json {
             if let entity = stack.entity, !rules.contains(where: { $0.current == entity || $0.legacy == entity }) {
@@ -206,6 +140,85 @@ extension Manifest {
             }
         }
         return Manifest(version: version, stacks: stacks, entities: rules, path: path)
+    }
+
+    /// One entry of `stacks`, its name unique among the stacks before it.
+    static func parseStack(_ item: PositionedJSON, index i: Int, after stacks: [Stack], reader: FieldReader) throws -> Stack {
+        let field = "stacks[\(i)]"
+        let o = try reader.object(item, field: field, allowed: ["name", "kind", "store", "writers", "entity", "$comment"])
+        let name = try reader.string(o["name"], field: field + ".name", in: item)
+        guard !stacks.contains(where: { $0.name == name }) else {
+            throw reader.error(o["name"] ?? item, field + ".name", "a stack named \"\(name)\" is already defined")
+        }
+        let kindText = try reader.string(o["kind"], field: field + ".kind", in: item)
+        guard let kind = StackKind(rawValue: kindText) else {
+            throw reader.error(o["kind"] ?? item, field + ".kind", "unknown kind \"\(kindText)\"; use one of \(StackKind.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        let store = try reader.string(o["store"], field: field + ".store", in: item)
+        var writers = Writers()
+        if let w = o["writers"] {
+            let wo = try reader.object(w, field: field + ".writers", allowed: ["authors", "bundleIDs", "processNames", "contextNames"])
+            writers.authors = try reader.strings(wo["authors"], field: field + ".writers.authors")
+            writers.bundleIDs = try reader.strings(wo["bundleIDs"], field: field + ".writers.bundleIDs")
+            writers.processNames = try reader.strings(wo["processNames"], field: field + ".writers.processNames")
+            writers.contextNames = try reader.strings(wo["contextNames"], field: field + ".writers.contextNames")
+        }
+        let entity = try o["entity"].map { try reader.string($0, field: field + ".entity", in: item) }
+        if kind == .json && entity == nil {
+            throw reader.error(item, field + ".entity", "a json stack must name the entity its records belong to")
+        }
+        return Stack(name: name, kind: kind, store: store, writers: writers, entity: entity, line: item.position.line)
+    }
+
+    /// One entry of `entities`: one rule per current entity, one current entity per legacy name
+    /// (kept in `currentByLegacy`), a writer among the stacks.
+    static func parseRule(_ item: PositionedJSON, index i: Int, stacks: [Stack], after rules: [EntityRule],
+                          currentByLegacy: inout [String: String], reader: FieldReader) throws -> EntityRule {
+        let field = "entities[\(i)]"
+        let o = try reader.object(item, field: field, allowed: ["legacy", "current", "writer", "attributes", "identity", "cutover", "$comment"])
+        let current = try reader.string(o["current"], field: field + ".current", in: item)
+        let legacy = try o["legacy"].map { try reader.string($0, field: field + ".legacy", in: item) }
+        if rules.contains(where: { $0.current == current }) {
+            throw reader.error(o["current"] ?? item, field + ".current", "\"\(current)\" already has a rule; give each current entity one rule")
+        }
+        if let legacy {
+            if let other = currentByLegacy[legacy], other != current {
+                throw reader.error(o["legacy"] ?? item, field + ".legacy", "legacy name \"\(legacy)\" is already mapped to \"\(other)\"")
+            }
+            currentByLegacy[legacy] = current
+        }
+        let writerValue = o["writer"]
+        let writer = try reader.string(writerValue, field: field + ".writer", in: item)
+        guard stacks.contains(where: { $0.name == writer }) else {
+            throw reader.error(writerValue ?? item, field + ".writer", "no stack is named \"\(writer)\"; stacks are \(stacks.map(\.name).joined(separator: ", "))")
+        }
+        let attributes = try o["attributes"].map { try attributeRenames($0, field: field + ".attributes", reader: reader) } ?? [:]
+        let identity = try reader.strings(o["identity"], field: field + ".identity")
+        var cutover: Date?
+        if let c = o["cutover"] {
+            let text = try reader.string(c, field: field + ".cutover", in: item)
+            guard let date = ISO8601DateFormatter().date(from: text) else {
+                throw reader.error(c, field + ".cutover", "\"\(text)\" is not an ISO 8601 date such as 2026-03-01T00:00:00Z")
+            }
+            cutover = date
+        }
+        return EntityRule(legacy: legacy, current: current, writer: writer, attributes: attributes,
+                          identity: identity, cutover: cutover, line: item.position.line)
+    }
+
+    /// A rule's `attributes`: legacy name → current name, no two legacy names mapped to one.
+    static func attributeRenames(_ a: PositionedJSON, field: String, reader: FieldReader) throws -> [String: String] {
+        guard case .object(let members, _) = a else { throw reader.error(a, field, "must be an object of legacy name → current name") }
+        var attributes: [String: String] = [:]
+        var currentAttributes = Set<String>()
+        for member in members {
+            let target = try reader.string(member.value, field: field + ".\(member.key)", in: a)
+            guard currentAttributes.insert(target).inserted else {
+                throw reader.error(member.value, field + ".\(member.key)", "two legacy attributes map to \"\(target)\"")
+            }
+            attributes[member.key] = target
+        }
+        return attributes
     }
 }
 

@@ -79,109 +79,171 @@ public enum InferredModelBuilder {
             let indexes = schema.filter { $0.type == "index" }
 
             var toOnes: [ToOne] = []
-
             for table in Array(Set(users.map(\.table))).sorted() where tables.contains(table) {
-                let members = users.filter { $0.table == table }
-                guard let root = members.first(where: { $0.superNumber == 0 || entity(number: $0.superNumber) == nil }) ?? members.first else { continue }
-                // A table SQLite cannot read here (a private virtual-table module) is named, not fatal.
-                guard let allColumns = try? connection.columns(of: table) else {
-                    notes.append("the table \(table) cannot be read by SQLite here; its entities have no inferred properties")
-                    continue
-                }
-                let hasEntityColumn = allColumns.contains { $0.name.uppercased() == "Z_ENT" }
-                let columns = allColumns.filter { !["Z_PK", "Z_ENT", "Z_OPT"].contains($0.name.uppercased()) }
-                let upperNames = Set(columns.map { $0.name.uppercased() })
-                let indexed = Set(indexes.filter { $0.tableName.uppercased() == table.uppercased() }.map { $0.name.uppercased() })
+                toOnes += try inferTable(table, indexes: indexes)
+            }
+            try addToOnes(toOnes)
+            try inferJoinTables(tables: tables)
 
-                // Which entities fill each column: one grouped scan per 200 columns.
-                var owner: [String: Int] = [:]
-                if members.count > 1 && hasEntityColumn {
-                    var filled: [String: [Int]] = [:]
-                    for chunk in stride(from: 0, to: columns.count, by: 200).map({ Array(columns[$0..<min($0 + 200, columns.count)]) }) {
-                        let counts = chunk.map { "count(\(Identifier.quoted($0.name)))" }.joined(separator: ", ")
-                        for row in try connection.rows("SELECT Z_ENT, \(counts) FROM \(Identifier.quoted(table)) GROUP BY Z_ENT") {
-                            guard let ent = row[0].int, entity(number: ent)?.table == table else { continue }
-                            for (i, c) in chunk.enumerated() where (row[i + 1].int ?? 0) > 0 { filled[c.name, default: []].append(ent) }
-                        }
-                    }
-                    for c in columns { owner[c.name] = lowestCommonAncestor(filled[c.name] ?? []) ?? root.number }
-                } else {
-                    for c in columns { owner[c.name] = root.number }
-                }
-                func ownerName(_ column: String) -> String { entity(number: owner[column] ?? root.number)?.name ?? root.name }
+            notes.insert("the model was inferred from the SQL schema alone (no Z_MODELCACHE, no --model): names are lowercased column names, types come from declared column types, relationships from foreign-key indexes, FEK/FOK columns and join tables", at: 0)
+            let result = entities.values.map { e -> ModelEntity in
+                var e = e
+                e.attributes.sort { $0.name < $1.name }
+                e.relationships.sort { $0.name < $1.name }
+                return e
+            }.sorted { $0.name < $1.name }
+            return StoreModel(source: .inferred, entities: result, versionIdentifiers: store.metadata.modelVersionIdentifiers,
+                              origin: "the SQL schema", notes: notes)
+        }
 
-                for c in columns {
-                    let upper = c.name.uppercased()
-                    let declared = c.declaredType.uppercased()
-                    if upper.hasPrefix("Z_FOK_") { continue }   // order keys: attached below
-                    if let (n, rest) = Self.numberedPrefix(upper, separator: "_"), upperNames.contains("Z" + rest) {
-                        _ = n
-                        continue   // FEK: attached to its relationship below
-                    }
-                    if declared == "INTEGER", let (n, rest) = Self.numberedPrefix(upper, separator: nil), let source = entity(number: n),
-                       rest.first?.isLetter == true {
-                        // Hidden key of a to-many without inverse, declared by entity n.
-                        var r = ModelRelationship(name: rest.lowercased(), destination: ownerName(c.name), isToMany: true)
-                        r.columnHint = c.name
-                        entities[source.name]?.relationships.append(r)
-                        continue
-                    }
-                    if declared == "INTEGER" && indexed.contains("\(table.uppercased())_\(upper)_INDEX") {
-                        var fek: Int?
-                        for other in upperNames {
-                            if let (n, rest) = Self.numberedPrefix(other, separator: "_"), "Z" + rest == upper { fek = n }
-                        }
-                        toOnes.append(ToOne(owner: ownerName(c.name), name: Self.lower(c.name), column: c.name, table: table, fekNumber: fek))
-                        continue
-                    }
-                    var type: ModelAttributeType
-                    switch declared {
-                    case "INTEGER": type = .integer64
-                    case "FLOAT", "REAL", "DOUBLE": type = .double
-                    case "TIMESTAMP": type = .date
-                    case "VARCHAR", "TEXT": type = .string
-                    case "DECIMAL": type = .decimal
-                    case "BLOB":
-                        type = .binary
-                        let row = (try? connection.rows("SELECT count(*), sum(length(\(Identifier.quoted(c.name))) = 16) FROM \(Identifier.quoted(table)) WHERE \(Identifier.quoted(c.name)) IS NOT NULL"))?.first
-                        if let total = row?[0].int, total > 0, row?[1].int == total { type = .uuid }
-                    default: type = .undefined
-                    }
-                    var a = ModelAttribute(name: Self.lower(c.name), type: type, isOptional: true)
-                    a.columnHint = c.name
-                    // A digit suffix that only disambiguates a same-named property of another branch.
-                    if let base = Self.strippedSuffix(upper), upperNames.contains(base) {
-                        let mine = owner[c.name] ?? root.number, theirs = owner[columns.first { $0.name.uppercased() == base }?.name ?? ""] ?? root.number
-                        if !lineage(mine).contains(theirs) && !lineage(theirs).contains(mine) { a.name = Self.lower(base) }
-                    }
-                    entities[ownerName(c.name)]?.attributes.append(a)
-                }
+        /// One entity table as inference sees it: its columns (the three Core Data ones aside),
+        /// their names in upper case, the indexes on it, and the entity each column belongs to.
+        struct TableShape {
+            let table: String
+            let members: [StoreEntity]
+            let root: StoreEntity
+            let columns: [Connection.Column]
+            let upperNames: Set<String>
+            /// Index names on the table, upper case.
+            let indexed: Set<String>
+            /// Column → the entity number it belongs to.
+            let owner: [String: Int]
+        }
 
-                // Uniqueness constraints and fetch indexes keep the entity's and properties' real case.
-                for index in indexes where index.tableName.uppercased() == table.uppercased() && index.name.hasPrefix("Z_") {
-                    guard let e = members.sorted(by: { $0.name.count > $1.name.count }).first(where: { index.name.hasPrefix("Z_\($0.name)_") }) else { continue }
-                    let rest = String(index.name.dropFirst("Z_\(e.name)_".count))
-                    let indexColumns = try connection.rows("SELECT name FROM pragma_index_info(?) ORDER BY seqno", [.text(index.name)]).compactMap { $0[0].string }
-                    if rest.hasPrefix("UNIQUE_") {
-                        let names = String(rest.dropFirst("UNIQUE_".count))
-                        let parts = indexColumns.count == 1 ? [names] : names.split(separator: "_").map(String.init)
-                        var constraint: [String] = []
-                        for (i, column) in indexColumns.enumerated() {
-                            let real = parts.count == indexColumns.count ? parts[i] : Self.lower(column)
-                            constraint.append(rename(column: column, to: real, among: members.map(\.name)))
-                        }
-                        entities[e.name]?.uniqueConstraints.append(constraint)
-                    } else if !rest.isEmpty {
-                        let properties = indexColumns.map { column in
-                            members.compactMap { entities[$0.name] }.flatMap(\.attributes)
-                                .first { $0.columnHint?.uppercased() == column.uppercased() }?.name ?? Self.lower(column)
-                        }
-                        entities[e.name]?.fetchIndexes.append(ModelFetchIndex(name: rest, elements: properties.map { .init(property: $0) }))
-                    }
+        /// Infers one table's attributes, hidden to-many keys, uniqueness constraints and fetch
+        /// indexes; returns its to-one candidates, whose destinations need every table first.
+        mutating func inferTable(_ table: String, indexes: [Connection.SchemaObject]) throws -> [ToOne] {
+            let members = users.filter { $0.table == table }
+            guard let root = members.first(where: { $0.superNumber == 0 || entity(number: $0.superNumber) == nil }) ?? members.first else { return [] }
+            // A table SQLite cannot read here (a private virtual-table module) is named, not fatal.
+            guard let allColumns = try? connection.columns(of: table) else {
+                notes.append("the table \(table) cannot be read by SQLite here; its entities have no inferred properties")
+                return []
+            }
+            let hasEntityColumn = allColumns.contains { $0.name.uppercased() == "Z_ENT" }
+            let columns = allColumns.filter { !["Z_PK", "Z_ENT", "Z_OPT"].contains($0.name.uppercased()) }
+            let shape = TableShape(
+                table: table, members: members, root: root, columns: columns, upperNames: Set(columns.map { $0.name.uppercased() }),
+                indexed: Set(indexes.filter { $0.tableName.uppercased() == table.uppercased() }.map { $0.name.uppercased() }),
+                owner: try columnOwners(columns, table: table, members: members, root: root, hasEntityColumn: hasEntityColumn))
+            var toOnes: [ToOne] = []
+            for c in columns {
+                if let toOne = inferColumn(c, in: shape) { toOnes.append(toOne) }
+            }
+            try inferIndexes(of: shape, indexes: indexes)
+            return toOnes
+        }
+
+        /// Which entity each column belongs to: the lowest common ancestor of the entities whose
+        /// rows fill it (one grouped scan per 200 columns), the root when it is empty everywhere
+        /// or the table holds one entity.
+        func columnOwners(_ columns: [Connection.Column], table: String, members: [StoreEntity], root: StoreEntity,
+                          hasEntityColumn: Bool) throws -> [String: Int] {
+            var owner: [String: Int] = [:]
+            guard members.count > 1 && hasEntityColumn else {
+                for c in columns { owner[c.name] = root.number }
+                return owner
+            }
+            var filled: [String: [Int]] = [:]
+            for chunk in stride(from: 0, to: columns.count, by: 200).map({ Array(columns[$0..<min($0 + 200, columns.count)]) }) {
+                let counts = chunk.map { "count(\(Identifier.quoted($0.name)))" }.joined(separator: ", ")
+                for row in try connection.rows("SELECT Z_ENT, \(counts) FROM \(Identifier.quoted(table)) GROUP BY Z_ENT") {
+                    guard let ent = row[0].int, entity(number: ent)?.table == table else { continue }
+                    for (i, c) in chunk.enumerated() where (row[i + 1].int ?? 0) > 0 { filled[c.name, default: []].append(ent) }
                 }
             }
+            for c in columns { owner[c.name] = lowestCommonAncestor(filled[c.name] ?? []) ?? root.number }
+            return owner
+        }
 
-            // To-one destinations, one-to-one pairs and unnamed inverses.
+        /// The name of the entity a column belongs to.
+        func ownerName(_ column: String, in shape: TableShape) -> String {
+            entity(number: shape.owner[column] ?? shape.root.number)?.name ?? shape.root.name
+        }
+
+        /// What one column is: an order or entity key (skipped: attached to its relationship
+        /// later), a hidden to-many key, a to-one candidate (returned), or an attribute.
+        mutating func inferColumn(_ c: Connection.Column, in shape: TableShape) -> ToOne? {
+            let upper = c.name.uppercased(), table = shape.table
+            let declared = c.declaredType.uppercased()
+            if upper.hasPrefix("Z_FOK_") { return nil }   // order keys: attached below
+            if let (_, rest) = Self.numberedPrefix(upper, separator: "_"), shape.upperNames.contains("Z" + rest) {
+                return nil   // FEK: attached to its relationship below
+            }
+            if declared == "INTEGER", let (n, rest) = Self.numberedPrefix(upper, separator: nil), let source = entity(number: n),
+               rest.first?.isLetter == true {
+                // Hidden key of a to-many without inverse, declared by entity n.
+                var r = ModelRelationship(name: rest.lowercased(), destination: ownerName(c.name, in: shape), isToMany: true)
+                r.columnHint = c.name
+                entities[source.name]?.relationships.append(r)
+                return nil
+            }
+            if declared == "INTEGER" && shape.indexed.contains("\(table.uppercased())_\(upper)_INDEX") {
+                var fek: Int?
+                for other in shape.upperNames {
+                    if let (n, rest) = Self.numberedPrefix(other, separator: "_"), "Z" + rest == upper { fek = n }
+                }
+                return ToOne(owner: ownerName(c.name, in: shape), name: Self.lower(c.name), column: c.name, table: table, fekNumber: fek)
+            }
+            var a = ModelAttribute(name: Self.lower(c.name), type: attributeType(declared, column: c.name, table: table), isOptional: true)
+            a.columnHint = c.name
+            // A digit suffix that only disambiguates a same-named property of another branch.
+            if let base = Self.strippedSuffix(upper), shape.upperNames.contains(base) {
+                let root = shape.root.number
+                let mine = shape.owner[c.name] ?? root, theirs = shape.owner[shape.columns.first { $0.name.uppercased() == base }?.name ?? ""] ?? root
+                if !lineage(mine).contains(theirs) && !lineage(theirs).contains(mine) { a.name = Self.lower(base) }
+            }
+            entities[ownerName(c.name, in: shape)]?.attributes.append(a)
+            return nil
+        }
+
+        /// An attribute's type from the column's declared SQL type; a BLOB whose every value has
+        /// 16 bytes is taken for a UUID.
+        func attributeType(_ declared: String, column: String, table: String) -> ModelAttributeType {
+            switch declared {
+            case "INTEGER": return .integer64
+            case "FLOAT", "REAL", "DOUBLE": return .double
+            case "TIMESTAMP": return .date
+            case "VARCHAR", "TEXT": return .string
+            case "DECIMAL": return .decimal
+            case "BLOB":
+                let row = (try? connection.rows("SELECT count(*), sum(length(\(Identifier.quoted(column))) = 16) FROM \(Identifier.quoted(table)) WHERE \(Identifier.quoted(column)) IS NOT NULL"))?.first
+                if let total = row?[0].int, total > 0, row?[1].int == total { return .uuid }
+                return .binary
+            default: return .undefined
+            }
+        }
+
+        /// Uniqueness constraints and fetch indexes from the table's `Z_<Entity>_…` indexes, whose
+        /// names keep the entity's and properties' real case.
+        mutating func inferIndexes(of shape: TableShape, indexes: [Connection.SchemaObject]) throws {
+            let members = shape.members
+            for index in indexes where index.tableName.uppercased() == shape.table.uppercased() && index.name.hasPrefix("Z_") {
+                guard let e = members.sorted(by: { $0.name.count > $1.name.count }).first(where: { index.name.hasPrefix("Z_\($0.name)_") }) else { continue }
+                let rest = String(index.name.dropFirst("Z_\(e.name)_".count))
+                let indexColumns = try connection.rows("SELECT name FROM pragma_index_info(?) ORDER BY seqno", [.text(index.name)]).compactMap { $0[0].string }
+                if rest.hasPrefix("UNIQUE_") {
+                    let names = String(rest.dropFirst("UNIQUE_".count))
+                    let parts = indexColumns.count == 1 ? [names] : names.split(separator: "_").map(String.init)
+                    var constraint: [String] = []
+                    for (i, column) in indexColumns.enumerated() {
+                        let real = parts.count == indexColumns.count ? parts[i] : Self.lower(column)
+                        constraint.append(rename(column: column, to: real, among: members.map(\.name)))
+                    }
+                    entities[e.name]?.uniqueConstraints.append(constraint)
+                } else if !rest.isEmpty {
+                    let properties = indexColumns.map { column in
+                        members.compactMap { entities[$0.name] }.flatMap(\.attributes)
+                            .first { $0.columnHint?.uppercased() == column.uppercased() }?.name ?? Self.lower(column)
+                    }
+                    entities[e.name]?.fetchIndexes.append(ModelFetchIndex(name: rest, elements: properties.map { .init(property: $0) }))
+                }
+            }
+        }
+
+        /// To-one destinations, one-to-one pairs (two to-ones whose values point at each other)
+        /// and unnamed to-many inverses for the rest.
+        mutating func addToOnes(_ toOnes: [ToOne]) throws {
             var resolved: [(ToOne, String)] = []
             for t in toOnes {
                 let destination = try self.destination(of: t.name, column: t.column, table: t.table, fekNumber: t.fekNumber, owner: t.owner)
@@ -212,18 +274,6 @@ public enum InferredModelBuilder {
                 }
                 entities[t.owner]?.relationships.append(r)
             }
-
-            try inferJoinTables(tables: tables)
-
-            notes.insert("the model was inferred from the SQL schema alone (no Z_MODELCACHE, no --model): names are lowercased column names, types come from declared column types, relationships from foreign-key indexes, FEK/FOK columns and join tables", at: 0)
-            let result = entities.values.map { e -> ModelEntity in
-                var e = e
-                e.attributes.sort { $0.name < $1.name }
-                e.relationships.sort { $0.name < $1.name }
-                return e
-            }.sorted { $0.name < $1.name }
-            return StoreModel(source: .inferred, entities: result, versionIdentifiers: store.metadata.modelVersionIdentifiers,
-                              origin: "the SQL schema", notes: notes)
         }
 
         /// Gives the attribute stored in `column` its real-case name from an index name.

@@ -85,7 +85,46 @@ public struct Repairer {
                                  changes: [], tablesBefore: [:], tablesAfter: [:], remaining: findings)
         }
 
-        // 1. A private read-write copy with the WAL merged in.
+        // 1–2. A private read-write copy with the WAL merged in, the plan applied to it.
+        let applied = try appliedToPrivateCopy(plan)
+
+        // 3. Write beside the destination under a temporary name.
+        let temporary = output.deletingLastPathComponent()
+            .appendingPathComponent(".\(output.lastPathComponent).storelens-\(UUID().uuidString.prefix(8)).tmp")
+        // Registered before it exists, so Ctrl-C at any later point removes it; unregistered only
+        // once it is linked into place (or removed) below.
+        guard ScratchRegistry.shared.track(file: temporary.path) else {
+            throw RepairError.failed(path: store.displayPath, detail: "interrupted")
+        }
+        defer {
+            unlink(temporary.path)
+            ScratchRegistry.shared.untrack(file: temporary.path)
+        }
+        try writeTemporary(applied.repaired, to: temporary, output: output)
+        TestPause.reach("repair-verify")
+
+        // 4. Prove it: every check again, on a fresh working copy of the written file.
+        let proof = try recheck(temporary, output: output, plan: plan)
+        try requireProof(proof, plan: plan, findings: findings, before: applied.before, output: output)
+        let remainingAfterCopy = proof.remaining.filter { $0.id != StoreChecker.Check.externalDataMissing.rawValue || store.found.family.supportFolder == nil }
+
+        // 5. The evidence must still be what was read: a result made from evidence that changed
+        // meanwhile is no result, so this comes before the output gets its final name.
+        try session.ledger.verifyUnchanged()
+
+        // Test hook: verified and the evidence re-hashed, not yet under its final name.
+        TestPause.reach("repair-link")
+        // 6. Into place, never over an existing file.
+        try linkIntoPlace(temporary, output: output, supportTarget: supportTarget)
+        return RepairOutcome(input: store.displayPath, plan: plan, findings: findings, written: true, output: output.path,
+                             outputSHA256: try SHA256.hexOfFile(at: output), changes: applied.changes,
+                             tablesBefore: applied.before, tablesAfter: proof.after, remaining: remainingAfterCopy)
+    }
+
+    /// Copies the store (and its WAL) into a private folder, merges the WAL, and runs every
+    /// action of the plan in one transaction: all or nothing. Returns the repaired file, the
+    /// table hashes before the plan ran, and the rows each action changed.
+    func appliedToPrivateCopy(_ plan: RepairPlan) throws -> (repaired: URL, before: [String: String], changes: [Int]) {
         let work = try session.scratch.makeSubfolder(named: "repair")
         let repaired = work.appendingPathComponent(store.copy.copiedMain.lastPathComponent)
         try FileManager.default.copyItem(at: store.copy.copiedMain, to: repaired)
@@ -100,7 +139,6 @@ public struct Repairer {
             try db.disableTriggers()
             try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             before = try Self.tableHashes(db)
-            // 2. Every action in one transaction: all or nothing.
             try db.inTransaction {
                 for action in plan.actions {
                     var changed = 0
@@ -119,19 +157,11 @@ public struct Repairer {
             throw RepairError.failed(path: store.displayPath, detail: "\(error)")
         }
         // The connection is closed here: SQLite checkpoints and removes the copy's -wal.
+        return (repaired, before, changes)
+    }
 
-        // 3. Write beside the destination under a temporary name.
-        let temporary = output.deletingLastPathComponent()
-            .appendingPathComponent(".\(output.lastPathComponent).storelens-\(UUID().uuidString.prefix(8)).tmp")
-        // Registered before it exists, so Ctrl-C at any later point removes it; unregistered only
-        // once it is linked into place (or removed) below.
-        guard ScratchRegistry.shared.track(file: temporary.path) else {
-            throw RepairError.failed(path: store.displayPath, detail: "interrupted")
-        }
-        defer {
-            unlink(temporary.path)
-            ScratchRegistry.shared.untrack(file: temporary.path)
-        }
+    /// Copies the repaired file durably to `temporary` (beside `output`), removing it on failure.
+    func writeTemporary(_ repaired: URL, to temporary: URL, output: URL) throws {
         do {
             try Self.copyDurably(repaired, to: temporary)
         } catch let failure as OutputFileFailure {
@@ -143,53 +173,62 @@ public struct Repairer {
             // One sentence, not a dump of the NSError's user info.
             throw RepairError.failed(path: store.displayPath, detail: "cannot write \(temporary.path): \((error as NSError).localizedDescription)")
         }
-        TestPause.reach("repair-verify")
+    }
 
-        // 4. Prove it: every check again, on a fresh working copy of the written file.
+    /// What the checks, the table hashes, the loss proof and the plan's postconditions say of the
+    /// written file, read from a fresh working copy of it.
+    struct Recheck {
         let after: [String: String]
         let remaining: [Finding]
-        var failedPostconditions: [String] = []
-        var losses: [String] = []
+        let failedPostconditions: [String]
+        let losses: [String]
+    }
+
+    /// Runs every check again on a fresh working copy of `temporary`; removes it when that fails.
+    func recheck(_ temporary: URL, output: URL, plan: RepairPlan) throws -> Recheck {
         do {
             let verify = try EvidenceSession()
             defer { verify.scratch.remove() }
             let copy = try verify.workingCopy(of: temporary)
             let opened = try OpenedStore.open(copy, displayPath: output.path, xcodeModel: xcodeModel)
-            remaining = try StoreChecker(opened: opened, copy: copy).run()
-            after = try Self.tableHashes(opened.connection)
-            losses = try RepairProof.problems(plan: plan, map: opened.map, db: opened.connection, before: store.copy.copiedMain.path)
+            let remaining = try StoreChecker(opened: opened, copy: copy).run()
+            let after = try Self.tableHashes(opened.connection)
+            let losses = try RepairProof.problems(plan: plan, map: opened.map, db: opened.connection, before: store.copy.copiedMain.path)
+            var failedPostconditions: [String] = []
             for action in plan.actions {
                 for p in action.postconditions {
                     let got = try opened.connection.scalar(p.sql, p.arguments.map(Self.value)).int ?? -1
                     if got != p.expected { failedPostconditions.append("\(p.description): expected \(p.expected), found \(got)") }
                 }
             }
+            return Recheck(after: after, remaining: remaining, failedPostconditions: failedPostconditions, losses: losses)
         } catch {
             try? FileManager.default.removeItem(at: temporary)
             // A full working folder is ours to report, not a repair that failed its proof.
             if let ours = WorkingFolderFailure.from(error) { throw ours }
             throw RepairError.verificationFailed(path: output.path, detail: "\(error)")
         }
-        // A plan from a check must make that check pass; a given plan must not add new findings.
+    }
+
+    /// Refuses an output the recheck does not prove: a plan from a check must make that check
+    /// pass, a given plan must not add new findings, no table the plan does not touch may change,
+    /// and no postcondition or loss proof may fail.
+    func requireProof(_ proof: Recheck, plan: RepairPlan, findings: [Finding], before: [String: String], output: URL) throws {
         let stillFailing = givenPlan == nil
-            ? remaining.filter { plan.answered.contains($0.id) }
-            : remaining.filter { f in !findings.contains { $0.id == f.id && $0.entity == f.entity } }
-        let remainingAfterCopy = remaining.filter { $0.id != StoreChecker.Check.externalDataMissing.rawValue || store.found.family.supportFolder == nil }
-        let changedUntouched = before.keys.filter { !plan.touchedTables.contains($0) && before[$0] != after[$0] }.sorted()
-        guard stillFailing.isEmpty, changedUntouched.isEmpty, failedPostconditions.isEmpty, losses.isEmpty else {
-            var detail: [String] = losses + failedPostconditions
+            ? proof.remaining.filter { plan.answered.contains($0.id) }
+            : proof.remaining.filter { f in !findings.contains { $0.id == f.id && $0.entity == f.entity } }
+        let changedUntouched = before.keys.filter { !plan.touchedTables.contains($0) && before[$0] != proof.after[$0] }.sorted()
+        guard stillFailing.isEmpty, changedUntouched.isEmpty, proof.failedPostconditions.isEmpty, proof.losses.isEmpty else {
+            var detail: [String] = proof.losses + proof.failedPostconditions
             if !stillFailing.isEmpty { detail.append("still failing: \(Set(stillFailing.map(\.id)).sorted().joined(separator: ", "))") }
             if !changedUntouched.isEmpty { detail.append("tables changed that the plan did not touch: \(changedUntouched.joined(separator: ", "))") }
             throw RepairError.verificationFailed(path: output.path, detail: detail.joined(separator: "; "))
         }
+    }
 
-        // 5. The evidence must still be what was read: a result made from evidence that changed
-        // meanwhile is no result, so this comes before the output gets its final name.
-        try session.ledger.verifyUnchanged()
-
-        // Test hook: verified and the evidence re-hashed, not yet under its final name.
-        TestPause.reach("repair-link")
-        // 6. Into place, never over an existing file: link fails if the name was taken meanwhile.
+    /// Links the verified file under its final name, never over an existing file (link fails if
+    /// the name was taken meanwhile), and copies the store's support folder beside it.
+    func linkIntoPlace(_ temporary: URL, output: URL, supportTarget: URL) throws {
         guard link(temporary.path, output.path) == 0 else {
             let code = errno
             if code == EEXIST { throw RepairError.outputExists(path: output.path) }
@@ -203,9 +242,6 @@ public struct Repairer {
                 throw RepairError.failed(path: store.displayPath, detail: "the store was written, but its support folder could not be copied to \(supportTarget.path): \(error.localizedDescription)")
             }
         }
-        return RepairOutcome(input: store.displayPath, plan: plan, findings: findings, written: true, output: output.path,
-                             outputSHA256: try SHA256.hexOfFile(at: output), changes: changes,
-                             tablesBefore: before, tablesAfter: after, remaining: remainingAfterCopy)
     }
 
     static func value(_ v: RepairPlan.Statement.Value) -> DatabaseValue {

@@ -82,84 +82,118 @@ public enum DatabaseImage {
             close(fd)
             if failed { unlink(path) }
         }
-        func put(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(DatabaseImageError) {
-            let code = FileTransfer.all(bytes.count, at: offset) { pwrite(fd, bytes.baseAddress! + $0, bytes.count - $0, $1) }
-            if code != 0 { throw .writeFailed(path: path, code: code, bytes: layout.size) }
-        }
-        // The main file's pages up to the image's size, then zeros (a hole) for the rest.
-        let fromMain = min(layout.size, mainFile.count)
-        var result: Result<Void, DatabaseImageError> = .success(())
-        // Bytes of a source file at `offset` into `buffer`, all of them (a short file is an I/O error).
-        func read(_ source: (fd: Int32, path: String), _ buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(DatabaseImageError) {
-            let code = FileTransfer.all(buffer.count, at: offset) { pread(source.fd, buffer.baseAddress! + $0, buffer.count - $0, $1) }
-            if code != 0 { throw .sourceReadFailed(path: source.path, code: code) }
-        }
-        func openSource(_ file: String) throws(DatabaseImageError) -> (fd: Int32, path: String) {
-            let source = open(file, O_RDONLY | O_CLOEXEC)
-            guard source >= 0 else { throw .sourceReadFailed(path: file, code: errno) }
-            return (source, file)
-        }
+        let image = ImageFile(fd: fd, path: path, size: layout.size)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
-        if let file = sources.main {
+        // The main file's pages up to the image's size, then zeros (a hole) for the rest.
+        try writeMainPages(mainFile, upTo: min(layout.size, mainFile.count), from: sources.main, into: image, buffer: buffer)
+        if ftruncate(fd, off_t(layout.size)) != 0 { throw .writeFailed(path: path, code: errno, bytes: layout.size) }
+        if let walData, layout.applied != nil {
+            try writeWALPages(walData, layout: layout, from: sources.wal, into: image, buffer: buffer)
+        }
+        // What was read through a mapping is given back: the image is read by SQLite from its file.
+        MappedFile.releaseResidentPages()
+        try finishHeader(of: image, layout: layout)
+        failed = false
+    }
+
+    /// The image file being written, and how to name it in errors.
+    private struct ImageFile {
+        let fd: Int32
+        let path: String
+        /// The image's size, named in a write error (how much disk it needs).
+        let size: Int
+
+        /// Writes all of `bytes` at `offset`.
+        func put(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(DatabaseImageError) {
+            let code = FileTransfer.all(bytes.count, at: offset) { pwrite(fd, bytes.baseAddress! + $0, bytes.count - $0, $1) }
+            if code != 0 { throw .writeFailed(path: path, code: code, bytes: size) }
+        }
+    }
+
+    /// Bytes of a source file at `offset` into `buffer`, all of them (a short file is an I/O error).
+    private static func read(_ source: (fd: Int32, path: String), _ buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(DatabaseImageError) {
+        let code = FileTransfer.all(buffer.count, at: offset) { pread(source.fd, buffer.baseAddress! + $0, buffer.count - $0, $1) }
+        if code != 0 { throw .sourceReadFailed(path: source.path, code: code) }
+    }
+
+    private static func openSource(_ file: String) throws(DatabaseImageError) -> (fd: Int32, path: String) {
+        let source = open(file, O_RDONLY | O_CLOEXEC)
+        guard source >= 0 else { throw .sourceReadFailed(path: file, code: errno) }
+        return (source, file)
+    }
+
+    /// The main file's first `fromMain` bytes, a buffer at a time: read with `pread` from the file
+    /// it was mapped from when there is one, else copied from the mapping.
+    private static func writeMainPages(_ mainFile: Data, upTo fromMain: Int, from file: String?, into image: ImageFile,
+                                       buffer: UnsafeMutableRawBufferPointer) throws(DatabaseImageError) {
+        if let file {
             let source = try openSource(file)
             defer { close(source.fd) }
             var offset = 0
             while offset < fromMain {
                 let part = UnsafeMutableRawBufferPointer(rebasing: buffer[0 ..< min(buffer.count, fromMain - offset)])
                 try read(source, part, at: offset)
-                try put(UnsafeRawBufferPointer(part), at: offset)
+                try image.put(UnsafeRawBufferPointer(part), at: offset)
                 offset += part.count
             }
-        } else { mainFile.withUnsafeBytes { (main: UnsafeRawBufferPointer) in
+            return
+        }
+        var result: Result<Void, DatabaseImageError> = .success(())
+        mainFile.withUnsafeBytes { (main: UnsafeRawBufferPointer) in
             var offset = 0
             while offset < fromMain {
                 let count = min(1 << 20, fromMain - offset)
-                do throws(DatabaseImageError) { try put(UnsafeRawBufferPointer(rebasing: main[offset ..< offset + count]), at: offset) } catch {
+                do throws(DatabaseImageError) { try image.put(UnsafeRawBufferPointer(rebasing: main[offset ..< offset + count]), at: offset) } catch {
                     result = .failure(error)
                     return
                 }
                 offset += count
                 MappedFile.noteBytesRead(count)
             }
-        } }
+        }
         try result.get()
-        if ftruncate(fd, off_t(layout.size)) != 0 { throw .writeFailed(path: path, code: errno, bytes: layout.size) }
-        if let walData, layout.applied != nil, let file = sources.wal, layout.pageSize <= buffer.count {
+    }
+
+    /// The applied commit's WAL frames over the main file's pages, in the WAL's own order (as
+    /// `make` reads them): with `pread` from the WAL's file when there is one, else from the mapping.
+    private static func writeWALPages(_ walData: Data, layout: Layout, from file: String?, into image: ImageFile,
+                                      buffer: UnsafeMutableRawBufferPointer) throws(DatabaseImageError) {
+        if let file, layout.pageSize <= buffer.count {
             let source = try openSource(file)
             defer { close(source.fd) }
             let page = UnsafeMutableRawBufferPointer(rebasing: buffer[0 ..< layout.pageSize])
             for (target, from) in layout.copies(walBytes: walData.count).sorted(by: { $0.1 < $1.1 }) {
                 try read(source, page, at: from)
-                try put(UnsafeRawBufferPointer(page), at: target)
+                try image.put(UnsafeRawBufferPointer(page), at: target)
             }
-        } else if let walData, layout.applied != nil {
-            walData.withUnsafeBytes { (source: UnsafeRawBufferPointer) in
-                // In the WAL's own order, as `make` reads them.
-                for (target, from) in layout.copies(walBytes: source.count).sorted(by: { $0.1 < $1.1 }) {
-                    do throws(DatabaseImageError) { try put(UnsafeRawBufferPointer(rebasing: source[from ..< from + layout.pageSize]), at: target) } catch {
-                        result = .failure(error)
-                        return
-                    }
-                    MappedFile.noteBytesRead(layout.pageSize)
-                }
-            }
-            try result.get()
+            return
         }
-        // What was read through a mapping is given back: the image is read by SQLite from its file.
-        MappedFile.releaseResidentPages()
-        // The header as `make` leaves it: checked, switched to rollback mode, its page count set.
+        var result: Result<Void, DatabaseImageError> = .success(())
+        walData.withUnsafeBytes { (source: UnsafeRawBufferPointer) in
+            for (target, from) in layout.copies(walBytes: source.count).sorted(by: { $0.1 < $1.1 }) {
+                do throws(DatabaseImageError) { try image.put(UnsafeRawBufferPointer(rebasing: source[from ..< from + layout.pageSize]), at: target) } catch {
+                    result = .failure(error)
+                    return
+                }
+                MappedFile.noteBytesRead(layout.pageSize)
+            }
+        }
+        try result.get()
+    }
+
+    /// The header as `make` leaves it: read back, checked, switched to rollback mode, its page count set.
+    private static func finishHeader(of image: ImageFile, layout: Layout) throws(DatabaseImageError) {
         var header = Data(count: DatabaseHeader.length)
-        let read = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, DatabaseHeader.length, 0) }
+        let read = header.withUnsafeMutableBytes { pread(image.fd, $0.baseAddress!, DatabaseHeader.length, 0) }
         if layout.applied != nil {
             do { _ = try DatabaseHeader(data: header.prefix(max(0, read))) } catch { throw .imageHeaderInvalid(error) }
         }
-        guard read == DatabaseHeader.length else { throw .writeFailed(path: path, code: EIO, bytes: layout.size) }
+        guard read == DatabaseHeader.length else { throw .writeFailed(path: image.path, code: EIO, bytes: layout.size) }
         patchToRollbackMode(&header)
         if layout.applied != nil { setInHeaderPageCount(&header, UInt32(truncatingIfNeeded: layout.pages)) }
-        let written = header.withUnsafeBytes { pwrite(fd, $0.baseAddress!, DatabaseHeader.length, 0) }
-        guard written == DatabaseHeader.length else { throw .writeFailed(path: path, code: written < 0 ? errno : EIO, bytes: layout.size) }
-        failed = false
+        let written = header.withUnsafeBytes { pwrite(image.fd, $0.baseAddress!, DatabaseHeader.length, 0) }
+        guard written == DatabaseHeader.length else { throw .writeFailed(path: image.path, code: written < 0 ? errno : EIO, bytes: layout.size) }
     }
 
     /// What an image is made of: its size, and which WAL frame supplies which page.

@@ -221,17 +221,8 @@ enum BackupFileDecryption {
             close(output)
             if !finished { unlink(destination.path) }
         }
-        guard let identity = FileIdentity.of(source.path) else {
-            throw AcquisitionError.unreadable(path: source.path, reason: String(cString: strerror(errno)))
-        }
-        if let target = SymbolicLink.target(of: source.path) { throw AcquisitionError.linkInEvidence(path: source.path, target: target) }
-        let input = open(source.path, O_RDONLY | O_NOFOLLOW)
-        EvidenceReads.pass(source.path)
-        guard input >= 0 else { throw AcquisitionError.unreadable(path: source.path, reason: String(cString: strerror(errno))) }
+        let (input, identity, total) = try openCiphertext(source)
         defer { close(input) }
-        var st = stat()
-        guard fstat(input, &st) == 0 else { throw AcquisitionError.unreadable(path: source.path, reason: String(cString: strerror(errno))) }
-        let total = Int64(st.st_size)
         guard total % 16 == 0 else {
             throw BackupError.decryptionFailed(file: name, detail: "it is \(total) bytes, not a whole number of 16-byte AES blocks")
         }
@@ -248,20 +239,7 @@ enum BackupFileDecryption {
         var done: Int64 = 0
         let progress = ProgressReporter.current
         while done < total {
-            var got = 0
-            let want = Int(min(Int64(chunk), total - done))
-            while got < want {
-                let n = read(input, inBuffer + got, want - got)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw AcquisitionError.unreadable(path: source.path, reason: String(cString: strerror(errno)))
-                }
-                if n == 0 { break }
-                got += n
-            }
-            guard got == want else {
-                throw AcquisitionError.unreadable(path: source.path, reason: "it became shorter while being read")
-            }
+            let got = try readFully(input, into: inBuffer, count: Int(min(Int64(chunk), total - done)), path: source.path)
             cipherHash.update(UnsafeRawBufferPointer(start: inBuffer, count: got))
             let slot = try sink.freeSlot()
             let n = try decryptor.update(inBuffer, count: got, into: slot.pointer)
@@ -274,36 +252,83 @@ enum BackupFileDecryption {
         }
         sink.drain()
         try sink.failure()
-        var note: String?
-        if total > 0 {
-            let pad = Int(tail.last ?? 0)
-            guard pad >= 1, pad <= 16, pad <= tail.count, tail.suffix(pad).allSatisfy({ Int($0) == pad }) else {
-                throw BackupError.decryptionFailed(file: name, detail: "its last block does not end in valid padding: the key does not fit the file, or the file is damaged")
-            }
-            let stripped = total - Int64(pad)
-            var keep = stripped
-            if let expectedSize, expectedSize < stripped, stripped - expectedSize < 16 {
-                keep = expectedSize
-            } else if let expectedSize, expectedSize != stripped {
-                note = "\(name) decrypts to \(stripped) bytes but its Manifest.db record says \(expectedSize); all \(stripped) decrypted bytes are kept"
-            }
-            let fromTail = Int(keep - heldFrom)
-            if fromTail > 0 {
-                let slot = try sink.freeSlot()
-                tail.withUnsafeBytes { slot.pointer.copyMemory(from: $0.baseAddress!, byteCount: fromTail) }
-                sink.submit(slot, count: fromTail)
-                sink.drain()
-                try sink.failure()
-            }
-            for i in tail.indices { tail[i] = 0 }
-        } else if let expectedSize, expectedSize != 0 {
-            note = "\(name) is empty in the backup but its Manifest.db record says \(expectedSize) bytes"
-        }
+        let note = try writeUnpadded(&tail, total: total, heldFrom: heldFrom, expectedSize: expectedSize, name: name, sink: sink)
         finished = true
         func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
         return DecryptionOutcome(plaintextSHA256: hex(sink.finalize()),
                                  ciphertext: FileEvidence(path: source.path, size: Int(total), sha256: hex(cipherHash.finalize()), identity: identity),
                                  size: sink.written, sizeNote: note)
+    }
+
+    /// Opens an evidence file for reading (never through a link): its descriptor, for the
+    /// caller to close, its identity, and its size.
+    static func openCiphertext(_ source: URL) throws -> (fd: Int32, identity: FileIdentity, size: Int64) {
+        guard let identity = FileIdentity.of(source.path) else {
+            throw AcquisitionError.unreadable(path: source.path, reason: String(cString: strerror(errno)))
+        }
+        if let target = SymbolicLink.target(of: source.path) { throw AcquisitionError.linkInEvidence(path: source.path, target: target) }
+        let input = open(source.path, O_RDONLY | O_NOFOLLOW)
+        EvidenceReads.pass(source.path)
+        guard input >= 0 else { throw AcquisitionError.unreadable(path: source.path, reason: String(cString: strerror(errno))) }
+        var st = stat()
+        guard fstat(input, &st) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(input)
+            throw AcquisitionError.unreadable(path: source.path, reason: reason)
+        }
+        return (input, identity, Int64(st.st_size))
+    }
+
+    /// Reads exactly `count` bytes into `buffer` (retrying short reads and EINTR); a file that
+    /// ends sooner became shorter while being read.
+    static func readFully(_ input: Int32, into buffer: UnsafeMutableRawPointer, count want: Int, path: String) throws -> Int {
+        var got = 0
+        while got < want {
+            let n = read(input, buffer + got, want - got)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw AcquisitionError.unreadable(path: path, reason: String(cString: strerror(errno)))
+            }
+            if n == 0 { break }
+            got += n
+        }
+        guard got == want else {
+            throw AcquisitionError.unreadable(path: path, reason: "it became shorter while being read")
+        }
+        return got
+    }
+
+    /// Checks the PKCS#7 padding of the held-back last blocks and writes what of them is the
+    /// file's (trimmed to `expectedSize` when that is less than a block shorter), then zeroes
+    /// them. Returns a note when the size disagrees with the Manifest.db record.
+    private static func writeUnpadded(_ tail: inout [UInt8], total: Int64, heldFrom: Int64, expectedSize: Int64?, name: String,
+                                      sink: PlaintextSink) throws -> String? {
+        guard total > 0 else {
+            if let expectedSize, expectedSize != 0 { return "\(name) is empty in the backup but its Manifest.db record says \(expectedSize) bytes" }
+            return nil
+        }
+        var note: String?
+        let pad = Int(tail.last ?? 0)
+        guard pad >= 1, pad <= 16, pad <= tail.count, tail.suffix(pad).allSatisfy({ Int($0) == pad }) else {
+            throw BackupError.decryptionFailed(file: name, detail: "its last block does not end in valid padding: the key does not fit the file, or the file is damaged")
+        }
+        let stripped = total - Int64(pad)
+        var keep = stripped
+        if let expectedSize, expectedSize < stripped, stripped - expectedSize < 16 {
+            keep = expectedSize
+        } else if let expectedSize, expectedSize != stripped {
+            note = "\(name) decrypts to \(stripped) bytes but its Manifest.db record says \(expectedSize); all \(stripped) decrypted bytes are kept"
+        }
+        let fromTail = Int(keep - heldFrom)
+        if fromTail > 0 {
+            let slot = try sink.freeSlot()
+            tail.withUnsafeBytes { slot.pointer.copyMemory(from: $0.baseAddress!, byteCount: fromTail) }
+            sink.submit(slot, count: fromTail)
+            sink.drain()
+            try sink.failure()
+        }
+        for i in tail.indices { tail[i] = 0 }
+        return note
     }
 }
 
