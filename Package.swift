@@ -85,7 +85,7 @@ let package = Package(
 
         // The commit `make dist` bakes into the binary (a C macro, "unknown" without it).
         .target(name: "CBuildInfo"),
-        .executableTarget(name: "storelens", dependencies: ["CBuildInfo", "OutputFiles", "Operations", "Reports", "CoreDataStore", "Acquisition", "WALForensics", "Findings", "Coexistence", "Checks", "Repair", "StoreFormats", "ModelReview"]),
+        .executableTarget(name: "storelens", dependencies: ["CBuildInfo", "OutputFiles", "SQLiteAccess", "Operations", "Reports", "CoreDataStore", "Acquisition", "WALForensics", "Findings", "Coexistence", "Checks", "Repair", "StoreFormats", "ModelReview"]),
         // Regenerates Fixtures/ (`make fixtures`) with the store builder.
         .executableTarget(name: "storelens-fixtures", dependencies: ["StoreBuilder"]),
 

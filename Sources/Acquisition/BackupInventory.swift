@@ -148,10 +148,10 @@ struct BackupInventory {
             }
             return .file(file.url, try BackupFileDecryption.decrypt(job.entry.url, key: key, into: file, expectedSize: job.record.size, name: name(of: job.entry)))
         }
-        if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
+        if let timings = Timings.process {
             // make bench (scripts/bench-backup.sh): decryption alone, beside `openssl enc -d`.
             let bytes = outcomes.reduce(Int64(0)) { $0 + Int64($1.outcome?.ciphertext.size ?? 0) }
-            FileHandle.standardError.write(Data("timing backup-decrypt-seconds=\(stopwatch.seconds) bytes=\(bytes) files=\(jobs.count)\n".utf8))
+            timings.record("backup-decrypt-seconds=\(stopwatch.seconds) bytes=\(bytes) files=\(jobs.count)")
         }
         for (job, decrypted) in zip(jobs, outcomes) {
             guard case .file(let destination, let outcome) = decrypted else {

@@ -169,11 +169,7 @@ public struct StoreChecker: @unchecked Sendable {
     /// `run()` throws the integrity task's error (it comes first).
     public func runIntegrity() throws -> IntegrityOutcome {
         let stopwatch = Stopwatch()
-        defer {
-            if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
-                FileHandle.standardError.write(Data("timing check-task=\"integrity\" connection=own seconds=\(stopwatch.seconds)\n".utf8))
-            }
-        }
+        defer { Timings.process?.record("check-task=\"integrity\" connection=own seconds=\(stopwatch.seconds)") }
         do {
             let outcome = try integrityOutcome()
             return IntegrityOutcome(findings: outcome.findings.bySeverity, walTablesSound: outcome.walTablesSound)
@@ -220,9 +216,9 @@ public struct StoreChecker: @unchecked Sendable {
         } else {
             queue.drain(with: self, firstConnection: true)
         }
-        if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
+        if let timings = Timings.process {
             for t in queue.timings {
-                FileHandle.standardError.write(Data("timing check-task=\"\(t.task)\" connection=\(t.connection) seconds=\(Stopwatch.seconds(of: t.duration))\n".utf8))
+                timings.record("check-task=\"\(t.task)\" connection=\(t.connection) seconds=\(Stopwatch.seconds(of: t.duration))")
             }
         }
         var findings: [Finding] = []

@@ -131,13 +131,9 @@ public enum StoreInspector {
             // Only the tables the WAL changed, where the WAL changed them: cheap, and what a -wal
             // copied after a checkpoint the main file missed breaks (docs/inspect.md); `check`
             // compares every row.
-            // STORELENS_TIMINGS (make bench): what the check of a -wal that may not belong costs.
+            // For `make bench`: what the check of a -wal that may not belong costs.
             let stopwatch = Stopwatch()
-            defer {
-                if ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil {
-                    FileHandle.standardError.write(Data("timing inspect-wal-agreement-seconds=\(stopwatch.seconds)\n".utf8))
-                }
-            }
+            defer { Timings.process?.record("inspect-wal-agreement-seconds=\(stopwatch.seconds)") }
             let changed = WALAgreement.changedTables(walView: connection, mainOnly: mainOnly)
             let pages = copy.wal.flatMap { wal in copy.walData.map { WALPageAgreement.Pages(wal: wal, data: $0, header: copy.header, file: copy.copiedMain.path + "-wal") } }
             if !changed.isEmpty, let disagreement = WALAgreement.compare(walView: connection, mainOnly: mainOnly, tables: changed, walPages: pages) {

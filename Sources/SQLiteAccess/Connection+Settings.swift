@@ -47,8 +47,9 @@ extension Connection {
 
     /// Registers `name()` (no arguments, returns 1) as an ordinary application function, not
     /// marked innocuous: what `trusted_schema=OFF` must keep a store's views and triggers from
-    /// calling. For the tests that prove the setting works.
-    public func registerProbeFunction(named name: String) throws(SQLiteError) {
+    /// calling. For the tests that prove the setting works (package access: not part of the
+    /// library's public API).
+    package func registerProbeFunction(named name: String) throws(SQLiteError) {
         let rc = storelens_sqlite3_register_probe(handle, name)
         guard rc == SQLITE_OK else { throw error(code: rc, sql: nil) }
     }

@@ -60,14 +60,15 @@ public final class Connection {
         }
         let connection = Connection(handle: db, path: label)
         try connection.hardenAgainstHostileSchema()
-        if statementTimings { connection.reportSlowStatements() }
+        if Self.slowStatements != nil { connection.reportSlowStatements() }
         return connection
     }
 
-    /// `STORELENS_TIMINGS` set: every statement that runs 10 ms or more is written to stderr with
-    /// its time (`timing sql-seconds=… sql="…"`), so `make bench` and a profile show which query
-    /// a command waits for, not only SQLite's functions.
-    private static let statementTimings = ProcessInfo.processInfo.environment["STORELENS_TIMINGS"] != nil
+    /// Where every statement that runs 10 ms or more is told, with its time (`sql-seconds=…
+    /// sql="…"`), so `make bench` and a profile show which query a command waits for, not only
+    /// SQLite's functions. Set once by whoever runs storelens before any connection opens (the
+    /// command, when `STORELENS_TIMINGS` asks); nil tells nothing.
+    nonisolated(unsafe) public static var slowStatements: (@Sendable (String) -> Void)?
 
     private func reportSlowStatements() {
         sqlite3_trace_v2(handle, UInt32(SQLITE_TRACE_PROFILE), { _, _, statement, nanoseconds in
@@ -75,8 +76,7 @@ public final class Connection {
             let ns = nanoseconds.load(as: Int64.self)
             guard ns >= 10_000_000 else { return 0 }
             let sql = sqlite3_sql(OpaquePointer(statement)).map { String(cString: $0) } ?? "?"
-            let line = "timing sql-seconds=\(Double(ns) / 1e9) sql=\"\(sql.prefix(200).replacingOccurrences(of: "\n", with: " "))\"\n"
-            FileHandle.standardError.write(Data(line.utf8))
+            Connection.slowStatements?("sql-seconds=\(Double(ns) / 1e9) sql=\"\(sql.prefix(200).replacingOccurrences(of: "\n", with: " "))\"")
             return 0
         }, nil)
     }

@@ -31,6 +31,12 @@ public struct Timings: Sendable {
         sink(line)
     }
 
+    /// Where the libraries' own measurements deep inside a call go (the checks' tasks, the WAL
+    /// agreement, backup decryption), for the ones no options value reaches: set once by whoever
+    /// runs storelens, before any work starts (the command sets it when `STORELENS_TIMINGS` asks),
+    /// and only read afterwards; nil records nothing.
+    nonisolated(unsafe) public static var process: Timings?
+
     /// Seconds as the timing lines print them (six decimals).
     public static func seconds(_ duration: Duration) -> String {
         String(format: "%.6f", Stopwatch.seconds(of: duration))
