@@ -14,6 +14,16 @@ public enum RawDeflate {
     /// Output is produced in chunks of this size, so memory grows with actual output only.
     static let chunkSize = 64 * 1024
 
+    /// Hands zlib the next piece of `input` once it has used the last: zlib counts input in 32-bit
+    /// units, so larger inputs go in piecewise.
+    static func feed(_ stream: inout z_stream, from input: UnsafeBufferPointer<UInt8>, consumed: inout Int) {
+        guard stream.avail_in == 0, consumed < input.count, let base = input.baseAddress else { return }
+        let piece = min(input.count - consumed, Int(UInt32.max))
+        stream.next_in = UnsafeMutablePointer(mutating: base + consumed)
+        stream.avail_in = uInt(piece)
+        consumed += piece
+    }
+
     /// Decompresses a complete raw DEFLATE stream.
     ///
     /// Throws `.outputLimitExceeded` as soon as the output would exceed
@@ -33,13 +43,7 @@ public enum RawDeflate {
         let result: Result<Data, RawDeflateError> = input.withUnsafeBufferPointer { inputBuffer in
             var consumed = 0
             while true {
-                // zlib counts input in 32-bit units; feed larger inputs piecewise.
-                if stream.avail_in == 0, consumed < inputBuffer.count, let base = inputBuffer.baseAddress {
-                    let piece = min(inputBuffer.count - consumed, Int(UInt32.max))
-                    stream.next_in = UnsafeMutablePointer(mutating: base + consumed)
-                    stream.avail_in = uInt(piece)
-                    consumed += piece
-                }
+                feed(&stream, from: inputBuffer, consumed: &consumed)
                 let status: Int32 = chunk.withUnsafeMutableBufferPointer { outputBuffer in
                     stream.next_out = outputBuffer.baseAddress
                     stream.avail_out = uInt(outputBuffer.count)
@@ -85,12 +89,7 @@ public enum RawDeflate {
         let result: Result<Data, RawDeflateError> = input.withUnsafeBufferPointer { inputBuffer in
             var consumed = 0
             while true {
-                if stream.avail_in == 0, consumed < inputBuffer.count, let base = inputBuffer.baseAddress {
-                    let piece = min(inputBuffer.count - consumed, Int(UInt32.max))
-                    stream.next_in = UnsafeMutablePointer(mutating: base + consumed)
-                    stream.avail_in = uInt(piece)
-                    consumed += piece
-                }
+                feed(&stream, from: inputBuffer, consumed: &consumed)
                 let flush = consumed == inputBuffer.count ? Z_FINISH : Z_NO_FLUSH
                 let status: Int32 = chunk.withUnsafeMutableBufferPointer { outputBuffer in
                     stream.next_out = outputBuffer.baseAddress

@@ -148,12 +148,8 @@ public struct RecordDiff: Sendable {
             // Damaged history tables leave the transactions out (null), not the diff.
             let transactions = (try? later.transactions(transactionIDs)) ?? nil
             return RecordDiff(diff: diff, groups: groups, transactions: transactions)
-        } catch let error as WALForensicsError {
-            throw error
-        } catch let error as SQLiteError {
-            throw .sqlite(path: evidence.displayPath, error)
         } catch {
-            throw .sqlite(path: evidence.displayPath, SQLiteError(extendedCode: 1, message: "\(error)"))
+            throw WALForensicsError.reading(error, path: evidence.displayPath)
         }
     }
 

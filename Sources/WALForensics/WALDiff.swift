@@ -98,12 +98,8 @@ public struct WALDiff: Sendable {
             var differ = Differ(connection: connection, attributeNames: attributeNames)
             differ.onlyTables = onlyTables
             return try differ.run(from: fromCommit, to: toCommit)
-        } catch let error as WALForensicsError {
-            throw error
-        } catch let error as SQLiteError {
-            throw .sqlite(path: evidence.displayPath, error)
         } catch {
-            throw .sqlite(path: evidence.displayPath, SQLiteError(extendedCode: 1, message: "\(error)"))
+            throw WALForensicsError.reading(error, path: evidence.displayPath)
         }
     }
 

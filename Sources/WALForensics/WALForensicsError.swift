@@ -68,3 +68,13 @@ extension WALForensicsError: CarriesWorkingFolderFailure {
         }
     }
 }
+
+extension WALForensicsError {
+    /// Any error met while reading a store's states, as this type: its own kept, SQLite's named
+    /// by the store, anything else as SQLite's generic error on the store.
+    static func reading(_ error: Error, path: String) -> WALForensicsError {
+        if let own = error as? WALForensicsError { return own }
+        if let sqlite = error as? SQLiteError { return .sqlite(path: path, sqlite) }
+        return .sqlite(path: path, SQLiteError(extendedCode: 1, message: "\(error)"))
+    }
+}

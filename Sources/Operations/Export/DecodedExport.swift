@@ -63,7 +63,7 @@ public enum DecodedExport {
         let exported = Set(entities.map(\.entity.name))
         for root in entities where root.lineage.first.map({ $0 == root.entity.name || !exported.contains($0) }) ?? true {
             let reader = RowReader(map: map, entity: root, decoder: opened.decoder)
-            try reading(opened.displayPath) {
+            try StoreReading.named(opened.displayPath) {
                 try reader.forEach(opened.connection) { row in
                     guard let table = targets[row.entity] else { return }
                     try output(path) { try table.insert(row, fields: reader.fields, connection, longTexts: longTexts, storePath: opened.displayPath) }
@@ -89,7 +89,7 @@ public enum DecodedExport {
                 var count = 0
                 let insert = try output(path) { try connection.prepare("INSERT INTO \(Identifier.quoted(name)) VALUES (?, ?\(order != nil ? ", ?" : ""))") }
                 let select = "SELECT \(Identifier.quoted(source)), \(Identifier.quoted(destination))\(order.map { ", " + Identifier.quoted($0) } ?? "") FROM \(Identifier.quoted(join)) ORDER BY 1, 2"
-                try reading(opened.displayPath) {
+                try StoreReading.named(opened.displayPath) {
                     try opened.connection.prepare(select).forEach { row in
                         try output(path) {
                             try insert.bind(row.values)
@@ -130,16 +130,6 @@ public enum DecodedExport {
         return Summary(tables: tables)
     }
 
-    /// Runs a read of the store: SQLite's refusal there is the store's damage, said as `rows` says it.
-    static func reading<T>(_ displayPath: String, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let error as SQLiteError {
-            throw error.isCorrupt || error.isNotADatabase
-                ? AcquisitionError.corrupt(path: displayPath, detail: "SQLite: \(error.message)")
-                : AcquisitionError.sqlite(error.with(path: displayPath))
-        }
-    }
 
     /// Runs an output write: an SQLite failure there is the output's (a full disk), not the store's.
     static func output<T>(_ path: String, _ body: () throws -> T) throws -> T {
@@ -255,11 +245,11 @@ public enum DecodedExport {
                 try connection.execute("CREATE TABLE \(Self.table) (entity_table TEXT NOT NULL, \"column\" TEXT NOT NULL, _pk INTEGER NOT NULL, value BLOB)")
             }
             var count = 0
-            try DecodedExport.reading(storePath) { try text.forEachPiece { count += $0.utf8.count } }
+            try StoreReading.named(storePath) { try text.forEachPiece { count += $0.utf8.count } }
             try connection.run("INSERT INTO \(Self.table) VALUES (?, ?, ?, zeroblob(?))", [.text(table), .text(column), .integer(pk), .integer(Int64(count))])
             let writer = try connection.storedValue(table: Self.table, column: "value", rowid: connection.lastInsertedRowID, writable: true)
             var offset = 0
-            try DecodedExport.reading(storePath) {
+            try StoreReading.named(storePath) {
                 try text.forEachPiece { piece in
                     let bytes = Array(piece.utf8)
                     try DecodedExport.output(output) { try writer.write(bytes, at: offset) }
@@ -272,18 +262,14 @@ public enum DecodedExport {
 
     /// A decoded value as it is stored in the export (UTC whatever `--tz` says: the file is data).
     public static func stored(_ value: FieldValue) -> DatabaseValue {
+        if let scalar = value.sqliteScalar { return scalar }
         switch value {
-        case .null: return .null
-        case .integer(let i): return .integer(i)
-        case .real(let d): return .real(d)
-        case .bool(let b): return .integer(b ? 1 : 0)
-        case .text(let s): return .text(s)
         // Written after the row, in pieces (`EntityTable.insert`).
         case .longText: return .null
-        case .date(let iso, _): return .text(iso)
         case .uuid(let s), .decimal(let s): return .text(s)
         case .object(_, let pk): return .integer(pk)
-        case .binary, .archived, .composite: return .text(ValueJSON.json(value).rendered(pretty: false))
+        // Binary, archived and composite values, as JSON.
+        default: return .text(ValueJSON.json(value).rendered(pretty: false))
         }
     }
 }

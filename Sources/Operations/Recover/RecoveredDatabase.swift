@@ -169,14 +169,8 @@ public final class RecoveredDatabase {
     }
 
     static func stored(_ value: FieldValue) -> DatabaseValue {
+        if let scalar = value.sqliteScalar { return scalar }
         switch value {
-        case .null: return .null
-        case .integer(let i): return .integer(i)
-        case .real(let d): return .real(d)
-        case .bool(let b): return .integer(b ? 1 : 0)
-        case .text(let s): return .text(s)
-        // ISO 8601 UTC whatever --tz says: the file is data, as JSON is.
-        case .date(let iso, _): return .text(iso)
         // Over a megabyte: its summary, as recover's JSON has it.
         case .longText: return .text(ValueJSON.json(value).rendered(pretty: false))
         default: return .text(ValueRendering.cell(value))

@@ -54,6 +54,19 @@ struct ParsedArguments {
     func value(_ name: String) -> String? { values[name]?.last }
     func values(_ name: String) -> [String] { values[name] ?? [] }
 
+    /// The one input of a command that reads one store (`schema`, `rows`, `history` …).
+    func onlyInput() throws(ParseError) -> String {
+        guard let first = positionals.first else { throw .missingArgument("input") }
+        guard positionals.count == 1 else { throw .unexpectedArgument(positionals[1]) }
+        return first
+    }
+
+    /// The inputs of a command that reads one or more (`inspect`, `check`, `scan` …).
+    func inputs() throws(ParseError) -> [String] {
+        guard !positionals.isEmpty else { throw .missingArgument("input") }
+        return positionals
+    }
+
     /// A plain loop over the tokens: `--name value`, `--name=value`, flags, `--` ends options.
     static func parse(_ arguments: [String], options: [OptionSpec]) throws(ParseError) -> ParsedArguments {
         var result = ParsedArguments()

@@ -33,10 +33,9 @@ struct AuditCommand: Command {
     let batch: BatchSettings?
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
-        guard !parsed.positionals.isEmpty else { throw .missingArgument("input") }
+        paths = try parsed.inputs()
         batch = try BatchSettings.parse(parsed)
         guard let manifest = parsed.value("--manifest") else { throw .invalid("Missing '--manifest <file>': audit needs the manifest that says which stack writes which entity.") }
-        paths = parsed.positionals
         manifestPath = manifest
         format = parsed.value("--format") ?? "text"
         failOn = Finding.Severity(rawValue: parsed.value("--fail-on") ?? "error") ?? .error

@@ -36,8 +36,7 @@ struct CheckCommand: Command {
     let batch: BatchSettings?
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
-        guard !parsed.positionals.isEmpty else { throw .missingArgument("input") }
-        paths = parsed.positionals
+        paths = try parsed.inputs()
         format = parsed.value("--format") ?? "text"
         full = parsed.flag("--full")
         failOn = Finding.Severity(rawValue: parsed.value("--fail-on") ?? "error") ?? .error

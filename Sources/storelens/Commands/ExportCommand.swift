@@ -38,9 +38,7 @@ struct ExportCommand: Command {
     let input: InputSettings
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
-        guard let first = parsed.positionals.first else { throw .missingArgument("input") }
-        guard parsed.positionals.count == 1 else { throw .unexpectedArgument(parsed.positionals[1]) }
-        path = first
+        path = try parsed.onlyInput()
         guard let out = parsed.value("--out") else { throw .invalid("export writes a SQLite file; name it with --out FILE.") }
         guard !out.isEmpty, out != "-" else { throw .invalid("--out needs a file name (a SQLite file cannot go to stdout).") }
         self.out = out

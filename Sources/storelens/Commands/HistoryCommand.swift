@@ -44,9 +44,7 @@ struct HistoryCommand: Command {
     let input: InputSettings
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
-        guard let first = parsed.positionals.first else { throw .missingArgument("input") }
-        guard parsed.positionals.count == 1 else { throw .unexpectedArgument(parsed.positionals[1]) }
-        path = first
+        path = try parsed.onlyInput()
         format = HistoryWriter.Format(rawValue: parsed.value("--format") ?? "text") ?? .text
         rawCSV = try CommonOptions.rawCSV(parsed, csv: format == .csv)
         entityName = parsed.value("--entity")

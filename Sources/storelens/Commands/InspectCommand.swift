@@ -30,8 +30,7 @@ struct InspectCommand: Command {
     let batch: BatchSettings?
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
-        guard !parsed.positionals.isEmpty else { throw .missingArgument("input") }
-        paths = parsed.positionals
+        paths = try parsed.inputs()
         format = parsed.value("--format") ?? "text"
         input = try InputSettings(parsed)
         if let text = parsed.value("--as-of") {

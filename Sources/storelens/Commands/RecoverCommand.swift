@@ -54,9 +54,7 @@ struct RecoverCommand: Command {
     let input: InputSettings
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
-        guard parsed.positionals.count >= 1 else { throw .missingArgument("input") }
-        guard parsed.positionals.count == 1 else { throw .unexpectedArgument(parsed.positionals[1]) }
-        path = parsed.positionals[0]
+        path = try parsed.onlyInput()
         format = RecoveryWriter.Format(rawValue: parsed.value("--format") ?? "text") ?? .text
         rawCSV = try CommonOptions.rawCSV(parsed, csv: format == .csv)
         var filter = RecordRecovery.Filter(entity: parsed.value("--entity"))

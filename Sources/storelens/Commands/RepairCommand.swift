@@ -51,9 +51,7 @@ struct RepairCommand: Command {
     let input: InputSettings
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
-        guard let first = parsed.positionals.first else { throw .missingArgument("input") }
-        guard parsed.positionals.count == 1 else { throw .unexpectedArgument(parsed.positionals[1]) }
-        path = first
+        path = try parsed.onlyInput()
         out = parsed.value("--out")
         planOnly = parsed.flag("--plan")
         keep = KeepRule(rawValue: parsed.value("--keep") ?? "highest-opt") ?? .highestOpt

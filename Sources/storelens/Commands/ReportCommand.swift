@@ -71,7 +71,7 @@ struct ReportCommand: Command {
     let readFiles: [String]
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
-        guard !parsed.positionals.isEmpty else { throw .missingArgument("input") }
+        paths = try parsed.inputs()
         batch = try BatchSettings.parse(parsed)
         if batch != nil {
             if parsed.value("--out") != nil {
@@ -95,7 +95,6 @@ struct ReportCommand: Command {
             self.out = out
             outDir = nil
         }
-        paths = parsed.positionals
         manifestPath = parsed.value("--manifest")
         force = parsed.flag("--force")
         failOn = Finding.Severity(rawValue: parsed.value("--fail-on") ?? "error") ?? .error

@@ -30,8 +30,7 @@ struct ScanCommand: Command {
     let batch: BatchSettings?
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
-        guard !parsed.positionals.isEmpty else { throw .missingArgument("input") }
-        paths = parsed.positionals
+        paths = try parsed.inputs()
         format = parsed.value("--format") ?? "text"
         evidencePath = parsed.value("--evidence")
         input = try InputSettings(parsed)

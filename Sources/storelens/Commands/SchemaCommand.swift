@@ -27,9 +27,7 @@ struct SchemaCommand: Command {
     let input: InputSettings
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
-        guard let first = parsed.positionals.first else { throw .missingArgument("input") }
-        guard parsed.positionals.count == 1 else { throw .unexpectedArgument(parsed.positionals[1]) }
-        path = first
+        path = try parsed.onlyInput()
         format = parsed.value("--format") ?? "text"
         modelPath = parsed.value("--model")
         input = try InputSettings(parsed)

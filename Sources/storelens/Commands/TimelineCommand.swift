@@ -36,9 +36,7 @@ struct TimelineCommand: Command {
     let input: InputSettings
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
-        guard let first = parsed.positionals.first else { throw .missingArgument("input") }
-        guard parsed.positionals.count == 1 else { throw .unexpectedArgument(parsed.positionals[1]) }
-        path = first
+        path = try parsed.onlyInput()
         format = TimelineWriter.Format(rawValue: parsed.value("--format") ?? "csv") ?? .csv
         rawCSV = try CommonOptions.rawCSV(parsed, csv: format == .csv)
         modelPath = parsed.value("--model")

@@ -57,8 +57,7 @@ struct WALCommand: Command {
     let input: InputSettings
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
-        guard !parsed.positionals.isEmpty else { throw .missingArgument("input") }
-        paths = parsed.positionals
+        paths = try parsed.inputs()
         format = parsed.value("--format") ?? "text"
         rawCSV = try CommonOptions.rawCSV(parsed, csv: format == "csv")
         integrityCheck = !parsed.flag("--no-integrity-check")
