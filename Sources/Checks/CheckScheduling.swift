@@ -70,25 +70,6 @@ final class CheckQueue: @unchecked Sendable {
     }
 }
 
-/// The second thread of the checks: drains the queue on its own connection, then lets go of it.
-final class CheckThread: @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private var checker: StoreChecker?
-
-    init(checker: StoreChecker, queue: CheckQueue) {
-        self.checker = checker
-        let thread = Thread { [self] in
-            if let checker = self.checker { queue.drain(with: checker, firstConnection: false) }
-            self.checker = nil
-            done.signal()
-        }
-        thread.name = "storelens.check"
-        thread.start()
-    }
-
-    func join() { done.wait() }
-}
-
 /// Counts rows meeting single-row conditions, scanning each table once for all of its conditions:
 /// stray Z_ENT values, NULL required values, bad Z_OPT and history changes naming unknown entities
 /// are all questions about each row of the same large tables. The first check to ask about a

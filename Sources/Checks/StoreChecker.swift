@@ -208,11 +208,12 @@ public struct StoreChecker: @unchecked Sendable {
         defer { queue.progress.clear() }
         let parallel = tasks.filter { !$0.firstConnectionOnly && $0.cost > 0 }.count >= 2
         if parallel, let second = try? secondConnection?() {
-            // The second connection is released by the worker before it signals: nothing of it
-            // outlives this call.
-            let worker = CheckThread(checker: sibling(on: second), queue: queue)
+            // The second connection is let go of by the thread before its result is posted:
+            // nothing of it outlives this call.
+            let other = sibling(on: second)
+            let worker = BackgroundWork(name: "storelens.check") { queue.drain(with: other, firstConnection: false) }
             queue.drain(with: self, firstConnection: true)
-            worker.join()
+            worker.result()
         } else {
             queue.drain(with: self, firstConnection: true)
         }

@@ -179,7 +179,7 @@ struct HistoryPart {
 
 /// The parts of one store's reading, run on two threads before they are put together.
 final class Parts: @unchecked Sendable {
-    // Each field is written by one thread and read only after both are done (`done`).
+    // Each field is written by one thread and read only after both are done (`other.result()`).
     var inspection: Result<StoreInspection, Error>?
     let evidence: Result<WALEvidence, Error>
     /// The WAL analysis, run as for a Core Data store when the store opened as one.
@@ -201,7 +201,6 @@ final class Parts: @unchecked Sendable {
     /// and -journal are loaded before the second thread starts); each part makes its own
     /// connections to it.
     private let copy: WorkingCopy
-    private let done = DispatchSemaphore(value: 0)
     /// The counts go to whichever thread is free first (`claimCounts`); the other thread's
     /// reading is about as long, so neither waits for the other's last part.
     private let countsClaim = NSLock()
@@ -239,7 +238,7 @@ final class Parts: @unchecked Sendable {
         let assumedCoreData = checker != nil
 
         let integrityRuns = integrityChecker != nil
-        let other = Thread { [parts, checker] in
+        let other = BackgroundWork(name: "storelens.report-parts") { [parts, checker] in
             let stopwatch = Stopwatch()
             if let checker {
                 parts.invariants = Result { try checker.runInvariants() }
@@ -257,10 +256,7 @@ final class Parts: @unchecked Sendable {
             }
             // This thread's share, beside the integrity task's own line.
             timings?.record("report-part=\"checks, history, WAL\" seconds=\(stopwatch.seconds)")
-            parts.done.signal()
         }
-        other.name = "storelens.report-parts"
-        other.start()
 
         if let integrityChecker {
             stage("running checks")
@@ -269,11 +265,11 @@ final class Parts: @unchecked Sendable {
         // What the exact comparison proved, the quick one in the counts need not look for again.
         let sound = (try? parts.integrity?.get())?.walTablesSound ?? false
         stage("counting rows")
-        if placement == .otherThread { parts.done.wait() }
+        if placement == .otherThread { other.result() }
         if parts.claimCounts() {
             parts.inspection = Result { try StoreInspector.inspect(copy, displayPath: displayPath, walTablesSound: sound) }
         }
-        if placement != .otherThread { parts.done.wait() }
+        if placement != .otherThread { other.result() }
         if parts.countsAssumedSound && !sound {
             parts.inspection = Result { try StoreInspector.inspect(copy, displayPath: displayPath, walTablesSound: false) }
         }

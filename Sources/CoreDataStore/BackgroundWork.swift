@@ -1,21 +1,21 @@
-import CoreDataStore
 import Foundation
 import StoreFormats
 
 /// Work run on a thread of its own while the caller's thread does something else (`wal`'s
-/// quick_check beside its page walk, `recover`'s carving beside its commits); `result()` waits.
+/// quick_check beside its page walk, `recover`'s carving beside its commits, `check`'s second
+/// connection, `report`'s second part); `result()` waits. The one home for a background thread.
 ///
 /// What the work captured (a connection, a state's reader) belongs to the thread until the result
 /// is posted, and is let go of before it is: once `result()` returns, the caller may use it again
 /// and the thread holds nothing. The caller's display zone and progress reporter (task locals a
 /// new thread does not inherit) are bound on the thread, so it decodes and reports as the caller would.
-final class BackgroundWork<Value>: @unchecked Sendable {
+public final class BackgroundWork<Value>: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     private let lock = NSLock()
     private var outcome: Value?
     private var work: (() -> Value)?
 
-    init(name: String, _ work: @escaping () -> Value) {
+    public init(name: String, _ work: @escaping () -> Value) {
         self.work = work
         let zone = DisplayZone.current
         let progress = ProgressReporter.current
@@ -35,7 +35,7 @@ final class BackgroundWork<Value>: @unchecked Sendable {
 
     /// What the work gave, once it is done (waits; every later call returns the same at once).
     @discardableResult
-    func result() -> Value {
+    public func result() -> Value {
         lock.lock()
         if let outcome { lock.unlock(); return outcome }
         lock.unlock()
