@@ -53,6 +53,8 @@ struct ParsedArguments {
     func flag(_ name: String) -> Bool { flags.contains(name) }
     func value(_ name: String) -> String? { values[name]?.last }
     func values(_ name: String) -> [String] { values[name] ?? [] }
+    /// `--format` as given, else its default from the command's option list (applied while parsing).
+    var format: String { value("--format") ?? "" }
 
     /// The one input of a command that reads one store (`schema`, `rows`, `history` …).
     func onlyInput() throws(ParseError) -> String {

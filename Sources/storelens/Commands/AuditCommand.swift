@@ -37,7 +37,7 @@ struct AuditCommand: Command {
         batch = try BatchSettings.parse(parsed)
         guard let manifest = parsed.value("--manifest") else { throw .invalid("Missing '--manifest <file>': audit needs the manifest that says which stack writes which entity.") }
         manifestPath = manifest
-        format = parsed.value("--format") ?? "text"
+        format = parsed.format
         failOn = Finding.Severity(rawValue: parsed.value("--fail-on") ?? "error") ?? .error
         input = try InputSettings(parsed)
     }

@@ -37,7 +37,7 @@ struct CheckCommand: Command {
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
         paths = try parsed.inputs()
-        format = parsed.value("--format") ?? "text"
+        format = parsed.format
         full = parsed.flag("--full")
         failOn = Finding.Severity(rawValue: parsed.value("--fail-on") ?? "error") ?? .error
         model = parsed.value("--model")

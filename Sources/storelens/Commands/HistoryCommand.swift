@@ -45,7 +45,7 @@ struct HistoryCommand: Command {
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
         path = try parsed.onlyInput()
-        format = HistoryWriter.Format(rawValue: parsed.value("--format") ?? "text") ?? .text
+        format = HistoryWriter.Format(rawValue: parsed.format) ?? .text
         rawCSV = try CommonOptions.rawCSV(parsed, csv: format == .csv)
         entityName = parsed.value("--entity")
         author = parsed.value("--author")

@@ -31,7 +31,7 @@ struct InspectCommand: Command {
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
         paths = try parsed.inputs()
-        format = parsed.value("--format") ?? "text"
+        format = parsed.format
         input = try InputSettings(parsed)
         if let text = parsed.value("--as-of") {
             guard let n = Int(text), n >= 0 else { throw .invalid("The value '\(text)' is invalid for '--as-of'; give a commit number (0 for the main file alone).") }

@@ -35,7 +35,7 @@ struct LintCommand: Command {
         paths = parsed.positionals
         model = parsed.value("--model")
         guard !paths.isEmpty || model != nil else { throw .missingArgument("input") }
-        format = parsed.value("--format") ?? "text"
+        format = parsed.format
         failOn = Finding.Severity(rawValue: parsed.value("--fail-on") ?? "error") ?? .error
         input = try InputSettings(parsed)
     }

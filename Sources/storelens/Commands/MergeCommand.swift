@@ -30,7 +30,7 @@ struct MergeCommand: Command {
     init(_ parsed: ParsedArguments) throws(ParseError) {
         guard !parsed.positionals.isEmpty else { throw .missingArgument("results") }
         files = parsed.positionals
-        format = parsed.value("--format") ?? "text"
+        format = parsed.format
         out = parsed.value("--out")
         if let out, out.isEmpty || out == "-" { throw .invalid("--out needs a new file name for the merged results; the summary itself goes to stdout.") }
     }

@@ -40,7 +40,7 @@ struct MigrationCommand: Command {
         paths = parsed.positionals
         target = to
         oldModel = parsed.value("--model")
-        format = parsed.value("--format") ?? "text"
+        format = parsed.format
         input = try InputSettings(parsed)
     }
 

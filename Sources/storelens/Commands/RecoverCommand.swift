@@ -55,7 +55,7 @@ struct RecoverCommand: Command {
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
         path = try parsed.onlyInput()
-        format = RecoveryWriter.Format(rawValue: parsed.value("--format") ?? "text") ?? .text
+        format = RecoveryWriter.Format(rawValue: parsed.format) ?? .text
         rawCSV = try CommonOptions.rawCSV(parsed, csv: format == .csv)
         var filter = RecordRecovery.Filter(entity: parsed.value("--entity"))
         if let entity = filter.entity, entity.isEmpty { throw .invalid("--entity needs an entity name.") }

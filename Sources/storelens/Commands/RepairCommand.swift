@@ -55,7 +55,7 @@ struct RepairCommand: Command {
         out = parsed.value("--out")
         planOnly = parsed.flag("--plan")
         keep = KeepRule(rawValue: parsed.value("--keep") ?? "highest-opt") ?? .highestOpt
-        format = parsed.value("--format") ?? "text"
+        format = parsed.format
         log = parsed.value("--log")
         inPlace = parsed.flag("--in-place")
         backup = parsed.value("--backup")

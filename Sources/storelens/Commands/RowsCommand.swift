@@ -49,7 +49,7 @@ struct RowsCommand: Command {
         guard parsed.positionals.count == 2 else { throw .unexpectedArgument(parsed.positionals[2]) }
         path = parsed.positionals[0]
         entityName = parsed.positionals[1]
-        format = RowsWriter.Format(rawValue: parsed.value("--format") ?? "table") ?? .table
+        format = RowsWriter.Format(rawValue: parsed.format) ?? .table
         filters = parsed.values("--where")
         if let text = parsed.value("--limit") {
             guard let n = Int(text), n >= 0 else { throw .invalid("The value '\(text)' is invalid for '--limit'; give a whole number of rows.") }

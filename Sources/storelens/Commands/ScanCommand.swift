@@ -31,7 +31,7 @@ struct ScanCommand: Command {
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
         paths = try parsed.inputs()
-        format = parsed.value("--format") ?? "text"
+        format = parsed.format
         evidencePath = parsed.value("--evidence")
         input = try InputSettings(parsed)
         batch = try BatchSettings.parse(parsed)

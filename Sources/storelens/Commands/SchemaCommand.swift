@@ -28,7 +28,7 @@ struct SchemaCommand: Command {
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
         path = try parsed.onlyInput()
-        format = parsed.value("--format") ?? "text"
+        format = parsed.format
         modelPath = parsed.value("--model")
         input = try InputSettings(parsed)
     }

@@ -37,7 +37,7 @@ struct TimelineCommand: Command {
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
         path = try parsed.onlyInput()
-        format = TimelineWriter.Format(rawValue: parsed.value("--format") ?? "csv") ?? .csv
+        format = TimelineWriter.Format(rawValue: parsed.format) ?? .csv
         rawCSV = try CommonOptions.rawCSV(parsed, csv: format == .csv)
         modelPath = parsed.value("--model")
         input = try InputSettings(parsed)

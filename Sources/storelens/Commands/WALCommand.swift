@@ -58,7 +58,7 @@ struct WALCommand: Command {
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
         paths = try parsed.inputs()
-        format = parsed.value("--format") ?? "text"
+        format = parsed.format
         rawCSV = try CommonOptions.rawCSV(parsed, csv: format == "csv")
         integrityCheck = !parsed.flag("--no-integrity-check")
         input = try InputSettings(parsed)
