@@ -3,7 +3,9 @@ import Operations
 import StoreFormats
 
 /// `storelens check` in every format: the stores checked, the checks run, the findings.
-public enum CheckReport {
+public enum CheckReport: DocumentView {
+    public typealias Subject = Storelens.CheckResult
+
     public static let schemaVersion = 1
 
     public static func json(_ result: Storelens.CheckResult) -> JSONValue {

@@ -1,9 +1,12 @@
 import CoreDataStore
 import Foundation
+import Operations
 import StoreFormats
 
 /// The views of `inspect`: text for people, JSON for machines (documented in docs/json-output.md).
-public enum InspectionReport {
+public enum InspectionReport: DocumentView {
+    public typealias Subject = Storelens.InspectResult
+
     /// Version of the JSON layout; bumped only on incompatible changes.
     public static let schemaVersion = 1
 

@@ -6,7 +6,9 @@ import StoreFormats
 
 /// Text, JSON and Markdown views of `storelens migration` (a plan, hop by hop) and
 /// `storelens lint` (findings about one model). The findings go through `FindingsReport`.
-public enum MigrationReport {
+public enum MigrationReport: DocumentView {
+    public typealias Subject = MigrationPlan
+
     static func hopTitle(_ hop: MigrationHop, plan: MigrationPlan) -> String {
         let version = hop.versionIdentifiers.filter { !$0.isEmpty }.joined(separator: ", ")
         return "hop \(hop.number): \(plural(hop.stores.count, "store")) at version \(version.isEmpty ? "-" : version) (\(hop.versionDigest)) → \(plan.target.name)"
@@ -72,7 +74,9 @@ public enum MigrationReport {
     }
 }
 
-public enum LintReport {
+public enum LintReport: DocumentView {
+    public typealias Subject = Storelens.LintResult
+
     public static let schemaVersion = 1
 
     public static func text(_ result: Storelens.LintResult) -> String {

@@ -5,7 +5,9 @@ import Operations
 import StoreFormats
 
 /// The views of `scan`.
-public enum ScanReport {
+public enum ScanReport: DocumentView {
+    public typealias Subject = Storelens.ScanResult
+
     public static func json(inventories: [Inventory], stores: [ScannedStore]) -> JSONValue {
         .object([
             ("schemaVersion", .int(InspectionReport.schemaVersion)),
@@ -131,4 +133,10 @@ public enum ScanReport {
             })),
         ])
     }
+}
+
+extension ScanReport {
+    public static func json(_ result: Storelens.ScanResult) -> JSONValue { json(inventories: result.inventories, stores: result.stores) }
+    public static func text(_ result: Storelens.ScanResult) -> String { text(inventories: result.inventories, stores: result.stores) }
+    public static func markdown(_ result: Storelens.ScanResult) -> String { markdown(inventories: result.inventories, stores: result.stores) }
 }

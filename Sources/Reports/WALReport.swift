@@ -7,7 +7,9 @@ import WALForensics
 /// The views of `wal`: the WAL and `-shm` report, the `--diff` report and
 /// the `--as-of --out` receipt, as text for people and JSON for machines
 /// (documented in docs/json-output.md).
-public enum WALReport {
+public enum WALReport: DocumentView {
+    public typealias Subject = [WALAnalysis]
+
     /// Version of the report's JSON layout; bumped only on incompatible changes (2: the findings
     /// in the shape every command uses, under `findings`, instead of `warnings` and `notes`).
     public static let schemaVersion = 2

@@ -77,11 +77,7 @@ struct CheckCommand: Command {
         defer { session.scratch.remove() }
         let result = try Storelens.check(paths, options, in: session)
         try session.finish()
-        switch format {
-        case "json": output.write(CheckReport.json(result).rendered() + "\n")
-        case "markdown": output.write(CheckReport.markdown(result))
-        default: output.write(CheckReport.text(result))
-        }
+        output.write(CheckReport.rendered(result, as: format))
         // The other stores were checked; the refused ones are input errors all the same.
         for r in result.refused { output.error("Error: \(r.reason)\n") }
         if !result.refused.isEmpty { return .usageOrInput }

@@ -60,11 +60,7 @@ struct InspectCommand: Command {
         defer { session.scratch.remove() }
         let result = try Storelens.inspect(paths, options, in: session)
         try session.finish()
-        switch format {
-        case "json": output.write(InspectionReport.json(result).rendered() + "\n")
-        case "markdown": output.write(InspectionReport.markdown(result))
-        default: output.write(InspectionReport.text(result))
-        }
+        output.write(InspectionReport.rendered(result, as: format))
         if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
         // The other stores were read; the refused ones are input errors all the same.
         for r in result.refused { output.error("Error: \(r.reason)\n") }

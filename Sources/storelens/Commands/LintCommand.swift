@@ -53,11 +53,7 @@ struct LintCommand: Command {
             try session.finish()
             if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
         }
-        switch format {
-        case "json": output.write(LintReport.json(result).rendered() + "\n")
-        case "markdown": output.write(LintReport.markdown(result))
-        default: output.write(LintReport.text(result))
-        }
+        output.write(LintReport.rendered(result, as: format))
         return result.findings.any(atOrAbove: failOn) ? .findings : .success
     }
 }

@@ -51,11 +51,7 @@ struct MigrationCommand: Command {
                                              in: session)
         for note in result.notes { output.error("Note: \(note)\n") }
         try session.finish()
-        switch format {
-        case "json": output.write(MigrationReport.json(result.plan).rendered() + "\n")
-        case "markdown": output.write(MigrationReport.markdown(result.plan))
-        default: output.write(MigrationReport.text(result.plan))
-        }
+        output.write(MigrationReport.rendered(result.plan, as: format))
         if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
         return result.plan.failsOrLosesData ? .findings : .success
     }

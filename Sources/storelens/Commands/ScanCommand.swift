@@ -59,16 +59,11 @@ struct ScanCommand: Command {
         // Machine-readable output carries the archive's SHA-256 (docs/json-output.md); the text
         // view skips it, as hashing a large archive costs more than reading it.
         let result = try Storelens.scan(paths, .init(input: input.options, hashArchives: evidencePath != nil || format == "json"), in: session)
-        let (inventories, scanned) = (result.inventories, result.stores)
         try session.finish()
         if let evidencePath {
-            try OutputFile.create(ScanReport.evidence(inventories: inventories, ledger: session.ledger).rendered() + "\n", at: evidencePath)
+            try OutputFile.create(ScanReport.evidence(inventories: result.inventories, ledger: session.ledger).rendered() + "\n", at: evidencePath)
         }
-        switch format {
-        case "json": output.write(ScanReport.json(inventories: inventories, stores: scanned).rendered() + "\n")
-        case "markdown": output.write(ScanReport.markdown(inventories: inventories, stores: scanned))
-        default: output.write(ScanReport.text(inventories: inventories, stores: scanned))
-        }
+        output.write(ScanReport.rendered(result, as: format))
         if let damaged = result.damaged, let damage = damaged.damage {
             output.error("Error: \(damaged.input): \(damage); copy the archive again — it was cut off or corrupted.\n")
             return .usageOrInput

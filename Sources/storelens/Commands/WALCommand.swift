@@ -117,11 +117,7 @@ struct WALCommand: Command {
         case .report:
             let analyses = try Storelens.wal(paths, .init(input: input.options, integrityCheck: integrityCheck, timings: Timings.fromEnvironment), in: session)
             try session.finish()
-            switch format {
-            case "json": output.write(WALReport.json(analyses).rendered() + "\n")
-            case "markdown": output.write(WALReport.markdown(analyses))
-            default: output.write(WALReport.text(analyses))
-            }
+            output.write(WALReport.rendered(analyses, as: format))
 
         case .diff(let from, let to):
             // Every store is read before anything is printed, so a failure leaves no half document.
