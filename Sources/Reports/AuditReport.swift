@@ -5,9 +5,11 @@ import StoreFormats
 
 /// The views of `audit`.
 public enum AuditReport {
+    /// Version of the JSON layout; bumped only on incompatible changes.
+    public static let schemaVersion = 1
+
     public static func json(_ r: AuditResult, manifest: String) -> JSONValue {
-        .object([
-            ("schemaVersion", .int(InspectionReport.schemaVersion)),
+        JSONDocument.make(schemaVersion: schemaVersion, [
             ("manifest", .string(manifest)),
             ("stacks", .array(r.bindings.map { .object([("name", .string($0.stack)), ("kind", .string($0.kind)), ("store", .optional($0.store))]) })),
             ("entities", .array(r.entities.map { e in

@@ -31,7 +31,7 @@ public final class HistoryWriter {
     public static func header(_ history: Storelens.StoreHistory) -> [(String, JSONValue)] {
         let o = history.options
         return [
-            ("schemaVersion", .int(schemaVersion)),
+            JSONDocument.version(schemaVersion),
             ("path", .string(history.path)),
             ("modelSource", .string(history.modelSource.rawValue)),
             ("filters", .object([("entity", .optional(history.entity)), ("author", .optional(o.author)), ("bundleID", .optional(o.bundleID)),

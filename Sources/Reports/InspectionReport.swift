@@ -11,8 +11,7 @@ public enum InspectionReport: DocumentView {
     public static let schemaVersion = 1
 
     public static func json(_ inspections: [StoreInspection]) -> JSONValue {
-        .object([
-            ("schemaVersion", .int(schemaVersion)),
+        JSONDocument.make(schemaVersion: schemaVersion, [
             ("stores", .array(inspections.map(json(store:)))),
         ])
     }

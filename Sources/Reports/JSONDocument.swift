@@ -5,7 +5,12 @@ import StoreFormats
 /// says which shape the rest has, docs/json-output.md), then the document's own members.
 public enum JSONDocument {
     public static func make(schemaVersion: Int, _ members: [(String, JSONValue)]) -> JSONValue {
-        .object([("schemaVersion", .int(schemaVersion))] + members)
+        .object([version(schemaVersion)] + members)
+    }
+
+    /// The first member of a document that is written piece by piece (rows, history).
+    public static func version(_ schemaVersion: Int) -> (String, JSONValue) {
+        ("schemaVersion", .int(schemaVersion))
     }
 
     /// `refused`: the stores an input held that could not be read (absent when none was).

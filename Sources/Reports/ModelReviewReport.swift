@@ -9,6 +9,9 @@ import StoreFormats
 public enum MigrationReport: DocumentView {
     public typealias Subject = MigrationPlan
 
+    /// Version of the JSON layout; bumped only on incompatible changes.
+    public static let schemaVersion = 1
+
     static func hopTitle(_ hop: MigrationHop, plan: MigrationPlan) -> String {
         let version = hop.versionIdentifiers.filter { !$0.isEmpty }.joined(separator: ", ")
         return "hop \(hop.number): \(plural(hop.stores.count, "store")) at version \(version.isEmpty ? "-" : version) (\(hop.versionDigest)) → \(plan.target.name)"
@@ -44,8 +47,7 @@ public enum MigrationReport: DocumentView {
     }
 
     public static func json(_ plan: MigrationPlan) -> JSONValue {
-        .object([
-            ("schemaVersion", .int(InspectionReport.schemaVersion)),
+        JSONDocument.make(schemaVersion: schemaVersion, [
             ("target", .object([("name", .string(plan.target.name)), ("source", .string(plan.target.model.source.rawValue)),
                                 ("origin", .string(plan.target.model.origin)), ("entities", .int(plan.target.model.entities.count))])),
             ("failsOrLosesData", .bool(plan.failsOrLosesData)),

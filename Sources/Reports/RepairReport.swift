@@ -5,9 +5,11 @@ import StoreFormats
 
 /// The views of `repair`: the plan, what was applied, and the proof.
 public enum RepairReport {
+    /// Version of the JSON layout; bumped only on incompatible changes.
+    public static let schemaVersion = 1
+
     public static func json(_ o: RepairOutcome, inputHashes: [(String, String?)]) -> JSONValue {
-        .object([
-            ("schemaVersion", .int(InspectionReport.schemaVersion)),
+        JSONDocument.make(schemaVersion: schemaVersion, [
             ("input", .string(o.input)),
             ("inputHashes", .object(inputHashes.map { ($0.0, .optional($0.1)) })),
             ("plan", plan(o.plan, changes: o.written ? o.changes : nil)),

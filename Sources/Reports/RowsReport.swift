@@ -70,7 +70,7 @@ public final class RowsWriter {
     /// The members every rows document starts with: the store, the entity, the model, the fields.
     public static func header(_ rows: Storelens.EntityRows) -> [(String, JSONValue)] {
         var header: [(String, JSONValue)] = [
-            ("schemaVersion", .int(schemaVersion)),
+            JSONDocument.version(schemaVersion),
             ("path", .string(rows.path)),
             ("entity", .string(rows.entity)),
             ("modelSource", .string(rows.model.source.rawValue)),
@@ -92,7 +92,7 @@ public final class RowsWriter {
     /// A Core Data XML store's header: its format stands for the model.
     public static func header(_ rows: AtomicStoreRows, of store: AcquiredAtomicStore) -> [(String, JSONValue)] {
         [
-            ("schemaVersion", .int(schemaVersion)),
+            JSONDocument.version(schemaVersion),
             ("path", .string(store.displayPath)),
             ("entity", .string(rows.entity)),
             ("modelSource", .string(store.format.rawValue)),

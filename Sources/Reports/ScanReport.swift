@@ -8,9 +8,14 @@ import StoreFormats
 public enum ScanReport: DocumentView {
     public typealias Subject = Storelens.ScanResult
 
+    /// Version of the JSON layout; bumped only on incompatible changes.
+    public static let schemaVersion = 1
+
+    /// Version of `--evidence`'s JSON layout.
+    public static let evidenceSchemaVersion = 1
+
     public static func json(inventories: [Inventory], stores: [ScannedStore]) -> JSONValue {
-        .object([
-            ("schemaVersion", .int(InspectionReport.schemaVersion)),
+        JSONDocument.make(schemaVersion: schemaVersion, [
             ("inputs", .array(inventories.map { inv in
                 .object([
                     ("input", .string(inv.input)),
@@ -114,8 +119,7 @@ public enum ScanReport: DocumentView {
 
     /// The evidence manifest (`--evidence FILE`): the inputs' hashes and every file extracted.
     public static func evidence(inventories: [Inventory], ledger: EvidenceLedger) -> JSONValue {
-        .object([
-            ("schemaVersion", .int(1)),
+        JSONDocument.make(schemaVersion: evidenceSchemaVersion, [
             ("tool", .string("storelens")),
             ("inputs", .array(inventories.map { inv in
                 .object([("input", .string(inv.input)), ("kind", .string(inv.kind.rawValue)), ("sha256", .optional(inv.inputSHA256)),

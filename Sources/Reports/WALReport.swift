@@ -295,8 +295,7 @@ public enum WALReport: DocumentView {
     }
 
     public static func json(written w: WrittenImage) -> JSONValue {
-        .object([
-            ("schemaVersion", .int(writtenImageSchemaVersion)),
+        JSONDocument.make(schemaVersion: writtenImageSchemaVersion, [
             ("stores", .array([.object([
                 ("path", .string(w.path)),
                 ("asOf", .object([

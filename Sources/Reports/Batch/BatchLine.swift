@@ -36,8 +36,7 @@ public struct BatchLine: Sendable {
     }
 
     public func json() -> JSONValue {
-        .object([
-            ("schemaVersion", .int(Self.schemaVersion)),
+        JSONDocument.make(schemaVersion: Self.schemaVersion, [
             ("command", .string(command)),
             ("input", .string(input)),
             ("sha256", .optional(sha256)),

@@ -169,8 +169,7 @@ public struct BatchMerge: Sendable {
     // MARK: views
 
     public func json() -> JSONValue {
-        .object([
-            ("schemaVersion", .int(Self.schemaVersion)),
+        JSONDocument.make(schemaVersion: Self.schemaVersion, [
             ("files", .array(files.map(JSONValue.string))),
             ("lines", .int(lineCount)),
             ("inputs", .int(inputCount)),
