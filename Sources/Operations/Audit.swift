@@ -19,7 +19,7 @@ extension Storelens {
     /// each entity, and whether the legacy side's records reached the new store once each.
     /// `inputs` is read as one case (one container, or the stores of one test).
     public static func audit(_ inputs: [String], manifest: Manifest, _ options: AuditOptions = AuditOptions()) throws -> AuditResult {
-        try reading { try audit(inputs, manifest: manifest, options, in: $0) }
+        try reading(options.input) { try audit(inputs, manifest: manifest, options, in: $0) }
     }
 
     /// `audit(_:manifest:_:)` through a session the caller made and finishes.

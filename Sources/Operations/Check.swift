@@ -44,7 +44,7 @@ extension Storelens {
     /// on every store of `inputs`. A plain SQLite database gets SQLite's check alone; a store that
     /// cannot be read is listed in `refused` and the others are still checked.
     public static func check(_ inputs: [String], _ options: CheckOptions = CheckOptions()) throws -> CheckResult {
-        try reading { try check(inputs, options, in: $0) }
+        try reading(options.input) { try check(inputs, options, in: $0) }
     }
 
     /// `check(_:_:)` through a session the caller made and finishes.

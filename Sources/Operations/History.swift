@@ -54,7 +54,7 @@ extension Storelens {
     /// `storelens history`: the one store of `input`'s persistent history, every transaction the
     /// filters keep with its changes.
     public static func history(_ input: String, _ options: HistoryOptions = HistoryOptions()) throws -> (StoreHistory, [HistoryTransaction]) {
-        try reading { session in
+        try reading(options.input) { session in
             var history = try history(input, options, in: session)
             var transactions: [HistoryTransaction] = []
             try history.forEachTransaction { transactions.append($0) }

@@ -29,7 +29,7 @@ extension Storelens {
 
     /// `storelens inspect`: every store in `inputs` (store files, containers, archives, backups).
     public static func inspect(_ inputs: [String], _ options: InspectOptions = InspectOptions()) throws -> InspectResult {
-        try reading { try inspect(inputs, options, in: $0) }
+        try reading(options.input) { try inspect(inputs, options, in: $0) }
     }
 
     /// `inspect(_:_:)` through a session the caller made and finishes.

@@ -38,7 +38,7 @@ extension Storelens {
     /// rules), for every Core Data store of `inputs`, or for `options.model` alone when `inputs` is empty.
     public static func lint(_ inputs: [String], _ options: LintOptions = LintOptions()) throws -> LintResult {
         if inputs.isEmpty, let model = options.model { return try lint(model: model) }
-        return try reading { try lint(inputs, options, in: $0) }
+        return try reading(options.input) { try lint(inputs, options, in: $0) }
     }
 
     /// A model file (`.xcdatamodeld`, `.xcdatamodel`, `.momd`, `.mom`) linted on its own.

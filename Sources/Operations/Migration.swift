@@ -26,7 +26,7 @@ extension Storelens {
     /// `storelens migration`: the migration of the old stores of `inputs` to the model `target`
     /// names (a model file or a store), checked hop by hop against the stores' data.
     public static func migration(_ inputs: [String], to target: String, _ options: MigrationOptions = MigrationOptions()) throws -> MigrationResult {
-        try reading { try migration(inputs, to: target, options, in: $0) }
+        try reading(options.input) { try migration(inputs, to: target, options, in: $0) }
     }
 
     /// `migration(_:to:_:)` through a session the caller made and finishes.

@@ -66,7 +66,7 @@ extension Storelens {
 
     /// `storelens rows`, read while `body` runs: the one store of `input`'s rows of one entity.
     public static func rows<T>(_ input: String, _ options: RowsOptions, _ body: (StoreRows) throws -> T) throws -> T {
-        try reading { try body(try rows(input, options, in: $0)) }
+        try reading(options.input) { try body(try rows(input, options, in: $0)) }
     }
 
     /// `rows(_:_:_:)` through a session the caller made and finishes: the rows opened, to be read

@@ -54,7 +54,7 @@ extension Storelens {
     /// tell Core Data from plain SQLite and SwiftData from Core Data; a store that cannot be
     /// opened is listed with its problem, not left out.
     public static func scan(_ inputs: [String], _ options: ScanOptions = ScanOptions()) throws -> ScanResult {
-        try reading { try scan(inputs, options, in: $0) }
+        try reading(options.input) { try scan(inputs, options, in: $0) }
     }
 
     /// `scan(_:_:)` through a session the caller made and finishes.

@@ -26,7 +26,7 @@ extension Storelens {
     /// `storelens schema`: the one store of `input`'s model (cached, from `--model`, or inferred)
     /// with its SQL map, columns and tables nothing maps, and what disagreed.
     public static func schema(_ input: String, _ options: SchemaOptions = SchemaOptions()) throws -> StoreSchema {
-        try reading { try schema(input, options, in: $0) }
+        try reading(options.input) { try schema(input, options, in: $0) }
     }
 
     /// `schema(_:_:)` through a session the caller made and finishes.

@@ -20,18 +20,24 @@ public enum Storelens {
         public var store: String?
         public var open: OpenOptions
         public var limits: ArchiveLimits
+        /// Where an encrypted backup's password comes from (a file, a variable, the terminal); nil
+        /// refuses an encrypted backup. The calls that make their own session use it; a session
+        /// you make carries its own.
+        public var backupPassword: BackupPasswordSource?
 
-        public init(store: String? = nil, open: OpenOptions = OpenOptions(), limits: ArchiveLimits = ArchiveLimits()) {
+        public init(store: String? = nil, open: OpenOptions = OpenOptions(), limits: ArchiveLimits = ArchiveLimits(),
+                    backupPassword: BackupPasswordSource? = nil) {
             self.store = store
             self.open = open
             self.limits = limits
+            self.backupPassword = backupPassword
         }
     }
 
     /// A session whose working folder is removed whatever happens, and whose originals are checked
     /// unchanged before the answer is returned.
-    static func reading<T>(_ body: (EvidenceSession) throws -> T) throws -> T {
-        let session = try EvidenceSession(backupPassword: nil)
+    static func reading<T>(_ input: InputOptions, _ body: (EvidenceSession) throws -> T) throws -> T {
+        let session = try EvidenceSession(backupPassword: input.backupPassword)
         defer { session.scratch.remove() }
         let result = try body(session)
         try session.finish()

@@ -23,7 +23,7 @@ extension Storelens {
     /// `storelens wal`: what each store's -wal and -shm hold (transactions, the tables they
     /// wrote, frames beyond the last commit, the -shm state, warnings).
     public static func wal(_ inputs: [String], _ options: WALOptions = WALOptions()) throws -> [WALAnalysis] {
-        try reading { try wal(inputs, options, in: $0) }
+        try reading(options.input) { try wal(inputs, options, in: $0) }
     }
 
     /// `wal(_:_:)` through a session the caller made and finishes.

@@ -35,7 +35,7 @@ extension Storelens {
 
     /// `storelens wal --diff`: the rows each store's WAL inserted, updated and deleted between two states.
     public static func walDiff(_ inputs: [String], _ options: WALDiffOptions = WALDiffOptions()) throws -> [RecordChanges] {
-        try reading { try walDiff(inputs, options, in: $0) }
+        try reading(options.input) { try walDiff(inputs, options, in: $0) }
     }
 
     /// `walDiff(_:_:)` through a session the caller made and finishes.
@@ -59,7 +59,7 @@ extension Storelens {
     /// pass per store; each is handed to `visit` and dropped before the next is built.
     public static func walEachCommit(_ inputs: [String], _ input: InputOptions = InputOptions(),
                                      visit: (CommitWalk) throws -> Void) throws {
-        try reading { try walEachCommit(inputs, input, in: $0, visit: visit) }
+        try reading(input) { try walEachCommit(inputs, input, in: $0, visit: visit) }
     }
 
     /// `walEachCommit(_:_:visit:)` through a session the caller made and finishes.

@@ -19,7 +19,7 @@ extension Storelens {
     /// `storelens wal --as-of N --out FILE`: the one store of `inputs` as of commit `commit`
     /// (nil: the last commit). Writing it is the caller's: the command writes it where `--out` says.
     public static func walImage(_ inputs: [String], commit: Int?, _ input: InputOptions = InputOptions()) throws -> PointInTimeImage {
-        try reading { try walImage(inputs, commit: commit, input, in: $0) }
+        try reading(input) { try walImage(inputs, commit: commit, input, in: $0) }
     }
 
     /// `walImage(_:commit:_:)` through a session the caller made and finishes.

@@ -30,7 +30,7 @@ extension Storelens {
     /// `storelens recover`: every version of every record the stores of `input` still hold (live,
     /// superseded in the WAL, deleted, uncommitted, carved), handed to `visit` as it is found.
     public static func recover(_ input: String, _ options: RecoverOptions = RecoverOptions(), visit: (RecoveryWalk) throws -> Void) throws {
-        try reading { try recover(input, options, in: $0, visit: visit) }
+        try reading(options.input) { try recover(input, options, in: $0, visit: visit) }
     }
 
     /// `recover(_:_:visit:)` through a session the caller made and finishes.
@@ -57,7 +57,7 @@ extension Storelens {
 
     /// `storelens recover --out FILE`: every version into a new SQLite file (never over an existing one).
     public static func recover(_ input: String, _ options: RecoverOptions = RecoverOptions(), into output: String) throws -> RecoveredFile {
-        try reading { try recover(input, options, into: output, in: $0) }
+        try reading(options.input) { try recover(input, options, into: output, in: $0) }
     }
 
     /// `recover(_:_:into:)` through a session the caller made and finishes.

@@ -47,7 +47,7 @@ extension Storelens {
     /// applied to a copy in one transaction, checked again after; the input is never changed
     /// except by `.inPlace`, and then only after a verified backup.
     public static func repair(_ input: String, _ options: RepairOptions) throws -> RepairOutcome {
-        let session = try EvidenceSession(backupPassword: nil)
+        let session = try EvidenceSession(backupPassword: options.input.backupPassword)
         defer { session.scratch.remove() }
         let outcome = try repair(input, options, in: session)
         if case .inPlace = options.mode, outcome.written { return outcome }

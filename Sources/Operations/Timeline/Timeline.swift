@@ -29,7 +29,7 @@ extension Storelens {
     /// each store's order (sort by `referenceSeconds` for one timeline, as the command does).
     public static func timeline(_ input: String, _ options: TimelineOptions = TimelineOptions(),
                                 visit: (_ store: String, TimelineEvent) throws -> Void) throws -> TimelineLeftOut {
-        try reading { try timeline(input, options, in: $0, visit: visit) }
+        try reading(options.input) { try timeline(input, options, in: $0, visit: visit) }
     }
 
     /// `timeline(_:_:visit:)` through a session the caller made and finishes.
