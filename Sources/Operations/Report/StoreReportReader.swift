@@ -126,19 +126,7 @@ public struct StoreReportReader {
             // behind): a finding both made is listed once.
             section.findings += findings.filter { !section.findings.contains($0) }
             stage("planning repairs")
-            let repair = try RepairPlanner(opened: opened).plan(for: findings)
-            for action in repair.actions {
-                let affected = action.affected.isEmpty ? "" : " (first: \(action.affected.joined(separator: ", ")))"
-                plan.steps.append(.init(store: displayPath, title: "\(action.name)" + (action.entity.map { " on \($0)" } ?? ""),
-                                        detail: "\(action.summary) — \(plural(action.count, "row"))\(affected); tables: \(action.tables.joined(separator: ", ")).",
-                                        resolves: [action.answers]))
-            }
-            if !repair.actions.isEmpty {
-                plan.note = "Nothing was changed. `storelens repair INPUT --store PATH --plan` prints the same plan; `--out FILE` applies it to a copy and checks the copy again."
-            }
-            if !repair.unrepaired.isEmpty {
-                planNotes.append("\(plural(repair.unrepaired.count, "finding")) in \(displayPath) ha\(repair.unrepaired.count == 1 ? "s" : "ve") no automatic repair (\(Set(repair.unrepaired.map(\.id)).sorted().joined(separator: ", "))).")
-            }
+            try Self.planRepairs(opened, findings: findings, displayPath: displayPath, into: &plan, notes: &planNotes)
             // Before a release: the same findings `lint` and `migration` give, store by store.
             if lint {
                 stage("linting the model")
@@ -150,6 +138,25 @@ public struct StoreReportReader {
             }
         } catch {
             section.problems.append("The checks could not run: \(describe(error))")
+        }
+    }
+
+    /// The repair steps `storelens repair` would take for `findings`, in the report's shape; the
+    /// findings no repair answers, as a note.
+    static func planRepairs(_ opened: OpenedStore, findings: [Finding], displayPath: String, into plan: inout ReportDocument.RepairPlan,
+                            notes planNotes: inout [String]) throws {
+        let repair = try RepairPlanner(opened: opened).plan(for: findings)
+        for action in repair.actions {
+            let affected = action.affected.isEmpty ? "" : " (first: \(action.affected.joined(separator: ", ")))"
+            plan.steps.append(.init(store: displayPath, title: "\(action.name)" + (action.entity.map { " on \($0)" } ?? ""),
+                                    detail: "\(action.summary) — \(plural(action.count, "row"))\(affected); tables: \(action.tables.joined(separator: ", ")).",
+                                    resolves: [action.answers]))
+        }
+        if !repair.actions.isEmpty {
+            plan.note = "Nothing was changed. `storelens repair INPUT --store PATH --plan` prints the same plan; `--out FILE` applies it to a copy and checks the copy again."
+        }
+        if !repair.unrepaired.isEmpty {
+            planNotes.append("\(plural(repair.unrepaired.count, "finding")) in \(displayPath) ha\(repair.unrepaired.count == 1 ? "s" : "ve") no automatic repair (\(Set(repair.unrepaired.map(\.id)).sorted().joined(separator: ", "))).")
         }
     }
 }
