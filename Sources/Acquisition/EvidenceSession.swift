@@ -179,26 +179,19 @@ public final class EvidenceSession {
     }
 }
 
-/// The after-hash of a ledger, run on a thread of its own.
-private final class BackgroundVerification: @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private var outcome: Result<Void, Error> = .success(())
+/// The after-hash of a ledger, run on a thread of its own (`BackgroundWork`).
+private final class BackgroundVerification: Sendable {
+    private let hashing: BackgroundWork<Result<Void, Error>>
     /// Files recorded after the hashing started are hashed by `wait` itself.
     private let covered: Set<String>
 
     init(_ ledger: EvidenceLedger) {
         covered = Set(ledger.entries.map(\.path))
-        let thread = Thread { [self] in
-            outcome = Result { try ledger.verifyUnchanged() }
-            done.signal()
-        }
-        thread.name = "storelens.verify"
-        thread.start()
+        hashing = BackgroundWork(name: "storelens.verify") { Result { try ledger.verifyUnchanged() } }
     }
 
     func wait() throws {
-        done.wait()
-        try outcome.get()
+        try hashing.result().get()
     }
 
     func covers(_ path: String) -> Bool { covered.contains(path) }

@@ -211,7 +211,7 @@ public struct StoreChecker: @unchecked Sendable {
             // The second connection is let go of by the thread before its result is posted:
             // nothing of it outlives this call.
             let other = sibling(on: second)
-            let worker = BackgroundWork(name: "storelens.check") { queue.drain(with: other, firstConnection: false) }
+            let worker = BackgroundWork(decodingAsCaller: "storelens.check") { queue.drain(with: other, firstConnection: false) }
             queue.drain(with: self, firstConnection: true)
             worker.result()
         } else {

@@ -547,6 +547,6 @@ enum BackgroundQuickCheck {
     /// The problems quick_check finds (["ok"] for none), from `result()`.
     static func start(_ evidence: WALEvidence) -> BackgroundWork<[String]>? {
         guard let connection = PointInTime.workingCopyView(evidence, commit: evidence.commitCount) else { return nil }
-        return BackgroundWork(name: "storelens.wal-quick-check") { WALAgreement.integrity(connection, full: false, maxErrors: 5) }
+        return BackgroundWork(decodingAsCaller: "storelens.wal-quick-check") { WALAgreement.integrity(connection, full: false, maxErrors: 5) }
     }
 }

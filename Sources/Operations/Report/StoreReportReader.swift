@@ -245,7 +245,7 @@ final class Parts: @unchecked Sendable {
         let assumedCoreData = checker != nil
 
         let integrityRuns = integrityChecker != nil
-        let other = BackgroundWork(name: "storelens.report-parts") { [parts, checker] in
+        let other = BackgroundWork(decodingAsCaller: "storelens.report-parts") { [parts, checker] in
             let stopwatch = Stopwatch()
             if let checker {
                 parts.invariants = Result { try checker.runInvariants() }

@@ -67,7 +67,7 @@ public enum RecordRecovery {
                 // within what the two were (carving reads it little; 1.5 MB off the bench's peak).
                 try? last.connection.execute("PRAGMA cache_size = -512")
                 let names = entityNames(last, entityTables: entityTables)
-                early = (last, entityTables, names, BackgroundWork(name: "storelens.recover-carving") {
+                early = (last, entityTables, names, BackgroundWork(decodingAsCaller: "storelens.recover-carving") {
                     Result { try CarvedVersions.collect(evidence, state: last, entityTables: entityTables, names: names, filter: filter) }
                 })
             }

@@ -7,8 +7,9 @@ import StoreFormats
 ///
 /// What the work captured (a connection, a state's reader) belongs to the thread until the result
 /// is posted, and is let go of before it is: once `result()` returns, the caller may use it again
-/// and the thread holds nothing. The caller's display zone and progress reporter (task locals a
-/// new thread does not inherit) are bound on the thread, so it decodes and reports as the caller would.
+/// and the thread holds nothing. The caller's progress reporter (a task local a new thread does
+/// not inherit) is bound on the thread, so it reports as the caller would; work that decodes
+/// values uses `init(decodingAsCaller:_:)` (CoreDataStore), which binds the display zone too.
 public final class BackgroundWork<Value>: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     private let lock = NSLock()
@@ -17,12 +18,11 @@ public final class BackgroundWork<Value>: @unchecked Sendable {
 
     public init(name: String, _ work: @escaping () -> Value) {
         self.work = work
-        let zone = DisplayZone.current
         let progress = ProgressReporter.current
         let thread = Thread { [self] in
             var body = self.work
             self.work = nil
-            let value = DisplayZone.$current.withValue(zone) { ProgressReporter.$current.withValue(progress) { body!() } }
+            let value = ProgressReporter.$current.withValue(progress) { body!() }
             body = nil
             lock.lock()
             outcome = value
