@@ -8,8 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 swift=${SWIFT:-swift}
 
-version=$(sed -n 's/^ *static let version = "\([^"]*\)".*/\1/p' Sources/storelens/CLI/Storelens.swift)
-[ -n "$version" ] || { echo "make dist: cannot read the version from Sources/storelens/CLI/Storelens.swift" >&2; exit 1; }
+version=$(sed -n 's/^ *static let version = "\([^"]*\)".*/\1/p' Sources/storelens/CLI/RootCommand.swift)
+[ -n "$version" ] || { echo "make dist: cannot read the version from Sources/storelens/CLI/RootCommand.swift" >&2; exit 1; }
 # The commit is baked in as a C macro (Sources/CBuildInfo); outside git it stays "unknown".
 commit=unknown
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then

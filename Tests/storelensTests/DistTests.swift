@@ -15,7 +15,7 @@ struct DistTests {
 
     /// The version the archive is named by, read where `scripts/dist.sh` reads it.
     static var version: String? {
-        guard let source = try? String(contentsOf: root.appendingPathComponent("Sources/storelens/CLI/Storelens.swift"), encoding: .utf8),
+        guard let source = try? String(contentsOf: root.appendingPathComponent("Sources/storelens/CLI/RootCommand.swift"), encoding: .utf8),
               let line = source.split(separator: "\n").first(where: { $0.contains("static let version = \"") }),
               let value = line.split(separator: "\"").dropFirst().first else { return nil }
         return String(value)
