@@ -25,6 +25,8 @@ enum PausedRun {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = stderr
         try process.run()
+        // Not a timing bound: the pause holds for up to 60 s, so the wait ends when it is reached
+        // (or the process has ended, which the caller's expectations report).
         while process.isRunning, !FileManager.default.fileExists(atPath: gate.path + ".reached") { usleep(5_000) }
         return process
     }
