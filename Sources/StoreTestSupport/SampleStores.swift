@@ -20,4 +20,11 @@ public enum SampleStores {
         try writer.close()
         return url
     }
+
+    /// The demo container (`DemoContainer`) written into `folder`; returns its SwiftData store,
+    /// whose latest transactions are only in its -wal.
+    public static func demo(in folder: TemporaryFolder) throws -> URL {
+        try DemoContainer.write(into: folder.url)
+        return folder.url.appendingPathComponent("Library/Application Support/default.store")
+    }
 }

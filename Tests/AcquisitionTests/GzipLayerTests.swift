@@ -15,7 +15,7 @@ struct GzipLayerTests {
 
     /// The demo container, its uncompressed tar, and the SHA-256 of each loose file by path.
     static func container(in folder: TemporaryFolder, then extra: [ArchiveMaker.Entry] = []) throws -> (tar: Data, loose: [String: String]) {
-        let container = try InventoryTests.demoContainer(in: folder)
+        let container = try InventoryInputs.demoContainer(in: folder)
         let tarURL = folder.path("container.tar")
         try ArchiveMaker.write(try ArchiveMaker.entries(of: container, prefix: "c") + extra, to: tarURL, format: .paxTar)
         var loose: [String: String] = [:]

@@ -9,16 +9,6 @@ import Testing
 /// Finding stores in folders, archives and backups.
 @Suite("Finding stores in inputs")
 struct InventoryTests {
-    static func demoContainer(in folder: TemporaryFolder) throws -> URL {
-        let container = folder.path("container")
-        try DemoContainer.write(into: container)
-        // A media file and a cache database that is not named like one.
-        try Data(repeating: 7, count: 50_000).write(to: container.appendingPathComponent("Documents/photo.jpg"))
-        let cache = try Connection.open(path: container.appendingPathComponent("Library/Caches/Cache.data").path, mode: .create)
-        try cache.execute("CREATE TABLE c (k, v); INSERT INTO c VALUES (1, 2);")
-        return container
-    }
-
     static func inventory(_ input: URL, limits: ArchiveLimits = ArchiveLimits()) throws -> (Inventory, EvidenceSession) {
         let session = try EvidenceSession()
         return (try InputResolver(session: session, limits: limits, hashArchives: true).inventory(of: input.path), session)
@@ -27,7 +17,7 @@ struct InventoryTests {
     @Test("a container folder: stores by magic bytes, sidecars, container identity, well-known location")
     func folder() throws {
         let folder = try TemporaryFolder("inv-folder")
-        let container = try Self.demoContainer(in: folder)
+        let container = try InventoryInputs.demoContainer(in: folder)
         let (inv, session) = try Self.inventory(container)
         defer { session.scratch.remove() }
         #expect(inv.kind == .folder)
@@ -129,7 +119,7 @@ struct InventoryTests {
     func archives(_ kind: String) throws {
         let (_, format, filter, stored) = try #require(Self.kinds.first { $0.0 == kind })
         let folder = try TemporaryFolder("inv-archive")
-        let container = try Self.demoContainer(in: folder)
+        let container = try InventoryInputs.demoContainer(in: folder)
         // Sidecars before their database, as device tools sometimes write them.
         var entries = try ArchiveMaker.entries(of: container, prefix: "container")
         entries.sort { lhs, rhs in
@@ -197,7 +187,7 @@ struct InventoryTests {
     @Test("bad archives: truncated (found before the damage), corrupt gzip, empty, unsupported, bomb, encrypted entry")
     func badArchives() throws {
         let folder = try TemporaryFolder("inv-bad")
-        let container = try Self.demoContainer(in: folder)
+        let container = try InventoryInputs.demoContainer(in: folder)
         var entries = try ArchiveMaker.entries(of: container)
         entries.append(.file("zzz/filler.bin", PseudoRandomBytes.data(400_000, seed: 42)))
         let good = folder.path("good.tar.gz")
@@ -252,7 +242,8 @@ struct InventoryTests {
     @Test("a backup folder resolves a store and its WAL through Manifest.db")
     func backup() throws {
         let folder = try TemporaryFolder("inv-backup")
-        let backup = try BackupMaker.make(in: folder.url, containerFrom: try Self.demoContainer(in: folder))
+        let backup = folder.path(InventoryInputs.backupName)
+        try PlainBackup.write(of: try InventoryInputs.demoContainer(in: folder), at: backup, domain: InventoryInputs.backupDomain)
         let (inv, session) = try Self.inventory(backup)
         defer { session.scratch.remove() }
         #expect(inv.kind == .backup)
@@ -281,12 +272,14 @@ struct InventoryTests {
         let error = try #require(throws: BackupError.self) { _ = try Self.inventory(noManifest) }
         #expect("\(error)".contains("no Manifest.db"))
 
-        let broken = try BackupMaker.make(in: folder.path("b").deletingLastPathComponent().appendingPathComponent("broken-parent"),
-                                          containerFrom: try Self.demoContainer(in: folder), extraRows: [
-                                            ("../../../../etc/passwd", "AppDomain-com.example.todo", "x.db"),
-                                            (String(repeating: "a", count: 40), "AppDomain-com.example.todo", "../../escape.db"),
-                                            (String(repeating: "b", count: 40), "AppDomain-com.example.todo", "Documents/missing.db"),
-                                          ])
+        let broken = folder.path("broken-parent/\(InventoryInputs.backupName)")
+        try PlainBackup.write(of: try InventoryInputs.demoContainer(in: folder), at: broken, domain: InventoryInputs.backupDomain) { _, manifest in
+            for (fileID, domain, relative) in [("../../../../etc/passwd", "AppDomain-com.example.todo", "x.db"),
+                                               (String(repeating: "a", count: 40), "AppDomain-com.example.todo", "../../escape.db"),
+                                               (String(repeating: "b", count: 40), "AppDomain-com.example.todo", "Documents/missing.db")] {
+                try manifest.run("INSERT INTO Files VALUES (?, ?, ?, 1, NULL)", [.text(fileID), .text(domain), .text(relative)])
+            }
+        }
         let (inv, session) = try Self.inventory(broken)
         defer { session.scratch.remove() }
         #expect(inv.skipped.count == 3)
@@ -294,30 +287,3 @@ struct InventoryTests {
     }
 }
 
-/// Builds a backup folder from a container, in the documented Manifest.db layout.
-enum BackupMaker {
-    static func make(in parent: URL, containerFrom container: URL, extraRows: [(String, String, String)] = []) throws -> URL {
-        let backup = parent.appendingPathComponent("00008030-001A2B3C4D5E802E")
-        try FileManager.default.createDirectory(at: backup, withIntermediateDirectories: true)
-        try BinaryPlistWriter.encode(.dictionary(["IsEncrypted": .bool(false), "Version": .string("10.0")]))
-            .write(to: backup.appendingPathComponent("Manifest.plist"))
-        let db = try Connection.open(path: backup.appendingPathComponent("Manifest.db").path, mode: .create)
-        try db.execute("CREATE TABLE Files (fileID TEXT PRIMARY KEY, domain TEXT, relativePath TEXT, flags INTEGER, file BLOB)")
-        let domain = "AppDomain-com.example.todo"
-        let walker = FileManager.default.enumerator(at: container, includingPropertiesForKeys: [.isRegularFileKey])
-        let base = container.standardizedFileURL.path
-        while let url = walker?.nextObject() as? URL {
-            guard (try url.resourceValues(forKeys: [.isRegularFileKey])).isRegularFile == true else { continue }
-            let relative = String(url.standardizedFileURL.path.dropFirst(base.count + 1))
-            let fileID = SHA256.hex(Data("\(domain)-\(relative)".utf8)).prefix(40)
-            let folder = backup.appendingPathComponent(String(fileID.prefix(2)))
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            try FileManager.default.copyItem(at: url, to: folder.appendingPathComponent(String(fileID)))
-            try db.run("INSERT INTO Files VALUES (?, ?, ?, 1, NULL)", [.text(String(fileID)), .text(domain), .text(relative)])
-        }
-        for (fileID, domain, relative) in extraRows {
-            try db.run("INSERT INTO Files VALUES (?, ?, ?, 1, NULL)", [.text(fileID), .text(domain), .text(relative)])
-        }
-        return backup
-    }
-}

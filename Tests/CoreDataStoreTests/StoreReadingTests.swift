@@ -9,15 +9,6 @@ import Testing
 /// Reading Core Data structures from builder-made stores that exercise what the real ones lack.
 @Suite("Core Data store reading")
 struct StoreReadingTests {
-    /// Three levels of inheritance, so counts by Z_ENT and including subentities differ.
-    static let shapes = ModelDescription(entities: [
-        EntityDescription("Shape", isAbstract: true, attributes: [AttributeDescription("name", .string)]),
-        EntityDescription("Polygon", parent: "Shape", attributes: [AttributeDescription("sides", .integer16)]),
-        EntityDescription("Square", parent: "Polygon", attributes: [AttributeDescription("side", .double)]),
-        EntityDescription("Circle", parent: "Shape", attributes: [AttributeDescription("radius", .double)]),
-        EntityDescription("Canvas", attributes: [AttributeDescription("title", .string)]),
-    ], versionIdentifiers: [""])
-
     static func inspect(_ url: URL) throws -> StoreInspection {
         let session = try EvidenceSession()
         defer { session.scratch.remove() }
@@ -30,7 +21,7 @@ struct StoreReadingTests {
     func inheritance() throws {
         let folder = try TemporaryFolder("inheritance")
         let url = folder.path("Shapes.sqlite")
-        let w = try StoreWriter(url: url, model: Self.shapes, options: .init(historyTracking: false))
+        let w = try StoreWriter(url: url, model: ShapesFixture.model, options: .init(historyTracking: false))
         try w.transaction(nil) { w in
             try w.insert("Polygon", ["name": .string("triangle"), "sides": .int(3)])
             try w.insert("Square", ["name": .string("s1"), "sides": .int(4), "side": .double(2)])

@@ -45,7 +45,7 @@ struct TextKeyRowsTests {
     func provedAbsentMeansAbsent(_ damage: Damage) throws {
         let folder = try TemporaryFolder("text-keys")
         let url = folder.path("Shapes.sqlite")
-        let w = try StoreWriter(url: url, model: StoreReadingTests.shapes, options: .init(historyTracking: false))
+        let w = try StoreWriter(url: url, model: ShapesFixture.model, options: .init(historyTracking: false))
         try w.transaction(nil) { w in
             try w.insert("Polygon", ["name": .string("triangle"), "sides": .int(3)])
             try w.insert("Square", ["name": .string("s1"), "sides": .int(4), "side": .double(2)])

@@ -12,18 +12,6 @@ import Testing
 
 @Suite("Repair on a copy")
 struct RepairTests {
-    static func acquire(_ url: URL, session: EvidenceSession) throws -> AcquiredStore {
-        try #require(try session.stores(from: [url.path]).first)
-    }
-
-    static func checkIDs(_ url: URL) throws -> [String] {
-        let session = try EvidenceSession()
-        defer { session.scratch.remove() }
-        let store = try acquire(url, session: session)
-        let opened = try OpenedStore.open(store.copy, displayPath: url.path)
-        return try StoreChecker(opened: opened, notes: store.copy.notes).run().map(\.id)
-    }
-
     /// What a case plants, and what SQLite must find changed between a WAL-applied copy of the
     /// input and the output: every changed value, deleted and inserted row, nothing else. The
     /// expectation is written from the plant and read from the copy (`before`), not from the plan.
@@ -114,7 +102,7 @@ struct RepairTests {
         let zMax = "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'Note'"
         #expect(try mainOnly.scalar(zMax).int == alone.count, "the main file alone is not damaged")
         #expect(try applied.scalar(zMax).int == 1, "the damage lives only in the -wal")
-        #expect(try Self.checkIDs(url) == ["zmax-below-max-pk"], "check reads the -wal")
+        #expect(try RepairInputs.checkIDs(url) == ["zmax-below-max-pk"], "check reads the -wal")
     }
 
     @Test("each repairable problem, with and without a -wal: SQLite finds exactly the planned changes between a WAL-applied copy of the input and the output",
@@ -123,7 +111,7 @@ struct RepairTests {
         let folder = try TemporaryFolder("repair-\(c.id)")
         let url = try InvariantFixture.make(in: folder.url, leavingWAL: leavingWAL) { try c.plant($0) }
         #expect(FileManager.default.fileExists(atPath: url.path + "-wal") == leavingWAL)
-        #expect(try Self.checkIDs(url) == [c.id])
+        #expect(try RepairInputs.checkIDs(url) == [c.id])
         let before = try FolderSnapshot(folder.url)
         let truth = try TemporaryFolder("repair-truth")
         let applied = try SQLiteCopies.walApplied(url, in: truth.url)
@@ -134,7 +122,7 @@ struct RepairTests {
         let fixed = out.path("fixed.store")
         let session = try EvidenceSession()
         defer { session.scratch.remove() }
-        let outcome = try Repairer(session: session, store: try Self.acquire(url, session: session)).run(output: fixed)
+        let outcome = try Repairer(session: session, store: try RepairInputs.acquire(url, session: session)).run(output: fixed)
         try session.finish()
         #expect(try FolderSnapshot(folder.url) == before, "the input family is byte-identical")
         #expect(outcome.written)
@@ -152,7 +140,7 @@ struct RepairTests {
             #expect(named.contains("\(change.table).\(column)"), "\(change) is a column the plan names")
         }
 
-        #expect(try Self.checkIDs(fixed).isEmpty, "every check passes on the output")
+        #expect(try RepairInputs.checkIDs(fixed).isEmpty, "every check passes on the output")
         #expect(!FileManager.default.fileExists(atPath: fixed.path + "-wal"), "the output is one file")
         // The output file by itself (no -wal beside it) holds the input's -wal commits: merged.
         let alone = try Connection.open(path: try SQLiteCopies.mainFileOnly(fixed, in: truth.url, name: "fixed-alone.store").path, mode: .readOnly)
@@ -176,7 +164,7 @@ struct RepairTests {
         for (rule, kept) in [(KeepRule.highestOpt, 2), (.oldest, 1)] {
             let out = try TemporaryFolder("repair-dups-out")
             let session = try EvidenceSession()
-            var repairer = Repairer(session: session, store: try Self.acquire(url, session: session))
+            var repairer = Repairer(session: session, store: try RepairInputs.acquire(url, session: session))
             repairer.keep = rule
             _ = try repairer.run(output: out.path("f.store"))
             session.scratch.remove()
@@ -199,7 +187,7 @@ struct RepairTests {
         }
         let session = try EvidenceSession()
         defer { session.scratch.remove() }
-        let (plan, findings) = try Repairer(session: session, store: try Self.acquire(url, session: session)).plan()
+        let (plan, findings) = try Repairer(session: session, store: try RepairInputs.acquire(url, session: session)).plan()
         #expect(Set(findings.map(\.id)) == ["zmax-below-max-pk", "required-null"])
         #expect(plan.actions.map(\.name) == ["raise-z-max"])
         #expect(plan.actions.first?.affected == ["2", "3"])
@@ -214,7 +202,7 @@ struct RepairTests {
         let session = try EvidenceSession()
         defer { session.scratch.remove() }
         #expect(throws: RepairError.outputExists(path: folder.path("taken.store").path)) {
-            _ = try Repairer(session: session, store: try Self.acquire(url, session: session)).run(output: folder.path("taken.store"))
+            _ = try Repairer(session: session, store: try RepairInputs.acquire(url, session: session)).run(output: folder.path("taken.store"))
         }
         #expect(try String(contentsOf: folder.path("taken.store"), encoding: .utf8) == "keep me")
     }
@@ -246,7 +234,7 @@ struct RepairTests {
         let out = try TemporaryFolder("repair-zopt-top-out")
         let session = try EvidenceSession()
         defer { session.scratch.remove() }
-        let outcome = try Repairer(session: session, store: try Self.acquire(url, session: session)).run(output: out.path("fixed.store"))
+        let outcome = try Repairer(session: session, store: try RepairInputs.acquire(url, session: session)).run(output: out.path("fixed.store"))
         #expect(outcome.written)
         let db = try Connection.open(path: out.path("fixed.store").path, mode: .readOnly)
         #expect(try db.scalar("SELECT typeof(Z_OPT) || ':' || Z_OPT FROM ZATTACHMENT WHERE Z_PK = 1").string == "integer:1")
@@ -279,7 +267,7 @@ struct RepairTests {
             #expect(throws: (any Error).self) { _ = try db.rows("SELECT rowid FROM ZTAG") }
             #expect(throws: (any Error).self) { _ = try db.rows("SELECT rowid FROM \(j.name)") }
         }
-        #expect(Set(try Self.checkIDs(url)) == ["zmax-below-max-pk", "orphan-join-rows"])
+        #expect(Set(try RepairInputs.checkIDs(url)) == ["zmax-below-max-pk", "orphan-join-rows"])
         let joinRowsBefore: Int
         do {
             let db = try Connection.open(path: url.path, mode: .readOnly)
@@ -288,10 +276,10 @@ struct RepairTests {
         let out = try TemporaryFolder("repair-without-rowid-out")
         let session = try EvidenceSession()
         defer { session.scratch.remove() }
-        let outcome = try Repairer(session: session, store: try Self.acquire(url, session: session)).run(output: out.path("fixed.store"))
+        let outcome = try Repairer(session: session, store: try RepairInputs.acquire(url, session: session)).run(output: out.path("fixed.store"))
         #expect(outcome.written)
         #expect(Set(outcome.plan.actions.map(\.name)) == ["delete-orphan-join-rows", "raise-z-max"])
-        #expect(try Self.checkIDs(out.path("fixed.store")).isEmpty)
+        #expect(try RepairInputs.checkIDs(out.path("fixed.store")).isEmpty)
         let db = try Connection.open(path: out.path("fixed.store").path, mode: .readOnly)
         let firstIsNote = j.firstEntity == "Note" || j.firstEntity == "ChecklistNote"
         let noteColumn = firstIsNote ? j.firstColumn : j.secondColumn
@@ -309,11 +297,11 @@ struct RepairTests {
             try w.executeRaw("DROP TABLE ZTAG")
             try w.executeRaw("ALTER TABLE storelens_text RENAME TO ZTAG")
         }
-        #expect(try Self.checkIDs(url).contains("zmax-below-max-pk"), "text sorts above every integer Z_MAX")
+        #expect(try RepairInputs.checkIDs(url).contains("zmax-below-max-pk"), "text sorts above every integer Z_MAX")
         let out = try TemporaryFolder("repair-text-keys-out")
         let session = try EvidenceSession()
         defer { session.scratch.remove() }
-        let outcome = try Repairer(session: session, store: try Self.acquire(url, session: session)).run(output: out.path("fixed.store"))
+        let outcome = try Repairer(session: session, store: try RepairInputs.acquire(url, session: session)).run(output: out.path("fixed.store"))
         #expect(!outcome.plan.actions.contains { $0.name == "raise-z-max" })
         #expect(outcome.plan.unrepaired.contains { $0.id == "zmax-below-max-pk" })
         #expect(outcome.plan.notes.contains { $0.contains("ZTAG") && $0.contains("not stored as integers") }, "\(outcome.plan.notes)")

@@ -40,14 +40,14 @@ struct WrongEntityTargetTests {
     static func findings(_ url: URL) throws -> [Finding] {
         let session = try EvidenceSession()
         defer { session.scratch.remove() }
-        let store = try RepairTests.acquire(url, session: session)
+        let store = try RepairInputs.acquire(url, session: session)
         return try StoreChecker(opened: try OpenedStore.open(store.copy, displayPath: url.path), notes: store.copy.notes).run()
     }
 
     static func repair(_ url: URL, to out: URL, plan: RepairPlan? = nil) throws -> RepairOutcome {
         let session = try EvidenceSession()
         defer { session.scratch.remove() }
-        var repairer = Repairer(session: session, store: try RepairTests.acquire(url, session: session))
+        var repairer = Repairer(session: session, store: try RepairInputs.acquire(url, session: session))
         repairer.givenPlan = plan
         return try repairer.run(output: out)
     }
@@ -85,7 +85,7 @@ struct WrongEntityTargetTests {
         for table in ["ZNOTE", "ZATTACHMENT", Self.layout.joinTables[0].name] {
             #expect(try Self.facts(url, "SELECT count(*) FROM \(table)")[0][0] == Self.facts(out.path("fixed.store"), "SELECT count(*) FROM \(table)")[0][0], "\(table) keeps every row")
         }
-        #expect(try RepairTests.checkIDs(out.path("fixed.store")).isEmpty)
+        #expect(try RepairInputs.checkIDs(out.path("fixed.store")).isEmpty)
     }
 
     @Test("another entity's Z_ENT (a Z_PRIMARYKEY collision): not corrected, refused with a note, and still no reference removed")

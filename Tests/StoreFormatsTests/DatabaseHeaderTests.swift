@@ -7,16 +7,6 @@ import Testing
 struct DatabaseHeaderTests {
     typealias Fixture = WALTestSupport.RealFixture
 
-    /// A minimal valid header; callers patch fields.
-    static func header(pageSize raw: UInt16 = 4096, write: UInt8 = 1, read: UInt8 = 1) -> [UInt8] {
-        var bytes = DatabaseHeader.magic + [UInt8](repeating: 0, count: 84)
-        bytes[16] = UInt8(raw >> 8)
-        bytes[17] = UInt8(raw & 0xFF)
-        bytes[18] = write
-        bytes[19] = read
-        return bytes
-    }
-
     @Test("the SwiftData store is in WAL mode with 4096-byte pages",
           .enabled(if: Fixture.isAvailable, Fixture.skipReason))
     func realSwiftDataStore() throws {
@@ -66,7 +56,7 @@ struct DatabaseHeaderTests {
 
     @Test("fields are read big-endian at their offsets")
     func fieldOffsets() throws {
-        var bytes = Self.header(pageSize: 1024, write: 2, read: 2)
+        var bytes = DatabaseHeaderBytes.minimal(pageSize: 1024, write: 2, read: 2)
         func put(_ value: UInt32, at offset: Int) {
             bytes.replaceSubrange(offset..<offset + 4, with: WALTestSupport.SyntheticWAL.be(value))
         }
@@ -108,20 +98,20 @@ struct DatabaseHeaderTests {
 
     @Test("WAL mode needs both version bytes to be 2")
     func walModeNeedsBoth() throws {
-        #expect(try !DatabaseHeader(data: Data(Self.header(write: 2, read: 1))).isWALMode)
-        #expect(try !DatabaseHeader(data: Data(Self.header(write: 1, read: 2))).isWALMode)
-        #expect(try DatabaseHeader(data: Data(Self.header(write: 2, read: 2))).isWALMode)
+        #expect(try !DatabaseHeader(data: Data(DatabaseHeaderBytes.minimal(write: 2, read: 1))).isWALMode)
+        #expect(try !DatabaseHeader(data: Data(DatabaseHeaderBytes.minimal(write: 1, read: 2))).isWALMode)
+        #expect(try DatabaseHeader(data: Data(DatabaseHeaderBytes.minimal(write: 2, read: 2))).isWALMode)
     }
 
     @Test("page size 1 means 65536", arguments: [(UInt16(1), 65536), (512, 512), (32768, 32768)])
     func pageSizes(raw: UInt16, expected: Int) throws {
-        #expect(try DatabaseHeader(data: Data(Self.header(pageSize: raw))).pageSize == expected)
+        #expect(try DatabaseHeader(data: Data(DatabaseHeaderBytes.minimal(pageSize: raw))).pageSize == expected)
     }
 
     @Test("impossible page sizes are rejected", arguments: [UInt16(0), 2, 256, 1000, 4097, 65535])
     func invalidPageSizes(raw: UInt16) {
         #expect(throws: DatabaseHeaderError.invalidPageSize(raw: raw)) {
-            try DatabaseHeader(data: Data(Self.header(pageSize: raw)))
+            try DatabaseHeader(data: Data(DatabaseHeaderBytes.minimal(pageSize: raw)))
         }
     }
 
@@ -129,9 +119,9 @@ struct DatabaseHeaderTests {
     func errors() {
         #expect(throws: DatabaseHeaderError.tooShort(length: 0)) { try DatabaseHeader(data: Data()) }
         #expect(throws: DatabaseHeaderError.tooShort(length: 99)) {
-            try DatabaseHeader(data: Data(Self.header().prefix(99)))
+            try DatabaseHeader(data: Data(DatabaseHeaderBytes.minimal().prefix(99)))
         }
-        var bytes = Self.header()
+        var bytes = DatabaseHeaderBytes.minimal()
         bytes[15] = 0x20
         #expect(throws: DatabaseHeaderError.notSQLite) { try DatabaseHeader(data: Data(bytes)) }
         #expect(throws: DatabaseHeaderError.notSQLite) {
@@ -142,17 +132,17 @@ struct DatabaseHeaderTests {
     @Test("isSQLite sniffs only the magic")
     func sniff() {
         #expect(DatabaseHeader.isSQLite(Data("SQLite format 3\0".utf8)))
-        #expect(DatabaseHeader.isSQLite(Data(Self.header())))
+        #expect(DatabaseHeader.isSQLite(Data(DatabaseHeaderBytes.minimal())))
         #expect(!DatabaseHeader.isSQLite(Data("SQLite format 3".utf8)))
         #expect(!DatabaseHeader.isSQLite(Data("bplist00".utf8)))
         #expect(!DatabaseHeader.isSQLite(Data()))
-        let slice = Data([0, 0] + Self.header())[2...]
+        let slice = Data([0, 0] + DatabaseHeaderBytes.minimal())[2...]
         #expect(DatabaseHeader.isSQLite(slice))
     }
 
     @Test("a Data slice with a non-zero start index parses")
     func slice() throws {
-        let data = Data([9, 9, 9] + Self.header(pageSize: 8192))[3...]
+        let data = Data([9, 9, 9] + DatabaseHeaderBytes.minimal(pageSize: 8192))[3...]
         #expect(try DatabaseHeader(data: data).pageSize == 8192)
     }
 

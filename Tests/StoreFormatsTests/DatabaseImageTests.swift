@@ -12,7 +12,7 @@ struct DatabaseImageTests {
     /// Page 1 of a WAL-mode database with 512-byte pages and `pages` pages;
     /// `marker` fills the rest of the page so versions can be told apart.
     static func headerPage(pages: UInt32, marker: UInt8) -> [UInt8] {
-        var page = DatabaseHeaderTests.header(pageSize: UInt16(pageSize), write: 2, read: 2)
+        var page = DatabaseHeaderBytes.minimal(pageSize: UInt16(pageSize), write: 2, read: 2)
         page.replaceSubrange(28..<32, with: Builder.be(pages))
         return page + [UInt8](repeating: marker, count: pageSize - page.count)
     }
@@ -28,7 +28,7 @@ struct DatabaseImageTests {
 
     /// The sample WAL (commits at frames 2, 4, 6) with real header pages for page 1.
     static func sampleWAL() -> Builder {
-        var builder = SyntheticWALTests.sample()
+        var builder = WALTestSupport.SyntheticWAL.sample()
         builder.frames[0].contents = headerPage(pages: 3, marker: 0xB1)
         builder.frames[5].contents = headerPage(pages: 4, marker: 0xB6)
         return builder
@@ -232,7 +232,7 @@ struct DatabaseImageTests {
         let wal = WAL(data: walData)
         let main = Self.mainFile(pages: 3)
 
-        var bigPages = DatabaseHeaderTests.header(pageSize: 4096, write: 2, read: 2)
+        var bigPages = DatabaseHeaderBytes.minimal(pageSize: 4096, write: 2, read: 2)
         bigPages += [UInt8](repeating: 0, count: 4096 - bigPages.count)
         #expect(throws: DatabaseImageError.pageSizeMismatch(mainFile: 4096, wal: 512)) {
             try DatabaseImage.make(mainFile: Data(bigPages), wal: wal, walData: walData)

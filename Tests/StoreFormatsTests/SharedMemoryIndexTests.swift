@@ -136,7 +136,7 @@ struct SharedMemoryIndexTests {
 
     @Test("agrees with a WAL when mxFrame and salts match")
     func agreement() throws {
-        let walBuilder = SyntheticWALTests.sample()
+        let walBuilder = WALTestSupport.SyntheticWAL.sample()
         let wal = WAL(data: walBuilder.data())
         #expect(try SharedMemoryIndex(data: Data(SyntheticIndex().bytes())).agrees(with: wal))
 

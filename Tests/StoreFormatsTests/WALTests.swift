@@ -118,20 +118,9 @@ struct RealWALTests {
 struct SyntheticWALTests {
     typealias Builder = WALTestSupport.SyntheticWAL
 
-    /// Six frames: pages 1,2 (commit, size 3) | 3,2 (commit, size 4) | 4 | 1 (commit, size 4).
-    static func sample(bigEndian: Bool = false) -> Builder {
-        var wal = Builder(bigEndian: bigEndian)
-        wal.frames = [
-            .init(page: 1, commit: 0), .init(page: 2, commit: 3),
-            .init(page: 3, commit: 0), .init(page: 2, commit: 4),
-            .init(page: 4, commit: 0), .init(page: 1, commit: 4),
-        ]
-        return wal
-    }
-
     @Test("a well-formed WAL: frames, commits, transactions", arguments: [false, true])
     func wellFormed(bigEndian: Bool) {
-        let builder = Self.sample(bigEndian: bigEndian)
+        let builder = Builder.sample(bigEndian: bigEndian)
         let wal = WAL(data: builder.data())
         #expect(wal.headerProblem == nil)
         #expect(wal.bigEndianChecksums == bigEndian)
@@ -162,7 +151,7 @@ struct SyntheticWALTests {
 
     @Test("frames after the last commit are valid but uncommitted")
     func uncommittedTail() {
-        var builder = Self.sample()
+        var builder = Builder.sample()
         builder.frames += [.init(page: 5, commit: 0), .init(page: 6, commit: 0)]
         let wal = WAL(data: builder.data())
         #expect(wal.validFrameCount == 8)
@@ -187,7 +176,7 @@ struct SyntheticWALTests {
 
     @Test("a frame salt that differs stops the walk at that frame", arguments: [1, 2, 3, 5, 6])
     func badFrameSalt(frame k: Int) {
-        var builder = Self.sample()
+        var builder = Builder.sample()
         builder.frames[k - 1].salt1 = builder.salt1 &+ 1
         let wal = WAL(data: builder.data())
         #expect(wal.stopReason == .saltMismatch(frame: k))
@@ -198,7 +187,7 @@ struct SyntheticWALTests {
 
     @Test("salt-2 is checked as well as salt-1")
     func badFrameSalt2() {
-        var builder = Self.sample()
+        var builder = Builder.sample()
         builder.frames[3].salt2 = 0
         let wal = WAL(data: builder.data())
         #expect(wal.stopReason == .saltMismatch(frame: 4))
@@ -207,7 +196,7 @@ struct SyntheticWALTests {
 
     @Test("a bad header checksum makes SQLite ignore the whole WAL")
     func badHeaderChecksum() {
-        var bytes = Self.sample().bytes()
+        var bytes = Builder.sample().bytes()
         bytes[27] ^= 0x01
         let wal = WAL(data: Data(bytes))
         guard case .checksumMismatch = wal.headerProblem else {
@@ -219,14 +208,14 @@ struct SyntheticWALTests {
         #expect(wal.frames.isEmpty)
         #expect(wal.stopReason == nil)
         #expect(wal.lastCommitFrame == 0)
-        #expect(wal.header?.salt1 == Self.sample().salt1)
+        #expect(wal.header?.salt1 == Builder.sample().salt1)
         #expect(wal.totalFrameSlots == 6)
         #expect(wal.staleFrameCount == 6)
     }
 
     @Test("a header salt changed without fixing the checksum is a header problem")
     func alteredHeaderSalt() {
-        var bytes = Self.sample().bytes()
+        var bytes = Builder.sample().bytes()
         bytes[19] ^= 0x40
         let wal = WAL(data: Data(bytes))
         guard case .checksumMismatch = wal.headerProblem else {
@@ -234,7 +223,7 @@ struct SyntheticWALTests {
             return
         }
         // The same change with the checksum fixed: every frame now has the wrong salt.
-        var builder = Self.sample()
+        var builder = Builder.sample()
         builder.headerSalt1Override = builder.salt1 ^ 0x40
         let fixed = WAL(data: builder.data())
         #expect(fixed.headerProblem == nil)
@@ -245,7 +234,7 @@ struct SyntheticWALTests {
 
     @Test("a WAL cut mid-frame ends with a partial frame")
     func truncatedMidFrame() {
-        let bytes = Self.sample().bytes()
+        let bytes = Builder.sample().bytes()
         let cut = bytes.count - 1000 + 536  // 464 bytes short of the end: inside frame 6
         let wal = WAL(data: Data(bytes.prefix(cut)))
         #expect(wal.stopReason == .partialFrame(frame: 6, bytesPresent: 536 - 464))
@@ -258,7 +247,7 @@ struct SyntheticWALTests {
 
     @Test("a flipped page byte fails the checksum and later frames are not used")
     func flippedPageByte() {
-        let builder = Self.sample()
+        let builder = Builder.sample()
         var bytes = builder.bytes()
         bytes[builder.pageOffset(frame: 3) + 17] ^= 0x20
         let wal = WAL(data: Data(bytes))
@@ -271,7 +260,7 @@ struct SyntheticWALTests {
 
     @Test("a changed commit size fails the checksum (frame-header bytes 0..7 are covered)")
     func changedCommitSize() {
-        let builder = Self.sample()
+        let builder = Builder.sample()
         var bytes = builder.bytes()
         bytes[builder.pageOffset(frame: 4) - 24 + 7] ^= 0x01
         let wal = WAL(data: Data(bytes))
@@ -282,7 +271,7 @@ struct SyntheticWALTests {
     @Test("the stored frame checksum's salts are not part of the checksum")
     func saltsNotInChecksum() {
         // Same frames, different salts: both must validate with salts in place.
-        var other = Self.sample()
+        var other = Builder.sample()
         other.salt1 = 1
         other.salt2 = 2
         #expect(WAL(data: other.data()).validFrameCount == 6)
@@ -290,7 +279,7 @@ struct SyntheticWALTests {
 
     @Test("page number 0 stops the walk")
     func zeroPageNumber() {
-        var builder = Self.sample()
+        var builder = Builder.sample()
         builder.frames[4].page = 0
         let wal = WAL(data: builder.data())
         #expect(wal.stopReason == .zeroPageNumber(frame: 5))
@@ -300,7 +289,7 @@ struct SyntheticWALTests {
 
     @Test("checksums of the wrong word order do not validate")
     func wrongWordOrder() {
-        var bytes = Self.sample(bigEndian: true).bytes()
+        var bytes = Builder.sample(bigEndian: true).bytes()
         bytes[3] = 0x82  // claim little-endian words; header checksum no longer matches
         guard case .checksumMismatch = WAL(data: Data(bytes)).headerProblem else {
             Issue.record("expected a header checksum mismatch")
@@ -342,7 +331,7 @@ struct SyntheticWALTests {
         #expect(WAL(data: Data(count: 31)).header == nil)
         #expect(WAL(data: Data(count: 32)).headerProblem == .badMagic(0))
 
-        var badSize = Self.sample()
+        var badSize = Builder.sample()
         badSize.pageSize = 1000
         badSize.frames = []
         #expect(WAL(data: badSize.data()).headerProblem == .invalidPageSize(1000))
@@ -352,11 +341,11 @@ struct SyntheticWALTests {
         tooBig.pageSize = 131_072
         #expect(WAL(data: tooBig.data()).headerProblem == .invalidPageSize(131_072))
 
-        var largest = Self.sample()
+        var largest = Builder.sample()
         largest.pageSize = 65536
         #expect(WAL(data: largest.data()).validFrameCount == 6)
 
-        var version = Self.sample()
+        var version = Builder.sample()
         version.formatVersion = 3_007_001
         let wal = WAL(data: version.data())
         #expect(wal.headerProblem == .unsupportedVersion(3_007_001))
@@ -377,7 +366,7 @@ struct SyntheticWALTests {
 
     @Test("parsing a Data slice with a non-zero start index")
     func dataSlice() {
-        let bytes = [UInt8](repeating: 0xAB, count: 13) + Self.sample().bytes()
+        let bytes = [UInt8](repeating: 0xAB, count: 13) + Builder.sample().bytes()
         let slice = Data(bytes)[13...]
         #expect(slice.startIndex == 13)
         let wal = WAL(data: slice)
@@ -436,7 +425,7 @@ struct WALFuzzTests {
 
     @Test("random single-byte changes in a valid WAL", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func mutations() {
-        let builder = SyntheticWALTests.sample()
+        let builder = WALTestSupport.SyntheticWAL.sample()
         let original = builder.bytes()
         var random = WALTestSupport.Random(seed: 9)
         for _ in 0..<1000 {
@@ -522,6 +511,17 @@ enum WALTestSupport {
         /// frames keep `salt1`.
         var headerSalt1Override: UInt32?
         var frames: [Frame] = []
+
+        /// Six frames: pages 1,2 (commit, size 3) | 3,2 (commit, size 4) | 4 | 1 (commit, size 4).
+        static func sample(bigEndian: Bool = false) -> SyntheticWAL {
+            var wal = SyntheticWAL(bigEndian: bigEndian)
+            wal.frames = [
+                .init(page: 1, commit: 0), .init(page: 2, commit: 3),
+                .init(page: 3, commit: 0), .init(page: 2, commit: 4),
+                .init(page: 4, commit: 0), .init(page: 1, commit: 4),
+            ]
+            return wal
+        }
 
         init(bigEndian: Bool = false) { self.bigEndian = bigEndian }
 

@@ -52,7 +52,7 @@ struct CarvingBesideTests {
 
     @Test("the carving corpus: freed cells, freelist pages, committed, uncommitted and older-generation frames")
     func corpus() throws {
-        let (_, copy, builder) = try CarvingTests.makeWALCorpus("carve-beside")
+        let (_, copy, builder) = try CarvingCorpus.makeWAL("carve-beside")
         defer { withExtendedLifetime(builder) {} }
         // The corpus holds what the comparison is about: carved, uncommitted and superseded versions
         // (its deletes were checkpointed with the older generation; the SwiftData store below has

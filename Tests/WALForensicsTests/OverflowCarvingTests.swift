@@ -13,10 +13,10 @@ import Testing
 /// SQLite itself and then deleted in the main file (freeblocks and freelist leaves), superseded in
 /// committed frames, left in an older WAL generation, in frames after the last commit and in a kept
 /// `-journal`. The truth is what SQLite stored (read back from it); recall and precision are
-/// measured as `CarvingTests` measures them, every value compared whole.
+/// measured as `CarvingCorpus` measures them, every value compared whole.
 @Suite("Carving records whose payload spills to overflow pages")
 struct OverflowCarvingTests {
-    typealias Place = CarvingTests.Place
+    typealias Place = CarvingCorpus.Place
 
     /// Bytes of the big text of `pk` at `version`: 5 000 to 20 000, so every record spills.
     static func size(_ pk: Int64, _ version: Int) -> Int { 5000 + Int((pk * 1237 + Int64(version) * 611) % 15000) }
@@ -34,8 +34,8 @@ struct OverflowCarvingTests {
         return String(s.prefix(bytes))
     }
 
-    /// The corpus's schema: `CarvingTests`' tables.
-    static let schema = CarvingTests.schema
+    /// The corpus's schema: `CarvingCorpus`' tables.
+    static let schema = CarvingCorpus.schema
 
     /// Bytes that may hold overflow pages, and which offsets in them are the start of a page's
     /// content (just after its 4-byte next-page number).
@@ -117,7 +117,7 @@ struct OverflowCarvingTests {
     }
 
     struct Figures {
-        var recall: [Place: CarvingTests.Measure] = [:]
+        var recall: [Place: CarvingCorpus.Measure] = [:]
         /// Listed spilled versions: exactly a version written; differing from one only in columns
         /// they list as uncertain; anything else.
         var exact = 0, uncertainOnly = 0
@@ -130,13 +130,13 @@ struct OverflowCarvingTests {
     /// Recall per place of the spilled versions whose name is in that place's bytes and whose
     /// whole note is in the bytes the place's chains are read from; precision over the listed
     /// versions with a spilled version's name. Prints the figures.
-    static func measure(_ versions: [RecordVersion], written: [CarvingTests.Written], regions: [Place: Data],
+    static func measure(_ versions: [RecordVersion], written: [CarvingCorpus.Written], regions: [Place: Data],
                         chainBytes: [Place: [ChainBytes]], label: String) -> Figures {
         var figures = Figures()
         let byText = Dictionary(grouping: written, by: \.text)
         for v in versions {
-            guard let t = CarvingTests.text(v), let candidates = byText[t] else { continue }
-            if candidates.contains(where: { CarvingTests.matches(v, $0) }) {
+            guard let t = CarvingCorpus.text(v), let candidates = byText[t] else { continue }
+            if candidates.contains(where: { CarvingCorpus.matches(v, $0) }) {
                 figures.exact += 1
             } else if candidates.contains(where: { w in
                 v.values.allSatisfy { value in
@@ -150,15 +150,15 @@ struct OverflowCarvingTests {
             }
         }
         for (place, bytes) in regions {
-            var m = CarvingTests.Measure()
+            var m = CarvingCorpus.Measure()
             var missed: [String] = []
             for w in written where bytes.range(of: Data(w.text.utf8)) != nil {
                 guard let note = w.values["ZNOTE"]?.string, whole(name: w.text, note: note, in: bytes, chains: chainBytes[place] ?? []) else { continue }
                 m.present += 1
-                if let v = versions.first(where: { CarvingTests.text($0) == w.text && CarvingTests.matches($0, w) && CarvingTests.places($0).contains(place) }) {
+                if let v = versions.first(where: { CarvingCorpus.text($0) == w.text && CarvingCorpus.matches($0, w) && CarvingCorpus.places($0).contains(place) }) {
                     m.found += 1
                     // Found by carving: a find there, not (only) a committed state.
-                    if v.finds.contains(where: { CarvingTests.places(RecordVersion.carvedProbe($0)).contains(place) }) {
+                    if v.finds.contains(where: { CarvingCorpus.places(RecordVersion.carvedProbe($0)).contains(place) }) {
                         figures.carved[place, default: 0] += 1
                     }
                 } else {
@@ -199,7 +199,7 @@ struct OverflowCarvingTests {
 
     @Test("WAL corpus: spilled records in the main file, committed, uncommitted and older-generation frames")
     func walCorpus() throws {
-        let ledger = CarvingTests.Ledger()
+        let ledger = CarvingCorpus.Ledger()
         var builder = try SQLiteWALBuilder("carve-overflow") { c in
             try c.execute("PRAGMA secure_delete = OFF")
             try c.execute(Self.schema)
@@ -248,7 +248,7 @@ struct OverflowCarvingTests {
         let wal = try #require(evidence.wal)
         let pageSize = try #require(wal.pageSize)
         let lastCommit = try #require(try SQLiteWALBuilder.sqliteLastCommitFrame(copy))
-        var regions = CarvingTests.walRegions(try Data(contentsOf: copy.wal), lastCommit: lastCommit, pageSize: pageSize)
+        var regions = CarvingCorpus.walRegions(try Data(contentsOf: copy.wal), lastCommit: lastCommit, pageSize: pageSize)
         regions[.mainFile] = try Data(contentsOf: copy.db)
         #expect(regions[.uncommitted]!.count > 0, "the corpus has frames after the last commit")
         #expect(regions[.olderGeneration]!.count > 0, "the corpus has an older WAL generation")
@@ -273,7 +273,7 @@ struct OverflowCarvingTests {
         }
         // Spilled records were carved, not only read from the committed states.
         let names = Set(spilled.map(\.text))
-        let carvedBig = versions.filter { ($0.state == .carved || $0.state == .uncommitted) && CarvingTests.text($0).map(names.contains) ?? false }
+        let carvedBig = versions.filter { ($0.state == .carved || $0.state == .uncommitted) && CarvingCorpus.text($0).map(names.contains) ?? false }
         #expect(carvedBig.contains { $0.state == .uncommitted })
         #expect(carvedBig.contains { $0.state == .carved })
         // A chain nothing proves is still the freed record's marks the columns read from it.
@@ -288,7 +288,7 @@ struct OverflowCarvingTests {
     func journalCorpus() throws {
         let folder = try TemporaryFolder("carve-overflow-journal")
         let path = folder.path("db.sqlite").path
-        let ledger = CarvingTests.Ledger()
+        let ledger = CarvingCorpus.Ledger()
         do {
             let c = try Connection.open(path: path, mode: .create)
             try c.execute("PRAGMA page_size = 4096; PRAGMA auto_vacuum = NONE; PRAGMA journal_mode = PERSIST; PRAGMA secure_delete = OFF")
@@ -325,7 +325,7 @@ struct OverflowCarvingTests {
     func reusedChain() throws {
         let folder = try TemporaryFolder("carve-overflow-reuse")
         let path = folder.path("db.sqlite").path
-        let ledger = CarvingTests.Ledger()
+        let ledger = CarvingCorpus.Ledger()
         let c = try Connection.open(path: path, mode: .create)
         try c.execute("PRAGMA page_size = 4096; PRAGMA auto_vacuum = NONE; PRAGMA secure_delete = OFF")
         try c.execute(Self.schema)
@@ -356,8 +356,8 @@ struct OverflowCarvingTests {
                                    chainBytes: [.mainFile: [.mainFile(main, pageSize: 4096)]], label: "reused chains")
         // Nothing listed with another record's bytes unless it says which columns are not proven.
         #expect(figures.wrong.isEmpty, "\(figures.wrong)")
-        #expect(!versions.contains { CarvingTests.text($0) == "big-00020-v0" }, "item 20 is listed with bytes its pages no longer hold")
-        for v in versions where CarvingTests.text(v) == "big-00021-v0" {
+        #expect(!versions.contains { CarvingCorpus.text($0) == "big-00020-v0" }, "item 20 is listed with bytes its pages no longer hold")
+        for v in versions where CarvingCorpus.text(v) == "big-00021-v0" {
             #expect(v.uncertainColumns.contains("ZNOTE"), "item 21's note came from freed pages: \(v.uncertainColumns)")
         }
         let rejected = try Self.carve(evidence).rejected
@@ -491,7 +491,7 @@ struct OverflowCarvingTests {
             try c.execute("PRAGMA page_size = 4096; PRAGMA auto_vacuum = NONE")
             try c.execute(Self.schema)
             // A live record with an overflow chain, for a crafted cell to point into.
-            try CarvingTests.Ledger().bigItem(c, 50, version: 0)
+            try CarvingCorpus.Ledger().bigItem(c, 50, version: 0)
         }
         let main = try Data(contentsOf: URL(fileURLWithPath: path))
         // The live record's last overflow page, as SQLite's dbstat names it (its next page is 0).
@@ -559,7 +559,7 @@ struct OverflowCarvingTests {
 }
 
 extension RecordVersion {
-    /// A version with only `find`, for asking `CarvingTests.places` where one find is.
+    /// A version with only `find`, for asking `CarvingCorpus.places` where one find is.
     static func carvedProbe(_ find: Find) -> RecordVersion {
         var v = RecordVersion(entity: "", entityNumber: 0, table: "", pk: 0, values: [], state: .carved, sources: [], confidence: .whole)
         v.finds = [find]
@@ -567,7 +567,7 @@ extension RecordVersion {
     }
 }
 
-extension CarvingTests.Ledger {
+extension CarvingCorpus.Ledger {
     /// INSERT or UPDATE of an item to `version` with a text large enough to spill, recorded with
     /// the values SQLite stored.
     func bigItem(_ c: Connection, _ pk: Int64, version: Int, pending: Bool = false) throws {
@@ -585,7 +585,7 @@ extension CarvingTests.Ledger {
         }
         items[pk] = (version, opt)
         let row = try c.rows("SELECT ZQUANTITY, ZADDED, ZNAME, ZNOTE FROM ZITEM WHERE Z_PK = ?", [.integer(pk)])[0]
-        written.append(CarvingTests.Written(entity: 1, pk: pk, text: name,
-                                            values: Dictionary(uniqueKeysWithValues: zip(["ZQUANTITY", "ZADDED", "ZNAME", "ZNOTE"], row.values))))
+        written.append(CarvingCorpus.Written(entity: 1, pk: pk, text: name,
+                                             values: Dictionary(uniqueKeysWithValues: zip(["ZQUANTITY", "ZADDED", "ZNAME", "ZNOTE"], row.values))))
     }
 }

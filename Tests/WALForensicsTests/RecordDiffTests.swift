@@ -12,66 +12,6 @@ import Testing
 /// every inserted, updated and deleted record (and its values) is compared with.
 @Suite("What the WAL changed, record by record")
 struct RecordDiffTests {
-    /// Every entity table's rows as SQLite shows them after one commit: table → Z_PK → column → value.
-    typealias Image = [String: [Int64: [String: DatabaseValue]]]
-
-    /// The rows of every table with a `Z_PK`, read by SQLite from a copy whose WAL ends at `frames`.
-    static func sqliteImage(_ copy: SQLiteWALBuilder.Copy, frames: Int, pageSize: Int) throws -> Image {
-        let folder = try TemporaryFolder("record-truth")
-        let scratch = try SQLiteWALBuilder.truncated(copy, frames: frames, pageSize: pageSize, in: folder)
-        let db = try Connection.open(path: scratch.db.path, mode: .readWrite)
-        try db.disableCheckpointOnClose()
-        var image: Image = [:]
-        for table in try db.rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'").compactMap({ $0[0].string }) {
-            let columns = try db.rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).compactMap { $0[0].string }
-            guard columns.contains("Z_PK") else { continue }
-            var rows: [Int64: [String: DatabaseValue]] = [:]
-            for row in try db.rows("SELECT \(columns.map(Identifier.quoted).joined(separator: ", ")) FROM \(Identifier.quoted(table))") {
-                var values: [String: DatabaseValue] = [:]
-                for (i, c) in columns.enumerated() { values[c] = row[i] }
-                if let pk = values["Z_PK"]?.int64 { rows[pk] = values }
-            }
-            image[table] = rows
-        }
-        return image
-    }
-
-    /// Whether a decoded value is the stored one: the truth is SQLite's raw value.
-    static func matches(_ value: FieldValue, _ stored: DatabaseValue?) -> Bool {
-        guard let stored else { return false }
-        switch value {
-        case .null: return stored.isNull
-        case .integer(let i): return stored.int64 == i
-        case .real(let d): return stored.double == d
-        case .bool(let b): return stored.int64 == (b ? 1 : 0)
-        case .text(let s): return stored == .text(s)
-        case .longText: return stored.string != nil
-        case .date(_, let seconds): return stored.double == seconds
-        case .uuid(let s):
-            guard let uuid = UUID(uuidString: s) else { return false }
-            return stored == .blob(withUnsafeBytes(of: uuid.uuid) { Data($0) }) || stored == .text(s)
-        case .decimal: return !stored.isNull
-        case .binary(let b): return stored.data.map { b.size == nil || $0.count >= (b.size ?? 0) } ?? false
-        case .archived: return stored.data != nil
-        case .composite: return true
-        case .object(_, let pk): return stored.int64 == pk
-        }
-    }
-
-    /// table → shown name → the columns it is read from, for every entity's fields (the rows reader's mapping).
-    static func fieldColumns(_ connection: Connection) throws -> [String: [String: [String]]] {
-        guard let store = try CoreDataStore.read(connection) else { return [:] }
-        let map = try SchemaMap.build(model: try ModelLoader.load(connection: connection, store: store), store: store, connection: connection)
-        var out: [String: [String: [String]]] = [:]
-        for mapping in map.entities {
-            for field in RowReader(map: map, entity: mapping, decoder: ValueDecoder()).fields {
-                let columns = RowReader.columns(of: field).compactMap { $0 }
-                out[mapping.table, default: [:]][field.name, default: []] += columns.filter { !(out[mapping.table]?[field.name] ?? []).contains($0) }
-            }
-        }
-        return out
-    }
-
     /// Checks every commit's record diff against SQLite's images; returns them for further checks.
     @discardableResult
     static func checkEveryCommit(_ copy: SQLiteWALBuilder.Copy, evidence: WALEvidence) throws -> [RecordDiff] {
@@ -84,13 +24,13 @@ struct RecordDiffTests {
             diffs.append(diff)
         }
         #expect(commits == Array(1...evidence.commitCount))
-        var before = try sqliteImage(copy, frames: 0, pageSize: pageSize)
+        var before = try RecordTruth.sqliteImage(copy, frames: 0, pageSize: pageSize)
         for (index, diff) in diffs.enumerated() {
             let commit = index + 1
-            let after = try sqliteImage(copy, frames: wal.transactions[index].commitFrame, pageSize: pageSize)
+            let after = try RecordTruth.sqliteImage(copy, frames: wal.transactions[index].commitFrame, pageSize: pageSize)
             #expect(diff.diff.from == commit - 1 && diff.diff.to == commit)
             let names = AttributeNames.read(try PointInTime.open(evidence, commit: commit))
-            let fieldColumns = try Self.fieldColumns(try PointInTime.open(evidence, commit: commit))
+            let fieldColumns = try RecordTruth.fieldColumns(try PointInTime.open(evidence, commit: commit))
             for table in Set(before.keys).union(after.keys).sorted() {
                 let old = before[table] ?? [:], new = after[table] ?? [:]
                 let records = diff.groups.filter { $0.group.table == table }.flatMap(\.records)
@@ -123,7 +63,7 @@ struct RecordDiffTests {
                         for v in r.values {
                             // A property whose column this state lacks has no value.
                             if columns(v.name).isEmpty, case .null = v.value { continue }
-                            #expect(columns(v.name).contains { matches(v.value, row[$0]) },
+                            #expect(columns(v.name).contains { RecordTruth.matches(v.value, row[$0]) },
                                     "commit \(commit) \(table)#\(pk) \(r.kind) \(v.name): \(v.value) vs \(columns(v.name).map { row[$0] as Any })")
                         }
                     case .updated:
@@ -137,8 +77,8 @@ struct RecordDiffTests {
                             #expect(columns(name).contains(where: changedColumns.contains), "commit \(commit) \(table)#\(pk) \(name) did change")
                         }
                         for c in r.changes {
-                            #expect(columns(c.name).contains { matches(c.old, was[$0]) }, "commit \(commit) \(table)#\(pk) \(c.name) old")
-                            #expect(columns(c.name).contains { matches(c.new, now[$0]) }, "commit \(commit) \(table)#\(pk) \(c.name) new")
+                            #expect(columns(c.name).contains { RecordTruth.matches(c.old, was[$0]) }, "commit \(commit) \(table)#\(pk) \(c.name) old")
+                            #expect(columns(c.name).contains { RecordTruth.matches(c.new, now[$0]) }, "commit \(commit) \(table)#\(pk) \(c.name) new")
                         }
                     }
                 }
@@ -261,9 +201,9 @@ struct RecordDiffTests {
         // Every Item deleted in some commit, named as SQLite shows it just before that commit.
         let wal = try #require(evidence.wal)
         var expected: [String] = []
-        var previous = try Self.sqliteImage(copy, frames: 0, pageSize: 4096)["ZITEM"] ?? [:]
+        var previous = try RecordTruth.sqliteImage(copy, frames: 0, pageSize: 4096)["ZITEM"] ?? [:]
         for transaction in wal.transactions {
-            let now = try Self.sqliteImage(copy, frames: transaction.commitFrame, pageSize: 4096)["ZITEM"] ?? [:]
+            let now = try RecordTruth.sqliteImage(copy, frames: transaction.commitFrame, pageSize: 4096)["ZITEM"] ?? [:]
             expected += Set(previous.keys).subtracting(now.keys).sorted().compactMap { previous[$0]?["ZNAME"]?.string }
             previous = now
         }

@@ -22,19 +22,19 @@ struct RecordRecoveryTests {
     }
 
     /// Every entity table's rows at each commit (0 … count) as SQLite shows them.
-    static func images(_ copy: SQLiteWALBuilder.Copy, evidence: WALEvidence) throws -> [RecordDiffTests.Image] {
+    static func images(_ copy: SQLiteWALBuilder.Copy, evidence: WALEvidence) throws -> [RecordTruth.Image] {
         let wal = evidence.wal
         let pageSize = wal?.pageSize ?? 4096
-        var out = [try RecordDiffTests.sqliteImage(copy, frames: 0, pageSize: pageSize)]
+        var out = [try RecordTruth.sqliteImage(copy, frames: 0, pageSize: pageSize)]
         for commit in 0 ..< evidence.commitCount {
-            out.append(try RecordDiffTests.sqliteImage(copy, frames: try #require(wal).transactions[commit].commitFrame, pageSize: pageSize))
+            out.append(try RecordTruth.sqliteImage(copy, frames: try #require(wal).transactions[commit].commitFrame, pageSize: pageSize))
         }
         return out
     }
 
     /// The versions the images prove: per (Z_ENT, Z_PK), the row's columns at each commit (Z_OPT, the
     /// version counter, left out), identical rows folded, the state from what followed the last run.
-    static func expected(_ images: [RecordDiffTests.Image]) -> Set<Expected> {
+    static func expected(_ images: [RecordTruth.Image]) -> Set<Expected> {
         let history: Set<String> = ["ATRANSACTION", "ACHANGE", "ATRANSACTIONSTRING"]
         struct Key: Hashable { let entity: Int; let pk: Int64 }
         var timeline: [Key: [String?]] = [:]
@@ -83,7 +83,7 @@ struct RecordRecoveryTests {
     /// Recall and precision against SQLite, each version's values against the row SQLite shows at
     /// its first commit, each ending against the history SQLite shows for that commit.
     @discardableResult
-    static func check(_ copy: SQLiteWALBuilder.Copy, evidence: WALEvidence) throws -> (versions: [RecordVersion], images: [RecordDiffTests.Image]) {
+    static func check(_ copy: SQLiteWALBuilder.Copy, evidence: WALEvidence) throws -> (versions: [RecordVersion], images: [RecordTruth.Image]) {
         let images = try images(copy, evidence: evidence)
         let all = try RecordRecovery.versions(evidence)
         // Deleted records only persistent history holds come last (HistoryDeletesTests holds
@@ -108,13 +108,13 @@ struct RecordRecoveryTests {
         var fieldColumns: [Int: [String: [String: [String]]]] = [:]
         for v in versions {
             let first = v.sources[0].firstCommit
-            if fieldColumns[first] == nil { fieldColumns[first] = try RecordDiffTests.fieldColumns(try PointInTime.open(evidence, commit: first)) }
+            if fieldColumns[first] == nil { fieldColumns[first] = try RecordTruth.fieldColumns(try PointInTime.open(evidence, commit: first)) }
             let row = images[first][v.table]?[v.pk] ?? [:]
             func columns(_ name: String) -> [String] { fieldColumns[first]?[v.table]?[name] ?? [name] }
             #expect(!v.values.isEmpty, "\(v.entity)#\(v.pk) has values")
             for value in v.values {
                 if columns(value.name).isEmpty, case .null = value.value { continue }
-                #expect(columns(value.name).contains { RecordDiffTests.matches(value.value, row[$0]) },
+                #expect(columns(value.name).contains { RecordTruth.matches(value.value, row[$0]) },
                         "\(v.entity)#\(v.pk) commit \(first) \(value.name): \(value.value)")
             }
             for s in v.sources {

@@ -82,10 +82,6 @@ struct AppleStoresTruthTests {
         return f
     }
 
-    static func json(_ text: String) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
-    }
-
     // MARK: - The test
 
     @Test("inspect, schema, history, check and report tell the truth about each genuine store", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)), arguments: folders)
@@ -152,7 +148,7 @@ struct AppleStoresTruthTests {
         let result = try CLI.run(["inspect", store.path, "--format", "json"])
         #expect([0, 1].contains(result.status), "inspect exits 0 or 1: \(result.stderr)")
         guard result.status <= 1 else { return }
-        let output = try Self.json(result.stdout)
+        let output = try CommandJSON.object(result.stdout)
         let s = try #require((output["stores"] as? [[String: Any]])?.first)
         if facts.isCoreData {
             #expect(s["format"] as? String == "coredata")
@@ -190,7 +186,7 @@ struct AppleStoresTruthTests {
     func schema(_ store: URL, db: Connection) throws -> [String: Any] {
         let result = try CLI.run(["schema", store.path, "--format", "json"])
         #expect(result.status == 0, "schema: \(result.stderr)")
-        let schema = try Self.json(result.stdout)
+        let schema = try CommandJSON.object(result.stdout)
         let untyped = try NSRegularExpression(pattern: #"^(\w+)\.(\w+) is [\w ]+ but its column (\w+) is declared without a type$"#)
         let noColumn = try NSRegularExpression(pattern: #"^(\w+)\.(\w+) has no column in (\w+)$"#)
         func groups(_ re: NSRegularExpression, _ text: String) -> [String]? {
@@ -235,7 +231,7 @@ struct AppleStoresTruthTests {
     func history(_ store: URL, facts: Facts) throws {
         let result = try CLI.run(["history", store.path, "--format", "json"])
         #expect(result.status == 0, "history: \(result.stderr)")
-        let output = try Self.json(result.stdout)
+        let output = try CommandJSON.object(result.stdout)
         let transactions = (output["transactions"] as? [[String: Any]]) ?? []
         #expect(transactions.count == facts.transactions)
         let changes = transactions.flatMap { ($0["changes"] as? [[String: Any]]) ?? [] }
@@ -268,7 +264,7 @@ struct AppleStoresTruthTests {
     func historySummary(_ store: URL, facts: Facts) throws {
         let result = try CLI.run(["history", store.path, "--summary", "--format", "json"])
         #expect(result.status == 0, "history --summary: \(result.stderr)")
-        let entities = (try Self.json(result.stdout)["entities"] as? [[String: Any]]) ?? []
+        let entities = (try CommandJSON.object(result.stdout)["entities"] as? [[String: Any]]) ?? []
         let writers = entities.flatMap { ($0["writers"] as? [[String: Any]]) ?? [] }
         func sum(_ key: String) -> Int { writers.reduce(0) { $0 + ($1[key] as? Int ?? 0) } }
         #expect(sum("inserts") + sum("updates") + sum("deletes") + sum("other") == facts.changes)
@@ -280,7 +276,7 @@ struct AppleStoresTruthTests {
         let result = try CLI.run(["check", store.path, "--format", "json"])
         #expect([0, 1].contains(result.status), "check exits 0 or 1: \(result.stderr)")
         guard result.status <= 1 else { return }
-        let findings = (try Self.json(result.stdout)["findings"] as? [[String: Any]]) ?? []
+        let findings = (try CommandJSON.object(result.stdout)["findings"] as? [[String: Any]]) ?? []
         let entities = (schema?["entities"] as? [[String: Any]]) ?? []
         for f in findings {
             let id = f["id"] as? String ?? ""

@@ -33,7 +33,7 @@ struct BackupBoundsTests {
         let folder = try TemporaryFolder("bounds-plist")
         try DemoContainer.write(into: folder.path("container"))
         let backup = folder.path("backup")
-        try EvidenceGuaranteeTests.makeBackup(of: folder.path("container"), at: backup, domain: "AppDomain-com.example.todo")
+        try PlainBackup.write(of: folder.path("container"), at: backup, domain: "AppDomain-com.example.todo")
         let plist = backup.appendingPathComponent("Manifest.plist")
         #expect(truncate(plist.path, 2 << 30) == 0)
         let result = try CLI.run(["scan", backup.path])
@@ -51,7 +51,7 @@ struct BackupBoundsTests {
           .enabled(if: EncryptedBackupWriter.available, "\(EncryptedBackupWriter.skipReason)"))
     func encryptedManifestDB() throws {
         for damage in ["sparse", "extra-blocks"] {
-            let twins = try EncryptedBackupTests.Twins("bounds-\(damage)")
+            let twins = try BackupTwins("bounds-\(damage)")
             let manifest = twins.encrypted.appendingPathComponent("Manifest.db")
             var bytes = try Data(contentsOf: manifest)
             if damage == "sparse" {

@@ -54,9 +54,9 @@ struct BadInputTests {
             try FileManager.default.copyItem(at: URL(fileURLWithPath: other.path + "-wal"), to: URL(fileURLWithPath: url.path + "-wal"))
             return url.path
         }, extraArguments: [], expectedStatus: 2, messageContains: ["1024-byte pages", "4096-byte pages"]),
-        Case(name: "hot -journal", make: { folder in try hotJournalStore(in: folder).path },
+        Case(name: "hot -journal", make: { folder in try HotJournal.store(in: folder).path },
              extraArguments: [], expectedStatus: 2, messageContains: ["hot rollback journal", "--roll-back-journal"]),
-        Case(name: "hot -journal rolled back on request", make: { folder in try hotJournalStore(in: folder).path },
+        Case(name: "hot -journal rolled back on request", make: { folder in try HotJournal.store(in: folder).path },
              extraArguments: ["--roll-back-journal"], expectedStatus: 0, messageContains: []),
         Case(name: "table name with quotes and spaces (odd, not bad: a normal result)", make: { folder in
             try SampleStores.todo(in: folder) { w in
@@ -77,23 +77,6 @@ struct BadInputTests {
             return url.path
         }, extraArguments: [], expectedStatus: 0, messageContains: []),
     ]
-
-    /// A rollback-journal store copied while a transaction was half-way: the journal is hot.
-    static func hotJournalStore(in folder: URL) throws -> URL {
-        let work = folder.appendingPathComponent("work")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        let url = try SampleStores.todo(in: work, rows: 300)
-        let db = try Connection.open(path: url.path, mode: .readWrite)
-        try db.execute("PRAGMA cache_size = 2")
-        try db.execute("BEGIN IMMEDIATE")
-        // Small cache: changed pages spill into the database file while the journal holds the originals.
-        try db.execute("UPDATE ZTODOITEM SET ZTITLE = ZTITLE || ' (edited)'")
-        let target = folder.appendingPathComponent("Store.sqlite")
-        try FileManager.default.copyItem(at: url, to: target)
-        try FileManager.default.copyItem(at: URL(fileURLWithPath: url.path + "-journal"), to: URL(fileURLWithPath: target.path + "-journal"))
-        try db.execute("ROLLBACK")
-        return target
-    }
 
     @Test(arguments: cases)
     func badInput(_ c: Case) throws {

@@ -5,28 +5,10 @@ import Testing
 
 @Suite("batch mode: --jsonl, --jobs, --resume, --each")
 struct BatchTests {
-    /// tickets/: a container folder, its tar.gz, the same archive cut off (corrupt), and a store file.
-    static func tickets(in folder: TemporaryFolder) throws -> URL {
-        let tickets = folder.path("tickets")
-        try DemoContainer.write(into: tickets.appendingPathComponent("a-container"))
-        let entries = try ArchiveMaker.entries(of: tickets.appendingPathComponent("a-container"))
-        try ArchiveMaker.write(entries, to: tickets.appendingPathComponent("b.tar.gz"), format: .paxTar, filter: .gzip)
-        let whole = try Data(contentsOf: tickets.appendingPathComponent("b.tar.gz"))
-        try whole.prefix(whole.count / 2).write(to: tickets.appendingPathComponent("c-corrupt.tar.gz"))
-        try ReportSamples.write(to: tickets.appendingPathComponent("d.store"))
-        return tickets
-    }
-
-    static func lines(_ url: URL) throws -> [[String: Any]] {
-        try String(contentsOf: url, encoding: .utf8).split(separator: "\n").map {
-            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
-        }
-    }
-
     @Test("scan: one line per input with two jobs, the corrupt archive's line records its error, --resume does nothing the second time")
     func scanBatch() throws {
         let folder = try TemporaryFolder("batch-scan")
-        let tickets = try Self.tickets(in: folder)
+        let tickets = try BatchRuns.tickets(in: folder)
         let before = try FolderSnapshot(tickets)
         let results = folder.path("scan.jsonl")
 
@@ -34,7 +16,7 @@ struct BatchTests {
         #expect(first.status == 2, "one input failed: \(first.stderr)")
         #expect(first.stderr.contains("scan batch: 4 inputs; ran 4 (3 ok, 0 with findings, 1 failed) with 2 jobs; skipped 0 already done"), "\(first.stderr)")
         #expect(first.stdout.isEmpty)
-        let lines = try Self.lines(results)
+        let lines = try CommandJSON.lines(of: results)
         #expect(lines.count == 4)
         let byInput = Dictionary(uniqueKeysWithValues: lines.map { (($0["input"] as? String) ?? "", $0) })
         #expect(Set(byInput.keys) == Set(["a-container", "b.tar.gz", "c-corrupt.tar.gz", "d.store"].map { tickets.path + "/" + $0 }))
@@ -60,7 +42,7 @@ struct BatchTests {
         try ReportSamples.write(to: tickets.appendingPathComponent("e.store"))
         let third = try CLI.run(["scan", tickets.path, "--each", "--jsonl", results.path, "--resume"])
         #expect(third.stderr.contains("ran 1 (1 ok, 0 with findings, 0 failed) with 1 job; skipped 4 already done"), "\(third.stderr)")
-        #expect(try Self.lines(results).count == 5)
+        #expect(try CommandJSON.lines(of: results).count == 5)
         try FileManager.default.removeItem(at: tickets.appendingPathComponent("e.store"))
         try FileManager.default.removeItem(at: tickets.appendingPathComponent("e.store-wal"))
         try? FileManager.default.removeItem(at: tickets.appendingPathComponent("e.store-shm"))
@@ -70,7 +52,7 @@ struct BatchTests {
     @Test("audit and inspect: findings and summaries per input; lines from two runs concatenate")
     func auditAndInspect() throws {
         let folder = try TemporaryFolder("batch-audit")
-        let tickets = try Self.tickets(in: folder)
+        let tickets = try BatchRuns.tickets(in: folder)
         try Data(DemoContainer.manifest.utf8).write(to: folder.path("m.json"))
         let results = folder.path("all.jsonl")
         let audit = try CLI.run(["audit", tickets.appendingPathComponent("a-container").path, tickets.appendingPathComponent("c-corrupt.tar.gz").path,
@@ -82,7 +64,7 @@ struct BatchTests {
         #expect(inFolder.stderr.contains("scan batch: 4 inputs;"), "\(inFolder.stderr)")
         try FileManager.default.removeItem(at: tickets.appendingPathComponent("results.jsonl"))
         #expect(inspect.status == 0, "\(inspect.stderr)")
-        let lines = try Self.lines(results)
+        let lines = try CommandJSON.lines(of: results)
         #expect(lines.map { $0["command"] as? String } .sorted { ($0 ?? "") < ($1 ?? "") } == ["audit", "audit", "inspect"])
         let container = try #require(lines.first { ($0["input"] as? String)?.hasSuffix("a-container") == true })
         #expect(container["status"] as? String == "findings")
@@ -99,7 +81,7 @@ struct BatchTests {
     @Test("check: a clean store, one with a planted problem and a cut archive give ok, findings and error lines")
     func checkBatch() throws {
         let folder = try TemporaryFolder("batch-check")
-        let tickets = try Self.tickets(in: folder)
+        let tickets = try BatchRuns.tickets(in: folder)
         let cleanFolder = tickets.appendingPathComponent("clean")
         let brokenFolder = tickets.appendingPathComponent("broken")
         for f in [cleanFolder, brokenFolder] { try FileManager.default.createDirectory(at: f, withIntermediateDirectories: true) }
@@ -112,7 +94,7 @@ struct BatchTests {
         let run = try CLI.run(["check", clean.path, broken.path, corrupt.path, "--jsonl", results.path, "--jobs", "2"])
         #expect(run.status == 2, "the cut archive fails: \(run.stderr)")
         #expect(run.stderr.contains("check batch: 3 inputs; ran 3 (1 ok, 1 with findings, 1 failed)"), "\(run.stderr)")
-        let byInput = Dictionary(uniqueKeysWithValues: try Self.lines(results).map { (($0["input"] as? String) ?? "", $0) })
+        let byInput = Dictionary(uniqueKeysWithValues: try CommandJSON.lines(of: results).map { (($0["input"] as? String) ?? "", $0) })
         let ok = try #require(byInput[clean.path])
         #expect(ok["status"] as? String == "ok")
         #expect((ok["summary"] as? [String: Any])?["error"] as? Int == 0)

@@ -105,7 +105,7 @@ struct BoundedMemoryTests {
     /// cheap to make) after SQLite's records: SQLite stops where a next header would be and is not,
     /// as in a journal an earlier, longer transaction left.
     static func hotJournalStore(in folder: TemporaryFolder, journalBytes: Int64? = nil) throws -> URL {
-        let store = try BadInputTests.hotJournalStore(in: folder.url)
+        let store = try HotJournal.store(in: folder.url)
         if let journalBytes { #expect(truncate(store.path + "-journal", off_t(journalBytes)) == 0) }
         return store
     }

@@ -9,18 +9,6 @@ import Testing
 /// DOM. A screenshot is left in `.build/report-screenshot.png` for CI to keep.
 @Suite("report in a browser (headless chromium)")
 struct BrowserTests {
-    static func chromium() -> String? {
-        let env = ProcessInfo.processInfo.environment
-        if let path = env["STORELENS_CHROMIUM"], FileManager.default.isExecutableFile(atPath: path) { return path }
-        let names = ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"]
-        for dir in (env["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
-            for name in names where FileManager.default.isExecutableFile(atPath: "\(dir)/\(name)") { return "\(dir)/\(name)" }
-        }
-        for app in ["/Applications/Chromium.app/Contents/MacOS/Chromium", "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome"]
-            where FileManager.default.isExecutableFile(atPath: app) { return app }
-        return nil
-    }
-
     /// Runs chromium headless with its own profile, killed after `timeout` seconds.
     static func headless(_ chromium: String, _ arguments: [String], profile: URL, timeout: Double = 90) throws -> (status: Int32, stdout: String, stderr: String) {
         let process = Process()
@@ -56,12 +44,10 @@ struct BrowserTests {
         }
     }
 
-    static let chromiumMissing = "chromium is not installed; `make test` (scripts/install-deps.sh --with-browser, as root on Debian) installs it, or set STORELENS_CHROMIUM"
-
     @Test("summary, findings, the severity filter and search, the <script> entity as text, no request leaves the page",
-          .enabled(if: chromium() != nil, Comment(rawValue: chromiumMissing)))
+          .enabled(if: Chromium.executable() != nil, Comment(rawValue: Chromium.missing)))
     func reportInChromium() throws {
-        let chromium = try #require(Self.chromium())
+        let chromium = try #require(Chromium.executable())
         let folder = try TemporaryFolder("browser")
         try DemoContainer.write(into: folder.path("c"))
         try Data(DemoContainer.manifest.utf8).write(to: folder.path("m.json"))

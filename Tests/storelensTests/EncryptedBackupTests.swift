@@ -77,59 +77,13 @@ enum EncryptedBackupWriter {
 /// every command as the unencrypted twin is, the password never written anywhere.
 @Suite("encrypted backups")
 struct EncryptedBackupTests {
-    static let password = "correct horse ✓ battery 19"
-    static let domain = "AppDomain-com.example.todo"
+    typealias Twins = BackupTwins
     static let walPath = "Library/Application Support/default.store-wal"
-
-    /// A SwiftData store with -wal and -shm, a Core Data store and plain files, as a plain backup
-    /// and its encrypted twin; TMPDIR for the commands is a folder of the test's own.
-    struct Twins {
-        let folder: TemporaryFolder
-        let plain: URL
-        let encrypted: URL
-        let passwordFile: URL
-        let tmp: URL
-
-        init(_ name: String, damage: String? = nil, verify: Bool = true) throws {
-            folder = try TemporaryFolder("encbackup-\(name)")
-            let container = folder.path("container")
-            try DemoContainer.write(into: container)
-            try Data("a plain file\n".utf8).write(to: container.appendingPathComponent("Documents/readme.txt"))
-            plain = folder.path("plain/00008120-001A2B3C4D5E802E")
-            try EvidenceGuaranteeTests.makeBackup(of: container, at: plain, domain: EncryptedBackupTests.domain)
-            passwordFile = folder.path("password.txt")
-            // As `echo` writes it: one trailing newline, which is not part of the password.
-            try Data((EncryptedBackupTests.password + "\n").utf8).write(to: passwordFile)
-            encrypted = folder.path("encrypted/00008120-001A2B3C4D5E802E")
-            try FileManager.default.createDirectory(at: encrypted.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try EncryptedBackupWriter.encrypt(plain, into: encrypted, passwordFile: passwordFile, damage: damage, verify: verify)
-            tmp = folder.path("tmp")
-            try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
-        }
-
-        func run(_ arguments: [String], password: Bool = true, environment: [String: String] = [:]) throws -> CommandResult {
-            var env = environment
-            env["TMPDIR"] = tmp.path
-            return try CLI.run(arguments + (password ? ["--password-file", passwordFile.path] : []), environment: env,
-                               standardInput: FileHandle.nullDevice)
-        }
-
-        /// The fileID (hashed name) of `relative` in the app domain.
-        func fileID(_ relative: String) -> String {
-            String(SHA256.hex(Data("\(EncryptedBackupTests.domain)-\(relative)".utf8)).prefix(40))
-        }
-
-        /// Nothing of ours is left in TMPDIR: the scratch folder and its plaintext are gone.
-        func expectNoScratchLeft(_ comment: Comment? = nil) throws {
-            let left = try FileManager.default.contentsOfDirectory(atPath: tmp.path)
-            #expect(left.isEmpty, "left in TMPDIR: \(left) \(comment?.description ?? "")")
-        }
-    }
 
     /// Every byte written: stdout, stderr and each file under `folders`; the password's bytes
     /// (and the password without its last character, in case a prefix leaked) appear in none.
     static func expectPasswordAbsent(_ results: [CommandResult], files folders: [URL]) throws {
-        let needles = [password, String(password.dropLast())]
+        let needles = [Twins.password, String(Twins.password.dropLast())]
         for result in results {
             for needle in needles {
                 #expect(!result.stdout.contains(needle) && !result.stderr.contains(needle), "the password appeared in a command's output")
@@ -178,7 +132,7 @@ struct EncryptedBackupTests {
             try twins.expectNoScratchLeft("after \(command[0])")
         }
         // Stores are named Domain/relativePath, as for a plain backup.
-        #expect(results[7].stdout.contains("\(Self.domain)/Library/Application Support/default.store"))
+        #expect(results[7].stdout.contains("\(Twins.domain)/Library/Application Support/default.store"))
         // report writes its HTML file (outside the evidence); the password must not be in it either.
         let html = twins.folder.path("report.html")
         let report = try twins.run(["report", twins.encrypted.path, "--out", html.path])
@@ -187,7 +141,7 @@ struct EncryptedBackupTests {
         results.append(report)
         // The password from the variable works as from the file.
         let fromVariable = try twins.run(["inspect", "--format", "json", twins.encrypted.path], password: false,
-                                         environment: ["STORELENS_BACKUP_PASSWORD": Self.password])
+                                         environment: ["STORELENS_BACKUP_PASSWORD": Twins.password])
         #expect(fromVariable.status == 0, "\(fromVariable.stderr)")
         #expect(fromVariable.stdout == results[1].stdout)
         results.append(fromVariable)
@@ -211,7 +165,7 @@ struct EncryptedBackupTests {
         for relative in ["Library/Application Support/default.store", Self.walPath, "Library/Application Support/default.store-shm",
                          "Library/Application Support/Model.sqlite"] {
             let id = twins.fileID(relative)
-            let entry = try #require(decrypted.first { $0["path"] as? String == "\(Self.domain)/\(relative)" }, "\(relative) not listed")
+            let entry = try #require(decrypted.first { $0["path"] as? String == "\(Twins.domain)/\(relative)" }, "\(relative) not listed")
             let encryptedFile = twins.encrypted.appendingPathComponent("\(id.prefix(2))/\(id)")
             let plainFile = twins.plain.appendingPathComponent("\(id.prefix(2))/\(id)")
             // The hashes are the files' own: the encrypted original in the backup, the plain twin's bytes.
@@ -257,7 +211,7 @@ struct EncryptedBackupTests {
         #expect(none.status == 2)
         #expect(none.stderr.contains("is an encrypted backup and no password was given"))
         #expect(none.stderr.contains("--password-file"))
-        for form in [["--password", Self.password], ["--password=\(Self.password)"]] {
+        for form in [["--password", Twins.password], ["--password=\(Twins.password)"]] {
             let refused = try twins.run(["inspect"] + form + [twins.encrypted.path], password: false)
             #expect(refused.status == 2)
             #expect(refused.stderr.contains("never takes a password as a command-line value"))
@@ -286,7 +240,7 @@ struct EncryptedBackupTests {
                                       environment: env, timeout: 120, tool: "/bin/bash")
         }
         // As docs/backups.md shows it: the shell hands storelens /dev/fd/N, a pipe's read end.
-        let substituted = try shell("<(printf '%s\\n' \"$PW\")", environment: ["PW": Self.password])
+        let substituted = try shell("<(printf '%s\\n' \"$PW\")", environment: ["PW": Twins.password])
         #expect(!substituted.timedOut && substituted.status == 0, "\(substituted.stderr)")
         #expect(substituted.stdout == viaFile.stdout, "the same account as with the password in a file")
 
@@ -306,7 +260,7 @@ struct EncryptedBackupTests {
         #expect(device.status == 2 && device.stderr.contains("is a character device; give a regular file, a named pipe or a process substitution"), "\(device.stderr)")
         try twins.expectNoScratchLeft()
         for outcome in [substituted, waited, long, device] {
-            #expect(!outcome.stdout.contains(Self.password) && !outcome.stderr.contains(Self.password), "the password appeared in a command's output")
+            #expect(!outcome.stdout.contains(Twins.password) && !outcome.stderr.contains(Twins.password), "the password appeared in a command's output")
         }
         try Self.expectPasswordAbsent([], files: [twins.folder.url])
     }
@@ -359,11 +313,11 @@ struct EncryptedBackupTests {
           .enabled(if: EncryptedBackupWriter.available && hasScript, "needs the encrypted-backup writer and util-linux script (Linux)"))
     func terminalPrompt() throws {
         let twins = try Twins("terminal", verify: false)
-        let typed = try Self.onTerminal(["inspect", "--store", "default.store", twins.encrypted.path], typing: Self.password + "\r", tmp: twins.tmp)
+        let typed = try Self.onTerminal(["inspect", "--store", "default.store", twins.encrypted.path], typing: Twins.password + "\r", tmp: twins.tmp)
         #expect(typed.status == 0, "\(typed.screen)")
         #expect(typed.screen.contains("ZTODOITEM") || typed.screen.contains("TodoItem"))
-        #expect(!typed.screen.contains(Self.password), "the password was echoed")
-        #expect(!typed.screen.contains(String(Self.password.prefix(8))), "part of the password was echoed")
+        #expect(!typed.screen.contains(Twins.password), "the password was echoed")
+        #expect(!typed.screen.contains(String(Twins.password.prefix(8))), "part of the password was echoed")
         let cancelled = try Self.onTerminal(["inspect", twins.encrypted.path], typing: "corr\u{03}", tmp: twins.tmp)
         #expect(cancelled.status == 2, "\(cancelled.screen)")
         #expect(cancelled.screen.contains("the prompt was cancelled"))
@@ -374,7 +328,7 @@ struct EncryptedBackupTests {
     static let damages: [(damage: String, names: String, says: String)] = [
         ("truncated-keybag", "Manifest.plist", "BackupKeyBag cannot be used"),
         // The first file whose key cannot be unwrapped is named, whichever it is.
-        ("missing-class-key", "\(domain)/", "is encrypted with protection class 3, for which the backup's keybag holds no key"),
+        ("missing-class-key", "\(Twins.domain)/", "is encrypted with protection class 3, for which the backup's keybag holds no key"),
         ("bad-padding:\(walPath)", "default.store-wal", "valid padding"),
         ("bad-manifest", "Manifest.db", "does not decrypt"),
         ("pre-10.2", "9.3.5", "before iOS 10.2"),

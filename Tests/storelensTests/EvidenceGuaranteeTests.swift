@@ -109,26 +109,6 @@ struct EvidenceGuaranteeTests {
         return url
     }
 
-    /// An unencrypted backup of the container tree at `container`, in `backup`.
-    static func makeBackup(of container: URL, at backup: URL, domain: String) throws {
-        try FileManager.default.createDirectory(at: backup, withIntermediateDirectories: true)
-        try BinaryPlistWriter.encode(.dictionary(["IsEncrypted": .bool(false), "Version": .string("10.0")]))
-            .write(to: backup.appendingPathComponent("Manifest.plist"))
-        let db = try Connection.open(path: backup.appendingPathComponent("Manifest.db").path, mode: .create)
-        try db.execute("CREATE TABLE Files (fileID TEXT PRIMARY KEY, domain TEXT, relativePath TEXT, flags INTEGER, file BLOB)")
-        let base = container.standardizedFileURL.path
-        let walker = FileManager.default.enumerator(at: container, includingPropertiesForKeys: [.isRegularFileKey])
-        while let url = walker?.nextObject() as? URL {
-            guard (try url.resourceValues(forKeys: [.isRegularFileKey])).isRegularFile == true else { continue }
-            let relative = String(url.standardizedFileURL.path.dropFirst(base.count + 1))
-            let fileID = String(SHA256.hex(Data("\(domain)-\(relative)".utf8)).prefix(40))
-            let folder = backup.appendingPathComponent(String(fileID.prefix(2)))
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            try FileManager.default.copyItem(at: url, to: folder.appendingPathComponent(fileID))
-            try db.run("INSERT INTO Files VALUES (?, ?, ?, 1, NULL)", [.text(fileID), .text(domain), .text(relative)])
-        }
-    }
-
     static let kinds: [Kind] = [
         Kind(name: "real stores, loose, in place", needsRealFixtures: true, inPlace: true) { _, work, real in
             (real!, try looseInputs(in: real!, real: real!, work: work))
@@ -171,7 +151,7 @@ struct EvidenceGuaranteeTests {
             let tree = work.appendingPathComponent("tree")
             try realContainer(at: tree, from: real!)
             let backup = evidence.appendingPathComponent("00008030-001A2B3C4D5E802E")
-            try makeBackup(of: tree, at: backup, domain: "AppDomain-com.sdsoftware.ResourcesManager")
+            try PlainBackup.write(of: tree, at: backup, domain: "AppDomain-com.sdsoftware.ResourcesManager")
             return (evidence, [Input(path: backup.path, targets: realTargets(real!, several: true), manifest: try writeManifest(realManifest, in: work))])
         },
         Kind(name: "builder-made demo container folder", needsRealFixtures: false, inPlace: false) { evidence, work, _ in
@@ -190,7 +170,7 @@ struct EvidenceGuaranteeTests {
             let tree = work.appendingPathComponent("demo")
             try DemoContainer.write(into: tree)
             let backup = evidence.appendingPathComponent("00008030-0000000000DE7000")
-            try makeBackup(of: tree, at: backup, domain: "AppDomain-com.example.todo")
+            try PlainBackup.write(of: tree, at: backup, domain: "AppDomain-com.example.todo")
             return (evidence, [Input(path: backup.path, targets: demoTargets, manifest: try writeManifest(DemoContainer.manifest, in: work))])
         },
     ]
@@ -208,7 +188,7 @@ struct EvidenceGuaranteeTests {
         for format in ["text", "json", "markdown"] { runs.append(["scan", input.path, "--format", format]) }
         runs.append(["scan", input.path, "--evidence", out("evidence.json")])
         for format in ["text", "json", "markdown"] { runs.append(["audit", input.path, "--manifest", input.manifest.path, "--format", format]) }
-        // report always runs: HostileCorpusTests.everyCommandIsRun fails if the binary lacks it.
+        // report always runs: the hostile corpus suite's everyCommandIsRun test fails if the binary lacks it.
         runs.append(["report", input.path, "--out", out("report.html")])
         runs.append(["report", input.path, "--manifest", input.manifest.path, "--out", "-"])
         // Commands that read one store.

@@ -35,7 +35,7 @@ struct EvidenceNameTests {
 
     /// A plain backup of the demo container with the hostile rows added to its Manifest.db.
     static func hostileBackup(at backup: URL, container: URL, target: URL) throws {
-        try EvidenceGuaranteeTests.makeBackup(of: container, at: backup, domain: domain)
+        try PlainBackup.write(of: container, at: backup, domain: domain)
         let db = try Connection.open(path: backup.appendingPathComponent("Manifest.db").path, mode: .readWrite)
         for (index, row) in hostileRows(aimingAt: target).enumerated() {
             let fileID = String(SHA256.hex(Data("hostile-\(index)".utf8)).prefix(40))

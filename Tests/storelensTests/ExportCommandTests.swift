@@ -43,10 +43,6 @@ struct ExportCommandTests {
         return url
     }
 
-    static func json(_ text: Substring) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
-    }
-
     /// Whether an exported value is what `rows --format jsonl` shows for it.
     static func same(_ exported: DatabaseValue, _ shown: Any?) -> Bool {
         switch shown {
@@ -76,7 +72,7 @@ struct ExportCommandTests {
         for entity in entities {
             let rows = try CLI.run(["rows", store.path, entity, "--format", "jsonl"])
             #expect(rows.status == 0, "\(entity): \(rows.stderr)")
-            let lines = try rows.stdout.split(separator: "\n").map(json).filter { $0["_entity"] as? String == entity }
+            let lines = try rows.stdout.split(separator: "\n").map { try CommandJSON.object($0) }.filter { $0["_entity"] as? String == entity }
             let table = try export.rows("SELECT * FROM \(Identifier.quoted(entity)) ORDER BY _pk")
             #expect(table.count == lines.count, "\(entity): \(table.count) exported, rows shows \(lines.count)")
             for (row, line) in zip(table, lines) {
@@ -110,12 +106,12 @@ struct ExportCommandTests {
         #expect(tables == ["Owner", "Animal", "Dog", "Cat", "Tag", "Animal_tags", "_storelens"], "\(tables)")
         #expect(try Self.compareWithRows(store, export, entities: ["Owner", "Animal", "Dog", "Cat", "Tag"]) > 20)
         // Inherited columns in the subentity's table; the target's entity beside a key into a hierarchy.
-        let dogFields = try #require(try Self.json(Substring(try CLI.run(["rows", store.path, "Dog", "--format", "json", "--limit", "0"]).stdout))["fields"] as? [String])
+        let dogFields = try #require(try CommandJSON.object(try CLI.run(["rows", store.path, "Dog", "--format", "json", "--limit", "0"]).stdout)["fields"] as? [String])
         #expect(try export.columns(of: "Dog").map(\.name) == ["_pk"] + dogFields, "the columns rows lists for Dog, inherited ones first")
         #expect(dogFields.contains("born") && dogFields.contains("breed"))
         #expect(try export.scalar("SELECT mascot_entity FROM Tag WHERE label = 'good'").string == "Cat")
         let born = try export.scalar("SELECT born FROM Dog WHERE name = 'Rex'").string
-        #expect(born.flatMap(FlatExportTests.seconds) == 700_000_000.25 + 978_307_200 && born?.hasSuffix(".25Z") == true, "ISO 8601 UTC: \(String(describing: born))")
+        #expect(born.flatMap(ISOTimestamps.seconds) == 700_000_000.25 + 978_307_200 && born?.hasSuffix(".25Z") == true, "ISO 8601 UTC: \(String(describing: born))")
 
         // Link table: the pairs SQLite holds in the join table, read from a copy.
         let oracle = try SQLiteOracle(copying: store, wal: .none)
@@ -170,7 +166,7 @@ struct ExportCommandTests {
             return
         }
         #expect(result.status == 0, "\(name): \(result.stderr)")
-        let summary = try Self.json(Substring(result.stdout))
+        let summary = try CommandJSON.object(result.stdout)
         let tables = try #require(summary["tables"] as? [[String: Any]])
         let export = try Connection.open(path: out.path, mode: .readOnly)
         let oracle = try SQLiteOracle(copying: store)

@@ -68,10 +68,6 @@ struct ExternalDataTests {
         return result
     }
 
-    static func json(_ text: String) throws -> Any {
-        try JSONSerialization.jsonObject(with: Data(text.utf8))
-    }
-
     @Test("the reference is Apple's 38 bytes: 0x02, the uppercase UUID, one NUL")
     func builderWritesAppleLayout() throws {
         let layout = try Self.make()
@@ -93,7 +89,7 @@ struct ExternalDataTests {
         let sums = try Self.sha256sum(layout.external)
         let result = try CLI.run(["rows", layout.store.path, "Photo", "--format", "jsonl"])
         #expect(result.status == 0, "\(result.stderr)")
-        let rows = try result.stdout.split(separator: "\n").map { try #require(try Self.json(String($0)) as? [String: Any]) }
+        let rows = try result.stdout.split(separator: "\n").map { try CommandJSON.object($0) }
         #expect(rows.count == layout.references.count + 1)
         for row in rows {
             let image = try #require(row["image"] as? [String: Any])
@@ -120,7 +116,7 @@ struct ExternalDataTests {
     func checkMissingAndUnreferenced() throws {
         let layout = try Self.make()
         let result = try CLI.run(["check", layout.store.path, "--format", "json"])
-        let document = try #require(try Self.json(result.stdout) as? [String: Any])
+        let document = try CommandJSON.object(result.stdout)
         let findings = (document["findings"] as? [[String: Any]]) ?? ((document["stores"] as? [[String: Any]])?.flatMap { $0["findings"] as? [[String: Any]] ?? [] } ?? [])
         let missing = try #require(findings.first { $0["id"] as? String == "external-data-missing" }, "\(result.stdout)")
         let evidence = try #require(missing["evidence"] as? [String: Any])
@@ -171,13 +167,13 @@ extension ExternalDataTests {
         }
         let inspect = try CLI.run(["inspect", layout.store.path, "--format", "json"])
         #expect(inspect.status == 0, "\(inspect.stderr)")
-        let inspected = try #require(try Self.json(inspect.stdout) as? [String: Any])
+        let inspected = try CommandJSON.object(inspect.stdout)
         let store = (inspected["stores"] as? [[String: Any]])?.first ?? inspected
         #expect(try census(store["externalData"]) == expected, "\(inspect.stdout)")
 
         let scan = try CLI.run(["scan", layout.store.deletingLastPathComponent().path, "--format", "json"])
         #expect(scan.status == 0, "\(scan.stderr)")
-        let scanned = try #require((try Self.json(scan.stdout) as? [String: Any])?["stores"] as? [[String: Any]])
+        let scanned = try #require(try CommandJSON.object(scan.stdout)["stores"] as? [[String: Any]])
         #expect(scanned.count == 1)
         #expect(try census(scanned.first?["externalData"]) == expected, "\(scan.stdout)")
         let text = try CLI.run(["scan", layout.store.deletingLastPathComponent().path])

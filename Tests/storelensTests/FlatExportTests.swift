@@ -61,42 +61,6 @@ enum SQLiteUtils {
 /// record, with the values SQLite itself holds, decoded as the model says.
 @Suite("rows: flat exports loaded by sqlite-utils")
 struct FlatExportTests {
-    static let model = ModelDescription(entities: [
-        EntityDescription("Shelf", attributes: [AttributeDescription("name", .string, optional: false)],
-                          relationships: [RelationshipDescription("entries", to: "Entry", inverse: "shelf", toMany: true)]),
-        EntityDescription("Entry",
-                          attributes: [AttributeDescription("id", .uuid, optional: false),
-                                       AttributeDescription("title", .string, optional: false),
-                                       AttributeDescription("count", .integer64),
-                                       AttributeDescription("score", .double),
-                                       AttributeDescription("done", .boolean),
-                                       AttributeDescription("at", .date),
-                                       AttributeDescription("notes", .string),
-                                       // A property that looks like a reserved key: it must not replace `_entity`.
-                                       AttributeDescription("_entity", .string)],
-                          relationships: [RelationshipDescription("shelf", to: "Shelf", inverse: "entries")]),
-    ])
-
-    /// A title a spreadsheet would run, with a tab, a newline and quotes inside.
-    static let hostileTitle = "=HYPERLINK(\"http://x.example\")\tcol 2\nline 2 \"quoted\""
-
-    static func store(in folder: TemporaryFolder) throws -> URL {
-        let url = folder.path("Flat.sqlite")
-        let writer = try StoreWriter(url: url, model: model, options: .init(journalMode: .delete))
-        try writer.transaction(.init(bundleID: "com.example.flat")) { w in
-            let shelf = try w.insert("Shelf", ["name": .string("Top")])
-            _ = try w.insert("Entry", ["id": .uuid(UUID(uuidString: "7C1EA5A6-0D9B-4B74-A530-13251F4943D8")!), "title": .string(hostileTitle),
-                                       "count": .int(9_007_199_254_740_993), "score": .double(-2.5), "done": .bool(true),
-                                       "at": .date(Date(timeIntervalSinceReferenceDate: 743_915_993.611546)),
-                                       "_entity": .string("not the entity"), "shelf": .object(entity: "Shelf", pk: shelf)])
-            _ = try w.insert("Entry", ["id": .uuid(UUID()), "title": .string("-12.5"), "done": .bool(false),
-                                       "notes": .string("a \\ backslash, a comma"), "at": .date(Date(timeIntervalSinceReferenceDate: 0))])
-            _ = try w.insert("Entry", ["id": .uuid(UUID()), "title": .string("plain"), "count": .int(-5), "score": .double(0.1)])
-        }
-        try writer.close()
-        return url
-    }
-
     /// A value as the model decodes it, from SQLite's reading of a copy.
     enum Expected: Equatable {
         case null, integer(Int64), double(Double), bool(Bool), text(String), date(Double)
@@ -139,18 +103,6 @@ struct FlatExportTests {
         return out
     }
 
-    /// Seconds since 1970 of `YYYY-MM-DDTHH:MM:SS[.ffffff]Z`, the fraction read in full (the
-    /// formatter alone keeps milliseconds).
-    static func seconds(_ iso: String) -> Double? {
-        guard iso.hasSuffix("Z") else { return nil }
-        let body = iso.dropLast()
-        let parts = body.split(separator: ".", maxSplits: 1)
-        guard let whole = parts.first, let date = ISO8601DateFormatter().date(from: whole + "Z") else { return nil }
-        guard parts.count == 2 else { return date.timeIntervalSince1970 }
-        guard parts[1].allSatisfy(\.isNumber), let fraction = Double("0." + parts[1]) else { return nil }
-        return date.timeIntervalSince1970 + fraction
-    }
-
     /// Whether a value sqlite-utils stored is the expected one. `typed`: loaded from JSON (numbers
     /// and Booleans keep their type); otherwise from CSV/TSV, where every cell is text.
     static func matches(_ loaded: DatabaseValue, _ expected: Expected, typed: Bool) -> Bool {
@@ -161,7 +113,7 @@ struct FlatExportTests {
             case .double(let d): return Double(cell) == d
             case .bool(let b): return cell == (b ? "true" : "false")
             case .text(let s): return cell == s
-            case .date(let s): return seconds(cell).map { abs($0 - s) < 1e-6 } ?? false
+            case .date(let s): return ISOTimestamps.seconds(cell).map { abs($0 - s) < 1e-6 } ?? false
             }
         }
         switch expected {
@@ -170,7 +122,7 @@ struct FlatExportTests {
         case .double(let d): return loaded.double == d
         case .bool(let b): return loaded.int64 == (b ? 1 : 0)
         case .text(let s): return loaded.string == s
-        case .date(let s): return loaded.string.flatMap(seconds).map { abs($0 - s) < 1e-6 } ?? false
+        case .date(let s): return loaded.string.flatMap(ISOTimestamps.seconds).map { abs($0 - s) < 1e-6 } ?? false
         }
     }
 
@@ -179,7 +131,7 @@ struct FlatExportTests {
     func loadedBySQLiteUtils() throws {
         let tool = try #require(SQLiteUtils.executable)
         let folder = try TemporaryFolder("flat-export")
-        let store = try Self.store(in: folder)
+        let store = try ShelfStores.flat(in: folder)
         let before = try FolderSnapshot(folder.url)
         let truth = try Self.truth(store, in: folder)
         let keys = try Self.keys(store)
@@ -220,24 +172,20 @@ struct FlatExportTests {
         let titles = try Connection.open(path: folder.path("safe.db").path, mode: .readOnly)
             .rows("SELECT title FROM rows ORDER BY CAST(pk AS INTEGER)").compactMap { $0[0].string }
         #expect(titles.count == 3 && titles.first?.hasPrefix("'") == true && titles.dropFirst() == ["-12.5", "plain"], "a formula gets a leading ', a plain number does not")
-        #expect(titles.first.map { HostileBytesTests.unescape(String($0.dropFirst())) } == Self.hostileTitle, "its tab and line break escaped: \(titles)")
+        #expect(titles.first.map { OutputEscaping.unescape(String($0.dropFirst())) } == ShelfStores.hostileTitle, "its tab and line break escaped: \(titles)")
         #expect(try FolderSnapshot(folder.url).entries.filter { evidence[$0.key] != nil } == evidence, "the store stays byte-identical")
-    }
-
-    static func object(_ line: Substring) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not an object: \(line)")
     }
 
     @Test("jsonl: every line is a flat object with every key; values are what --format json writes; array is the same objects")
     func flatLines() throws {
         let folder = try TemporaryFolder("flat-lines")
-        let store = try Self.store(in: folder)
+        let store = try ShelfStores.flat(in: folder)
         let jsonl = try CLI.run(["rows", store.path, "Entry", "--format", "jsonl"])
         let array = try CLI.run(["rows", store.path, "Entry", "--format", "array"])
         let json = try CLI.run(["rows", store.path, "Entry", "--format", "json"])
         for r in [jsonl, array, json] { #expect(r.status == 0, "\(r.stderr)") }
         let keys = try Self.keys(store)
-        let lines = try jsonl.stdout.split(separator: "\n").map(Self.object)
+        let lines = try jsonl.stdout.split(separator: "\n").map { try CommandJSON.object($0) }
         let document = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         let rows = try #require(document["rows"] as? [[String: Any]])
         #expect(document["schemaVersion"] as? Int == 1, "the json document keeps its shape and version")
@@ -270,14 +218,14 @@ struct FlatExportTests {
     @Test("tsv: tabs and newlines inside a value never split a field or a record; --raw-csv works for tsv and nowhere but csv/tsv")
     func tsvQuoting() throws {
         let folder = try TemporaryFolder("flat-tsv")
-        let store = try Self.store(in: folder)
+        let store = try ShelfStores.flat(in: folder)
         let raw = try CLI.run(["rows", store.path, "Entry", "--format", "tsv", "--raw-csv"])
         #expect(raw.status == 0, "\(raw.stderr)")
         let header = try #require(raw.stdout.split(separator: "\n").first)
         let keys = try Self.keys(store)
         let csvNames = ["_entity": "entity", "_pk": "pk", "__entity": "_entity"]
         #expect(header.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) == keys.map { csvNames[$0] ?? $0 })
-        let quoted = "\"" + Self.hostileTitle.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        let quoted = "\"" + ShelfStores.hostileTitle.replacingOccurrences(of: "\"", with: "\"\"") + "\""
         #expect(raw.stdout.contains("\t" + quoted + "\t"), "the value is one quoted field with its quotes doubled")
         // Records: the header and three rows; only the quoted value holds a newline.
         #expect(raw.stdout.replacingOccurrences(of: quoted, with: "Q").split(separator: "\n").count == 4)
@@ -298,7 +246,7 @@ struct FlatExportTests {
         let document = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         let fields = try #require(document["fields"] as? [String])
         let rows = try #require(document["rows"] as? [[String: Any]])
-        let lines = try jsonl.stdout.split(separator: "\n").map(Self.object)
+        let lines = try jsonl.stdout.split(separator: "\n").map { try CommandJSON.object($0) }
         #expect(Set(lines.compactMap { $0["_entity"] as? String }) == ["Book", "Audiobook", "Film"])
         #expect(lines.count == rows.count)
         for (line, row) in zip(lines, rows) {

@@ -8,26 +8,6 @@ import Testing
 /// the loaded tables hold what each command's documented JSON document says, record for record.
 @Suite("history, wal --diff, recover: flat exports loaded by sqlite-utils")
 struct FlatHistoryDiffRecoverTests {
-    /// A store with history whose WAL holds an update, an insert and a delete after a checkpoint.
-    static func store(in folder: TemporaryFolder) throws -> URL {
-        let url = folder.path("default.store")
-        let writer = try StoreWriter(url: url, model: FlatExportTests.model)
-        try writer.transaction(.init(bundleID: "com.example.flat")) { w in
-            let shelf = try w.insert("Shelf", ["name": .string("Top")])
-            _ = try w.insert("Entry", ["id": .uuid(UUID()), "title": .string("first"), "count": .int(3),
-                                       "at": .date(Date(timeIntervalSinceReferenceDate: 743_915_993.611546)), "shelf": .object(entity: "Shelf", pk: shelf)])
-            _ = try w.insert("Entry", ["id": .uuid(UUID()), "title": .string("=1+1"), "done": .bool(true)])
-        }
-        try writer.checkpoint()
-        try writer.transaction(.init(bundleID: "com.example.flat")) { w in
-            try w.update("Entry", pk: 1, ["title": .string("renamed"), "count": .int(4)])
-            _ = try w.insert("Entry", ["id": .uuid(UUID()), "title": .string("third"), "at": .date(Date(timeIntervalSinceReferenceDate: 0))])
-        }
-        try writer.transaction(.init(bundleID: "com.example.widget")) { w in try w.delete("Entry", pk: 2) }
-        try writer.close(leavingWAL: true)
-        return url
-    }
-
     static func run(_ arguments: [String]) throws -> String {
         let result = try CLI.run(arguments)
         #expect(result.status == 0, "\(arguments.joined(separator: " ")): \(result.stderr)")
@@ -73,7 +53,7 @@ struct FlatHistoryDiffRecoverTests {
           .enabled(if: SQLiteUtils.available, Comment(rawValue: SQLiteUtils.unavailable)))
     func history() throws {
         let folder = try TemporaryFolder("flat-history")
-        let store = try Self.store(in: folder)
+        let store = try ShelfStores.withHistoryInWAL(in: folder)
         let before = try FolderSnapshot(folder.url)
         let document = try #require(try JSONSerialization.jsonObject(with: Data(try Self.run(["history", store.path, "--format", "json"]).utf8)) as? [String: Any])
         let transactions = try #require(document["transactions"] as? [[String: Any]])
@@ -110,7 +90,7 @@ struct FlatHistoryDiffRecoverTests {
           .enabled(if: SQLiteUtils.available, Comment(rawValue: SQLiteUtils.unavailable)))
     func walDiff() throws {
         let folder = try TemporaryFolder("flat-diff")
-        let store = try Self.store(in: folder)
+        let store = try ShelfStores.withHistoryInWAL(in: folder)
         let document = try #require(try JSONSerialization.jsonObject(with: Data(try Self.run(["wal", store.path, "--diff", "--each", "--format", "json"]).utf8)) as? [String: Any])
         let commits = try #require((document["stores"] as? [[String: Any]])?.first?["commits"] as? [[String: Any]])
         #expect(commits.count >= 2)
@@ -175,7 +155,7 @@ struct FlatHistoryDiffRecoverTests {
           .enabled(if: SQLiteUtils.available, Comment(rawValue: SQLiteUtils.unavailable)))
     func recover() throws {
         let folder = try TemporaryFolder("flat-recover")
-        let store = try Self.store(in: folder)
+        let store = try ShelfStores.withHistoryInWAL(in: folder)
         let loaded = try Self.load(try Self.run(["recover", store.path, "--entity", "Entry", "--format", "jsonl"]), "--nl", name: "recover", in: folder)
         let out = folder.path("recovered.sqlite")
         _ = try Self.run(["recover", store.path, "--entity", "Entry", "--out", out.path])

@@ -37,53 +37,19 @@ struct HostileBytesTests {
         try writer.close(leavingWAL: true)
     }
 
-    /// A scalar that must not reach a terminal: C0 but the ones `allowed`, DEL, C1, the bidi and
-    /// line-separator characters.
-    static func hostile(_ scalar: Unicode.Scalar, allowed: Set<Unicode.Scalar> = ["\n"]) -> Bool {
-        if allowed.contains(scalar) { return false }
-        switch scalar.value {
-        case 0..<0x20, 0x7F...0x9F, 0x200E, 0x200F, 0x061C, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: return true
-        default: return false
-        }
-    }
-
-    static func expectClean(_ text: String, allowed: Set<Unicode.Scalar> = ["\n"], _ what: String) {
-        let found = text.unicodeScalars.filter { hostile($0, allowed: allowed) }.map { "U+" + String($0.value, radix: 16) }
-        #expect(found.isEmpty, "\(what): \(Set(found).sorted()) reached the output")
-    }
-
-    /// The documented escaping undone: `\\` is a backslash, `\uXXXX` the scalar; nil when a
-    /// backslash starts anything else (the escaping would be ambiguous).
-    static func unescape(_ cell: String) -> String? {
-        let scalars = Array(cell.unicodeScalars)
-        var out = String.UnicodeScalarView()
-        var i = 0
-        while i < scalars.count {
-            guard scalars[i] == "\\" else { out.append(scalars[i]); i += 1; continue }
-            guard i + 1 < scalars.count else { return nil }
-            if scalars[i + 1] == "\\" { out.append("\\"); i += 2; continue }
-            guard scalars[i + 1] == "u", i + 6 <= scalars.count,
-                  let value = UInt32(String(String.UnicodeScalarView(scalars[(i + 2)..<(i + 6)])), radix: 16),
-                  let scalar = Unicode.Scalar(value) else { return nil }
-            out.append(scalar)
-            i += 6
-        }
-        return String(out)
-    }
-
     /// CSV on stdout: the only controls are the CRLF ending each record, every cell is clean, and
     /// each cell undoes to the `--raw-csv` run's cell (a formula's leading `'` aside).
     static func expectEscapedCSV(_ safe: String, raw: String, _ what: String) {
-        expectClean(safe, allowed: ["\r", "\n"], what)
-        let records = HostileOutputTests.parseCSV(safe), rawRecords = HostileOutputTests.parseCSV(raw)
+        OutputEscaping.expectClean(safe, allowed: ["\r", "\n"], what)
+        let records = CSVRecords.parse(safe), rawRecords = CSVRecords.parse(raw)
         #expect(safe.components(separatedBy: "\r\n").count - 1 == records.count, "\(what): a line break inside a cell")
         #expect(records.count == rawRecords.count && records.count > 1, "\(what): \(records.count) records, raw \(rawRecords.count)")
         for (record, rawRecord) in zip(records, rawRecords) {
             #expect(record.count == rawRecord.count)
             for (cell, rawCell) in zip(record, rawRecord) {
-                expectClean(cell, allowed: [], "\(what) cell")
+                OutputEscaping.expectClean(cell, allowed: [], "\(what) cell")
                 let body = cell.hasPrefix("'") && !rawCell.hasPrefix("'") ? String(cell.dropFirst()) : cell
-                #expect(unescape(body) == rawCell, "\(what): \(cell.debugDescription) does not undo to \(rawCell.debugDescription)")
+                #expect(OutputEscaping.unescape(body) == rawCell, "\(what): \(cell.debugDescription) does not undo to \(rawCell.debugDescription)")
             }
         }
     }
@@ -111,24 +77,24 @@ struct HostileBytesTests {
             #expect(safe.status == 0 && raw.status == 0, "\(what): \(safe.stderr) \(raw.stderr)")
             // The timeline and history show no attribute values; the writer's bundle ID holds an ESC there.
             #expect(raw.stdout.contains(["timeline", "history"].contains(what) ? "\u{1B}[2J" : Self.osc52), "\(what): --raw-csv writes the stored bytes")
-            Self.expectClean(safe.stderr, "\(what) stderr")
+            OutputEscaping.expectClean(safe.stderr, "\(what) stderr")
             if what == "rows tsv" {
-                Self.expectClean(safe.stdout, allowed: ["\t", "\n"], what)
+                OutputEscaping.expectClean(safe.stdout, allowed: ["\t", "\n"], what)
                 let cells = safe.stdout.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
                 let column = try #require(cells.first?.firstIndex(of: "title"))
-                #expect(Set(cells.dropFirst().compactMap { Self.unescape($0[column].hasPrefix("'") ? String($0[column].dropFirst()) : $0[column]) }) == titles)
+                #expect(Set(cells.dropFirst().compactMap { OutputEscaping.unescape($0[column].hasPrefix("'") ? String($0[column].dropFirst()) : $0[column]) }) == titles)
             } else {
                 Self.expectEscapedCSV(safe.stdout, raw: raw.stdout, what)
             }
             if what == "rows csv" {
-                let records = HostileOutputTests.parseCSV(raw.stdout)
+                let records = CSVRecords.parse(raw.stdout)
                 let column = try #require(records.first?.firstIndex(of: "title"))
                 #expect(Set(records.dropFirst().map { $0[column] }) == titles, "--raw-csv round-trips SQLite's values")
             }
         }
         // JSON escapes by JSON's rules, DEL and C1 included; the values parse back to SQLite's.
         let json = try CLI.run(["rows", store.path, "TodoItem", "--format", "jsonl"])
-        Self.expectClean(json.stdout, "rows jsonl")
+        OutputEscaping.expectClean(json.stdout, "rows jsonl")
         let parsed = try json.stdout.split(separator: "\n").map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
         #expect(Set(parsed.compactMap { $0["title"] as? String }) == titles)
     }
@@ -143,8 +109,8 @@ struct HostileBytesTests {
                           ["lint", named.path], ["scan", folder.url.path], ["scan", folder.url.path, "--format", "markdown"]] {
             let r = try CLI.run(arguments)
             #expect(r.status <= 1, "\(arguments[0]): \(r.stderr)")
-            Self.expectClean(r.stdout, "\(arguments[0]) stdout")
-            Self.expectClean(r.stderr, "\(arguments[0]) stderr")
+            OutputEscaping.expectClean(r.stdout, "\(arguments[0]) stdout")
+            OutputEscaping.expectClean(r.stderr, "\(arguments[0]) stderr")
         }
         let rows = try CLI.run(["rows", named.path, "Evil\u{1B}[31mItem"])
         #expect(rows.stdout.hasPrefix(folder.url.path + "/ev\u{FFFD}]52;c;aGk=\u{FFFD}il\u{FFFD}\u{FFFD}.store: Evil\u{FFFD}[31mItem"), "\(rows.stdout.prefix(200))")
@@ -152,7 +118,7 @@ struct HostileBytesTests {
         let csv = try CLI.run(["rows", named.path, "Evil\u{1B}[31mItem", "--format", "csv"])
         let raw = try CLI.run(["rows", named.path, "Evil\u{1B}[31mItem", "--format", "csv", "--raw-csv"])
         Self.expectEscapedCSV(csv.stdout, raw: raw.stdout, "rows csv of a hostile entity")
-        #expect(HostileOutputTests.parseCSV(raw.stdout).dropFirst().allSatisfy { $0.first == "Evil\u{1B}[31mItem" })
+        #expect(CSVRecords.parse(raw.stdout).dropFirst().allSatisfy { $0.first == "Evil\u{1B}[31mItem" })
 
         // Errors: each one sentence on one line, whatever the file name or option value holds.
         let missing = folder.path("gone\(Self.osc52)\n\u{1B}[2J.store").path
@@ -165,7 +131,7 @@ struct HostileBytesTests {
         for arguments in errors {
             let r = try CLI.run(arguments)
             #expect(r.status == 2, "\(arguments): \(r.status) \(r.stderr)")
-            Self.expectClean(r.stderr, "\(arguments) stderr")
+            OutputEscaping.expectClean(r.stderr, "\(arguments) stderr")
             let lines = r.stderr.split(separator: "\n")
             #expect(lines.filter { $0.hasPrefix("Error:") }.count == 1 && lines.allSatisfy { $0.hasPrefix("Error:") || $0.hasPrefix("Usage:") || $0.hasPrefix("  See") },
                     "\(arguments): one error sentence, not split: \(r.stderr.debugDescription)")

@@ -760,27 +760,7 @@ enum HostileCorpus {
             let container = work.appendingPathComponent("container")
             try store(in: container.appendingPathComponent("Library/Application Support"))
             let backup = folder.appendingPathComponent("00008030-001A2B3C4D5E0009")
-            try FileManager.default.createDirectory(at: backup, withIntermediateDirectories: true)
-            try BinaryPlistWriter.encode(.dictionary(["IsEncrypted": .bool(false), "Version": .string("10.0")]))
-                .write(to: backup.appendingPathComponent("Manifest.plist"))
-            let manifest = backup.appendingPathComponent("Manifest.db")
-            do {
-                let db = try Connection.open(path: manifest.path, mode: .create)
-                try db.execute("CREATE TABLE Files (fileID TEXT PRIMARY KEY, domain TEXT, relativePath TEXT, flags INTEGER, file BLOB)")
-                let domain = "AppDomain-com.example.todo"
-                let walker = FileManager.default.enumerator(at: container, includingPropertiesForKeys: [.isRegularFileKey])
-                let base = container.standardizedFileURL.path
-                while let url = walker?.nextObject() as? URL {
-                    guard (try url.resourceValues(forKeys: [.isRegularFileKey])).isRegularFile == true else { continue }
-                    let relative = String(url.standardizedFileURL.path.dropFirst(base.count + 1))
-                    let fileID = String(SHA256.hex(Data("\(domain)-\(relative)".utf8)).prefix(40))
-                    let sub = backup.appendingPathComponent(String(fileID.prefix(2)))
-                    try FileManager.default.createDirectory(at: sub, withIntermediateDirectories: true)
-                    try FileManager.default.copyItem(at: url, to: sub.appendingPathComponent(fileID))
-                    try db.run("INSERT INTO Files VALUES (?, ?, ?, 1, NULL)", [.text(fileID), .text(domain), .text(relative)])
-                }
-                try tamper(backup, db)
-            }
+            try PlainBackup.write(of: container, at: backup, domain: "AppDomain-com.example.todo", adjust: tamper)
             return backup
         }
     }

@@ -18,9 +18,6 @@ import Testing
 ///   refused run leaves no output; the paths the corpus aims at outside the root stay absent.
 @Suite("hostile corpus: every command on every item")
 struct HostileCorpusTests {
-    /// A hang bound, not a timing assertion: generous, as `report` on the 300,000-string plist takes
-    /// 5 s of CPU and the CI machine is shared (it took over 30 s at a load of 13 on 2 cores).
-    static let timeout: TimeInterval = 60
     /// Of an input with several stores, at most this many are each run with `--store`.
     static let storesPerItem = 5
 
@@ -43,10 +40,10 @@ struct HostileCorpusTests {
         var runs = 0, selectedRuns = 0
 
         func execute(_ command: CommandPlan.Command, _ run: CommandPlan.Run, select: String?) throws -> BoundedRun.Outcome {
-            let result = try BoundedRun.run(run.arguments, environment: ["TMPDIR": tmp.path], timeout: Self.timeout)
+            let result = try BoundedRun.run(run.arguments, environment: ["TMPDIR": tmp.path], timeout: HostileRuns.timeout)
             runs += 1
             let what = "\(item.name) — storelens \(run.label)\(select.map { " --store \($0)" } ?? "") (exit \(result.status), \(String(format: "%.1f", result.seconds)) s)\nstderr: \(result.stderr.prefix(2000))"
-            #expect(!result.timedOut, "hang: killed after \(Int(Self.timeout)) s: \(what)")
+            #expect(!result.timedOut, "hang: killed after \(Int(HostileRuns.timeout)) s: \(what)")
             #expect(!result.crashed, "crash: \(what)")
             #expect([0, 1, 2].contains(result.status), "exit \(result.status) is neither a result nor an input error: \(what)")
             // scan and report list every store they find, a damaged one with its problem (exit 0),
@@ -59,7 +56,7 @@ struct HostileCorpusTests {
                 let lines = result.stderr.split(separator: "\n", omittingEmptySubsequences: true)
                 #expect(lines.count == 1, "one line: \(what)")
                 #expect(result.stderr.hasPrefix("Error: "), "\(what)")
-                #expect(Self.names(result.stderr, input), "the error must name the input: \(what)")
+                #expect(HostileRuns.names(result.stderr, input), "the error must name the input: \(what)")
                 #expect(!result.stderr.contains(tmp.path), "the error names a scratch copy, gone by the time it is read, not the input: \(what)")
             }
             let asksForStore = result.stderr.contains("choose one with --store")
@@ -173,19 +170,13 @@ struct HostileCorpusTests {
                        ["repair", input, "--out", target], ["report", input, "--out", target, "--force"]]
             let index = targets.firstIndex(of: target) ?? 0
             for arguments in (0..<3).map({ all[(index * 3 + $0) % all.count] }) {
-                let run = try BoundedRun.run(arguments, environment: ["TMPDIR": tmp.path], timeout: Self.timeout)
+                let run = try BoundedRun.run(arguments, environment: ["TMPDIR": tmp.path], timeout: HostileRuns.timeout)
                 let what = "\(item.name) — \(arguments.joined(separator: " ")) (exit \(run.status))\nstderr: \(run.stderr.prefix(1000))"
                 #expect(run.status == 2 && run.stderr.contains("never writes"), "\(what)")
                 #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path).isEmpty, "refused before any work: \(what)")
             }
         }
         #expect(try FolderSnapshot(folder) == before, "\(item.name): the input folder changed")
-    }
-
-    /// Whether an error message names the input (its path, or its file name).
-    static func names(_ message: String, _ input: String) -> Bool {
-        let name = URL(fileURLWithPath: input).lastPathComponent
-        return message.contains(input) || message.contains(name)
     }
 
     /// A hostile trigger must not get to run while repair writes its copy; a repaired store keeps

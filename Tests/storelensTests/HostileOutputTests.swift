@@ -25,28 +25,6 @@ struct HostileOutputTests {
         return url
     }
 
-    /// RFC 4180 records (quoted fields, doubled quotes, CRLF).
-    static func parseCSV(_ text: String) -> [[String]] {
-        var records: [[String]] = [], field = "", record: [String] = [], quoted = false
-        var scalars = text.unicodeScalars.makeIterator()
-        var pending: Unicode.Scalar? = nil
-        while let c = pending ?? scalars.next() {
-            pending = nil
-            if quoted {
-                if c == "\"" {
-                    let next = scalars.next()
-                    if next == "\"" { field.unicodeScalars.append("\"") } else { quoted = false; pending = next }
-                } else { field.unicodeScalars.append(c) }
-            } else if c == "\"" { quoted = true
-            } else if c == "," { record.append(field); field = ""
-            } else if c == "\r" {
-                let next = scalars.next()
-                if next == "\n" { record.append(field); records.append(record); record = []; field = "" } else { field.unicodeScalars.append(c); pending = next }
-            } else { field.unicodeScalars.append(c) }
-        }
-        return records
-    }
-
     @Test("CSV: formula cells get a leading quote (numbers do not), controls are escaped, --raw-csv gives the stored text; both match SQLite")
     func csvInjection() throws {
         let folder = try TemporaryFolder("hostile-csv")
@@ -61,7 +39,7 @@ struct HostileOutputTests {
         let safe = try CLI.run(["rows", store.path, "TodoItem", "--format", "csv"])
         let raw = try CLI.run(["rows", store.path, "TodoItem", "--format", "csv", "--raw-csv"])
         #expect(safe.status == 0 && raw.status == 0, "\(safe.stderr) \(raw.stderr)")
-        let safeRecords = Self.parseCSV(safe.stdout), rawRecords = Self.parseCSV(raw.stdout)
+        let safeRecords = CSVRecords.parse(safe.stdout), rawRecords = CSVRecords.parse(raw.stdout)
         let column = try #require(safeRecords.first?.firstIndex(of: "title"))
         for (pk, title) in stored {
             let safeCell = try #require(safeRecords.first { $0[1] == String(pk) }?[column])
@@ -72,8 +50,8 @@ struct HostileOutputTests {
             let number = Double(title) != nil && title.allSatisfy { "+-.0123456789e".contains($0) }
             let body = trigger && !number ? String(safeCell.dropFirst()) : safeCell
             if trigger && !number { #expect(safeCell.hasPrefix("'"), "a formula is neutralised: \(title.debugDescription) → \(safeCell.debugDescription)") }
-            #expect(HostileBytesTests.unescape(body) == title, "anything else only escaped: \(title.debugDescription) → \(safeCell.debugDescription)")
-            HostileBytesTests.expectClean(safeCell, allowed: [], "a CSV cell")
+            #expect(OutputEscaping.unescape(body) == title, "anything else only escaped: \(title.debugDescription) → \(safeCell.debugDescription)")
+            OutputEscaping.expectClean(safeCell, allowed: [], "a CSV cell")
         }
         // The to-one relationship's target and every other cell obey the same rule.
         for record in safeRecords.dropFirst() {

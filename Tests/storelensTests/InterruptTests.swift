@@ -17,18 +17,7 @@ struct InterruptTests {
         let gates = try TemporaryFolder("interrupt-gate")
         let gate = gates.path("gate")
 
-        let process = Process()
-        process.executableURL = ProjectPaths.executable()
-        process.arguments = [command, store.path]
-        process.environment = ProcessInfo.processInfo.environment.merging([
-            "TMPDIR": scratchParent.url.path, "STORELENS_TEST_PAUSE_AT": "working-copy", "STORELENS_TEST_PAUSE_FILE": gate.path,
-        ]) { $1 }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // Not a timing bound: the pause holds for up to 60 s, so the wait ends when it is reached
-        // (or the process has ended, which the next expectation reports).
-        while process.isRunning, !FileManager.default.fileExists(atPath: gate.path + ".reached") { usleep(5_000) }
+        let process = try PausedRun.start([command, store.path], at: "working-copy", scratch: scratchParent.url, gate: gate)
         let paused = process.isRunning
         #expect(paused, "storelens must be waiting at the pause when interrupted")
         let scratch = try FileManager.default.contentsOfDirectory(atPath: scratchParent.url.path)

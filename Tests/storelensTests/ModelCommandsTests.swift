@@ -9,10 +9,6 @@ import Testing
 /// stay byte-identical) and on the builder's library store.
 @Suite("schema, rows and history commands")
 struct ModelCommandsTests {
-    static func json(_ text: String) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
-    }
-
     /// Runs storelens on a real fixture, checking the folder is unchanged; nil when absent.
     static func runReal(_ relative: String, _ arguments: [String]) throws -> CommandResult? {
         let real = try #require(ProjectPaths.realFixtures())
@@ -51,7 +47,7 @@ struct ModelCommandsTests {
     func resourcesSchema() throws {
         guard let result = try Self.runReal("swiftdata-resources/default.store", ["schema", "STORE", "--format", "json"]) else { return }
         #expect(result.status == 0, "\(result.stderr)")
-        let schema = try Self.json(result.stdout)
+        let schema = try CommandJSON.object(result.stdout)
         #expect(schema["modelSource"] as? String == "cache")
         #expect((schema["unknownColumns"] as? [Any])?.isEmpty == true)
         #expect((schema["problems"] as? [Any])?.isEmpty == true)
@@ -100,7 +96,7 @@ struct ModelCommandsTests {
 
         guard let components = try Self.runReal("swiftdata-resources/default.store", ["rows", "STORE", "Component", "--format", "json"]) else { return }
         #expect(components.status == 0, "\(components.stderr)")
-        let output = try Self.json(components.stdout)
+        let output = try CommandJSON.object(components.stdout)
         let rows = try #require(output["rows"] as? [[String: Any]])
         let componentRows = try truth.rows("SELECT Z_PK, ZID, ZCRAFTINGRECIPE, ZITEM FROM ZCOMPONENT ORDER BY Z_PK")
         #expect(rows.count == componentRows.count)
@@ -124,7 +120,7 @@ struct ModelCommandsTests {
     func resourcesHistory() throws {
         guard let result = try Self.runReal("swiftdata-resources/default.store", ["history", "STORE", "--summary", "--format", "json"]) else { return }
         #expect(result.status == 0, "\(result.stderr)")
-        let output = try Self.json(result.stdout)
+        let output = try CommandJSON.object(result.stdout)
         let entities = try #require(output["entities"] as? [[String: Any]])
         let truth = try Self.sqlite("swiftdata-resources/default.store")
         // The one writer, as ATRANSACTION's interned strings name it.
@@ -150,7 +146,7 @@ struct ModelCommandsTests {
         #expect(counts == expected)
 
         guard let full = try Self.runReal("swiftdata-resources/default.store", ["history", "STORE", "--format", "json"]) else { return }
-        let transactions = try #require(try Self.json(full.stdout)["transactions"] as? [[String: Any]])
+        let transactions = try #require(try CommandJSON.object(full.stdout)["transactions"] as? [[String: Any]])
         #expect(transactions.count == (try truth.count("ATRANSACTION")))
         let changes = transactions.flatMap { $0["changes"] as? [[String: Any]] ?? [] }
         #expect(changes.count == (try truth.count("ACHANGE")))
@@ -162,7 +158,7 @@ struct ModelCommandsTests {
         #expect(transactions.first?["bundleID"] as? String == writer[0])
 
         guard let items = try Self.runReal("swiftdata-resources/default.store", ["history", "STORE", "--entity", "Item", "--format", "json"]) else { return }
-        let itemChanges = (try Self.json(items.stdout)["transactions"] as? [[String: Any]] ?? []).flatMap { $0["changes"] as? [[String: Any]] ?? [] }
+        let itemChanges = (try CommandJSON.object(items.stdout)["transactions"] as? [[String: Any]] ?? []).flatMap { $0["changes"] as? [[String: Any]] ?? [] }
         let itemEnt = try #require(try truth.primaryKeys().first { $0.name == "Item" }?.ent)
         #expect(itemChanges.count == (try truth.count("ACHANGE", where: "ZENTITY = \(itemEnt)")))
         #expect(itemChanges.allSatisfy { $0["entity"] as? String == "Item" })
@@ -175,7 +171,7 @@ struct ModelCommandsTests {
         guard let xml = try Self.runReal("coredata-2014/Model.sqlite",
                                          ["schema", "STORE", "--model", "FOLDER/Model.xcdatamodeld", "--format", "json"]) else { return }
         #expect(xml.status == 0, "\(xml.stderr)")
-        let fromXML = try Self.json(xml.stdout)
+        let fromXML = try CommandJSON.object(xml.stdout)
         #expect(fromXML["modelSource"] as? String == "xcdatamodel")
         #expect((fromXML["unknownColumns"] as? [Any])?.isEmpty == true)
         let subcategory = Self.property(Self.entity(fromXML, "FeedbackCategory"), "relationships", "subcategory")
@@ -187,7 +183,7 @@ struct ModelCommandsTests {
         #expect(category?["column"] as? String == "ZCATEGORY")
 
         guard let inferred = try Self.runReal("coredata-2014/Model.sqlite", ["schema", "STORE", "--format", "json"]) else { return }
-        let guessed = try Self.json(inferred.stdout)
+        let guessed = try CommandJSON.object(inferred.stdout)
         #expect(guessed["modelSource"] as? String == "inferred")
         #expect((guessed["unknownColumns"] as? [Any])?.isEmpty == true)
         let guessedCategory = Self.property(Self.entity(guessed, "FeedbackSubCategory"), "relationships", "category")
@@ -230,7 +226,7 @@ struct ModelCommandsTests {
         let result = try CLI.run(["schema", url.path, "--format", "json"])
         #expect(try FolderSnapshot(folder.url) == before)
         #expect(result.status == 0, "\(result.stderr)")
-        let schema = try Self.json(result.stdout)
+        let schema = try CommandJSON.object(result.stdout)
         #expect(schema["schemaVersion"] as? Int == 1)
         let borrower = Self.entity(schema, "Borrower")
         #expect(borrower?["renamingIdentifier"] as? String == "Patron")
@@ -257,7 +253,9 @@ struct ModelCommandsTests {
         let before = try FolderSnapshot(folder.url)
         let media = try CLI.run(["rows", url.path, "Media", "--format", "jsonl"])
         #expect(media.status == 0, "\(media.stderr)")
-        let lines = media.stdout.split(separator: "\n").map { try? Self.json(String($0)) }
+        let lines = media.stdout.split(separator: "\n").map { line -> [String: Any]? in
+            do { return try CommandJSON.object(line) } catch { Issue.record("\(error)"); return nil }
+        }
         #expect(lines.map { $0?["_entity"] as? String } == ["Book", "Audiobook", "Film"])
         #expect(lines.allSatisfy { $0?["values"] == nil }, "jsonl lines are flat")
         let bookValues = lines.first ?? nil
@@ -267,7 +265,7 @@ struct ModelCommandsTests {
         #expect((cover?["externalFile"] as? [String: Any])?["exists"] as? Bool == true)
 
         let patron = try CLI.run(["rows", url.path, "Patron", "--format", "json"])
-        let patronRows = try #require(try Self.json(patron.stdout)["rows"] as? [[String: Any]])
+        let patronRows = try #require(try CommandJSON.object(patron.stdout)["rows"] as? [[String: Any]])
         let values = try #require(patronRows.first?["values"] as? [String: Any])
         #expect(patronRows.first?["entity"] as? String == "Borrower")
         #expect(values["id"] as? String == LibraryStore.borrowerID.uuidString)
@@ -297,10 +295,10 @@ struct ModelCommandsTests {
         // Commit 1 (in the WAL) is the update transaction; commit 0 is the main file alone.
         let before = try CLI.run(["rows", url.path, "Film", "--as-of", "0", "--format", "json"])
         #expect(before.status == 0, "\(before.stderr)")
-        let old = try #require((try Self.json(before.stdout)["rows"] as? [[String: Any]])?.first?["values"] as? [String: Any])
+        let old = try #require((try CommandJSON.object(before.stdout)["rows"] as? [[String: Any]])?.first?["values"] as? [String: Any])
         #expect(old["summary"] as? String == "Sand")
         let now = try CLI.run(["rows", url.path, "Film", "--format", "json"])
-        let new = try #require((try Self.json(now.stdout)["rows"] as? [[String: Any]])?.first?["values"] as? [String: Any])
+        let new = try #require((try CommandJSON.object(now.stdout)["rows"] as? [[String: Any]])?.first?["values"] as? [String: Any])
         #expect(new["summary"] as? String == "Sand and worms")
         let tooFar = try CLI.run(["rows", url.path, "Film", "--as-of", "99"])
         #expect(tooFar.status == 2, "\(tooFar.stderr)")
@@ -316,11 +314,11 @@ struct ModelCommandsTests {
         #expect(text.stdout.contains("context ViewContext"))
         #expect(text.stdout.contains("update  Film#3  {duration, summary}"))
         let json = try CLI.run(["history", url.path, "--author", "editor", "--format", "json"])
-        let transactions = try #require(try Self.json(json.stdout)["transactions"] as? [[String: Any]])
+        let transactions = try #require(try CommandJSON.object(json.stdout)["transactions"] as? [[String: Any]])
         #expect(transactions.count == 1)
         #expect(transactions.first?["contextName"] as? String == "ViewContext")
         let since = try CLI.run(["history", url.path, "--since", "2030-01-01", "--format", "json"])
-        #expect((try Self.json(since.stdout)["transactions"] as? [Any])?.isEmpty == true)
+        #expect((try CommandJSON.object(since.stdout)["transactions"] as? [Any])?.isEmpty == true)
         let badDate = try CLI.run(["history", url.path, "--since", "yesterday"])
         #expect(badDate.status == 2)
     }
@@ -335,7 +333,7 @@ struct ModelCommandsTests {
         }
         let result = try CLI.run(["schema", url.path, "--format", "json"])
         #expect(result.status == 0, "\(result.stderr)")
-        let schema = try Self.json(result.stdout)
+        let schema = try CommandJSON.object(result.stdout)
         #expect(schema["modelSource"] as? String == "inferred")
         let notes = schema["modelNotes"] as? [String] ?? []
         #expect(notes.contains { $0.contains("Z_MODELCACHE is present but cannot be read") && $0.contains("DEFLATE") })

@@ -23,10 +23,6 @@ struct ModelReviewCommandTests {
         try w.close()
     }
 
-    static func json(_ text: String) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
-    }
-
     @Test("a lightweight hop exits 0; one that would fail exits 1 and names the rows")
     func migrationExitCodes() throws {
         let folder = try TemporaryFolder("migration-cli")
@@ -46,7 +42,7 @@ struct ModelReviewCommandTests {
         let bad = try CompiledModelWriter.writeBundle(failing, to: folder.path("V3.momd"))
         let run = try CLI.run(["migration", old.path, "--to", bad.path, "--format", "json"])
         #expect(run.status == 1, "\(run.stderr)")
-        let top = try Self.json(run.stdout)
+        let top = try CommandJSON.object(run.stdout)
         #expect(top["failsOrLosesData"] as? Bool == true)
         let hops = try #require(top["hops"] as? [[String: Any]])
         let findings = try #require(hops.first?["findings"] as? [[String: Any]])
@@ -95,7 +91,7 @@ struct ModelReviewCommandTests {
         let model = try XcodeModelWriter.write(versions: [("V", unready)], to: folder.path("V.xcdatamodeld"))
         let alone = try CLI.run(["lint", "--model", model.path, "--format", "json"])
         #expect(alone.status == 1)
-        let findings = try #require(try Self.json(alone.stdout)["findings"] as? [[String: Any]])
+        let findings = try #require(try CommandJSON.object(alone.stdout)["findings"] as? [[String: Any]])
         #expect(findings.map { $0["id"] as? String } == ["cloudkit-unique-constraint"])
         let text = try CLI.run(["lint", "--model", model.path])
         #expect(text.stdout.contains("ERROR cloudkit-unique-constraint [Note]"))
@@ -124,7 +120,7 @@ struct ModelReviewCommandTests {
         #expect(run.status == 1, "\(run.stderr)")
         let text = try String(contentsOf: html, encoding: .utf8)
         let migration = try CLI.run(["migration", old.path, "--to", model.path, "--format", "json"])
-        let ids = try #require((try Self.json(migration.stdout)["hops"] as? [[String: Any]])?.first?["findings"] as? [[String: Any]]).compactMap { $0["id"] as? String }
+        let ids = try #require((try CommandJSON.object(migration.stdout)["hops"] as? [[String: Any]])?.first?["findings"] as? [[String: Any]]).compactMap { $0["id"] as? String }
         #expect(!ids.isEmpty)
         for id in ids { #expect(text.contains(id), "\(id) is not in the report") }
         // Without the flags the report has neither.
@@ -143,7 +139,7 @@ struct ModelReviewCommandTests {
             #expect([0, 1, 2].contains(run.status), "\(name): \(run.stderr)")
             #expect(!run.stderr.contains("internal error"), "\(name): \(run.stderr)")
             guard run.status != 2 else { continue }
-            let findings = try #require(try Self.json(run.stdout)["findings"] as? [[String: Any]], "\(name)")
+            let findings = try #require(try CommandJSON.object(run.stdout)["findings"] as? [[String: Any]], "\(name)")
             for f in findings {
                 // Core Data's own mirroring entities are never linted as the app's.
                 #expect(!((f["entity"] as? String)?.hasPrefix("NSCK") ?? false), "\(name): \(f)")

@@ -27,7 +27,7 @@ struct ModelReviewHostileTests {
             ["migration", good.path, "--to", input],
         ]
         for arguments in runs {
-            let run = try BoundedRun.run(arguments, environment: ["TMPDIR": tmp.path], timeout: HostileCorpusTests.timeout)
+            let run = try BoundedRun.run(arguments, environment: ["TMPDIR": tmp.path], timeout: HostileRuns.timeout)
             let what = "\(item.name) — storelens \(arguments.joined(separator: " ")) (exit \(run.status))\nstderr: \(run.stderr.prefix(2000))"
             #expect(!run.timedOut, "hang: \(what)")
             #expect(!run.crashed, "crash: \(what)")
@@ -40,7 +40,7 @@ struct ModelReviewHostileTests {
                 let lines = run.stderr.split(separator: "\n").filter { !$0.hasPrefix("Note: ") }
                 #expect(lines.count == 1, "one line: \(what)")
                 #expect(lines.first?.hasPrefix("Error: ") == true, "\(what)")
-                #expect(HostileCorpusTests.names(run.stderr, input), "the error must name the input: \(what)")
+                #expect(HostileRuns.names(run.stderr, input), "the error must name the input: \(what)")
             }
             #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path).isEmpty, "left in TMPDIR: \(what)")
             #expect(try FolderSnapshot(folder) == before, "the input folder changed: \(what)")

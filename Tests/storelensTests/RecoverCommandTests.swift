@@ -14,12 +14,12 @@ struct RecoverCommandTests {
         let store = try #require(ProjectPaths.realFixtures()).appendingPathComponent("swiftdata-resources/default.store")
         let before = try FolderSnapshot(store.deletingLastPathComponent())
         let folder = try TemporaryFolder("recover-cli")
-        let frames = try WALDiffValuesTests.commitFrames(store)
+        let frames = try WALCuts.commitFrames(store)
         // The truth: "name @commit" for every Item a commit deleted, from SQLite on copies cut after each commit.
         var deleted: Set<String> = []
-        var previous = try WALDiffValuesTests.items(try WALDiffValuesTests.sqlite(store, frames: 0, in: folder))
+        var previous = try WALCuts.items(try WALCuts.sqlite(store, frames: 0, in: folder))
         for (index, frame) in frames.enumerated() {
-            let now = try WALDiffValuesTests.items(try WALDiffValuesTests.sqlite(store, frames: frame, in: folder))
+            let now = try WALCuts.items(try WALCuts.sqlite(store, frames: frame, in: folder))
             for (pk, name) in previous where now[pk] == nil { deleted.insert("\(name) @\(index + 1)") }
             previous = now
         }
@@ -31,7 +31,7 @@ struct RecoverCommandTests {
             #expect(result.status == 0, "stderr: \(result.stderr)")
             outputs[format] = result.stdout
         }
-        let report = try WALDiffValuesTests.json(try #require(outputs["json"]))
+        let report = try CommandJSON.object(try #require(outputs["json"]))
         let versions = try #require((report["stores"] as? [[String: Any]])?.first?["versions"] as? [[String: Any]])
         func deletedItems(_ objects: [[String: Any]]) -> Set<String> {
             Set(objects.filter { $0["entity"] as? String == "Item" && $0["state"] as? String == "deleted" }.compactMap { v in
@@ -41,7 +41,7 @@ struct RecoverCommandTests {
             })
         }
         #expect(deletedItems(versions) == deleted)
-        let lines = try #require(outputs["jsonl"]).split(separator: "\n").map { try WALDiffValuesTests.json(String($0)) }
+        let lines = try #require(outputs["jsonl"]).split(separator: "\n").map { try CommandJSON.object($0) }
         #expect(lines.count == versions.count)
         // JSON Lines: flat, provenance as _… members (the ending as _ended_by and _end_commit), values by property.
         func flatDeleted(_ objects: [[String: Any]]) -> Set<String> {
@@ -71,14 +71,14 @@ struct RecoverCommandTests {
         // Filters: only deleted Items.
         let filtered = try CLI.run(["recover", store.path, "--entity", "Item", "--state", "deleted", "--format", "jsonl"])
         #expect(filtered.status == 0)
-        let filteredLines = try filtered.stdout.split(separator: "\n").map { try WALDiffValuesTests.json(String($0)) }
+        let filteredLines = try filtered.stdout.split(separator: "\n").map { try CommandJSON.object($0) }
         #expect(flatDeleted(filteredLines) == deleted && filteredLines.count == deleted.count)
 
         // --out: the same versions as a SQLite file, one table per entity, read back by SQLite.
         let out = folder.path("recovered.sqlite").path
         let written = try CLI.run(["recover", store.path, "--out", out, "--format", "json"])
         #expect(written.status == 0, "stderr: \(written.stderr)")
-        #expect(try WALDiffValuesTests.json(written.stdout)["versions"] as? Int == versions.count)
+        #expect(try CommandJSON.object(written.stdout)["versions"] as? Int == versions.count)
         let db = try Connection.open(path: out, mode: .readOnly)
         let tables = Set(try db.rows("SELECT name FROM sqlite_master WHERE type = 'table'").compactMap { $0[0].string })
         #expect(tables == Set(versions.compactMap { $0["entity"] as? String }))
@@ -151,7 +151,7 @@ struct RecoverCommandTests {
         let before = try FolderSnapshot(folder.url)
         let result = try CLI.run(["recover", path, "--state", "carved", "--format", "jsonl"])
         #expect(result.status == 0, "stderr: \(result.stderr)")
-        let lines = try result.stdout.split(separator: "\n").map { try WALDiffValuesTests.json(String($0)) }
+        let lines = try result.stdout.split(separator: "\n").map { try CommandJSON.object($0) }
         let fromJournal = Set(lines.filter { line in
             (line["_finds"] as? [[String: Any]])?.contains { $0["origin"] as? String == "journal" } == true
         }.compactMap { $0["ZTITLE"] as? String })

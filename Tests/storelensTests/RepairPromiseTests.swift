@@ -10,18 +10,6 @@ import Testing
 /// the in-place swap's one window is covered by the backup.
 @Suite("repair leaves no result when it fails")
 struct RepairPromiseTests {
-    /// A store whose Z_MAX lags (so there is something to repair) and whose last notes live only in its -wal.
-    static func storeWithWAL(in folder: URL) throws -> URL {
-        let url = folder.appendingPathComponent("default.store")
-        let w = try StoreWriter(url: url, model: InvariantFixture.model)
-        try w.transaction(nil) { w in for n in 1...3 { try w.insert("Note", ["title": .string("note \(n)")]) } }
-        try w.checkpoint()
-        try w.transaction(nil) { w in for n in 4...6 { try w.insert("Note", ["title": .string("wal note \(n)")]) } }
-        try w.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Note'")
-        try w.close(leavingWAL: true)
-        return url
-    }
-
     /// Titles of the notes in the store family at `url`, read by SQLite from a copy of the family.
     static func titles(_ url: URL) throws -> [String] {
         let copy = try TemporaryFolder("repair-promise-copy")
@@ -32,21 +20,6 @@ struct RepairPromiseTests {
         return try db.rows("SELECT ZTITLE FROM ZNOTE ORDER BY Z_PK").compactMap { $0[0].string }
     }
 
-    /// Starts storelens paused at `point` (the `TestPause` hook) and waits until it is there.
-    static func startPaused(_ arguments: [String], at point: String, scratch: URL, gate: URL) throws -> Process {
-        let process = Process()
-        process.executableURL = ProjectPaths.executable()
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging([
-            "TMPDIR": scratch.path, "STORELENS_TEST_PAUSE_AT": point, "STORELENS_TEST_PAUSE_FILE": gate.path,
-        ]) { $1 }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        while process.isRunning, !FileManager.default.fileExists(atPath: gate.path + ".reached") { usleep(5_000) }
-        return process
-    }
-
     static func hiddenTemporaries(in folder: URL) throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix(".") && $0.hasSuffix(".tmp") }
     }
@@ -54,13 +27,13 @@ struct RepairPromiseTests {
     @Test("evidence changed while the repair verified: exit 3, nothing under the output's name, no temporary file")
     func evidenceChangedMidRun() throws {
         let folder = try TemporaryFolder("repair-changed")
-        let url = try Self.storeWithWAL(in: folder.url)
+        let url = try LaggingKeyStore.withNotesInWAL(in: folder.url)
         let out = try TemporaryFolder("repair-changed-out")
         let scratch = try TemporaryFolder("repair-changed-scratch")
         let gate = scratch.url.deletingLastPathComponent().appendingPathComponent("gate-\(UUID().uuidString)")
         defer { unlink(gate.path); unlink(gate.path + ".reached") }
-        let process = try Self.startPaused(["repair", url.path, "--out", out.path("fixed.store").path, "--log", out.path("log.json").path],
-                                           at: "repair-verify", scratch: scratch.url, gate: gate)
+        let process = try PausedRun.start(["repair", url.path, "--out", out.path("fixed.store").path, "--log", out.path("log.json").path],
+                                          at: "repair-verify", scratch: scratch.url, gate: gate)
         #expect(process.isRunning, "storelens must be paused in verification when the evidence changes")
         #expect(try Self.hiddenTemporaries(in: out.url).count == 1, "the verified copy waits under a hidden name")
         // Someone (the device's app, a sync tool) appends to the evidence while we verify.
@@ -120,8 +93,8 @@ struct RepairPromiseTests {
         let scratch = try TemporaryFolder("repair-verify-fails-scratch")
         let gate = scratch.url.deletingLastPathComponent().appendingPathComponent("gate-\(UUID().uuidString)")
         defer { unlink(gate.path); unlink(gate.path + ".reached") }
-        let (process, stderr) = try Self.startPausedCapturing(["repair", url.path, "--out", out.path("fixed.store").path, "--log", out.path("log.json").path],
-                                                              at: "repair-verify", scratch: scratch.url, gate: gate)
+        let (process, stderr) = try PausedRun.startCapturing(["repair", url.path, "--out", out.path("fixed.store").path, "--log", out.path("log.json").path],
+                                                             at: "repair-verify", scratch: scratch.url, gate: gate)
         #expect(process.isRunning, "storelens must be waiting to verify when its copy is tampered with")
         let temporaries = try Self.hiddenTemporaries(in: out.url)
         try #require(temporaries.count == 1, "the copy waits under a hidden name: \(temporaries)")
@@ -145,8 +118,8 @@ struct RepairPromiseTests {
         let scratch = try TemporaryFolder("repair-inplace-verify-fails-scratch")
         let gate = scratch.url.deletingLastPathComponent().appendingPathComponent("gate-\(UUID().uuidString)")
         defer { unlink(gate.path); unlink(gate.path + ".reached") }
-        let (process, stderr) = try Self.startPausedCapturing(["repair", url.path, "--in-place", "--backup", backup.url.path],
-                                                              at: "repair-verify", scratch: scratch.url, gate: gate)
+        let (process, stderr) = try PausedRun.startCapturing(["repair", url.path, "--in-place", "--backup", backup.url.path],
+                                                             at: "repair-verify", scratch: scratch.url, gate: gate)
         #expect(process.isRunning)
         let temporaries = try Self.hiddenTemporaries(in: folder.url)
         try #require(temporaries.count == 1, "the repaired copy waits beside the store under a hidden name: \(temporaries)")
@@ -162,26 +135,10 @@ struct RepairPromiseTests {
         }
     }
 
-    /// `startPaused` with stderr kept, for tests that read the one sentence of a failure.
-    static func startPausedCapturing(_ arguments: [String], at point: String, scratch: URL, gate: URL) throws -> (Process, Pipe) {
-        let process = Process()
-        process.executableURL = ProjectPaths.executable()
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging([
-            "TMPDIR": scratch.path, "STORELENS_TEST_PAUSE_AT": point, "STORELENS_TEST_PAUSE_FILE": gate.path,
-        ]) { $1 }
-        let stderr = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = stderr
-        try process.run()
-        while process.isRunning, !FileManager.default.fileExists(atPath: gate.path + ".reached") { usleep(5_000) }
-        return (process, stderr)
-    }
-
     @Test("--log and --out are validated before any work: a taken --log fails first and writes nothing")
     func outputsValidatedFirst() throws {
         let folder = try TemporaryFolder("repair-log-first")
-        let url = try Self.storeWithWAL(in: folder.url)
+        let url = try LaggingKeyStore.withNotesInWAL(in: folder.url)
         let out = try TemporaryFolder("repair-log-first-out")
         try Data("keep".utf8).write(to: out.path("log.json"))
         let r = try CLI.run(["repair", url.path, "--out", out.path("fixed.store").path, "--log", out.path("log.json").path])
@@ -200,7 +157,7 @@ struct RepairPromiseTests {
     @Test("in place: killed inside the swap window, the backup restores every committed row, WAL included")
     func inPlaceWindowRecoveredFromBackup() throws {
         let folder = try TemporaryFolder("repair-window")
-        let url = try Self.storeWithWAL(in: folder.url)
+        let url = try LaggingKeyStore.withNotesInWAL(in: folder.url)
         let expected = try Self.titles(url)
         #expect(expected.count == 6 && FileManager.default.fileExists(atPath: url.path + "-wal"), "three notes live only in the -wal")
         let originals = try FolderSnapshot(folder.url)
@@ -208,8 +165,8 @@ struct RepairPromiseTests {
         let scratch = try TemporaryFolder("repair-window-scratch")
         let gate = scratch.url.deletingLastPathComponent().appendingPathComponent("gate-\(UUID().uuidString)")
         defer { unlink(gate.path); unlink(gate.path + ".reached") }
-        let process = try Self.startPaused(["repair", url.path, "--in-place", "--backup", backup.url.path],
-                                           at: "in-place-swap", scratch: scratch.url, gate: gate)
+        let process = try PausedRun.start(["repair", url.path, "--in-place", "--backup", backup.url.path],
+                                          at: "in-place-swap", scratch: scratch.url, gate: gate)
         #expect(process.isRunning, "storelens must be inside the swap window when it is killed")
         // The documented window: the -wal is set aside, the main file not yet replaced.
         #expect(FileManager.default.fileExists(atPath: url.path + "-wal.storelens-old"))
@@ -233,7 +190,7 @@ struct RepairPromiseTests {
     @Test("in place, not interrupted: the WAL's rows are all in the repaired store")
     func inPlaceKeepsWALRows() throws {
         let folder = try TemporaryFolder("repair-inplace-wal")
-        let url = try Self.storeWithWAL(in: folder.url)
+        let url = try LaggingKeyStore.withNotesInWAL(in: folder.url)
         let expected = try Self.titles(url)
         let backup = try TemporaryFolder("repair-inplace-wal-backup")
         let r = try CLI.run(["repair", url.path, "--in-place", "--backup", backup.url.path])

@@ -35,7 +35,7 @@ struct RepairSignalTests {
     static func signalled(_ arguments: [String], at point: Point, scratch: URL) throws -> Process {
         let gate = scratch.deletingLastPathComponent().appendingPathComponent("gate-\(UUID().uuidString)")
         defer { unlink(gate.path); unlink(gate.path + ".reached") }
-        let process = try RepairPromiseTests.startPaused(arguments, at: point.pause, scratch: scratch, gate: gate)
+        let process = try PausedRun.start(arguments, at: point.pause, scratch: scratch, gate: gate)
         let reached = (try? String(contentsOfFile: gate.path + ".reached", encoding: .utf8)) ?? ""
         #expect(reached == point.pause, "storelens reached \(point.pause)")
         #expect(process.isRunning, "storelens must still be running when it is signalled")

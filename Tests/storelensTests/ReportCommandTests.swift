@@ -66,31 +66,10 @@ struct ReportCommandTests {
         #expect(html.contains("class=\"problem\""), "the damage is stated in the report")
     }
 
-    /// The file a report batch writes for `input`, by the rule docs/report.md states: the name
-    /// made safe, '-', 10 hex digits of the path's SHA-256, '.html'.
-    static func reportName(_ input: String) -> String {
-        var base = String(input.split(separator: "/").last ?? "").unicodeScalars
-            .map { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0)) ? String($0) : "_" }.joined()
-        while base.hasPrefix(".") || base.hasPrefix("-") { base.removeFirst() }
-        return String((base.isEmpty ? "input" : base).prefix(80)) + "-" + SHA256.hex(Data(input.utf8)).prefix(10) + ".html"
-    }
-
-    /// A report with the two facts that differ between runs left out: when it was generated and
-    /// the command line that made it.
-    static func comparable(_ html: String) -> String {
-        html.replacingOccurrences(of: "<dt>generated</dt><dd>[^<]*</dd>", with: "", options: .regularExpression)
-            .replacingOccurrences(of: "<dt>command</dt><dd><code>[^<]*</code></dd>", with: "", options: .regularExpression)
-    }
-
-    /// The report files in a batch's --out-dir (temporary files would start with a dot).
-    static func files(in folder: URL) throws -> [String] {
-        try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
-    }
-
     @Test("report batch: one report per input in --out-dir, each the report a single run writes, one line each; a failing input has an error line and no file; existing reports refused, --resume skips, --force replaces")
     func batch() throws {
         let folder = try TemporaryFolder("report-batch")
-        let tickets = try BatchTests.tickets(in: folder)
+        let tickets = try BatchRuns.tickets(in: folder)
         try Data(DemoContainer.manifest.utf8).write(to: folder.path("m.json"))
         // An input named as a hostile device would: its report's name is made safe.
         let odd = folder.path("odd")
@@ -109,7 +88,7 @@ struct ReportCommandTests {
         #expect(run.status == 2, "the missing input fails: \(run.stderr)")
         #expect(run.stdout.isEmpty, "a batch prints no 'wrote' lines: \(run.stdout)")
         #expect(run.stderr.contains("report batch: 6 inputs; ran 6 "), "\(run.stderr)")
-        let lines = try BatchTests.lines(results)
+        let lines = try CommandJSON.lines(of: results)
         #expect(lines.map { $0["command"] as? String } == Array(repeating: "report", count: 6))
         let byInput = Dictionary(uniqueKeysWithValues: lines.map { (($0["input"] as? String) ?? "", $0) })
         #expect(Set(byInput.keys) == Set(inputs))
@@ -119,14 +98,14 @@ struct ReportCommandTests {
         #expect(failed["status"] as? String == "error" && failed["exitCode"] as? Int == 2)
         #expect((failed["error"] as? String)?.contains("missing.store") == true, "\(failed)")
         #expect(failed["summary"] is NSNull)
-        #expect(!FileManager.default.fileExists(atPath: reports.path + "/" + Self.reportName(missing)))
+        #expect(!FileManager.default.fileExists(atPath: reports.path + "/" + BatchRuns.reportName(missing)))
 
         // Every other input: its report, named from its path, equal to a single run's.
         var written: [String] = []
         for input in inputs where input != missing {
             let line = try #require(byInput[input])
             let summary = try #require(line["summary"] as? [String: Any], "\(line)")
-            let name = Self.reportName(input)
+            let name = BatchRuns.reportName(input)
             #expect(summary["report"] as? String == reports.path + "/" + name)
             written.append(name)
             let html = try String(contentsOfFile: reports.path + "/" + name, encoding: .utf8)
@@ -142,11 +121,11 @@ struct ReportCommandTests {
                 #expect(line["status"] as? String == "error")
                 #expect(one.stderr.contains(try #require(line["error"] as? String)), "the line's error is the single run's: \(one.stderr)")
             }
-            #expect(Self.comparable(try String(contentsOf: single, encoding: .utf8)) == Self.comparable(html), "\(input): the batch's report is the single run's")
+            #expect(BatchRuns.comparable(try String(contentsOf: single, encoding: .utf8)) == BatchRuns.comparable(html), "\(input): the batch's report is the single run's")
             #expect(one.stdout.contains("findings: \(summary["error"] as? Int ?? -1) error, \(summary["warning"] as? Int ?? -1) warning, \(summary["info"] as? Int ?? -1) info"), "\(one.stdout)")
         }
-        #expect(try Self.files(in: reports) == written.sorted(), "one file per input that could be read, nothing else (no temporary files)")
-        let odd1 = Self.reportName(hostile.path)
+        #expect(try BatchRuns.files(in: reports) == written.sorted(), "one file per input that could be read, nothing else (no temporary files)")
+        let odd1 = BatchRuns.reportName(hostile.path)
         #expect(odd1.hasPrefix("x_") && odd1.contains("_31m_name.store-"), "\(odd1)")
         let container = try #require(byInput[tickets.path + "/a-container"])
         #expect(container["status"] as? String == "findings", "the demo's planted findings")
@@ -157,7 +136,7 @@ struct ReportCommandTests {
         let kept = try FolderSnapshot(reports)
         let again = try CLI.run(["report", tickets.path, hostile.path, "--each", "--out-dir", reports.path, "--jsonl", folder.path("again.jsonl").path])
         #expect(again.status == 2)
-        let refused = try BatchTests.lines(folder.path("again.jsonl"))
+        let refused = try CommandJSON.lines(of: folder.path("again.jsonl"))
         #expect(refused.count == 5 && refused.allSatisfy { ($0["error"] as? String)?.contains("already exists; add --force") == true }, "\(refused)")
         #expect(try FolderSnapshot(reports) == kept, "an existing report is left alone")
         // --resume: every input has its line; nothing runs, nothing is written.
@@ -169,8 +148,8 @@ struct ReportCommandTests {
         let store = tickets.path + "/d.store"
         let forced = try CLI.run(["report", store, "--out-dir", reports.path, "--jsonl", folder.path("forced.jsonl").path, "--force"])
         #expect(forced.status == 1, "\(forced.stderr)")
-        #expect(try FolderSnapshot(reports).entries[reports.path + "/" + Self.reportName(store)] != kept.entries[reports.path + "/" + Self.reportName(store)])
-        #expect(try Self.files(in: reports) == written.sorted())
+        #expect(try FolderSnapshot(reports).entries[reports.path + "/" + BatchRuns.reportName(store)] != kept.entries[reports.path + "/" + BatchRuns.reportName(store)])
+        #expect(try BatchRuns.files(in: reports) == written.sorted())
         #expect(try FolderSnapshot(tickets) == before, "the evidence is never modified")
     }
 
@@ -186,12 +165,12 @@ struct ReportCommandTests {
         #expect(run.status == 1, "\(run.stderr)")
         for name in ["a.store", "b.store", "c.store"] {
             let input = tickets.path + "/" + name
-            let html = try String(contentsOf: reports.appendingPathComponent(Self.reportName(input)), encoding: .utf8)
+            let html = try String(contentsOf: reports.appendingPathComponent(BatchRuns.reportName(input)), encoding: .utf8)
             #expect(html.contains("+05:30") && html.range(of: "[0-9]Z[<\" ,)]", options: .regularExpression) == nil, "\(name): times in the --tz zone on every job's thread")
             if name == "b.store" {
                 let single = folder.path("single.html")
                 _ = try CLI.run(["report", input, "--tz", "Asia/Kolkata", "--out", single.path])
-                #expect(Self.comparable(try String(contentsOf: single, encoding: .utf8)) == Self.comparable(html))
+                #expect(BatchRuns.comparable(try String(contentsOf: single, encoding: .utf8)) == BatchRuns.comparable(html))
             }
         }
     }
@@ -199,7 +178,7 @@ struct ReportCommandTests {
     @Test("report batch: --out-dir never an input's folder, inside an input, or inside a folder given with --each; usage errors name the right option")
     func batchOutputFolder() throws {
         let folder = try TemporaryFolder("report-batch-guard")
-        let tickets = try BatchTests.tickets(in: folder)
+        let tickets = try BatchRuns.tickets(in: folder)
         let before = try FolderSnapshot(folder.url)
         let results = folder.path("r.jsonl").path
         let store = tickets.path + "/d.store"

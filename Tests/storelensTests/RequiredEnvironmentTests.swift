@@ -27,7 +27,7 @@ struct RequiredEnvironmentTests {
     @Test("a headless browser is installed when STORELENS_REQUIRE_BROWSER=1",
           .enabled(if: ProjectPaths.isRequired("STORELENS_REQUIRE_BROWSER"), "a requirement only where STORELENS_REQUIRE_BROWSER=1 (.ci/run sets it); elsewhere the tests that need it skip with their own reason"))
     func browserPresent() {
-        #expect(BrowserTests.chromium() != nil, "STORELENS_REQUIRE_BROWSER=1 but \(BrowserTests.chromiumMissing)")
+        #expect(Chromium.executable() != nil, "STORELENS_REQUIRE_BROWSER=1 but \(Chromium.missing)")
     }
 
     @Test("sqlite-utils installs from PyPI when STORELENS_REQUIRE_SQLITE_UTILS=1",

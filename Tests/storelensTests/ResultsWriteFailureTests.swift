@@ -36,7 +36,7 @@ struct ResultsWriteFailureTests {
     func fullStdout(_ arguments: [String]) throws {
         let folder = try TemporaryFolder("full-stdout")
         let scratch = try TemporaryFolder("full-stdout-scratch")
-        let store = try WorkingFolderFailureTests.demoStore(in: folder)
+        let store = try SampleStores.demo(in: folder)
         let before = try FolderSnapshot(folder.url)
         let args = arguments.map { $0 == "STORE" ? store.path : $0 }
         // The same command with room writes something: the failure below is the write's alone.
@@ -59,7 +59,7 @@ struct ResultsWriteFailureTests {
         // Inputs in folders kept for the whole test, more lines than the small file system holds
         // (measured: the same batch written where there is room).
         let folders = try (0 ..< 16).map { try TemporaryFolder("full-batch-\($0)") }
-        let stores = try folders.map { try WorkingFolderFailureTests.demoStore(in: $0).path }
+        let stores = try folders.map { try SampleStores.demo(in: $0).path }
         let measure = try TemporaryFolder("full-batch-measure")
         let whole = try CLI.run(["inspect"] + stores + ["--jsonl", measure.path("all.jsonl").path])
         #expect(whole.status == 0, "\(whole.stderr)")
@@ -97,7 +97,7 @@ struct ResultsWriteFailureTests {
         // repair writes only a store with something to repair (a Z_MAX below its largest key).
         let store = arguments[0] == "repair"
             ? try InvariantFixture.make(in: folder.url) { w in try w.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Note'") }
-            : try WorkingFolderFailureTests.demoStore(in: folder)
+            : try SampleStores.demo(in: folder)
         // merge reads a batch's results file (written here, before the snapshot of the inputs).
         let results = folder.path("inspect.jsonl").path
         if arguments.contains("RESULTS") {

@@ -8,13 +8,9 @@ import Testing
 /// `scan` and `inspect` on what comes off a device: archives, .xcappdata, backups, the real stores.
 @Suite("scan and archive inputs")
 struct ScanCommandTests {
-    static func json(_ result: CommandResult) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
-    }
-
     /// The entity rows and WAL facts of `inspect --format json`, comparable across inputs.
     static func facts(_ result: CommandResult) throws -> String {
-        let stores = try #require(try json(result)["stores"] as? [[String: Any]])
+        let stores = try #require(try CommandJSON.object(result.stdout)["stores"] as? [[String: Any]])
         return try stores.map { store in
             let entities = try #require(store["entities"] as? [[String: Any]])
             let rows = entities.map { "\($0["name"] ?? "") \($0["rows"] ?? "") \($0["rowsMainFileOnly"] ?? "") \($0["zMax"] ?? "")" }
@@ -43,7 +39,7 @@ struct ScanCommandTests {
             #expect(viaArchive.status == 0, "\(viaArchive.stderr)")
             #expect(try Self.facts(viaArchive) == (try Self.facts(loose)), "\(name)")
             let scan = try CLI.run(["scan", archive.path, "--format", "json"])
-            let stores = try #require(try Self.json(scan)["stores"] as? [[String: Any]])
+            let stores = try #require(try CommandJSON.object(scan.stdout)["stores"] as? [[String: Any]])
             #expect(stores.count == 1)
             #expect(stores.first?["stack"] as? String == "swiftdata")
             #expect((stores.first?["container"] as? [String: Any])?["identifier"] as? String == "com.sdsoftware.ResourcesManager")
@@ -69,8 +65,8 @@ struct ScanCommandTests {
         #expect(zipped.status == 0, "\(zipped.stderr)")
         #expect(try FolderSnapshot(folder.url) == before)
 
-        let a = try #require(try Self.json(loose)["stores"] as? [[String: Any]])
-        let b = try #require(try Self.json(zipped)["stores"] as? [[String: Any]])
+        let a = try #require(try CommandJSON.object(loose.stdout)["stores"] as? [[String: Any]])
+        let b = try #require(try CommandJSON.object(zipped.stdout)["stores"] as? [[String: Any]])
         #expect(a.count == 2 && b.count == 2)
         #expect(a.map { $0["path"] as? String } == ["Library/Application Support/Model.sqlite", "Library/Application Support/default.store"])
         #expect(b.last?["path"] as? String == zip.path + "!Library/Application Support/default.store")
@@ -105,9 +101,9 @@ struct ScanCommandTests {
         try cache.execute("CREATE TABLE c (k)")
         let both = try CLI.run(["inspect", container.path, "--format", "json"])
         #expect(both.status == 0)
-        #expect((try Self.json(both)["stores"] as? [[String: Any]])?.count == 3)
+        #expect((try CommandJSON.object(both.stdout)["stores"] as? [[String: Any]])?.count == 3)
         let one = try CLI.run(["inspect", container.path, "--store", "default.store", "--format", "json"])
-        #expect((try Self.json(one)["stores"] as? [[String: Any]])?.count == 1)
+        #expect((try CommandJSON.object(one.stdout)["stores"] as? [[String: Any]])?.count == 1)
         let none = try CLI.run(["inspect", container.path, "--store", "nothing.sqlite"])
         #expect(none.status == 2)
         #expect(none.stderr.contains("matches none of the stores found"))

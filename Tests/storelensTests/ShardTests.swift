@@ -9,12 +9,12 @@ struct ShardTests {
     /// tickets/: store files, a container, its archive and a corrupt archive: inputs that succeed
     /// and one that fails, so the split is checked on both kinds of line.
     static func tickets(in folder: TemporaryFolder) throws -> URL {
-        let tickets = try BatchTests.tickets(in: folder)
+        let tickets = try BatchRuns.tickets(in: folder)
         for n in 1...7 { try ReportSamples.write(to: tickets.appendingPathComponent("s\(n).store")) }
         return tickets
     }
 
-    static func inputs(_ url: URL) throws -> [String] { try BatchTests.lines(url).compactMap { $0["input"] as? String } }
+    static func inputs(_ url: URL) throws -> [String] { try CommandJSON.lines(of: url).compactMap { $0["input"] as? String } }
 
     /// The documented split, computed by another program: `sha256sum` of the path, its first 16 hex
     /// digits as a number, modulo N.
@@ -45,7 +45,7 @@ struct ShardTests {
         #expect(one.status == 2, "the corrupt archive fails: \(one.stderr)")
         let all = try Self.inputs(whole)
         #expect(all.count == 11 && Set(all).count == 11, "\(all)")
-        let statusOf = Dictionary(uniqueKeysWithValues: try BatchTests.lines(whole).map { (($0["input"] as? String) ?? "", ($0["status"] as? String) ?? "") })
+        let statusOf = Dictionary(uniqueKeysWithValues: try CommandJSON.lines(of: whole).map { (($0["input"] as? String) ?? "", ($0["status"] as? String) ?? "") })
 
         // Three shards at once, each its own process and its own results file.
         let n = 3
@@ -63,7 +63,7 @@ struct ShardTests {
             for input in mine {
                 #expect(try Self.oracleShard(of: input, count: n) == i + 1, "\(input) belongs to the shard sha256sum gives")
             }
-            let shardStatus = try BatchTests.lines(results[i]).map { (($0["input"] as? String) ?? "", ($0["status"] as? String) ?? "") }
+            let shardStatus = try CommandJSON.lines(of: results[i]).map { (($0["input"] as? String) ?? "", ($0["status"] as? String) ?? "") }
             for (input, status) in shardStatus { #expect(statusOf[input] == status, "\(input): the same outcome as in one batch") }
         }
         #expect(union.count == all.count, "no input done twice: \(union.sorted())")
@@ -120,9 +120,9 @@ struct ShardTests {
         #expect(one.status == 2, "the corrupt archive is an input error: \(one.stderr)")
         let all = try Self.inputs(whole)
         #expect(all.count == 11 && Set(all).count == 11, "\(all)")
-        let statusOf = Dictionary(uniqueKeysWithValues: try BatchTests.lines(whole).map { (($0["input"] as? String) ?? "", ($0["status"] as? String) ?? "") })
-        let wholeFiles = try ReportCommandTests.files(in: wholeReports)
-        #expect(wholeFiles == all.map(ReportCommandTests.reportName).sorted(), "one report per input")
+        let statusOf = Dictionary(uniqueKeysWithValues: try CommandJSON.lines(of: whole).map { (($0["input"] as? String) ?? "", ($0["status"] as? String) ?? "") })
+        let wholeFiles = try BatchRuns.files(in: wholeReports)
+        #expect(wholeFiles == all.map(BatchRuns.reportName).sorted(), "one report per input")
 
         // Three shards at once, one results file each, one shared folder of reports (a shared volume).
         let n = 3
@@ -139,21 +139,21 @@ struct ShardTests {
             let mine = try Self.inputs(results[i])
             union += mine
             #expect(run.stderr.contains("report batch: \(mine.count) input\(mine.count == 1 ? "" : "s") (shard \(i + 1)/\(n) of 11); ran \(mine.count) "), "\(run.stderr)")
-            for line in try BatchTests.lines(results[i]) {
+            for line in try CommandJSON.lines(of: results[i]) {
                 let input = (line["input"] as? String) ?? ""
                 #expect(statusOf[input] == line["status"] as? String, "\(input): the same outcome as in one batch")
                 let report = (line["summary"] as? [String: Any])?["report"] as? String
-                #expect(report == reports.path + "/" + ReportCommandTests.reportName(input), "\(line)")
+                #expect(report == reports.path + "/" + BatchRuns.reportName(input), "\(line)")
             }
         }
         #expect(union.count == all.count, "no input done twice: \(union.sorted())")
         #expect(Set(union) == Set(all), "none missed: missing \(Set(all).subtracting(union)), extra \(Set(union).subtracting(all))")
         #expect((0..<n).filter { (try? Self.inputs(results[$0]).isEmpty) == false }.count >= 2, "11 inputs spread over more than one shard")
-        #expect(try ReportCommandTests.files(in: reports) == wholeFiles, "the shards wrote the same files as one batch, each once")
+        #expect(try BatchRuns.files(in: reports) == wholeFiles, "the shards wrote the same files as one batch, each once")
         for name in wholeFiles {
             let a = try String(contentsOf: reports.appendingPathComponent(name), encoding: .utf8)
             let b = try String(contentsOf: wholeReports.appendingPathComponent(name), encoding: .utf8)
-            #expect(ReportCommandTests.comparable(a) == ReportCommandTests.comparable(b), "\(name): a shard's report is the batch's")
+            #expect(BatchRuns.comparable(a) == BatchRuns.comparable(b), "\(name): a shard's report is the batch's")
         }
 
         // merge reads report lines like any other command's.
@@ -181,14 +181,14 @@ struct ShardTests {
         let resumed = try CLI.run(["report", tickets.path, "--each", "--out-dir", reports.path, "--jsonl", results[victim].path, "--shard", "\(victim + 1)/\(n)", "--resume"])
         let count = try Self.inputs(results[victim]).count
         #expect(resumed.stderr.contains("ran 1 ") && resumed.stderr.contains("skipped \(count - 1) already done"), "\(resumed.stderr)")
-        let redone = try #require(try BatchTests.lines(results[victim]).last)
+        let redone = try #require(try CommandJSON.lines(of: results[victim]).last)
         #expect(redone["input"] as? String == lastInput)
         #expect(redone["status"] as? String == statusOf[lastInput], "\(redone)")
-        let name = ReportCommandTests.reportName(lastInput)
+        let name = BatchRuns.reportName(lastInput)
         #expect(try FolderSnapshot(reports).entries.filter { !$0.key.hasSuffix("/" + name) } == kept.entries.filter { !$0.key.hasSuffix("/" + name) },
                 "only the cut-off input's report is written again")
-        #expect(ReportCommandTests.comparable(try String(contentsOf: reports.appendingPathComponent(name), encoding: .utf8))
-                == ReportCommandTests.comparable(try String(contentsOf: wholeReports.appendingPathComponent(name), encoding: .utf8)))
+        #expect(BatchRuns.comparable(try String(contentsOf: reports.appendingPathComponent(name), encoding: .utf8))
+                == BatchRuns.comparable(try String(contentsOf: wholeReports.appendingPathComponent(name), encoding: .utf8)))
         let final = try (0..<n).flatMap { try Self.inputs(results[$0]) }
         #expect(final.count == 11 && Set(final) == Set(all))
         #expect(try FolderSnapshot(tickets) == before, "the evidence is never modified")

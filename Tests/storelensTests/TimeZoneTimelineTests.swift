@@ -51,10 +51,6 @@ struct TimeZoneTimelineTests {
         return result.stdout
     }
 
-    static func object(_ text: Substring) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
-    }
-
     /// RFC 4180 fields of one CSV record without embedded line breaks.
     static func fields(_ line: String) -> [String] {
         var out: [String] = [], field = "", quoted = false
@@ -72,12 +68,12 @@ struct TimeZoneTimelineTests {
           .enabled(if: ZoneOracle.available, Comment(rawValue: ZoneOracle.unavailable)))
     func localTimes() throws {
         let folder = try TemporaryFolder("tz")
-        let store = try FlatExportTests.store(in: folder)
+        let store = try ShelfStores.flat(in: folder)
         let json = try Self.run(["rows", store.path, "Entry", "--format", "json"])
-        let rows = try #require(try Self.object(Substring(json))["rows"] as? [[String: Any]])
+        let rows = try #require(try CommandJSON.object(json)["rows"] as? [[String: Any]])
         let utc = rows.map { ($0["values"] as? [String: Any])?["at"] as? String }
         #expect(utc.compactMap { $0 }.count == 2)
-        let history = try #require(try Self.object(Substring(try Self.run(["history", store.path, "--format", "json"])))["transactions"] as? [[String: Any]])
+        let history = try #require(try CommandJSON.object(try Self.run(["history", store.path, "--format", "json"]))["transactions"] as? [[String: Any]])
         let stamps = history.compactMap { $0["timestamp"] as? String }
         #expect(!stamps.isEmpty)
         var checks: [String] = []
@@ -87,18 +83,18 @@ struct TimeZoneTimelineTests {
             let header = Self.fields(csv[0])
             let column = try #require(header.firstIndex(of: "at"))
             // The titles hold no line break but the first: the hostile title's newline is quoted, so read by record.
-            let records = try Self.run(["rows", store.path, "Entry", "--format", "jsonl", "--tz", zone]).split(separator: "\n").map(Self.object)
+            let records = try Self.run(["rows", store.path, "Entry", "--format", "jsonl", "--tz", zone]).split(separator: "\n").map { try CommandJSON.object($0) }
             #expect(records.map { $0["at"] as? String } == utc, "\(zone): jsonl stays UTC")
             let shown = csv.dropFirst().filter { !$0.isEmpty }.map(Self.fields).filter { $0.count == header.count }.map { $0[column] }.filter { !$0.isEmpty }
             #expect(shown.count >= 1)
             for (local, iso) in zip(shown, utc.compactMap { $0 }.suffix(shown.count)) {
                 #expect(!local.hasSuffix("Z") || zone == "UTC", "\(zone): \(local) has an offset")
-                checks.append("\(zone)\t\(local)\t\(try #require(FlatExportTests.seconds(iso)))")
+                checks.append("\(zone)\t\(local)\t\(try #require(ISOTimestamps.seconds(iso)))")
             }
             let text = try Self.run(["history", store.path, "--tz", zone])
             for transaction in history {
                 guard let stamp = transaction["timestamp"] as? String, let id = transaction["id"] as? Int else { continue }
-                let seconds = try #require(FlatExportTests.seconds(stamp))
+                let seconds = try #require(ISOTimestamps.seconds(stamp))
                 let line = try #require(text.split(separator: "\n").first { $0.hasPrefix("  #\(id)  ") })
                 let local = String(line.split(separator: " ", omittingEmptySubsequences: true)[1])
                 checks.append("\(zone)\t\(local)\t\(seconds)")
@@ -118,17 +114,17 @@ struct TimeZoneTimelineTests {
           .enabled(if: SQLiteUtils.available, Comment(rawValue: SQLiteUtils.unavailable)))
     func timeline() throws {
         let folder = try TemporaryFolder("timeline")
-        let store = try FlatHistoryDiffRecoverTests.store(in: folder)
+        let store = try ShelfStores.withHistoryInWAL(in: folder)
         let before = try FolderSnapshot(folder.url)
         let oracle = try SQLiteOracle(copying: store)
         let transactions = try oracle.scalar("SELECT count(*) FROM ATRANSACTION WHERE ZTIMESTAMP IS NOT NULL").int ?? -1
         let dated = try oracle.scalar("SELECT count(*) FROM ZENTRY WHERE ZAT IS NOT NULL").int ?? -1
-        let each = try Self.object(Substring(try Self.run(["wal", store.path, "--diff", "--each", "--format", "json"])))
+        let each = try CommandJSON.object(try Self.run(["wal", store.path, "--diff", "--each", "--format", "json"]))
         let commits = ((each["stores"] as? [[String: Any]])?.first?["commits"] as? [[String: Any]] ?? [])
             .filter { !(($0["transactions"] as? [Any]) ?? []).isEmpty }
         #expect(transactions >= 3 && dated >= 2 && commits.count >= 2)
 
-        let lines = try Self.run(["timeline", store.path, "--format", "jsonl"]).split(separator: "\n").map(Self.object)
+        let lines = try Self.run(["timeline", store.path, "--format", "jsonl"]).split(separator: "\n").map { try CommandJSON.object($0) }
         #expect(lines.filter { $0["source"] as? String == "history" }.count == transactions)
         #expect(lines.filter { $0["source"] as? String == "attribute" }.count == dated)
         let walEvents = lines.filter { $0["source"] as? String == "wal" }
@@ -141,7 +137,7 @@ struct TimeZoneTimelineTests {
         #expect(stamps.count == lines.count && stamps == stamps.sorted(), "sorted by time")
         for line in lines {
             let iso = try #require(line["datetime"] as? String)
-            let seconds = try #require(FlatExportTests.seconds(iso), "datetime is ISO 8601 UTC: \(iso)")
+            let seconds = try #require(ISOTimestamps.seconds(iso), "datetime is ISO 8601 UTC: \(iso)")
             #expect(abs(seconds * 1_000_000 - Double(line["timestamp"] as? Int ?? 0)) < 2, "timestamp is datetime in microseconds")
             #expect(!(line["timestamp_desc"] as? String ?? "").isEmpty && !(line["message"] as? String ?? "").isEmpty)
         }
@@ -179,10 +175,10 @@ struct TimeZoneTimelineTests {
         let transactions = try oracle.scalar("SELECT count(*) FROM ATRANSACTION WHERE ZTIMESTAMP IS NOT NULL").int ?? -1
         let result = try CLI.run(["timeline", store.path, "--format", "jsonl"])
         #expect(result.status == 0, "\(result.stderr)")
-        let lines = try result.stdout.split(separator: "\n").map(Self.object)
+        let lines = try result.stdout.split(separator: "\n").map { try CommandJSON.object($0) }
         #expect(lines.filter { $0["source"] as? String == "history" }.count == transactions)
         let walCommits = Set(lines.compactMap { $0["source"] as? String == "wal" ? $0["commit"] as? Int : nil })
-        let each = try Self.object(Substring(try Self.run(["wal", store.path, "--diff", "--each", "--format", "json"])))
+        let each = try CommandJSON.object(try Self.run(["wal", store.path, "--diff", "--each", "--format", "json"]))
         let withHistory = Set(((each["stores"] as? [[String: Any]])?.first?["commits"] as? [[String: Any]] ?? [])
             .filter { !(($0["transactions"] as? [Any]) ?? []).isEmpty }.compactMap { $0["commit"] as? Int })
         #expect(walCommits == withHistory && !walCommits.isEmpty)

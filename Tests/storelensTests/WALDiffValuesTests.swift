@@ -9,52 +9,14 @@ import Testing
 /// printed bytes are sanitised, and the evidence stays byte-identical.
 @Suite("wal --diff with values")
 struct WALDiffValuesTests {
-    /// A copy of the genuine store's main file and WAL, with the WAL cut after `frames` frames
-    /// (0: the main file alone), opened by SQLite in its own scratch folder.
-    static func sqlite(_ store: URL, frames: Int, in folder: TemporaryFolder) throws -> Connection {
-        let target = folder.path("cut-\(frames)")
-        try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
-        let db = target.appendingPathComponent("db.sqlite")
-        try Data(contentsOf: store).write(to: db)
-        let wal = try Data(contentsOf: URL(fileURLWithPath: store.path + "-wal"))
-        try wal.prefix(32 + frames * (24 + 4096)).write(to: URL(fileURLWithPath: db.path + "-wal"))
-        let connection = try Connection.open(path: db.path, mode: .readWrite)
-        try connection.disableCheckpointOnClose()
-        return connection
-    }
-
-    /// The commit frames of the genuine WAL, read from its own bytes (frame headers: page number,
-    /// then the database size, non-zero on a commit frame).
-    static func commitFrames(_ store: URL) throws -> [Int] {
-        let wal = [UInt8](try Data(contentsOf: URL(fileURLWithPath: store.path + "-wal")))
-        var frames: [Int] = []
-        var frame = 1
-        while 32 + frame * (24 + 4096) <= wal.count {
-            let at = 32 + (frame - 1) * (24 + 4096) + 4
-            if wal[at ..< at + 4].contains(where: { $0 != 0 }) { frames.append(frame) }
-            frame += 1
-        }
-        return frames
-    }
-
-    static func items(_ db: Connection) throws -> [Int64: String] {
-        var names: [Int64: String] = [:]
-        for row in try db.rows("SELECT Z_PK, ZNAME FROM ZITEM") { if let pk = row[0].int64 { names[pk] = row[1].string ?? "" } }
-        return names
-    }
-
-    static func json(_ text: String) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
-    }
-
     @Test("the genuine store: deleted items with their names in text, json, jsonl and csv, as SQLite shows them before the WAL", .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
     func wholeWAL() throws {
         let store = try #require(ProjectPaths.realFixtures()).appendingPathComponent("swiftdata-resources/default.store")
         let before = try FolderSnapshot(store.deletingLastPathComponent())
         let folder = try TemporaryFolder("diff-values")
-        let frames = try Self.commitFrames(store)
-        let main = try Self.items(try Self.sqlite(store, frames: 0, in: folder))
-        let last = try Self.items(try Self.sqlite(store, frames: try #require(frames.last), in: folder))
+        let frames = try WALCuts.commitFrames(store)
+        let main = try WALCuts.items(try WALCuts.sqlite(store, frames: 0, in: folder))
+        let last = try WALCuts.items(try WALCuts.sqlite(store, frames: try #require(frames.last), in: folder))
         let deleted = main.filter { last[$0.key] == nil }
         let inserted = last.filter { main[$0.key] == nil }
         #expect(!deleted.isEmpty && !inserted.isEmpty)
@@ -66,7 +28,7 @@ struct WALDiffValuesTests {
             outputs[format] = result.stdout
         }
         // JSON: the layout `--diff` always had, each group with its records.
-        let report = try Self.json(try #require(outputs["json"]))
+        let report = try CommandJSON.object(try #require(outputs["json"]))
         let stores = try #require(report["stores"] as? [[String: Any]])
         let changes = try #require(stores.first?["changes"] as? [[String: Any]])
         let item = try #require(changes.first { $0["entity"] as? String == "Item" })
@@ -84,7 +46,7 @@ struct WALDiffValuesTests {
         #expect((stores.first?["transactions"] as? [[String: Any]])?.isEmpty == false)
 
         // JSON Lines: one flat object per changed property (the csv's columns), the same records.
-        let lines = try #require(outputs["jsonl"]).split(separator: "\n").map { try Self.json(String($0)) }
+        let lines = try #require(outputs["jsonl"]).split(separator: "\n").map { try CommandJSON.object($0) }
         let allRecords = changes.flatMap { ($0["records"] as? [[String: Any]]) ?? [] }
         #expect(lines.count == allRecords.reduce(0) { total, r in
             total + max(1, ((r["values"] ?? r["changes"]) as? [String: Any])?.count ?? 0)
@@ -121,25 +83,27 @@ struct WALDiffValuesTests {
         let store = try #require(ProjectPaths.realFixtures()).appendingPathComponent("swiftdata-resources/default.store")
         let before = try FolderSnapshot(store.deletingLastPathComponent())
         let folder = try TemporaryFolder("diff-each")
-        let frames = try Self.commitFrames(store)
+        let frames = try WALCuts.commitFrames(store)
         let json = try CLI.run(["wal", store.path, "--diff", "--each", "--format", "json"])
         let jsonl = try CLI.run(["wal", store.path, "--diff", "--each", "--format", "jsonl"])
         let text = try CLI.run(["wal", store.path, "--diff", "--each"])
         let csv = try CLI.run(["wal", store.path, "--diff", "--each", "--format", "csv"])
         for result in [json, jsonl, text, csv] { #expect(result.status == 0, "stderr: \(result.stderr)") }
-        let report = try Self.json(json.stdout)
+        let report = try CommandJSON.object(json.stdout)
         let commits = try #require((report["stores"] as? [[String: Any]])?.first?["commits"] as? [[String: Any]])
         #expect(commits.map { $0["commit"] as? Int } == Array(1...frames.count))
         #expect(commits.map { $0["commitFrame"] as? Int } == frames)
-        let lines = jsonl.stdout.split(separator: "\n").map { try? Self.json(String($0)) }
+        let lines = jsonl.stdout.split(separator: "\n").map { line -> [String: Any]? in
+            do { return try CommandJSON.object(line) } catch { Issue.record("\(error)"); return nil }
+        }
 
-        var previous = try Self.sqlite(store, frames: 0, in: folder)
-        var previousItems = try Self.items(previous)
+        var previous = try WALCuts.sqlite(store, frames: 0, in: folder)
+        var previousItems = try WALCuts.items(previous)
         var previousTransactions = Set(try previous.rows("SELECT Z_PK FROM ATRANSACTION").compactMap { $0[0].int64 })
         for (index, frame) in frames.enumerated() {
             let commit = index + 1
-            let now = try Self.sqlite(store, frames: frame, in: folder)
-            let items = try Self.items(now)
+            let now = try WALCuts.sqlite(store, frames: frame, in: folder)
+            let items = try WALCuts.items(now)
             let entry = commits[index]
             let changes = entry["changes"] as? [[String: Any]] ?? []
             let records = changes.first { $0["entity"] as? String == "Item" }?["records"] as? [[String: Any]] ?? []
@@ -200,7 +164,7 @@ struct WALDiffValuesTests {
             let result = try CLI.run(["rows", store.path, entity, "--as-of", String(commit), "--format", "json"])
             #expect(result.status == 0, "stderr: \(result.stderr)")
             var out: [Int: NSDictionary] = [:]
-            for row in try Self.json(result.stdout)["rows"] as? [[String: Any]] ?? [] {
+            for row in try CommandJSON.object(result.stdout)["rows"] as? [[String: Any]] ?? [] {
                 if let pk = row["pk"] as? Int, let values = row["values"] as? NSDictionary { out[pk] = values }
             }
             rowsByState[key] = out
@@ -211,7 +175,7 @@ struct WALDiffValuesTests {
         var records: [Record: [String: Any]] = [:]
         var order: [Record] = []
         for line in each.stdout.split(separator: "\n") {
-            let flat = try Self.json(String(line))
+            let flat = try CommandJSON.object(String(line))
             guard let entity = flat["entity"] as? String, ["Item", "Component", "CraftingRecipe"].contains(entity),
                   let change = flat["change"] as? String, change != "updated",
                   let commit = flat["commit"] as? Int, let pk = flat["pk"] as? Int, let property = flat["property"] as? String else { continue }
@@ -257,7 +221,7 @@ struct WALDiffValuesTests {
             let csv = try CLI.run(["wal", input.path, "--format", "csv"] + arguments)
             #expect(csv.stdout.contains(",inserted,title,,\"'=HYPERLINK(\"\"http://x\"\")"))
             let jsonl = try CLI.run(["wal", input.path, "--format", "jsonl"] + arguments)
-            let line = try #require(jsonl.stdout.split(separator: "\n").map { try Self.json(String($0)) }
+            let line = try #require(jsonl.stdout.split(separator: "\n").map { try CommandJSON.object($0) }
                 .first { $0["table"] as? String == "ZTODOITEM" && $0["property"] as? String == "title" })
             #expect(line["new"] as? String == stored)
             #expect(stored == title)

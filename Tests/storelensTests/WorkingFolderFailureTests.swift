@@ -46,16 +46,11 @@ struct WorkingFolderFailureTests {
     /// Words that blame the evidence: none may appear when the failure is ours.
     static let blamesEvidence = ["does not appear to belong", "damaged", "wal-may-not-belong", "\"sqlite\"", "plausible but wrong"]
 
-    static func demoStore(in folder: TemporaryFolder) throws -> URL {
-        try DemoContainer.write(into: folder.url)
-        return folder.url.appendingPathComponent("Library/Application Support/default.store")
-    }
-
     @Test("every command, with TMPDIR filling up at every point: the same answer as with room, or exit 3 saying the working folder is full",
           .enabled(if: SmallTmpfs.available, Comment(rawValue: SmallTmpfs.unavailable)))
     func fullTMPDIR() throws {
         let folder = try TemporaryFolder("full-tmpdir")
-        let store = try Self.demoStore(in: folder)
+        let store = try SampleStores.demo(in: folder)
         let out = try TemporaryFolder("full-tmpdir-out")
         let before = try FolderSnapshot(folder.url)
         let family = ["", "-wal"].map { fileSize(store.path + $0) }.reduce(0, +)
@@ -103,7 +98,7 @@ struct WorkingFolderFailureTests {
           .enabled(if: geteuid() != 0 || SmallTmpfs.available, Comment(rawValue: "root ignores permissions and " + SmallTmpfs.unavailable)))
     func readOnlyTMPDIR() throws {
         let folder = try TemporaryFolder("ro-tmpdir")
-        let store = try Self.demoStore(in: folder)
+        let store = try SampleStores.demo(in: folder)
         // Root ignores permissions: it gets a read-only mount (EROFS) instead of a 0555 folder (EACCES).
         let tmpfs: SmallTmpfs? = geteuid() == 0 && SmallTmpfs.available ? try SmallTmpfs(bytes: 1 << 20, readOnly: true) : nil
         let readOnly = try TemporaryFolder("ro-tmpdir-folder")

@@ -82,13 +82,9 @@ struct XMLStoreCommandTests {
         try FileManager.default.createDirectory(at: support, withIntermediateDirectories: true)
         let store = support.appendingPathComponent("Books.storedata")
         try XMLStoreWriter.sample(libraries: 3, booksPerLibrary: 5).write(to: store)
-        let sqlite = try FlatExportTests.store(in: folder)
+        let sqlite = try ShelfStores.flat(in: folder)
         try FileManager.default.moveItem(at: sqlite, to: support.appendingPathComponent("Flat.sqlite"))
         return (root, store)
-    }
-
-    static func json(_ text: String) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
     }
 
     @Test("scan, inspect, rows and export read it as xml.etree does; the evidence is unchanged",
@@ -102,7 +98,7 @@ struct XMLStoreCommandTests {
 
         let scan = try CLI.run(["scan", root.path, "--format", "json"])
         #expect(scan.status == 0, "\(scan.stderr)")
-        let found = try #require(try Self.json(scan.stdout)["stores"] as? [[String: Any]])
+        let found = try #require(try CommandJSON.object(scan.stdout)["stores"] as? [[String: Any]])
         let formats = Dictionary(found.map { (($0["path"] as? String) ?? "", ($0["format"] as? String) ?? "") }, uniquingKeysWith: { a, _ in a })
         #expect(formats["Library/Application Support/Books.storedata"] == "coredata-xml", "\(formats)")
         #expect(formats["Library/Application Support/Flat.sqlite"] == "coredata", "\(formats)")
@@ -111,7 +107,7 @@ struct XMLStoreCommandTests {
 
         let inspect = try CLI.run(["inspect", store.path, "--format", "json"])
         #expect(inspect.status == 0, "\(inspect.stderr)")
-        let atomic = try #require((try Self.json(inspect.stdout)["atomicStores"] as? [[String: Any]])?.first)
+        let atomic = try #require((try CommandJSON.object(inspect.stdout)["atomicStores"] as? [[String: Any]])?.first)
         #expect(atomic["format"] as? String == "coredata-xml")
         #expect(atomic["storeType"] as? String == oracle["storeType"] as? String)
         #expect(atomic["storeUUID"] as? String == oracle["uuid"] as? String)
@@ -123,7 +119,9 @@ struct XMLStoreCommandTests {
         for (entity, expected) in oracleRows {
             let rows = try CLI.run(["rows", store.path, entity, "--format", "jsonl"])
             #expect(rows.status == 0, "\(rows.stderr)")
-            let lines = rows.stdout.split(separator: "\n").map { try? Self.json(String($0)) }
+            let lines = rows.stdout.split(separator: "\n").map { line -> [String: Any]? in
+                do { return try CommandJSON.object(line) } catch { Issue.record("\(error)"); return nil }
+            }
             #expect(lines.count == expected.count)
             for (line, want) in zip(lines, expected) {
                 let got = (line ?? [:]).filter { !($0.value is NSNull) }
@@ -227,7 +225,7 @@ struct BinaryStoreCommandTests {
         #expect(scan.status == 0 && scan.stdout.contains("\"coredata-binary\""), "\(scan.stdout)\(scan.stderr)")
         let inspect = try CLI.run(["inspect", store.path, "--format", "json"])
         #expect(inspect.status == 0, "\(inspect.stderr)")
-        let atomic = try #require((try XMLStoreCommandTests.json(inspect.stdout)["atomicStores"] as? [[String: Any]])?.first)
+        let atomic = try #require((try CommandJSON.object(inspect.stdout)["atomicStores"] as? [[String: Any]])?.first)
         #expect(atomic["storeType"] as? String == "Binary")
         #expect(atomic["storeUUID"] as? String == writer.storeUUID.uuidString)
         #expect((atomic["modelVersionHashes"] as? [String: Any])?.keys.sorted() == XMLStoreWriter.sampleModel.entities.map(\.name).sorted())
@@ -254,7 +252,7 @@ extension XMLStoreCommandTests {
             let scan = try CLI.run(["scan", archive.path, "--format", "json"])
             #expect(scan.status == 0 && scan.stdout.contains("\"coredata-xml\""), "\(name): \(scan.stderr)")
             let inspect = try CLI.run(["inspect", archive.path, "--store", "Books.storedata", "--format", "json"])
-            let atomic = try #require((try Self.json(inspect.stdout)["atomicStores"] as? [[String: Any]])?.first, "\(name): \(inspect.stderr)")
+            let atomic = try #require((try CommandJSON.object(inspect.stdout)["atomicStores"] as? [[String: Any]])?.first, "\(name): \(inspect.stderr)")
             let counts = Dictionary(((atomic["entities"] as? [[String: Any]]) ?? []).map { ($0["name"] as! String, $0["objects"] as! Int) }, uniquingKeysWith: { a, _ in a })
             #expect(counts == expected, "\(name)")
             let rows = try CLI.run(["rows", archive.path, "Book", "--store", "Books.storedata", "--format", "jsonl"])
@@ -266,14 +264,14 @@ extension XMLStoreCommandTests {
 
 extension XMLStoreCommandTests {
     @Test("an XML store changed while inspect or rows reads it, before or after the after-hash: exit 3 naming it",
-          arguments: EvidenceChangeTests.Moment.allCases, EvidenceChangeTests.Change.allCases)
-    func changeCaught(moment: EvidenceChangeTests.Moment, change: EvidenceChangeTests.Change) throws {
+          arguments: EvidenceChange.Moment.allCases, EvidenceChange.Change.allCases)
+    func changeCaught(moment: EvidenceChange.Moment, change: EvidenceChange.Change) throws {
         for command in [["inspect"], ["rows", "<store>", "Book", "--format", "jsonl"]] {
             let folder = try TemporaryFolder("xmlstore-change")
             let url = folder.path("Books.storedata")
             try XMLStoreWriter.sample().write(to: url)
             let arguments = command.count == 1 ? command + [url.path] : command.map { $0 == "<store>" ? url.path : $0 }
-            try EvidenceChangeTests().assertCaught(arguments, store: url, moment: moment, change: change)
+            try EvidenceChange.assertCaught(arguments, store: url, moment: moment, change: change)
         }
     }
 }
