@@ -99,6 +99,26 @@ public final class RecordDiffWriter {
         }
     }
 
+    /// A whole `wal --diff` document: each store's changes between the two states, in order.
+    public func write(_ changes: [Storelens.RecordChanges]) {
+        begin()
+        for change in changes {
+            beginStore(path: change.store)
+            add(change)
+            endStore()
+        }
+        end()
+    }
+
+    /// One step of `wal --diff --each` as the operation hands it out.
+    public func add(_ step: Storelens.CommitWalk) {
+        switch step {
+        case .storeBegins(let store): beginStore(path: store)
+        case .commit(let change): add(change)
+        case .storeEnds: endStore()
+        }
+    }
+
     /// One store's changes between two states, as the operations give them.
     public func add(_ changes: Storelens.RecordChanges) {
         add(path: changes.store, position: Position(from: changes.from, to: changes.to, firstFrame: changes.firstFrame,

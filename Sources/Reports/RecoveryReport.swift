@@ -370,6 +370,15 @@ public final class RecoveryWriter {
         return "\(commits) (\(origin))"
     }
 
+    /// One step of `recover` as the operation hands it out.
+    public func add(_ step: Storelens.RecoveryWalk) {
+        switch step {
+        case .storeBegins(let store, let commits): beginStore(path: store, commits: commits)
+        case .version(let store, let version): add(path: store, version)
+        case .storeEnds: endStore()
+        }
+    }
+
     /// `recover --out`'s summary: the file, the versions, the tables, each store's share.
     public static func json(_ written: Storelens.RecoveredFile) -> JSONValue {
         JSONDocument.make(schemaVersion: schemaVersion, [

@@ -36,14 +36,7 @@ struct CommandAgreementTests {
     /// `wal --diff` streams through a writer; the library's changes go through the same writer.
     static func diffJSON(_ changes: [Storelens.RecordChanges]) -> String {
         var out = ""
-        let writer = RecordDiffWriter(format: .json, each: false) { out += $0 }
-        writer.begin()
-        for change in changes {
-            writer.beginStore(path: change.store)
-            writer.add(change)
-            writer.endStore()
-        }
-        writer.end()
+        RecordDiffWriter(format: .json, each: false) { out += $0 }.write(changes)
         return out
     }
 
@@ -92,13 +85,7 @@ struct CommandAgreementTests {
             var out = ""
             let writer = RecoveryWriter(format: .json) { out += $0 }
             writer.begin()
-            try Storelens.recover(store) { step in
-                switch step {
-                case .storeBegins(let path, let commits): writer.beginStore(path: path, commits: commits)
-                case .version(let path, let version): writer.add(path: path, version)
-                case .storeEnds: writer.endStore()
-                }
-            }
+            try Storelens.recover(store) { writer.add($0) }
             writer.end()
             return out
         }

@@ -102,13 +102,7 @@ struct RecoverCommand: Command {
             writer.rawCSV = rawCSV
             writer.begin()
             do {
-                try Storelens.recover(path, options, in: session) { step in
-                    switch step {
-                    case .storeBegins(let store, let commits): writer.beginStore(path: store, commits: commits)
-                    case .version(let store, let version): writer.add(path: store, version)
-                    case .storeEnds: writer.endStore()
-                    }
-                }
+                try Storelens.recover(path, options, in: session) { writer.add($0) }
             } catch {
                 // What was read before the error comes out before the error's sentence.
                 writer.flush()

@@ -123,26 +123,13 @@ struct WALCommand: Command {
             // Every store is read before anything is printed, so a failure leaves no half document.
             let changes = try Storelens.walDiff(paths, .init(input: input.options, from: from, to: to), in: session)
             try session.finish()
-            let writer = diffWriter(each: false, output)
-            writer.begin()
-            for change in changes {
-                writer.beginStore(path: change.store)
-                writer.add(change)
-                writer.endStore()
-            }
-            writer.end()
+            diffWriter(each: false, output).write(changes)
 
         case .each:
             // Streamed: one commit's diff is printed and dropped before the next is built.
             let writer = diffWriter(each: true, output)
             writer.begin()
-            try Storelens.walEachCommit(paths, input.options, in: session) { step in
-                switch step {
-                case .storeBegins(let store): writer.beginStore(path: store)
-                case .commit(let change): writer.add(change)
-                case .storeEnds: writer.endStore()
-                }
-            }
+            try Storelens.walEachCommit(paths, input.options, in: session) { writer.add($0) }
             writer.end()
             try session.finish()
 
