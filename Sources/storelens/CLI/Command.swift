@@ -1,5 +1,6 @@
 import Acquisition
 import CoreDataStore
+import Findings
 import Foundation
 import Operations
 import OutputFiles
@@ -142,6 +143,15 @@ enum CommonOptions {
         let raw = parsed.flag("--raw-csv")
         if raw && !csv { throw .invalid("--raw-csv is for --format csv; the other formats escape by their own rules (JSON's) or are for a terminal.") }
         return raw
+    }
+
+    /// `--fail-on` of the commands that report findings: the exit decision.
+    static let failOn = OptionSpec.value("--fail-on", valueName: "severity", help: "Exit with 1 when a finding is at least this severe.",
+                                         allowed: Finding.Severity.allCases.reversed().map(\.rawValue), default: Finding.Severity.error.rawValue)
+
+    /// The severity `--fail-on` names (its values are checked while parsing).
+    static func failOn(_ parsed: ParsedArguments) -> Finding.Severity {
+        parsed.value("--fail-on").flatMap(Finding.Severity.init(rawValue:)) ?? .error
     }
 
     static let quiet = OptionSpec.flag("--quiet", "-q", help: "Show no progress line (one is shown on stderr only when stderr is a terminal).")

@@ -19,7 +19,7 @@ struct AuditCommand: Command {
         arguments: [ArgumentSpec(name: "input", help: "An app container, .xcappdata, archive or backup holding the stores the manifest names.", repeating: true, optional: false)],
         options: [.value("--manifest", "-m", valueName: "file", help: "The manifest (storelens.json)."),
                   .value("--format", "-f", valueName: "format", help: "Output format.", allowed: ["text", "json", "markdown"], default: "text"),
-                  .value("--fail-on", valueName: "severity", help: "Exit with 1 when a finding is at least this severe.", allowed: ["error", "warning", "info"], default: "error")]
+                  CommonOptions.failOn]
             + CommonOptions.input + BatchOptions.all,
         examples: ["storelens audit Todo.xcappdata --manifest storelens.json",
                    "storelens audit container.tar.gz -m storelens.json --format markdown --fail-on warning",
@@ -38,7 +38,7 @@ struct AuditCommand: Command {
         guard let manifest = parsed.value("--manifest") else { throw .invalid("Missing '--manifest <file>': audit needs the manifest that says which stack writes which entity.") }
         manifestPath = manifest
         format = parsed.format
-        failOn = Finding.Severity(rawValue: parsed.value("--fail-on") ?? "error") ?? .error
+        failOn = CommonOptions.failOn(parsed)
         input = try InputSettings(parsed)
     }
 

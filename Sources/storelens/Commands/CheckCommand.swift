@@ -20,7 +20,7 @@ struct CheckCommand: Command {
         options: [.value("--format", "-f", valueName: "format", help: "Output format.", allowed: ["text", "json", "markdown"], default: "text"),
                   .flag("--full", help: "Run PRAGMA integrity_check instead of the faster quick_check."),
                   .value("--only", valueName: "ids", help: "Run only these checks (comma-separated finding ids)."),
-                  .value("--fail-on", valueName: "severity", help: "Exit with 1 when a finding is at least this severe.", allowed: ["error", "warning", "info"], default: "error"),
+                  CommonOptions.failOn,
                   .value("--model", valueName: "path", help: "An Xcode model (.xcdatamodeld or .xcdatamodel) for stores without a cached model.")]
             + CommonOptions.input + BatchOptions.all,
         examples: ["storelens check default.store", "storelens check Todo.xcappdata --format json --fail-on warning",
@@ -39,7 +39,7 @@ struct CheckCommand: Command {
         paths = try parsed.inputs()
         format = parsed.format
         full = parsed.flag("--full")
-        failOn = Finding.Severity(rawValue: parsed.value("--fail-on") ?? "error") ?? .error
+        failOn = CommonOptions.failOn(parsed)
         model = parsed.value("--model")
         input = try InputSettings(parsed)
         batch = try BatchSettings.parse(parsed)

@@ -20,7 +20,7 @@ struct LintCommand: Command {
         arguments: [ArgumentSpec(name: "input", help: "A store file, container, .xcappdata, archive or backup (optional with --model).", repeating: true, optional: true)],
         options: [.value("--model", valueName: "path", help: "An Xcode model (.xcdatamodeld) or compiled model (.momd/.mom): linted alone, or used for stores without a cached model."),
                   CommonOptions.formatWithMarkdown,
-                  .value("--fail-on", valueName: "severity", help: "Exit with 1 when a finding is at least this severe.", allowed: ["error", "warning", "info"], default: "error")]
+                  CommonOptions.failOn]
             + CommonOptions.input,
         examples: ["storelens lint default.store", "storelens lint --model MyApp.xcdatamodeld --fail-on warning",
                    "storelens lint Todo.xcappdata --format markdown"])
@@ -36,7 +36,7 @@ struct LintCommand: Command {
         model = parsed.value("--model")
         guard !paths.isEmpty || model != nil else { throw .missingArgument("input") }
         format = parsed.format
-        failOn = Finding.Severity(rawValue: parsed.value("--fail-on") ?? "error") ?? .error
+        failOn = CommonOptions.failOn(parsed)
         input = try InputSettings(parsed)
     }
 

@@ -44,7 +44,7 @@ struct ReportCommand: Command {
                   .value("--out-dir", valueName: "folder", help: "With --jsonl: the folder to write one report per input in (made if missing; never an input's folder or inside one)."),
                   .value("--manifest", "-m", valueName: "file", help: "Also audit the input against this manifest (docs/manifest.md)."),
                   .flag("--force", help: "Replace --out (in batch mode, an input's report in --out-dir) if it exists."),
-                  .value("--fail-on", valueName: "severity", help: "Exit with 1 when a finding is at least this severe.", allowed: ["error", "warning", "info"], default: "error"),
+                  CommonOptions.failOn,
                   ModelOption.model,
                   .value("--migration-to", valueName: "model", help: "Also plan each store's migration to this model (.xcdatamodeld, .momd or a store; docs/migration.md)."),
                   .flag("--lint", help: "Also lint each store's model for CloudKit (docs/lint.md).")]
@@ -97,7 +97,7 @@ struct ReportCommand: Command {
         }
         manifestPath = parsed.value("--manifest")
         force = parsed.flag("--force")
-        failOn = Finding.Severity(rawValue: parsed.value("--fail-on") ?? "error") ?? .error
+        failOn = CommonOptions.failOn(parsed)
         modelPath = parsed.value("--model")
         migrationTo = parsed.value("--migration-to")
         lint = parsed.flag("--lint")
