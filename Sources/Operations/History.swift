@@ -52,7 +52,8 @@ extension Storelens {
     }
 
     /// `storelens history`: the one store of `input`'s persistent history, every transaction the
-    /// filters keep with its changes.
+    /// filters keep with its changes. The `StoreHistory` returned describes what was read (path,
+    /// model source, filters); its session is over, so read a summary with `history(_:_:in:)`.
     public static func history(_ input: String, _ options: HistoryOptions = HistoryOptions()) throws -> (StoreHistory, [HistoryTransaction]) {
         try reading(options.input) { session in
             var history = try history(input, options, in: session)
