@@ -22,18 +22,7 @@ public enum CompiledModelReader {
             file = url.appendingPathComponent(name)
             origin += "/" + name
         }
-        let data: Data
-        do {
-            let size = (try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.intValue ?? 0
-            guard size <= maxBytes else {
-                throw ModelError.xcodeModelUnreadable(path: file.path, detail: "the compiled model is \(size) bytes, above the \(maxBytes)-byte limit")
-            }
-            data = try Data(contentsOf: file)
-        } catch let error as ModelError {
-            throw error
-        } catch {
-            throw .xcodeModelUnreadable(path: file.path, detail: "cannot read it: \(error.localizedDescription)")
-        }
+        let data = try ModelFile.read(file, what: "the compiled model", limit: maxBytes)
         var model = try decode(data, path: file.path)
         model.origin = origin
         model.notes = notes + model.notes
@@ -64,8 +53,7 @@ public enum CompiledModelReader {
     /// `VersionInfo.plist`, else the only (or last by name) `.mom`.
     static func currentVersion(of bundle: URL, notes: inout [String]) throws(ModelError) -> String {
         let moms = ((try? FileManager.default.contentsOfDirectory(atPath: bundle.path)) ?? []).filter { $0.hasSuffix(".mom") }.sorted()
-        if let data = try? Data(contentsOf: bundle.appendingPathComponent("VersionInfo.plist")), data.count < 1 << 20,
-           let plist = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any],
+        if let plist = ModelFile.marker(bundle.appendingPathComponent("VersionInfo.plist")),
            let name = plist["NSManagedObjectModel_CurrentVersionName"] as? String {
             let file = name.hasSuffix(".mom") ? name : name + ".mom"
             guard !file.contains("/"), moms.contains(file) else {

@@ -13,14 +13,7 @@ enum LegacyXcodeModelReader {
     static let maxBytes = 32 << 20
 
     static func read(_ elements: URL, origin: String) throws(ModelError) -> StoreModel {
-        let size = ((try? FileManager.default.attributesOfItem(atPath: elements.path))?[.size] as? NSNumber)?.intValue ?? 0
-        guard size <= maxBytes else {
-            throw .xcodeModelUnreadable(path: elements.path, detail: "the elements file is \(size) bytes, above the \(maxBytes)-byte limit")
-        }
-        let data: Data
-        do { data = try Data(contentsOf: elements) } catch {
-            throw .xcodeModelUnreadable(path: elements.path, detail: "cannot read the elements file: \(error.localizedDescription)")
-        }
+        let data = try ModelFile.read(elements, what: "the elements file", limit: maxBytes)
         do {
             var model = try parse(data)
             model.origin = origin

@@ -39,18 +39,7 @@ public enum XcodeModelReader {
                 contents = url.appendingPathComponent("contents")
             }
         }
-        let data: Data
-        do {
-            let size = (try fm.attributesOfItem(atPath: contents.path)[.size] as? NSNumber)?.intValue ?? 0
-            guard size <= maxContentsBytes else {
-                throw ModelError.xcodeModelUnreadable(path: contents.path, detail: "the contents file is \(size) bytes, above the \(maxContentsBytes)-byte limit")
-            }
-            data = try Data(contentsOf: contents)
-        } catch let error as ModelError {
-            throw error
-        } catch {
-            throw .xcodeModelUnreadable(path: contents.path, detail: "cannot read the contents file: \(error.localizedDescription)")
-        }
+        let data = try ModelFile.read(contents, what: "the contents file", limit: maxContentsBytes)
         var model = try parse(data, path: contents.path)
         model.origin = origin
         model.notes = notes + model.notes
@@ -63,8 +52,7 @@ public enum XcodeModelReader {
         let versions = ((try? fm.contentsOfDirectory(atPath: bundle.path)) ?? [])
             .filter { $0.hasSuffix(".xcdatamodel") }.sorted()
         let marker = bundle.appendingPathComponent(".xccurrentversion")
-        if let data = try? Data(contentsOf: marker), data.count < 1 << 20,
-           let plist = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any],
+        if let plist = ModelFile.marker(marker),
            let name = plist["_XCCurrentVersionName"] as? String {
             // The name must be a folder directly inside the bundle.
             guard !name.contains("/"), name != "..", name != ".", versions.contains(name) else {

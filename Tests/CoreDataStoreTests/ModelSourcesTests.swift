@@ -272,6 +272,48 @@ struct ModelSourcesTests {
         expectError(escaping, "not a model version in this folder")
     }
 
+    @Test("--model files are read with bounds: a FIFO and an oversized file are refused at once; a linked model is read")
+    func boundedModelFiles() throws {
+        let folder = try TemporaryFolder("bounded-model")
+        // Xcode's own layout, then each of its files swapped for one that must not be read whole.
+        let bundle = try XcodeModelWriter.write(versions: [("Library", LibraryStore.model)], to: folder.path("Library.xcdatamodeld"))
+        let contents = bundle.appendingPathComponent("Library.xcdatamodel/contents")
+        let good = try XcodeModelReader.read(bundle)
+        #expect(good.entities.map(\.name).sorted() == LibraryStore.model.entities.map(\.name).sorted())
+
+        // A link to the model (a checkout's usual shape) reads the model it names.
+        let link = folder.path("Linked.xcdatamodeld")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: bundle)
+        #expect(try XcodeModelReader.read(link).entities.count == good.entities.count)
+
+        // A sparse file over the limit: refused by its size, without reading 32 MiB.
+        let saved = try Data(contentsOf: contents)
+        try FileManager.default.removeItem(at: contents)
+        #expect(FileManager.default.createFile(atPath: contents.path, contents: nil))
+        let handle = try FileHandle(forWritingTo: contents)
+        try handle.truncate(atOffset: UInt64(XcodeModelReader.maxContentsBytes + 1))
+        try handle.close()
+        #expect(throws: ModelError.self) { try XcodeModelReader.read(bundle) }
+        do { _ = try XcodeModelReader.read(bundle) } catch { #expect(error.description.contains("above the \(XcodeModelReader.maxContentsBytes)-byte limit"), "\(error)") }
+
+        // A FIFO where the contents file was: opening it must not wait for a writer.
+        try FileManager.default.removeItem(at: contents)
+        #expect(mkfifo(contents.path, 0o600) == 0)
+        do { _ = try XcodeModelReader.read(bundle); Issue.record("a FIFO was read as a model") } catch {
+            #expect(error.description.contains("not a regular file"), "\(error)")
+        }
+        try FileManager.default.removeItem(at: contents)
+        try saved.write(to: contents)
+        #expect(try XcodeModelReader.read(bundle).entities.count == good.entities.count)
+
+        // A compiled model in the way of a .mom, as a FIFO.
+        let mom = folder.path("Model.mom")
+        #expect(mkfifo(mom.path, 0o600) == 0)
+        do { _ = try CompiledModelReader.read(mom); Issue.record("a FIFO was read as a compiled model") } catch {
+            #expect(error.description.contains("not a regular file"), "\(error)")
+        }
+    }
+
     @Test("hostile entity and table names are only ever quoted identifiers")
     func hostileNames() throws {
         let folder = try TemporaryFolder("hostile")
