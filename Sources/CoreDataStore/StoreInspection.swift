@@ -230,3 +230,5 @@ extension StoreInspector {
         }
     }
 }
+
+extension WALSummary: WALWalkSummary {}

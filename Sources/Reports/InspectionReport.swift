@@ -68,18 +68,7 @@ public enum InspectionReport: DocumentView {
             })))
         }
         let w = s.wal
-        members.append(("wal", .object([
-            ("present", .bool(w.present)),
-            ("frames", .int(w.frames)),
-            ("validFrames", .int(w.validFrames)),
-            ("commits", .int(w.commits)),
-            ("lastCommitFrame", .int(w.lastCommitFrame)),
-            ("pageSize", .optional(w.pageSize)),
-            ("salt1", .optional(w.salt1.map(hex))),
-            ("salt2", .optional(w.salt2.map(hex))),
-            ("checkpointSequence", .optional(w.checkpointSequence.map { Int($0) })),
-            ("stopReason", .optional(w.stopReason)),
-        ])))
+        members.append(("wal", .object([("present", .bool(w.present))] + WALReport.walkMembers(w) + [("stopReason", .optional(w.stopReason))])))
         let h = s.history
         members.append(("history", .object([
             ("present", .bool(h?.present ?? false)),
@@ -92,7 +81,6 @@ public enum InspectionReport: DocumentView {
         return .object(members)
     }
 
-    static func hex(_ value: UInt32) -> String { String(format: "0x%08x", value) }
 
     static func json(_ x: ExternalDataCensus) -> JSONValue {
         .object([
@@ -183,7 +171,7 @@ public enum InspectionReport: DocumentView {
         let w = s.wal
         if w.present {
             out += "  wal         \(w.validFrames) of \(w.frames) frames valid, \(w.commits) commits, last commit at frame \(w.lastCommitFrame)"
-            if let s1 = w.salt1, let s2 = w.salt2 { out += ", salts \(hex(s1)) \(hex(s2))" }
+            if let s1 = w.salt1, let s2 = w.salt2 { out += ", salts \(WALReport.hex(s1)) \(WALReport.hex(s2))" }
             out += "\n"
             if let reason = w.stopReason { out += "              stopped: \(reason)\n" }
         } else {

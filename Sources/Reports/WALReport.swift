@@ -34,14 +34,7 @@ public enum WALReport: DocumentView {
             members.append(("wal", .object([
                 ("present", .bool(true)),
                 ("fileBytes", .int(w.fileBytes)),
-                ("frames", .int(w.frames)),
-                ("validFrames", .int(w.validFrames)),
-                ("commits", .int(w.commits)),
-                ("lastCommitFrame", .int(w.lastCommitFrame)),
-                ("pageSize", .optional(w.pageSize)),
-                ("salt1", .optional(w.salt1.map(hex))),
-                ("salt2", .optional(w.salt2.map(hex))),
-                ("checkpointSequence", .optional(w.checkpointSequence.map { Int($0) })),
+            ] + Self.walkMembers(w) + [
                 ("stopReason", .optional(w.stopReason)),
                 ("stopFrame", .optional(w.stopFrame)),
                 ("headerProblem", .optional(w.headerProblem)),
@@ -317,4 +310,18 @@ public enum WALReport: DocumentView {
     }
 
     static func hex(_ value: UInt32) -> String { String(format: "0x%08x", value) }
+
+    /// The walk's facts as `inspect` and `wal` both write them, in this order.
+    static func walkMembers(_ w: some WALWalkSummary) -> [(String, JSONValue)] {
+        [
+            ("frames", .int(w.frames)),
+            ("validFrames", .int(w.validFrames)),
+            ("commits", .int(w.commits)),
+            ("lastCommitFrame", .int(w.lastCommitFrame)),
+            ("pageSize", .optional(w.pageSize)),
+            ("salt1", .optional(w.salt1.map(hex))),
+            ("salt2", .optional(w.salt2.map(hex))),
+            ("checkpointSequence", .optional(w.checkpointSequence.map { Int($0) })),
+        ]
+    }
 }

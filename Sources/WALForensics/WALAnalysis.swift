@@ -120,3 +120,5 @@ public struct WALAnalysis: Sendable {
         public let readMarks: [Int?]
     }
 }
+
+extension WALAnalysis.WALFacts: WALWalkSummary {}
