@@ -49,10 +49,34 @@ struct ParsedArguments {
     private(set) var values: [String: [String]] = [:]
     private(set) var flags: Set<String> = []
     var helpRequested = false
+    /// The command's options by primary name (set by `parse`): a lookup of a name the command
+    /// does not declare, or of a flag as a value, is a typo that would read as "not given".
+    private var declared: [String: OptionSpec.Kind]?
 
-    func flag(_ name: String) -> Bool { flags.contains(name) }
-    func value(_ name: String) -> String? { values[name]?.last }
-    func values(_ name: String) -> [String] { values[name] ?? [] }
+    func flag(_ name: String) -> Bool {
+        assertDeclared(name, .flag)
+        return flags.contains(name)
+    }
+
+    func value(_ name: String) -> String? {
+        assertDeclared(name, .value)
+        return values[name]?.last
+    }
+
+    func values(_ name: String) -> [String] {
+        assertDeclared(name, .value)
+        return values[name] ?? []
+    }
+
+    /// For code every command shares (the output check, `--tz`, the input settings): the option
+    /// when this command offers it, else as if it were not given.
+    func flagIfOffered(_ name: String) -> Bool { flags.contains(name) }
+    func valueIfOffered(_ name: String) -> String? { values[name]?.last }
+    func valuesIfOffered(_ name: String) -> [String] { values[name] ?? [] }
+
+    private func assertDeclared(_ name: String, _ kind: OptionSpec.Kind) {
+        assert(declared.map { $0[name] == kind } ?? true, "\(name) is not a \(kind) option this command declares (by its first name)")
+    }
     /// `--format` as given, else its default from the command's option list (applied while parsing).
     var format: String { value("--format") ?? "" }
 
@@ -72,6 +96,7 @@ struct ParsedArguments {
     /// A plain loop over the tokens: `--name value`, `--name=value`, flags, `--` ends options.
     static func parse(_ arguments: [String], options: [OptionSpec]) throws(ParseError) -> ParsedArguments {
         var result = ParsedArguments()
+        result.declared = Dictionary(options.map { ($0.primaryName, $0.kind) }, uniquingKeysWith: { first, _ in first })
         var tokens = arguments.makeIterator()
         var optionsEnded = false
         func spec(for name: String) -> OptionSpec? { options.first { $0.names.contains(name) } }

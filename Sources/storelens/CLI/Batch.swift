@@ -34,21 +34,21 @@ struct BatchSettings: Sendable {
 
     /// nil when `--jsonl` is not given (then `--jobs`, `--resume`, `--each` and `--shard` are usage errors).
     static func parse(_ parsed: ParsedArguments) throws(ParseError) -> BatchSettings? {
-        let jobsText = parsed.value("--jobs") ?? "1"
+        let jobsText = parsed.valueIfOffered("--jobs") ?? "1"
         guard let jobs = Int(jobsText), jobs >= 1, jobs <= 256 else {
             throw .invalid("The value '\(jobsText)' is invalid for '--jobs'; give a whole number from 1 to 256.")
         }
-        guard let file = parsed.value("--jsonl") else {
+        guard let file = parsed.valueIfOffered("--jsonl") else {
             if jobs != 1 { throw .invalid("--jobs runs a batch; add --jsonl FILE for the results (one JSON line per input).") }
-            if parsed.flag("--resume") { throw .invalid("--resume continues a batch; add --jsonl FILE, the results file to continue.") }
-            if parsed.flag("--each") { throw .invalid("--each runs a batch over a folder's entries; add --jsonl FILE for the results.") }
-            if parsed.value("--shard") != nil { throw .invalid("--shard runs a share of a batch; add --jsonl FILE for the results (one JSON line per input).") }
+            if parsed.flagIfOffered("--resume") { throw .invalid("--resume continues a batch; add --jsonl FILE, the results file to continue.") }
+            if parsed.flagIfOffered("--each") { throw .invalid("--each runs a batch over a folder's entries; add --jsonl FILE for the results.") }
+            if parsed.valueIfOffered("--shard") != nil { throw .invalid("--shard runs a share of a batch; add --jsonl FILE for the results (one JSON line per input).") }
             return nil
         }
         guard !file.isEmpty else { throw .invalid("--jsonl needs a file name (or - for stdout).") }
-        if file == "-" && parsed.flag("--resume") { throw .invalid("--resume reads the results file; give --jsonl a file, not -.") }
-        var settings = BatchSettings(file: file, jobs: jobs, resume: parsed.flag("--resume"), each: parsed.flag("--each"))
-        if let text = parsed.value("--shard") {
+        if file == "-" && parsed.flagIfOffered("--resume") { throw .invalid("--resume reads the results file; give --jsonl a file, not -.") }
+        var settings = BatchSettings(file: file, jobs: jobs, resume: parsed.flagIfOffered("--resume"), each: parsed.flagIfOffered("--each"))
+        if let text = parsed.valueIfOffered("--shard") {
             do { settings.shard = try BatchShard.parse(text) } catch { throw .invalid(error.description) }
         }
         return settings

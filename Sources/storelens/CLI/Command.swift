@@ -128,7 +128,7 @@ enum CommonOptions {
 
     /// The zone `--tz` names (UTC when the command has no --tz).
     static func displayZone(_ parsed: ParsedArguments) throws(ParseError) -> DisplayZone {
-        guard let name = parsed.value("--tz") else { return .utc }
+        guard let name = parsed.valueIfOffered("--tz") else { return .utc }
         guard let zone = DisplayZone(identifier: name) else {
             throw .invalid("The value '\(name)' is invalid for '--tz'; give an IANA time zone name such as Europe/Berlin or America/New_York (default UTC).")
         }
@@ -140,7 +140,7 @@ enum CommonOptions {
 
     /// `--raw-csv`, refused with any format but csv.
     static func rawCSV(_ parsed: ParsedArguments, csv: Bool) throws(ParseError) -> Bool {
-        let raw = parsed.flag("--raw-csv")
+        let raw = parsed.flagIfOffered("--raw-csv")
         if raw && !csv { throw .invalid("--raw-csv is for --format csv; the other formats escape by their own rules (JSON's) or are for a terminal.") }
         return raw
     }
@@ -151,7 +151,7 @@ enum CommonOptions {
 
     /// The severity `--fail-on` names (its values are checked while parsing).
     static func failOn(_ parsed: ParsedArguments) -> Finding.Severity {
-        parsed.value("--fail-on").flatMap(Finding.Severity.init(rawValue:)) ?? .error
+        parsed.valueIfOffered("--fail-on").flatMap(Finding.Severity.init(rawValue:)) ?? .error
     }
 
     static let quiet = OptionSpec.flag("--quiet", "-q", help: "Show no progress line (one is shown on stderr only when stderr is a terminal).")
@@ -192,13 +192,13 @@ struct InputSettings {
     }
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
-        select = parsed.value("--store")
-        passwordFile = parsed.value("--password-file")
-        keepScratch = parsed.flag("--keep-scratch")
-        open = OpenOptions(rollBackJournal: parsed.flag("--roll-back-journal"))
+        select = parsed.valueIfOffered("--store")
+        passwordFile = parsed.valueIfOffered("--password-file")
+        keepScratch = parsed.flagIfOffered("--keep-scratch")
+        open = OpenOptions(rollBackJournal: parsed.flagIfOffered("--roll-back-journal"))
         var limits = ArchiveLimits()
         func number(_ name: String) throws(ParseError) -> Int64? {
-            guard let text = parsed.value(name) else { return nil }
+            guard let text = parsed.valueIfOffered(name) else { return nil }
             guard let value = Int64(text), value > 0 else { throw .invalid("The value '\(text)' is invalid for '\(name)'; give a positive whole number.") }
             return value
         }
@@ -206,7 +206,7 @@ struct InputSettings {
         if let v = try number("--max-entry-bytes") { limits.maxEntryBytes = v }
         if let v = try number("--max-ratio") { limits.maxCompressionRatio = Double(v) }
         if let v = try number("--max-entries") { limits.maxEntries = Int(v) }
-        limits.readDamaged = parsed.flag("--read-damaged")
+        limits.readDamaged = parsed.flagIfOffered("--read-damaged")
         self.limits = limits
     }
 }

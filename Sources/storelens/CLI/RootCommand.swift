@@ -59,7 +59,7 @@ enum RootCommand {
                 return .success
             }
             instance = try command.init(parsed)
-            quiet = parsed.flag("--quiet")
+            quiet = parsed.flagIfOffered("--quiet")
             zone = try CommonOptions.displayZone(parsed)
         } catch {
             return Diagnostics.report(error, command: configuration, to: output)
@@ -88,19 +88,19 @@ enum OutputPaths {
     static let readOptions = ["--manifest", "--model", "--to", "--migration-to", "--password-file"]
 
     static func check(_ parsed: ParsedArguments) throws {
-        let outputs = files.flatMap { option in parsed.values(option).map { OutputGuard.Output(option: option, path: $0) } }
-            + folders.flatMap { option in parsed.values(option).map { OutputGuard.Output(option: option, path: $0, kind: .folder) } }
+        let outputs = files.flatMap { option in parsed.valuesIfOffered(option).map { OutputGuard.Output(option: option, path: $0) } }
+            + folders.flatMap { option in parsed.valuesIfOffered(option).map { OutputGuard.Output(option: option, path: $0, kind: .folder) } }
         guard !outputs.isEmpty else { return }
         // With --each a folder is a folder of inputs, not one input: its entries are the evidence,
         // less the results file, which the batch never reads as an input (Batch.run). A folder
         // that cannot be listed stays one input, the stricter reading.
         var positionals = parsed.positionals
-        if parsed.flag("--each"), let entries = try? Batch.inputs(parsed.positionals, each: true) {
-            let results = parsed.value("--jsonl").map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+        if parsed.flagIfOffered("--each"), let entries = try? Batch.inputs(parsed.positionals, each: true) {
+            let results = parsed.valueIfOffered("--jsonl").map { URL(fileURLWithPath: $0).standardizedFileURL.path }
             positionals = entries.filter { URL(fileURLWithPath: $0).standardizedFileURL.path != results }
             // A folder of outputs made among those entries would be an input of the next run.
             try OutputGuard.checkOutside(outputs, folders: parsed.positionals)
         }
-        try OutputGuard.check(outputs, inputs: positionals + readOptions.flatMap { parsed.values($0) })
+        try OutputGuard.check(outputs, inputs: positionals + readOptions.flatMap { parsed.valuesIfOffered($0) })
     }
 }

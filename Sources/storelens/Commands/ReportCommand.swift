@@ -102,7 +102,7 @@ struct ReportCommand: Command {
         migrationTo = parsed.value("--migration-to")
         lint = parsed.flag("--lint")
         input = try InputSettings(parsed)
-        readFiles = OutputPaths.readOptions.flatMap { parsed.values($0) }
+        readFiles = OutputPaths.readOptions.flatMap { parsed.valuesIfOffered($0) }
     }
 
     func run(_ output: Output) throws -> ExitCode {
