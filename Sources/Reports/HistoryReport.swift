@@ -22,6 +22,7 @@ public final class HistoryWriter {
     let header: [(String, JSONValue)]
     let path: String
     let write: (String) -> Void
+    private var stream = JSONStream()
     /// CSV cells exactly as stored (`--raw-csv`): no escapes, no formula neutralised.
     public var rawCSV = false
     public private(set) var transactions = 0
@@ -61,18 +62,12 @@ public final class HistoryWriter {
 
     public func begin(title: String) {
         if format == .csv {
-            write(Self.flatColumns.map { RowsWriter.csvCell($0, raw: rawCSV) }.joined(separator: ",") + "\r\n")
+            write(Delimited.csv.line(Self.flatColumns, raw: rawCSV))
             return
         }
         if format == .jsonl { return }
         if json {
-            var text = "{\n"
-            for (key, value) in header {
-                var rendered = ""
-                JSONValue.escape(key, into: &rendered)
-                text += "  \(rendered): " + value.rendered(indentedBy: 2).dropFirst(2) + ",\n"
-            }
-            write(text + "  \"transactions\": [")
+            write(stream.beginObject(header) + stream.beginArray(key: "transactions"))
         } else {
             write(title)
         }
@@ -154,18 +149,18 @@ public final class HistoryWriter {
             var out = ""
             for var record in Self.flatRecords(path: path, t) {
                 if format == .jsonl {
-                    out += JSONValue.object(zip(Self.flatColumns, record).map { ($0, $1) }).rendered(pretty: false) + "\n"
+                    out += JSONLines.line(keys: Self.flatColumns, values: record)
                 } else {
                     // For people: the time in the --tz zone; JSON Lines keep UTC.
                     if let shown = ValueRendering.time(t.timestamp, referenceSeconds: t.referenceSeconds) { record[2] = .string(shown) }
-                    out += record.map { RowsWriter.csvCell(Self.cell($0), raw: rawCSV) }.joined(separator: ",") + "\r\n"
+                    out += Delimited.csv.line(record.map(Self.cell), raw: rawCSV)
                 }
             }
             write(out)
             return
         }
         if json {
-            write((transactions == 1 ? "\n" : ",\n") + Self.json(t).rendered(indentedBy: 4))
+            write(stream.element(Self.json(t)))
             return
         }
         var facts: [String] = []
@@ -192,7 +187,7 @@ public final class HistoryWriter {
     public func end() {
         if format == .jsonl || format == .csv { return }
         if json {
-            write((transactions == 0 ? "],\n" : "\n  ],\n") + "  \"count\": \(transactions)\n}\n")
+            write(stream.end() + stream.member("count", .int(transactions)) + stream.end())
         } else {
             write(transactions == 0 ? "  (no transactions match)\n" : "  \(plural(transactions, "transaction")), \(plural(changes, "change"))\n")
         }

@@ -46,6 +46,7 @@ public final class RecordDiffWriter {
     public var rawCSV = false
     let each: Bool
     let write: (String) -> Void
+    private var json = JSONStream()
     private var stores = 0
     private var diffsInStore = 0
     public private(set) var records = 0
@@ -59,8 +60,8 @@ public final class RecordDiffWriter {
 
     public func begin() {
         switch format {
-        case .json: write("{\n  \"schemaVersion\": \(Self.schemaVersion),\n  \"stores\": [")
-        case .csv: write(Self.csvHeader.map(csvCell).joined(separator: ",") + "\r\n")
+        case .json: write(json.beginObject([JSONDocument.version(Self.schemaVersion)]) + json.beginArray(key: "stores"))
+        case .csv: write(Delimited.csv.line(Self.csvHeader, raw: rawCSV))
         case .text, .jsonl: break
         }
     }
@@ -70,9 +71,7 @@ public final class RecordDiffWriter {
         diffsInStore = 0
         switch format {
         case .json where each:
-            var name = ""
-            JSONValue.escape(path, into: &name)
-            write((stores == 1 ? "\n" : ",\n") + "    {\n      \"path\": \(name),\n      \"commits\": [")
+            write(json.beginObject([("path", .string(path))]) + json.beginArray(key: "commits"))
         case .text:
             write((stores == 1 ? "" : "\n") + TextTable.sanitized(path) + "\n")
         case .json, .jsonl, .csv: break
@@ -84,16 +83,16 @@ public final class RecordDiffWriter {
         records += diff.groups.reduce(0) { $0 + $1.records.count }
         switch format {
         case .json where each:
-            write((diffsInStore == 1 ? "\n" : ",\n") + Self.json(position: position, diff: diff, changedOnly: true).rendered(indentedBy: 8))
+            write(json.element(Self.json(position: position, diff: diff, changedOnly: true)))
         case .json:
             // One diff per store, in the layout `wal --diff` has always had (records and transactions added).
             guard case .object(let members) = Self.json(position: position, diff: diff) else { return }
             let store = JSONValue.object([("path", .string(path))] + members.filter { !["commit", "firstFrame", "commitFrame"].contains($0.0) })
-            write((stores == 1 ? "\n" : ",\n") + store.rendered(indentedBy: 4))
+            write(json.element(store))
         case .jsonl:
-            for line in Self.jsonLines(path: path, position: position, diff: diff) { write(line.rendered(pretty: false) + "\n") }
+            for line in Self.jsonLines(path: path, position: position, diff: diff) { write(JSONLines.line(line)) }
         case .csv:
-            for row in csvRows(path: path, position: position, diff: diff) { write(row.map(csvCell).joined(separator: ",") + "\r\n") }
+            for row in csvRows(path: path, position: position, diff: diff) { write(Delimited.csv.line(row, raw: rawCSV)) }
         case .text:
             write(text(position: position, diff: diff))
         }
@@ -126,12 +125,12 @@ public final class RecordDiffWriter {
     }
 
     public func endStore() {
-        if format == .json, each { write((diffsInStore == 0 ? "]\n" : "\n      ]\n") + "    }") }
+        if format == .json, each { write(json.end() + json.end()) }
         if format == .text, each, diffsInStore == 0 { write("  no commits in the WAL\n") }
     }
 
     public func end() {
-        if format == .json { write((stores == 0 ? "]\n" : "\n  ]\n") + "}\n") }
+        if format == .json { write(json.end() + json.end()) }
     }
 
     // MARK: - JSON
@@ -229,10 +228,6 @@ public final class RecordDiffWriter {
             }
         }
         return rows
-    }
-
-    private func csvCell(_ s: String) -> String {
-        RowsWriter.csvCell(s, raw: rawCSV)
     }
 
     // MARK: - Text

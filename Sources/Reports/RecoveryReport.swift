@@ -21,10 +21,8 @@ public final class RecoveryWriter {
     let format: Format
     /// CSV cells exactly as stored (`--raw-csv`): no escapes, no formula neutralised.
     public var rawCSV = false
-    let writeBytes: ([UInt8]) -> Void
-    /// Output not yet written, gathered into blocks of about `RowsWriter.blockSize` bytes (a write
-    /// per version was a tenth of `recover`'s time on the bench's 10000 deleted records).
-    private var buffer: [UInt8] = []
+    private let blocks: OutputBlocks
+    private var json = JSONStream()
     private var stores = 0
     private var inStore = 0
     private var counts: [RecordVersion.State: Int] = [:]
@@ -35,27 +33,23 @@ public final class RecoveryWriter {
     /// - Parameter writeBytes: writes UTF-8 bytes; by default they are handed to `write` as a String.
     public init(format: Format, write: @escaping (String) -> Void, writeBytes: (([UInt8]) -> Void)? = nil) {
         self.format = format
-        self.writeBytes = writeBytes ?? { write(String(decoding: $0, as: UTF8.self)) }
-        buffer.reserveCapacity(RowsWriter.blockSize + 4096)
+        blocks = OutputBlocks(spill: writeBytes ?? { write(String(decoding: $0, as: UTF8.self)) })
     }
 
     private func write(_ text: String) {
-        buffer.append(contentsOf: text.utf8)
-        if buffer.count >= RowsWriter.blockSize { flush() }
+        blocks.append(text)
     }
 
     /// Writes what is gathered. `endStore()` and `end()` do; call it also before reporting an
     /// error mid-stream, so the versions read so far come out first.
     public func flush() {
-        guard !buffer.isEmpty else { return }
-        writeBytes(buffer)
-        buffer.removeAll(keepingCapacity: true)
+        blocks.flush()
     }
 
     public func begin() {
         switch format {
-        case .json: write("{\n  \"schemaVersion\": \(Self.schemaVersion),\n  \"stores\": [")
-        case .csv: write(Self.csvHeader.map(csvCell).joined(separator: ",") + "\r\n")
+        case .json: write(json.beginObject([JSONDocument.version(Self.schemaVersion)]) + json.beginArray(key: "stores"))
+        case .csv: write(Delimited.csv.line(Self.csvHeader, raw: rawCSV))
         case .text, .jsonl: break
         }
     }
@@ -68,9 +62,7 @@ public final class RecoveryWriter {
         tombstones = 0
         switch format {
         case .json:
-            var name = ""
-            JSONValue.escape(path, into: &name)
-            write((stores == 1 ? "\n" : ",\n") + "    {\n      \"path\": \(name),\n      \"commits\": \(commits),\n      \"versions\": [")
+            write(json.beginObject([("path", .string(path)), ("commits", .int(commits))]) + json.beginArray(key: "versions"))
         case .text:
             write((stores == 1 ? "" : "\n") + TextTable.sanitized(path) + "  (main file = commit 0, \(plural(commits, "WAL commit")))\n")
         case .jsonl, .csv: break
@@ -84,11 +76,11 @@ public final class RecoveryWriter {
         if v.confidence == .tombstone { tombstones += 1 }
         switch format {
         case .json:
-            write((inStore == 1 ? "\n" : ",\n") + Self.json(v).rendered(indentedBy: 8))
+            write(json.element(Self.json(v)))
         case .jsonl:
             write(jsonLineText(path: path, v))
         case .csv:
-            for row in csvRows(path: path, v) { write(row.map(csvCell).joined(separator: ",") + "\r\n") }
+            for row in csvRows(path: path, v) { write(Delimited.csv.line(row, raw: rawCSV)) }
         case .text:
             write("  " + Self.text(v) + "\n")
         }
@@ -96,7 +88,7 @@ public final class RecoveryWriter {
 
     public func endStore() {
         switch format {
-        case .json: write((inStore == 0 ? "]\n" : "\n      ]\n") + "    }")
+        case .json: write(json.end() + json.end())
         case .text:
             let parts = RecordVersion.State.allCases.compactMap { s in
                 counts[s].map { "\($0) \(s.rawValue)" + (s == .deleted && tombstones > 0 ? " (\(tombstones) of them only in history)" : "") }
@@ -108,7 +100,7 @@ public final class RecoveryWriter {
     }
 
     public func end() {
-        if format == .json { write((stores == 0 ? "]\n" : "\n  ]\n") + "}\n") }
+        if format == .json { write(json.end() + json.end()) }
         flush()
     }
 
@@ -308,10 +300,6 @@ public final class RecoveryWriter {
             if case .longText = value.value { return lead + [value.name, ValueJSON.json(value.value).rendered(pretty: false)] }
             return lead + [value.name, ValueRendering.cell(value.value)]
         }
-    }
-
-    private func csvCell(_ s: String) -> String {
-        RowsWriter.csvCell(s, raw: rawCSV)
     }
 
     // MARK: - Text

@@ -33,10 +33,8 @@ public final class RowsWriter {
     let header: [(String, JSONValue)]
     let write: (String) -> Void
     let writeBytes: ([UInt8]) -> Void
-    /// Output not yet written: rows are gathered into blocks of about `blockSize` bytes, so that
-    /// a million rows are a few thousand writes, not a million.
-    private var buffer: [UInt8] = []
-    static let blockSize = 1 << 16
+    private let blocks: OutputBlocks
+    private var json = JSONStream()
     /// The jsonl/array/csv/tsv writer of `RowScan` rows (nil for json and table).
     private var encoder: RowBytesEncoder?
     /// CSV cells exactly as stored, formulas included (`--raw-csv`).
@@ -63,7 +61,7 @@ public final class RowsWriter {
         if RowBytesEncoder.handles(format) {
             encoder = RowBytesEncoder(format: format, flatKeys: flatKeys, rawCSV: rawCSV, spill: self.writeBytes)
         }
-        buffer.reserveCapacity(Self.blockSize + 4096)
+        blocks = OutputBlocks(spill: self.writeBytes)
     }
 
     /// Whether `add(_: RowScan.Row)` takes this format's rows (jsonl, array, csv, tsv).
@@ -112,38 +110,32 @@ public final class RowsWriter {
     public func add(_ row: RowScan.Row) throws {
         guard encoder != nil else { preconditionFailure("add(RowScan.Row) is for jsonl, array, csv and tsv") }
         count += 1
-        try encoder!.append(row, number: count, fieldCount: fields.count, to: &buffer)
-        if buffer.count >= Self.blockSize { flush() }
+        try encoder!.append(row, number: count, fieldCount: fields.count, to: &blocks.bytes)
+        blocks.flushIfFull()
     }
 
     /// Writes what is gathered. `end()` does; call it also before reporting an error mid-stream,
     /// so the rows read so far come out first, as they did before there was a buffer.
     public func flush() {
-        guard !buffer.isEmpty else { return }
-        writeBytes(buffer)
-        buffer.removeAll(keepingCapacity: true)
+        blocks.flush()
     }
 
     private func emit(_ text: String) {
-        buffer.append(contentsOf: text.utf8)
-        if buffer.count >= Self.blockSize { flush() }
+        blocks.append(text)
     }
+
+    /// CSV or TSV, for the formats that are one of them.
+    private var delimited: Delimited? { Delimited(rawValue: format.rawValue) }
 
     public func begin() {
         switch format {
         case .json:
-            var text = "{\n"
-            for (key, value) in header {
-                var rendered = ""
-                JSONValue.escape(key, into: &rendered)
-                text += "  \(rendered): " + value.rendered(indentedBy: 2).dropFirst(2) + ",\n"
-            }
-            emit(text + "  \"rows\": [")
-        case .csv:
-            emit((["entity", "pk"] + fields).map(csvCell).joined(separator: ",") + "\r\n")
-        case .tsv:
-            emit((["entity", "pk"] + fields).map(tsvCell).joined(separator: "\t") + "\n")
+            emit(json.beginObject(header) + json.beginArray(key: "rows"))
+        case .csv, .tsv:
+            emit(delimited!.line(["entity", "pk"] + fields, raw: rawCSV))
         case .array:
+            // The array's elements come from `RowBytesEncoder` as well as from here: both separate
+            // them by `count`, so the array is framed by it too (as `JSONStream` would lay it out).
             emit("[")
         case .jsonl, .table:
             break
@@ -203,15 +195,13 @@ public final class RowsWriter {
         }
         switch format {
         case .json:
-            emit((count == 1 ? "\n" : ",\n") + Self.json(row).rendered(indentedBy: 4))
+            emit(json.element(Self.json(row)))
         case .jsonl:
-            emit(Self.flat(row, keys: flatKeys).rendered(pretty: false) + "\n")
+            emit(JSONLines.line(Self.flat(row, keys: flatKeys)))
         case .array:
             emit((count == 1 ? "\n" : ",\n") + Self.flat(row, keys: flatKeys).rendered(pretty: false))
-        case .csv:
-            emit(([row.entity, String(row.pk)] + cells(row)).map(csvCell).joined(separator: ",") + "\r\n")
-        case .tsv:
-            emit(([row.entity, String(row.pk)] + cells(row)).map(tsvCell).joined(separator: "\t") + "\n")
+        case .csv, .tsv:
+            emit(delimited!.line([row.entity, String(row.pk)] + cells(row), raw: rawCSV))
         case .table:
             var values = [String](repeating: "", count: fields.count)
             for (index, value) in zip(row.fieldIndexes, row.values) where index < values.count {
@@ -234,36 +224,37 @@ public final class RowsWriter {
         let splice = LongTextSplice()
         switch format {
         case .json:
-            try splice.write((count == 1 ? "\n" : ",\n") + Self.json(row, rendering: splice.marking).rendered(indentedBy: 4), into: &buffer, spill: writeBytes)
+            try splice.write(json.element(Self.json(row, rendering: splice.marking)), into: &blocks.bytes, spill: writeBytes)
         case .jsonl:
-            try splice.write(Self.flat(row, keys: flatKeys, rendering: splice.marking).rendered(pretty: false) + "\n", into: &buffer, spill: writeBytes)
+            try splice.write(JSONLines.line(Self.flat(row, keys: flatKeys, rendering: splice.marking)), into: &blocks.bytes, spill: writeBytes)
         case .array:
-            try splice.write((count == 1 ? "\n" : ",\n") + Self.flat(row, keys: flatKeys, rendering: splice.marking).rendered(pretty: false), into: &buffer, spill: writeBytes)
+            try splice.write((count == 1 ? "\n" : ",\n") + Self.flat(row, keys: flatKeys, rendering: splice.marking).rendered(pretty: false), into: &blocks.bytes, spill: writeBytes)
         case .csv, .tsv:
-            let separator: UInt8 = format == .csv ? 0x2C : 0x09
+            let delimited = delimited!
             var values = [FieldValue](repeating: .null, count: fields.count)
             for (index, value) in zip(row.fieldIndexes, row.values) where index >= 0 && index < values.count { values[index] = value.value }
-            emit(format == .csv ? csvCell(row.entity) + "," + csvCell(String(row.pk)) : tsvCell(row.entity) + "\t" + tsvCell(String(row.pk)))
+            delimited.appendCell(Array(row.entity.utf8), raw: rawCSV, to: &blocks.bytes)
+            blocks.bytes.append(delimited.separator)
+            delimited.appendCell(Array(String(row.pk).utf8), raw: rawCSV, to: &blocks.bytes)
             for value in values {
-                buffer.append(separator)
+                blocks.bytes.append(delimited.separator)
                 if case .longText(let text) = value {
-                    try LongTextOutput.cell(text, separator: separator, rawCSV: rawCSV, into: &buffer, spill: writeBytes)
+                    try LongTextOutput.cell(text, as: delimited, rawCSV: rawCSV, into: &blocks.bytes, spill: writeBytes)
                 } else {
-                    let cell = ValueRendering.cell(value)
-                    emit(format == .csv ? csvCell(cell) : tsvCell(cell))
+                    delimited.appendCell(Array(ValueRendering.cell(value).utf8), raw: rawCSV, to: &blocks.bytes)
                 }
             }
-            emit(format == .csv ? "\r\n" : "\n")
+            emit(delimited.lineEnd)
         case .table:
             preconditionFailure("a table shows a long text's first characters, as any cell")
         }
-        if buffer.count >= Self.blockSize { flush() }
+        blocks.flushIfFull()
     }
 
     public func end() {
         switch format {
         case .json:
-            emit((count == 0 ? "],\n" : "\n  ],\n") + "  \"count\": \(count)\n}\n")
+            emit(json.end() + json.member("count", .int(count)) + json.end())
         case .array:
             emit(count == 0 ? "]\n" : "\n]\n")
         case .table:
@@ -310,85 +301,5 @@ public final class RowsWriter {
 
     static func clip(_ s: String, to width: Int) -> String {
         s.count <= width ? s : String(s.prefix(max(0, width - 1))) + "…"
-    }
-
-    private func csvCell(_ s: String) -> String { Self.csvCell(s, raw: rawCSV) }
-
-    private func tsvCell(_ s: String) -> String { Self.tsvCell(s, raw: rawCSV) }
-
-    /// A CSV cell as every CSV view writes it: unless `raw` (`--raw-csv`), its control
-    /// characters escaped (`escapingControls`) and a formula neutralised; then quoted as RFC 4180 wants.
-    public static func csvCell(_ s: String, raw: Bool) -> String {
-        csvField(raw ? s : neutralisingFormula(escapingControls(s)))
-    }
-
-    /// `csvCell` for TSV.
-    public static func tsvCell(_ s: String, raw: Bool) -> String {
-        tsvField(raw ? s : neutralisingFormula(escapingControls(s)))
-    }
-
-    /// `s` with every character a terminal could act on or that hides what a reader sees (the
-    /// ones `TextTable.sanitized` replaces: C0 controls — tab, CR and LF included —, DEL, C1
-    /// controls, bidi embeddings, overrides, isolates and marks, line and paragraph separators)
-    /// written as `\u` and four lower-case hex digits, as JSON writes them, and each backslash
-    /// doubled. So `cat` of a CSV file runs nothing (no ESC, no OSC 52, no CR that overwrites a
-    /// line), a cell is one line, and the exact value comes back by undoing the two escapes
-    /// (docs/rows.md, "Escaping").
-    public static func escapingControls(_ s: String) -> String {
-        guard s.unicodeScalars.contains(where: { $0 == "\\" || HostileText.isHostile($0) }) else { return s }
-        var out = String.UnicodeScalarView()
-        for scalar in s.unicodeScalars {
-            if scalar == "\\" {
-                out.append(contentsOf: "\\\\".unicodeScalars)
-            } else if HostileText.isHostile(scalar) {
-                let hex = String(scalar.value, radix: 16)
-                out.append(contentsOf: ("\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex).unicodeScalars)
-            } else {
-                out.append(scalar)
-            }
-        }
-        return String(out)
-    }
-
-    /// `s` with a `'` in front when a spreadsheet would read it as a formula: it starts with
-    /// `=`, `+`, `-`, `@`, tab or CR (OWASP, "CSV Injection"). A plain number such as `-12.5` or
-    /// `+3e5` is left alone: it is a value, not a formula, and keeps sorting as a number.
-    public static func neutralisingFormula(_ s: String) -> String {
-        guard let first = s.unicodeScalars.first, "=+-@\t\r".unicodeScalars.contains(first) else { return s }
-        if isPlainNumber(s) { return s }
-        return "'" + s
-    }
-
-    static func isPlainNumber(_ s: String) -> Bool {
-        var scalars = Substring(s).unicodeScalars[...]
-        if let sign = scalars.first, sign == "-" || sign == "+" { scalars = scalars.dropFirst() }
-        func digits() -> Int {
-            let n = scalars.prefix { $0.value >= 0x30 && $0.value <= 0x39 }.count
-            scalars = scalars.dropFirst(n)
-            return n
-        }
-        guard digits() > 0 else { return false }
-        if scalars.first == "." {
-            scalars = scalars.dropFirst()
-            guard digits() > 0 else { return false }
-        }
-        if let e = scalars.first, e == "e" || e == "E" {
-            scalars = scalars.dropFirst()
-            if let sign = scalars.first, sign == "-" || sign == "+" { scalars = scalars.dropFirst() }
-            guard digits() > 0 else { return false }
-        }
-        return scalars.isEmpty
-    }
-
-    /// A TSV field: as is, or quoted as in CSV when it holds a tab, CR, LF or `"`, so that the
-    /// separators never appear bare inside a value (Python's `excel-tab` dialect).
-    static func tsvField(_ s: String) -> String {
-        guard s.utf8.contains(where: { $0 == 0x09 || $0 == 0x22 || $0 == 0x0A || $0 == 0x0D }) else { return s }
-        return "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-    }
-
-    static func csvField(_ s: String) -> String {
-        guard s.utf8.contains(where: { $0 == 0x2C || $0 == 0x22 || $0 == 0x0A || $0 == 0x0D }) else { return s }
-        return "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 }

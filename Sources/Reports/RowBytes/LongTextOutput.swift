@@ -6,9 +6,9 @@ import StoreFormats
 /// writer's memory never grows with one value: the same bytes the whole text's JSON string or
 /// CSV/TSV cell would give.
 enum LongTextOutput {
-    /// `out` handed to `spill` and emptied once it holds `RowsWriter.blockSize` bytes or more.
+    /// `out` handed to `spill` and emptied once it holds `OutputBlocks.size` bytes or more.
     static func spillIfFull(_ out: inout [UInt8], _ spill: ([UInt8]) -> Void) {
-        guard out.count >= RowsWriter.blockSize else { return }
+        guard out.count >= OutputBlocks.size else { return }
         spill(out)
         out.removeAll(keepingCapacity: true)
     }
@@ -26,30 +26,35 @@ enum LongTextOutput {
         out.append(0x22)
     }
 
-    /// The text as a CSV (`separator` 0x2C) or TSV (0x09) cell: read twice, once to learn whether
-    /// it needs quotes and whether it is a formula, once to write it. The first reading looks at
-    /// the stored bytes: the ASCII bytes that decide both are the same in the decoded text.
-    static func cell(_ text: LongText, separator: UInt8, rawCSV: Bool, into out: inout [UInt8], spill: ([UInt8]) -> Void) throws {
+    /// The text as a CSV or TSV cell, byte for byte what `Delimited.cell` gives for the whole
+    /// text: read twice, once to learn whether it needs quotes and whether it is a formula, once
+    /// to write it (its control characters escaped unless raw). The first reading looks at the
+    /// stored bytes: the ASCII bytes that decide both are the same in the decoded text.
+    static func cell(_ text: LongText, as delimited: Delimited, rawCSV: Bool, into out: inout [UInt8], spill: ([UInt8]) -> Void) throws {
         var quote = false
         var first: UInt8?
         var number = PlainNumber()
         guard let stored = text.stored else { throw LongTextUnavailable(byteCount: text.byteCount) }
+        // Escaped, a tab, CR or LF is `\u0009`-style text: then only a quote (or CSV's comma) asks for quotes.
+        let quoting: [UInt8] = rawCSV ? [delimited.separator, 0x22, 0x0A, 0x0D] : (delimited == .csv ? [0x2C, 0x22] : [0x22])
         try stored.forEachPiece { piece in
             if first == nil { first = piece.first }
             piece.withUnsafeBytes { bytes in
                 guard let base = bytes.baseAddress else { return }
-                quote = quote || [separator, 0x22, 0x0A, 0x0D].contains { memchr(base, Int32($0), bytes.count) != nil }
+                quote = quote || quoting.contains { memchr(base, Int32($0), bytes.count) != nil }
             }
             for b in piece {
                 if number.isRefused { break }
                 number.add(b)
             }
         }
-        let neutralise = !rawCSV && (first.map { [0x3D, 0x2B, 0x2D, 0x40, 0x09, 0x0D].contains($0) } ?? false) && !number.isNumber
+        // An escaped tab or CR in front starts the cell with a backslash: no formula.
+        let formula: [UInt8] = rawCSV ? [0x3D, 0x2B, 0x2D, 0x40, 0x09, 0x0D] : [0x3D, 0x2B, 0x2D, 0x40]
+        let neutralise = !rawCSV && (first.map { formula.contains($0) } ?? false) && !number.isNumber
         if quote { out.append(0x22) }
         if neutralise { out.append(0x27) }
         try text.forEachPiece { piece in
-            var piece = piece
+            var piece = rawCSV ? piece : Delimited.escapingControls(piece)
             piece.withUTF8 { bytes in
                 guard quote else { out.append(contentsOf: bytes); return }
                 // Each `"` doubled: the runs between quotes appended whole.
@@ -67,7 +72,7 @@ enum LongTextOutput {
         if quote { out.append(0x22) }
     }
 
-    /// `RowsWriter.isPlainNumber`, fed a byte at a time: sign, digits, optional `.digits`,
+    /// `Delimited.isPlainNumber`, fed a byte at a time: sign, digits, optional `.digits`,
     /// optional exponent.
     struct PlainNumber {
         private enum State { case start, sign, whole, dot, fraction, e, exponentSign, exponent, no }

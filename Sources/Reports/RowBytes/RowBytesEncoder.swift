@@ -41,6 +41,9 @@ struct RowBytesEncoder {
 
     private var isJSON: Bool { format == .jsonl || format == .array }
 
+    /// The CSV or TSV rules (`Delimited`), for those two formats.
+    private var delimited: Delimited { format == .csv ? .csv : .tsv }
+
     /// Appends one row, `number` counting from 1 (the array format separates rows by it).
     mutating func append(_ row: RowScan.Row, number: Int, fieldCount: Int, to out: inout [UInt8]) throws {
         names(upTo: row.entity, row)
@@ -60,23 +63,23 @@ struct RowBytesEncoder {
             }
             out.append(contentsOf: format == .jsonl ? Self.braceNewline : Self.brace)
         } else {
-            let separator: UInt8 = format == .csv ? 0x2C : 0x09
+            let delimited = delimited
             out.append(contentsOf: rowStart[row.entity])
             cell.removeAll(keepingCapacity: true)
             Self.appendDecimal(row.pk, to: &cell)
-            appendCell(cell, to: &out)
+            delimited.appendCell(cell, raw: rawCSV, to: &out)
             for i in 0 ..< fieldCount {
-                out.append(separator)
+                out.append(delimited.separator)
                 cell.removeAll(keepingCapacity: true)
                 let value = row.applies(i) ? row.value(i) : .null
                 if case .decoded(.longText(let text)) = value {
-                    try LongTextOutput.cell(text, separator: separator, rawCSV: rawCSV, into: &out, spill: spill)
+                    try LongTextOutput.cell(text, as: delimited, rawCSV: rawCSV, into: &out, spill: spill)
                     continue
                 }
                 cellText(value, row)
-                appendCell(cell, to: &out)
+                delimited.appendCell(cell, raw: rawCSV, to: &out)
             }
-            out.append(contentsOf: format == .csv ? Self.crlf : Self.newline)
+            out.append(contentsOf: delimited == .csv ? Self.crlf : Self.newline)
         }
     }
 
@@ -93,8 +96,8 @@ struct RowBytesEncoder {
                 objectPrefix.append(Array(prefix.utf8.dropLast()))
             } else {
                 var start: [UInt8] = []
-                appendCell(Array(name.utf8), to: &start)
-                start.append(format == .csv ? 0x2C : 0x09)
+                delimited.appendCell(Array(name.utf8), raw: rawCSV, to: &start)
+                start.append(delimited.separator)
                 rowStart.append(start)
                 objectPrefix.append(Array((name + "#").utf8))
             }
@@ -193,7 +196,7 @@ struct RowBytesEncoder {
         }
     }
 
-    // MARK: CSV and TSV cells (as `ValueRendering.cell(_:)` then `RowsWriter`'s csvCell / tsvCell)
+    // MARK: CSV and TSV cells (as `ValueRendering.cell(_:)` then `Delimited.cell`)
 
     /// The value's cell text into `cell`.
     private mutating func cellText(_ value: RawFieldValue, _ row: RowScan.Row) {
@@ -222,53 +225,5 @@ struct RowBytesEncoder {
             Self.appendDecimal(pk, to: &cell)
         case .decoded(let v): cell.append(contentsOf: ValueRendering.cell(v).utf8)
         }
-    }
-
-    /// `cell` as a CSV or TSV field: unless raw its control characters escaped and a `'` in front
-    /// of a formula, quoted when it holds a separator, a quote or a line break (byte for byte what
-    /// the String versions, `RowsWriter.csvCell` and `tsvCell`, give for UTF-8).
-    private func appendCell(_ text: [UInt8], to out: inout [UInt8]) {
-        // Only a backslash, a C0 control, DEL or a lead byte of C1 (0xC2), U+061C (0xD8) or the
-        // U+2xxx marks and separators (0xE2) can need an escape; other cells skip the String.
-        let escape = !rawCSV && text.contains { $0 < 0x20 || $0 == 0x5C || $0 == 0x7F || $0 == 0xC2 || $0 == 0xD8 || $0 == 0xE2 }
-        let cell = escape ? Array(RowsWriter.escapingControls(String(decoding: text, as: UTF8.self)).utf8) : text
-        let neutralise = !rawCSV && (cell.first.map { [0x3D, 0x2B, 0x2D, 0x40, 0x09, 0x0D].contains($0) } ?? false)
-            && !Self.isPlainNumber(cell)
-        let separator: UInt8 = format == .csv ? 0x2C : 0x09
-        let quote = cell.contains { $0 == separator || $0 == 0x22 || $0 == 0x0A || $0 == 0x0D }
-        if quote { out.append(0x22) }
-        if neutralise { out.append(0x27) }
-        if quote {
-            for b in cell {
-                if b == 0x22 { out.append(0x22) }
-                out.append(b)
-            }
-            out.append(0x22)
-        } else {
-            out.append(contentsOf: cell)
-        }
-    }
-
-    /// `RowsWriter.isPlainNumber` on UTF-8 bytes.
-    static func isPlainNumber(_ s: [UInt8]) -> Bool {
-        var i = 0
-        func isDigit(_ j: Int) -> Bool { j < s.count && s[j] >= 0x30 && s[j] <= 0x39 }
-        func digits() -> Int {
-            let from = i
-            while isDigit(i) { i += 1 }
-            return i - from
-        }
-        if i < s.count, s[i] == 0x2D || s[i] == 0x2B { i += 1 }
-        guard digits() > 0 else { return false }
-        if i < s.count, s[i] == 0x2E {
-            i += 1
-            guard digits() > 0 else { return false }
-        }
-        if i < s.count, s[i] == 0x65 || s[i] == 0x45 {
-            i += 1
-            if i < s.count, s[i] == 0x2D || s[i] == 0x2B { i += 1 }
-            guard digits() > 0 else { return false }
-        }
-        return i == s.count
     }
 }

@@ -32,7 +32,7 @@ public enum TimelineWriter {
     }
 
     public static func header(_ format: Format, rawCSV: Bool = false) -> String {
-        format == .csv ? columns.map { csvCell($0, raw: rawCSV) }.joined(separator: ",") + "\r\n" : ""
+        format == .csv ? Delimited.csv.line(columns, raw: rawCSV) : ""
     }
 
     /// The lines for `events`: jsonl keeps UTC; csv shows `datetime` in the `--tz` zone (with its offset).
@@ -42,16 +42,12 @@ public enum TimelineWriter {
             var record = values(store: store, e)
             switch format {
             case .jsonl:
-                out += JSONValue.object(zip(columns, record).map { ($0, $1) }).rendered(pretty: false) + "\n"
+                out += JSONLines.line(keys: columns, values: record)
             case .csv:
                 record[0] = .string(DisplayZone.current.iso8601(referenceSeconds: e.referenceSeconds))
-                out += record.map { csvCell(HistoryWriter.cell($0), raw: rawCSV) }.joined(separator: ",") + "\r\n"
+                out += Delimited.csv.line(record.map(HistoryWriter.cell), raw: rawCSV)
             }
         }
         return out
-    }
-
-    static func csvCell(_ s: String, raw: Bool) -> String {
-        RowsWriter.csvCell(s, raw: raw)
     }
 }
