@@ -155,6 +155,10 @@ public struct BTreePageLayout: Sendable, Equatable {
     public let usable: Int
 
     public var isTableLeaf: Bool { type == BTreePage.leafTable }
+    /// A page of an index b-tree (leaf or interior).
+    public var isIndex: Bool { type == BTreePage.leafIndex || type == BTreePage.interiorIndex }
+    /// An interior page: each cell starts with its child's 4-byte page number.
+    public var isInterior: Bool { type == BTreePage.interiorIndex || type == BTreePage.interiorTable }
 
     /// The layout of the b-tree page in `page`, or nil when its header is not one.
     public static func read(_ page: UnsafeRawBufferPointer, headerOffset: Int, usableSize: Int) -> BTreePageLayout? {

@@ -105,7 +105,7 @@ public enum RecordRecovery {
                 if filter.keeps(v) { try body(v) }
             }
             PointInTime.discardImage(evidence, commit: evidence.commitCount)
-            try carved.forEachRemaining { v in if filter.keeps(v) { try body(v) } }
+            try carved.forEachRemaining(isKnown: { history.records[$0] != nil }) { v in if filter.keeps(v) { try body(v) } }
             try emitTombstones(deletes, filter: filter, names: names, history: history, carvedKeys: carved.keys, body)
         } catch let error as SQLiteError {
             throw WALForensicsError.sqlite(path: evidence.displayPath, error)

@@ -28,6 +28,10 @@ public struct RecordVersion: Sendable {
         /// Only the values persistent history kept when the record was deleted (`ZTOMBSTONE0…n`,
         /// the attributes the model preserves on deletion); the record's other values are not known.
         case tombstone
+        /// Only what an index of the entity's table kept of a record no table cell, commit or
+        /// history still holds: the indexed attributes and `Z_PK` (its other columns are among
+        /// `uncertainColumns`: not known).
+        case indexOnly = "index-only"
     }
 
     /// One place outside the committed states whose bytes hold this version.

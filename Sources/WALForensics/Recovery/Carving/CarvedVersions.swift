@@ -32,6 +32,10 @@ final class CarvedVersions {
         /// History deletes of the record (by key; for a record whose key was lost, the one delete
         /// whose kept values named it).
         var historyDeletes: [HistoryTransaction] = []
+        /// For an index remnant: the index (in `indexes`) whose entry it is.
+        var index: Int?
+        /// An index remnant every copy of which is a weak reading (`IndexEntry.weak`).
+        var weak = false
     }
 
     /// A carved record before decoding: its shape, rowid and the digest of its stored values.
@@ -45,6 +49,8 @@ final class CarvedVersions {
         let entity: Int
         let pk: Int64
         let digest: ValuesDigest
+        /// Index remnants fold among themselves only (their values are a part of a record's).
+        var partial = false
     }
 
     struct ValuesKey: Hashable {
@@ -52,10 +58,15 @@ final class CarvedVersions {
         let digest: ValuesDigest
     }
 
-    private(set) var groups: [Group] = []
+    /// The distinct records carved (and index remnants, `IndexRemnantIntake`), in the order found.
+    var groups: [Group] = []
     private var byKey: [Key: Int] = [:]
     private var unknownPK: [ValuesKey: [Int]] = [:]
     let shapes: [CarvingShape]
+    /// The indexes read for remnants, and the properties each one's entries give.
+    var indexes: [(shape: IndexShape, properties: Set<String>)] = []
+    /// Each entity's columns by property name (for the columns an index remnant lacks).
+    var columnsOfProperties: [Int: [String: String]] = [:]
     let names: [Int: (name: String, table: String)]
     /// Candidates turned away, by rule.
     private(set) var rejected: [String: Int] = [:]
@@ -107,6 +118,9 @@ final class CarvedVersions {
         let encoding = evidence.header?.textEncoding ?? 1
         let carved = try CarvedVersions(shapes: shapes, names: names, state: state, encoding: encoding, folder: evidence.workingCopy?.folder)
         guard var carver = StoreCarver(evidence: evidence, shapes: shapes) else { return carved }
+        let live = LiveKeys(state)
+        try carved.prepareIndexes(state: state, encoding: encoding, live: live, carver: &carver)
+        var remnants = IndexRemnantIntake(carved: carved, live: live, filter: filter)
         var index: [RawKey: Int] = [:]
         // One statement per shape for every new record, in one transaction; the carver's callback
         // cannot throw, so the first failure stops the writing and is thrown after it.
@@ -146,13 +160,17 @@ final class CarvedVersions {
             carved.groups.append(Group(shape: hit.record.shape, entity: number, pk: hit.record.rowid, scratchKey: scratchKey,
                                        finds: [hit.find], findSet: [hit.find], state: hit.state,
                                        overflowUncertain: Set(hit.record.uncertainColumns)))
+        } index: { hit in
+            guard failure == nil else { return }
+            do { try remnants.take(hit) } catch { failure = error }
         }
         if let failure { throw failure }
         try carved.scratch.execute("COMMIT")
-        carved.rejected = carver.carver.rejected
+        carved.rejected = carver.carver.rejected.merging(carver.indexCarver?.rejected ?? [:], uniquingKeysWith: +)
         try carved.decode(last: state)
         // A history that cannot be read gives no keys (the records keep theirs unknown).
         _ = try HistoryDeletes.unlessUnreadable { try carved.takeKeysFromHistory(state) }
+        try carved.takeKeysFromIndexes()
         carved.fold()
         return carved
     }
@@ -188,7 +206,7 @@ final class CarvedVersions {
         // By shape and entity, so that one reader serves a batch.
         let order = groups.indices.sorted { (groups[$0].shape, groups[$0].entity, $0) < (groups[$1].shape, groups[$1].entity, $1) }
         try forEachDecoded(order) { i, values in
-            if let values { groups[i].digest = ValuesDigest(RecordRecovery.fingerprint(values)) }
+            if let values { groups[i].digest = ValuesDigest(RecordRecovery.fingerprint(indexed(values, of: groups[i]))) }
             guard groups[i].pk == nil else { return }
             let entity = groups[i].entity
             if drafts[entity] == nil {
@@ -268,7 +286,7 @@ final class CarvedVersions {
         var seen: [Key: Int] = [:]
         for i in groups.indices {
             guard let pk = groups[i].pk else { continue }
-            let key = Key(entity: groups[i].entity, pk: pk, digest: groups[i].digest)
+            let key = Key(entity: groups[i].entity, pk: pk, digest: groups[i].digest, partial: groups[i].index != nil)
             if let first = seen[key] {
                 merge(groups[i], into: &groups[first])
                 gone[i] = true
@@ -277,7 +295,7 @@ final class CarvedVersions {
             }
         }
         var pks: [ValuesKey: Set<Int64>] = [:]
-        for (key, _) in seen { pks[ValuesKey(entity: key.entity, digest: key.digest), default: []].insert(key.pk) }
+        for (key, _) in seen where !key.partial { pks[ValuesKey(entity: key.entity, digest: key.digest), default: []].insert(key.pk) }
         var unknownAt: [ValuesKey: Int] = [:]
         for i in groups.indices where groups[i].pk == nil {
             let vk = ValuesKey(entity: groups[i].entity, digest: groups[i].digest)
@@ -300,7 +318,7 @@ final class CarvedVersions {
         groups.removeLast(groups.count - write)
         byKey = [:]
         unknownPK = [:]
-        for (i, g) in groups.enumerated() {
+        for (i, g) in groups.enumerated() where g.index == nil {
             if let pk = g.pk { byKey[Key(entity: g.entity, pk: pk, digest: g.digest)] = i } else {
                 unknownPK[ValuesKey(entity: g.entity, digest: g.digest), default: []].append(i)
             }
@@ -467,13 +485,37 @@ final class CarvedVersions {
 
     /// The carved records no committed version took, as versions of their own, by entity, then
     /// `Z_PK` (unknown keys last), then the order they were found in; their values read back a
-    /// few hundred at a time.
-    func forEachRemaining(_ body: (RecordVersion) throws -> Void) throws {
-        let left = groups.indices.filter { !groups[$0].used }.sorted { a, b in
-            (groups[a].entity, groups[a].pk ?? Int64.max) < (groups[b].entity, groups[b].pk ?? Int64.max)
+    /// few hundred at a time. An index remnant stands for a record only where nothing else does:
+    /// one whose key a carved record has, or `isKnown` says a committed version has, is left out;
+    /// remnants of one key whose values agree are one version.
+    func forEachRemaining(isKnown: (RecordKey) -> Bool = { _ in false }, _ body: (RecordVersion) throws -> Void) throws {
+        var whole: Set<RecordKey> = []
+        for g in groups where g.index == nil { if let pk = g.pk { whole.insert(RecordKey(entity: g.entity, pk: pk)) } }
+        let left = groups.indices.filter { i in
+            let g = groups[i]
+            guard !g.used else { return false }
+            guard g.index != nil, let pk = g.pk else { return true }
+            let key = RecordKey(entity: g.entity, pk: pk)
+            // A weak reading stands alone only where history deleted that very key.
+            return !whole.contains(key) && !isKnown(key) && (!g.weak || !g.historyDeletes.isEmpty)
+        }.sorted { a, b in
+            (groups[a].entity, groups[a].pk ?? Int64.max, groups[a].index == nil ? 0 : 1, a)
+                < (groups[b].entity, groups[b].pk ?? Int64.max, groups[b].index == nil ? 0 : 1, b)
         }
+        var pending: RecordVersion?
         try forEachDecoded(left) { i, values in
             let g = groups[i]
+            guard g.index == nil else {
+                let v = indexVersion(g, values: values ?? [])
+                if let p = pending, let merged = Self.merging(p, v) {
+                    pending = merged
+                } else {
+                    if let p = pending { try body(p) }
+                    pending = v
+                }
+                return
+            }
+            if let p = pending { try body(p); pending = nil }
             let shape = shapes[g.shape]
             var v = RecordVersion(entity: names[g.entity]?.name ?? "#\(g.entity)", entityNumber: g.entity, table: shape.table,
                                   pk: g.pk ?? 0, values: values ?? [], state: g.state, sources: [],
@@ -484,5 +526,6 @@ final class CarvedVersions {
             v.uncertainColumns += g.overflowUncertain.sorted().map { shape.columns[$0].name }
             try body(v)
         }
+        if let p = pending { try body(p) }
     }
 }

@@ -80,6 +80,8 @@ struct CarvingShape: Sendable {
 
     /// Why a record with these serial types and values is not a record of this table, or nil when
     /// it passes every rule. `rowid` is nil when the cell's rowid was overwritten.
+    /// `rebuilt`: a reading of free bytes, not a cell a page points to (a rebuilt header, or a
+    /// whole cell in free space), whose text must also hold no control character.
     func rejection(types: [UInt64], values: [RecordValue], rowid: Int64?, rebuilt: Bool = false) -> String? {
         guard types.count == columns.count, values.count == columns.count else { return "column-count" }
         if let rowid, rowid <= 0 { return "rowid" }
@@ -108,8 +110,9 @@ struct CarvingShape: Sendable {
             }
         }
         // Text must be text: valid in the database's encoding (Core Data writes nothing else); a
-        // rebuilt reading must also hold no control characters but tab, newline and return, the
-        // mark of a reading whose column boundaries are off by a byte or two.
+        // reading of free bytes must also hold no control characters but tab, newline and return,
+        // the mark of a reading whose column boundaries are off by a byte or two, or of a stale
+        // copy whose last bytes a later freeblock header overwrote.
         for value in values {
             guard case .text(let bytes) = value else { continue }
             guard let text = Self.decodedText(bytes, encoding: encoding) else { return "text-encoding" }

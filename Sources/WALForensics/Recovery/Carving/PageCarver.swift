@@ -106,10 +106,11 @@ struct PageCarver {
     }
 
     /// The first shape the record passes, counting why the others turned it away.
-    mutating func accept(types: [UInt64], values: [RecordValue], rowid: Int64?) -> Int? {
+    /// `freeBytes`: the record was read from free bytes, not from a cell its page points to.
+    mutating func accept(types: [UInt64], values: [RecordValue], rowid: Int64?, freeBytes: Bool = false) -> Int? {
         var reason: String?
         for (i, shape) in shapes.enumerated() {
-            guard let why = shape.rejection(types: types, values: values, rowid: rowid) else { return i }
+            guard let why = shape.rejection(types: types, values: values, rowid: rowid, rebuilt: freeBytes) else { return i }
             if why != "column-count" || reason == nil { reason = why }
         }
         rejected[reason.map { String($0.prefix(while: { $0 != ":" })) } ?? "no-table", default: 0] += 1
@@ -126,7 +127,7 @@ struct PageCarver {
             // A freeblock's own header is never the start of a whole cell.
             if !(freeblock && at == range.lowerBound), mayHoldCell(page, at: at, limit: range.upperBound),
                let cell = TableLeafCell.read(page, at: at, limit: range.upperBound, maxLocal: maxLocal),
-               cell.rowid > 0, let shape = accept(types: cell.types, values: cell.values, rowid: cell.rowid) {
+               cell.rowid > 0, let shape = accept(types: cell.types, values: cell.values, rowid: cell.rowid, freeBytes: true) {
                 out(CarvedRecord(shape: shape, rowid: cell.rowid, values: cell.values, area: area, offset: at, confidence: .whole))
                 at = cell.end
                 continue

@@ -18,8 +18,16 @@ struct StoreCarver {
         let state: RecordVersion.State
     }
 
+    /// An index entry and where it was (`IndexCarver`).
+    struct IndexHit {
+        let entry: IndexEntry
+        let find: RecordVersion.Find
+    }
+
     let evidence: WALEvidence
     var carver: PageCarver
+    /// Reads index pages for entries of deleted records (nil: no index to read).
+    var indexCarver: IndexCarver?
     let pageSize: Int
     /// Who uses each page in the states overflow chains are read in, walked on first need.
     let ownership: OverflowOwnership
@@ -34,10 +42,11 @@ struct StoreCarver {
         ownership = OverflowOwnership(evidence: evidence, usableSize: carver.usableSize)
     }
 
-    mutating func carve(_ body: (Hit) -> Void) {
-        carveMainFile(body)
-        carveWAL(body)
-        carveJournal(body)
+    /// - Parameter index: each index entry read (`indexCarver`), as the pages are read.
+    mutating func carve(_ body: (Hit) -> Void, index: (IndexHit) -> Void = { _ in }) {
+        carveMainFile(body, index: index)
+        carveWAL(body, index: index)
+        carveJournal(body, index: index)
     }
 
     /// The main file's freelist: trunk pages and leaf pages, walked with every step bounded.
@@ -57,7 +66,7 @@ struct StoreCarver {
         return (trunks, leaves.subtracting(trunks))
     }
 
-    mutating func carveMainFile(_ body: (Hit) -> Void) {
+    mutating func carveMainFile(_ body: (Hit) -> Void, index: (IndexHit) -> Void) {
         let file = evidence.displayPath
         evidence.mainFile.withUnsafeBytes { (main: UnsafeRawBufferPointer) in
             let pages = main.count / pageSize
@@ -75,6 +84,13 @@ struct StoreCarver {
                 carver.carve(page, pageNumber: number, role: role, view: view) { record in
                     body(Hit(record: record, find: Self.find(record, file: file, origin: .mainFile, page: number, base: base, frame: nil), state: .carved))
                 }
+                // The main file's own index pages: their cells are the live index; a freed page's are not.
+                if !trunks.contains(number) {
+                    let freed = leaves.contains(number)
+                    indexCarver?.carve(page, pageNumber: number, cells: freed, freelistLeaf: freed) { entry in
+                        index(IndexHit(entry: entry, find: Self.find(entry, file: file, origin: .mainFile, page: number, base: base, frame: nil)))
+                    }
+                }
                 // Read in order: the pages carved are given back every few MiB, so a large store's
                 // mapping does not stay resident whole.
                 MappedFile.noteBytesRead(pageSize)
@@ -82,7 +98,7 @@ struct StoreCarver {
         }
     }
 
-    mutating func carveWAL(_ body: (Hit) -> Void) {
+    mutating func carveWAL(_ body: (Hit) -> Void, index: (IndexHit) -> Void) {
         guard let wal = evidence.wal, let data = evidence.walData, let header = wal.header, wal.isUsable,
               wal.pageSize == pageSize else { return }
         let file = evidence.walName
@@ -137,6 +153,11 @@ struct StoreCarver {
                     let state: RecordVersion.State = origin == .uncommittedFrame && record.area == .cell ? .uncommitted : .carved
                     body(Hit(record: record, find: Self.find(record, file: file, origin: origin, page: Int(number), base: base, frame: slot), state: state))
                 }
+                // Every frame's index cells: an entry whose record is gone is what is looked for
+                // (the live ones are let go by key once read).
+                indexCarver?.carve(page, pageNumber: Int(number), cells: true, freelistLeaf: false) { entry in
+                    index(IndexHit(entry: entry, find: Self.find(entry, file: file, origin: origin, page: Int(number), base: base, frame: slot)))
+                }
                 MappedFile.noteBytesRead(frameSize)
             }
           }
@@ -165,7 +186,7 @@ struct StoreCarver {
     /// padded to the sector size. A journal whose header was zeroed (journal_mode=PERSIST after a
     /// commit) still holds its records; the sector size is then the one whose first record names a
     /// plausible page and holds a b-tree page.
-    mutating func carveJournal(_ body: (Hit) -> Void) {
+    mutating func carveJournal(_ body: (Hit) -> Void, index indexHit: (IndexHit) -> Void) {
         guard let data = evidence.journalData, data.count > 28 else { return }
         let file = evidence.displayPath + "-journal"
         let recordSize = pageSize + 8
@@ -219,9 +240,17 @@ struct StoreCarver {
                 carver.carve(page, pageNumber: Int(number), role: .btree(cells: true), view: view) { record in
                     body(Hit(record: record, find: Self.find(record, file: file, origin: .journal, page: Int(number), base: base, frame: index), state: .carved))
                 }
+                indexCarver?.carve(page, pageNumber: Int(number), cells: true, freelistLeaf: false) { entry in
+                    indexHit(IndexHit(entry: entry, find: Self.find(entry, file: file, origin: .journal, page: Int(number), base: base, frame: index)))
+                }
             }
             }
         }
+    }
+
+    static func find(_ e: IndexEntry, file: String, origin: RecordVersion.Find.Origin, page: Int, base: Int, frame: Int?) -> RecordVersion.Find {
+        RecordVersion.Find(file: file, origin: origin, area: e.area, page: page, offset: e.offset, fileOffset: base + e.offset,
+                           frame: frame, confidence: .indexOnly)
     }
 
     static func find(_ r: CarvedRecord, file: String, origin: RecordVersion.Find.Origin, page: Int, base: Int, frame: Int?) -> RecordVersion.Find {
