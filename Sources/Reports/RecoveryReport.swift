@@ -318,16 +318,21 @@ public final class RecoveryWriter {
             let shown = v.finds.prefix(3).map(text(find:)).joined(separator: "; ")
             let more = v.finds.count > 3 ? "; +\(v.finds.count - 3) more" : ""
             line += (v.sources.isEmpty ? "found in " : "; also in ") + shown + more
-            if v.confidence != .whole { line += " [\(v.confidence.rawValue)" + (v.uncertainColumns.isEmpty ? "" : ": " + v.uncertainColumns.joined(separator: ", ")) + "]" }
+            if v.confidence == .indexOnly {
+                // Only what the index holds: every other column is not known.
+                line += " [index-only" + (v.uncertainColumns.isEmpty ? "" : "; not in the index: " + v.uncertainColumns.joined(separator: ", ")) + "]"
+            } else if v.confidence != .whole { line += " [\(v.confidence.rawValue)" + (v.uncertainColumns.isEmpty ? "" : ": " + v.uncertainColumns.joined(separator: ", ")) + "]" }
             // A whole record whose overflow pages nothing proves still says which columns came from them.
             else if !v.uncertainColumns.isEmpty { line += " [uncertain: " + v.uncertainColumns.joined(separator: ", ") + "]" }
         }
         if !v.historyDeletes.isEmpty {
             // The whole version when only history holds it; else the delete history adds to the bytes.
-            line += (v.sources.isEmpty && v.finds.isEmpty ? "kept by the delete in " : "; deleted in ")
+            let onlyHistory = v.sources.isEmpty && v.finds.isEmpty
+            line += (onlyHistory ? (v.values.isEmpty ? "named by the delete in " : "kept by the delete in ") : "; deleted in ")
                 + v.historyDeletes.map { RecordDiffWriter.text(transaction: $0, countingChanges: false) }.joined(separator: "; ")
+            if onlyHistory, v.values.isEmpty { line += "  (no values kept)" }
         }
-        line += "  " + v.values.map { "\($0.name) \(ValueRendering.inline($0.value))" }.joined(separator: ", ")
+        if !v.values.isEmpty { line += "  " + v.values.map { "\($0.name) \(ValueRendering.inline($0.value))" }.joined(separator: ", ") }
         return TextTable.sanitized(line)
     }
 

@@ -66,6 +66,14 @@ struct HistoryDeletes {
         }
     }
 
+    /// Every delete of the state's history (kept values or not), by entity, then key, then change.
+    mutating func forEachDelete(entityNumbers: [Int]?, pk: Int64?, _ body: (HistoryTransaction, HistoryChange) throws -> Void) throws {
+        try reader.forEachDeletion(keptValuesOnly: false, entityNumbers: entityNumbers, pk: pk, byKey: true) { t in
+            guard let c = t.changes.first else { return }
+            try body(t, c)
+        }
+    }
+
     /// Whether kept values can name one record: at least one is a value of a kind one record
     /// usually holds alone (text, an identifier, a date, bytes), not only flags, numbers or NULLs,
     /// which many records share and so would give a carved record a key by coincidence.
@@ -81,8 +89,9 @@ struct RecordKey: Hashable, Comparable {
     static func < (a: RecordKey, b: RecordKey) -> Bool { (a.entity, a.pk) < (b.entity, b.pk) }
 }
 
-/// Versions of deleted records that only persistent history holds: the values a delete kept,
-/// for records no committed state, carved record or WAL commit gives back.
+/// Versions of deleted records that only persistent history holds: the entity and key a delete
+/// names, with the values it kept (none, when the model preserves none), for records no committed
+/// state, carved record or WAL commit gives back.
 enum TombstoneVersions {
     /// Hands out, by entity then key, one version per deleted record and set of kept values
     /// whose key `isKnown` does not already stand for.
@@ -98,7 +107,7 @@ enum TombstoneVersions {
             if let p = pending, filter.keeps(p.version) { try body(p.version) }
             pending = nil
         }
-        try deletes.forEachTombstone(entityNumbers: numbers, pk: filter.pk) { transaction, change in
+        try deletes.forEachDelete(entityNumbers: numbers, pk: filter.pk) { transaction, change in
             guard let number = change.entityNumber, let pk = change.pk, pk > 0 else { return }
             let key = RecordKey(entity: number, pk: pk)
             guard !isKnown(key) else { return }
