@@ -1,4 +1,5 @@
 import CoreDataStore
+import Acquisition
 import Foundation
 import SQLiteAccess
 import StoreFormats
@@ -153,6 +154,30 @@ struct IndexRemnantTests {
         #expect(Set(partial.map(\.pk)).count == partial.count)
     }
 
+    /// Every genuine store, carved with every source: no version listed twice (entity, key, state
+    /// and values), and an index remnant or a history delete only where nothing else names that key.
+    @Test("genuine stores: nothing listed twice, remnants and deletes only where nothing else names the record",
+          .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)),
+          arguments: ProjectPaths.realFixtureFolders())
+    func genuineStores(folder: String) throws {
+        let root = try #require(ProjectPaths.realFixtures())
+        guard let store = try ProjectPaths.realStoreFile(in: root.appendingPathComponent(folder)) else { return }
+        let session = try EvidenceSession()
+        defer { session.scratch.remove() }
+        let evidence = try WALEvidence(copy: try session.workingCopy(of: store), displayPath: store.path)
+        let versions = try RecordRecovery.versions(evidence, carve: true)
+        var seen: Set<String> = []
+        for v in versions where v.pkIsKnown {
+            #expect(seen.insert("\(v.entityNumber)/\(v.pk)/\(v.state)/" + RecordRecovery.fingerprint(v.values)).inserted, "\(folder): \(v.entity)#\(v.pk) listed twice")
+        }
+        let named = Set(versions.filter { $0.pkIsKnown && $0.confidence != .indexOnly && $0.confidence != .tombstone && $0.state != .live }
+            .map { "\($0.entityNumber)/\($0.pk)" })
+        for v in versions where v.confidence == .indexOnly || v.confidence == .tombstone {
+            #expect(!named.contains("\(v.entityNumber)/\(v.pk)"), "\(folder): \(v.entity)#\(v.pk) is \(v.confidence) and another version")
+        }
+        try session.finish()
+    }
+
     /// Crafted bytes in an index page's free space: readings that would be a wrong key or a
     /// wrong name are turned away, and a store that names no such index is read as before.
     @Test("a rebuilt entry is kept only when exactly one reading passes")
@@ -180,6 +205,9 @@ struct IndexRemnantTests {
         // A key above Z_MAX at every width, and a text holding a control byte: nothing.
         #expect(freeblock(Array("Birch".utf8) + [0x7F, 0xFF, 0xFF]).isEmpty)
         #expect(freeblock(Array("Bi\u{1}rch".utf8) + [0x07, 0xE5]).isEmpty)
+        // A freeblock whose bytes are all headers (each saying "the next 3840 bytes are free"):
+        // every place is looked at (a bounded span each), and none is an entry.
+        #expect(freeblock(Array(repeating: [0x00, 0x00, 0x0F, 0x00], count: 700).flatMap { $0 }).isEmpty)
         // A live key: not a remnant.
         carver.isLive = { _, pk in pk == 2021 }
         #expect(freeblock(Array("Tallow Birch".utf8) + [0x07, 0xE5]).isEmpty)

@@ -87,12 +87,14 @@ struct IndexCarver {
             }
             if rebuild, let size = headerSize(page, at: at, within: range) {
                 // The cell ends where the next one starts: a whole entry, or the header of a
-                // freeblock that was merged into this one (a cell freed before it).
-                var stop = at + size
+                // freeblock that was merged into this one (a cell freed before it); and a cell that
+                // can be rebuilt is at most 128 bytes (its payload length took one byte), which
+                // bounds the looking on a page crafted to be all such headers.
+                var stop = min(at + size, at + Self.largestRebuiltCell)
                 var probe = at + 4
                 while probe < stop - 2 {
-                    if headerSize(page, at: probe, within: probe ..< stop) != nil
-                        || read(page, at: probe, limit: stop, pageNumber: pageNumber, area: area) != nil { stop = probe; break }
+                    if headerSize(page, at: probe, within: probe ..< at + size) != nil
+                        || read(page, at: probe, limit: at + size, pageNumber: pageNumber, area: area) != nil { stop = probe; break }
                     probe += 1
                 }
                 if let entry = rebuilt(page, from: at + 4, to: stop, at: at, pageNumber: pageNumber, area: area) {
@@ -104,6 +106,9 @@ struct IndexCarver {
             at += 1
         }
     }
+
+    /// A rebuilt cell's payload is under 128 bytes (the 4 lost bytes hold a one-byte length).
+    static let largestRebuiltCell = 128
 
     /// The size of the freeblock whose header 4 bytes at `at` can be: the next freeblock further
     /// on (or none), a size of at least a rebuildable cell that stays inside `range`.
