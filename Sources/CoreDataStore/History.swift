@@ -244,11 +244,18 @@ public struct HistoryReader {
     /// tombstone columns (11…).
     func selectedColumns(transactionID: String) -> String {
         """
-        \(transactionID), \(column("ZTIMESTAMP", "t", in: transactionColumns)), \(writerExpression("AUTHOR", alias: "sa")), \
-        \(writerExpression("BUNDLEID", alias: "sb")), \(writerExpression("PROCESSID", alias: "sp")), \
-        \(writerExpression("CONTEXTNAME", alias: "sc")), c.Z_PK, \(column("ZCHANGETYPE", "c", in: changeColumns)), \
+        \(transactionSelection(transactionID: transactionID)), c.Z_PK, \(column("ZCHANGETYPE", "c", in: changeColumns)), \
         \(column("ZENTITY", "c", in: changeColumns)), \(column("ZENTITYPK", "c", in: changeColumns)), \
         \(column("ZCOLUMNS", "c", in: changeColumns))\(tombstoneColumns.map { ", c." + $0 }.joined())
+        """
+    }
+
+    /// The transaction's columns (0–5 of `selectedColumns`): its id, time and writer.
+    func transactionSelection(transactionID: String) -> String {
+        """
+        \(transactionID), \(column("ZTIMESTAMP", "t", in: transactionColumns)), \(writerExpression("AUTHOR", alias: "sa")), \
+        \(writerExpression("BUNDLEID", alias: "sb")), \(writerExpression("PROCESSID", alias: "sp")), \
+        \(writerExpression("CONTEXTNAME", alias: "sc"))
         """
     }
 
@@ -276,20 +283,48 @@ public struct HistoryReader {
         }
         var change = HistoryChange(id: changeID, type: type, entity: entityName(number), entityNumber: number,
                                    pk: row[9].int64, updatedProperties: updated, columnsNote: note, columnsHex: hex)
-        if type == .delete, !tombstoneColumns.isEmpty {
-            let attributes = tombstoneAttributes(entityNumber: number)
-            for i in tombstoneColumns.indices where !row[11 + i].isNull {
-                let value = row[11 + i]
-                guard i < attributes.count else {
-                    change.tombstone.append(("#\(i)", value))
-                    change.tombstoneValues.append(("#\(i)", ValueDecoder.natural(value)))
-                    continue
-                }
-                change.tombstone.append((attributes[i].name, value))
-                change.tombstoneValues.append((attributes[i].name, decoder.decode(value, as: attributes[i])))
-            }
-        }
+        if type == .delete { addTombstones(to: &change) { row[11 + $0] } }
         return change
+    }
+
+    /// A delete's kept values (`ZTOMBSTONE0…n`, column `i` given by `value`), each by the
+    /// attribute the model preserves in that place (`#i` where it names none).
+    func addTombstones(to change: inout HistoryChange, _ value: (Int) -> DatabaseValue) {
+        guard !tombstoneColumns.isEmpty else { return }
+        let attributes = tombstoneAttributes(entityNumber: change.entityNumber)
+        for i in tombstoneColumns.indices {
+            let value = value(i)
+            guard !value.isNull else { continue }
+            guard i < attributes.count else {
+                change.tombstone.append(("#\(i)", value))
+                change.tombstoneValues.append(("#\(i)", ValueDecoder.natural(value)))
+                continue
+            }
+            change.tombstone.append((attributes[i].name, value))
+            change.tombstoneValues.append((attributes[i].name, decoder.decode(value, as: attributes[i])))
+        }
+    }
+
+    /// A delete read from an `ACHANGE` row that is no longer in the table (carved from free
+    /// space: history Core Data pruned), by column name: the change with its kept values, in the
+    /// transaction its `ZTRANSACTIONID` names (with its writer, when that transaction is still in
+    /// `ATRANSACTION`; its number alone when not). Nil when the row is not a delete.
+    public mutating func carvedDelete(_ columns: [String: DatabaseValue]) throws -> HistoryTransaction? {
+        guard HistoryChange.ChangeType(columns["ZCHANGETYPE"]?.int64) == .delete else { return nil }
+        let number = columns["ZENTITY"]?.int
+        var change = HistoryChange(id: columns["Z_PK"]?.int64 ?? 0, type: .delete, entity: entityName(number), entityNumber: number,
+                                   pk: columns["ZENTITYPK"]?.int64, updatedProperties: nil, columnsNote: nil,
+                                   columnsHex: columns["ZCOLUMNS"]?.data.map { ValueDecoder.hex($0.prefix(256)) })
+        let names = tombstoneColumns
+        addTombstones(to: &change) { columns[names[$0]] ?? .null }
+        guard let id = columns["ZTRANSACTIONID"]?.int64 else {
+            return HistoryTransaction(id: 0, timestamp: nil, referenceSeconds: nil, author: nil, bundleID: nil, processName: nil,
+                                      contextName: nil, changes: [change])
+        }
+        let sql = "SELECT \(transactionSelection(transactionID: "t.Z_PK")) FROM ATRANSACTION t\(joins) WHERE t.Z_PK = ?"
+        if let row = try connection.rows(sql, [.integer(id)]).first { return transaction(row, changes: [change]) }
+        return HistoryTransaction(id: id, timestamp: nil, referenceSeconds: nil, author: nil, bundleID: nil, processName: nil,
+                                  contextName: nil, changes: [change])
     }
 
     /// Streams transactions in `Z_PK` order with their (filtered) changes.

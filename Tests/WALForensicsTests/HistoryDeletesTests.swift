@@ -274,4 +274,65 @@ struct HistoryDeletesTests {
         #expect(versions.allSatisfy { $0.confidence != .tombstone && $0.historyDeletes.isEmpty })
         try session.finish()
     }
+
+    /// History Core Data pruned (`deleteHistory`): the delete's ACHANGE and ATRANSACTION rows
+    /// deleted by SQLite with `secure_delete` off, so their bytes stay in free space; the deleted
+    /// Tasks' table cells overwritten by a later rewrite. Each delete whose row's bytes are still
+    /// in the file names its record again, with its key, its transaction and the UUID it kept.
+    @Test("pruned history: deletes carved from ACHANGE's freed rows name their records, with the values they kept")
+    func prunedHistory() throws {
+        let folder = try TemporaryFolder("recover-pruned-history")
+        let url = folder.path("default.store")
+        let writer = try StoreWriter(url: url, model: Self.model)
+        try writer.executeRaw("PRAGMA secure_delete = OFF")
+        var ids: [Int: UUID] = [:], titles: [Int: String] = [:]
+        try writer.transaction { w in
+            for n in 0 ..< 120 {
+                let id = UUID(), title = "task-\(n)-" + String(repeating: "t", count: n % 11)
+                let pk = try w.insert("Task", ["id": .uuid(id), "title": .string(title), "body": .string("b")])
+                ids[pk] = id
+                titles[pk] = title
+            }
+        }
+        let deleted = ids.keys.sorted().enumerated().filter { $0.offset % 3 == 0 }.map(\.element)
+        try writer.transaction(.init(author: "cleaner")) { w in for pk in deleted { try w.delete("Task", pk: pk) } }
+        // The rows that remain rewritten larger, over the freed cells of the deleted ones.
+        try writer.transaction { w in for pk in ids.keys.sorted() where !deleted.contains(pk) { try w.update("Task", pk: pk, ["body": .string(String(repeating: "r", count: 90))]) } }
+        let truth = try Connection.open(path: url.path, mode: .readOnly)
+        let pruned = try #require(try truth.rows("SELECT DISTINCT ZTRANSACTIONID FROM ACHANGE WHERE ZCHANGETYPE = 2").first?[0].int64)
+        try writer.executeRaw("DELETE FROM ACHANGE WHERE ZTRANSACTIONID = ?", [.integer(pruned)])
+        try writer.executeRaw("DELETE FROM ATRANSACTION WHERE Z_PK = ?", [.integer(pruned)])
+        try writer.checkpoint()
+        try writer.close()
+        #expect(try truth.rows("SELECT count(*) FROM ACHANGE WHERE ZCHANGETYPE = 2").first?[0].int == 0, "the deletes are gone from the table")
+        let task = try #require(try truth.rows("SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = 'Task'").first?[0].int)
+        let file = try Data(contentsOf: url)
+
+        let session = try EvidenceSession()
+        defer { session.scratch.remove() }
+        let evidence = try WALEvidence(copy: try session.workingCopy(of: url), displayPath: url.path)
+        let versions = try RecordRecovery.versions(evidence, carve: true)
+        // A delete is in the bytes when the UUID it kept is (the carved row holds it); each such one
+        // names its Task: a version with that key whose deletes include the pruned transaction.
+        let present = deleted.filter { pk in file.range(of: withUnsafeBytes(of: ids[pk]!.uuid) { Data($0) }) != nil }
+        let named = versions.filter { $0.entityNumber == task && $0.historyDeletes.contains { $0.id == pruned } }
+        #expect(present.count > deleted.count / 2, "the corpus leaves pruned deletes in the bytes: \(present.count) of \(deleted.count)")
+        let found = Set(named.map { Int($0.pk) }).intersection(present)
+        print("[pruned history] deletes in the bytes: \(present.count) of \(deleted.count); named again: \(found.count); as tombstones: \(named.filter { $0.confidence == .tombstone }.count)")
+        #expect(Double(found.count) >= 0.95 * Double(present.count), "missed: \(Set(present).subtracting(found).sorted().prefix(10))")
+        // Precision: every record named by a pruned delete was deleted, with the UUID it kept.
+        for v in named {
+            #expect(deleted.contains(Int(v.pk)), "#\(v.pk) was never deleted")
+            if v.confidence == .tombstone {
+                #expect(v.state == .deleted && !v.finds.isEmpty && v.sources.isEmpty)
+                guard case .uuid(let text)? = v.values.first(where: { $0.name == "id" })?.value else { Issue.record("#\(v.pk): \(v.values)"); continue }
+                #expect(UUID(uuidString: text) == ids[Int(v.pk)])
+            } else if let title = Self.text(v, "title") {
+                #expect(title == titles[Int(v.pk)])
+            }
+        }
+        // One version per deleted record: no key stands twice among the deletes.
+        #expect(Set(named.map(\.pk)).count == named.count)
+        try session.finish()
+    }
 }

@@ -83,9 +83,14 @@ public enum RecordRecovery {
             let names = early?.names ?? entityNames(last, entityTables: entityTables)
             var deletes = try HistoryDeletes.unlessUnreadable { try HistoryDeletes(last) } ?? nil
             let carved = carve ? try carvedBeside?.get() ?? CarvedVersions.collect(evidence, state: last, entityTables: entityTables, names: names, filter: filter) : nil
-            if deletes != nil, var found = try HistoryDeletes.unlessUnreadable({
-                try deletes!.deletes(of: history.deletedWithoutTransaction.merging(carved?.keys ?? [:]) { $0.union($1) })
-            }) {
+            let asked = history.deletedWithoutTransaction.merging(carved?.keys ?? [:]) { $0.union($1) }
+            var found = deletes == nil ? nil : try HistoryDeletes.unlessUnreadable({ try deletes!.deletes(of: asked) })
+            // Deletes carved from history's freed rows name records as the table's rows do.
+            for (key, transactions) in carved?.historyRemnants?.deletes(of: asked) ?? [:] {
+                found = found ?? [:]
+                for t in transactions where found![key, default: []].count < HistoryDeletes.perRecordLimit { found![key, default: []].append(t) }
+            }
+            if var found {
                 // A record whose key is live again is not the one the delete removed.
                 for key in try liveKeys(Set(found.keys), last: last, names: names) { found[key] = nil }
                 history.historyDeletes = found
@@ -106,22 +111,31 @@ public enum RecordRecovery {
             }
             PointInTime.discardImage(evidence, commit: evidence.commitCount)
             try carved.forEachRemaining(isKnown: { history.records[$0] != nil }) { v in if filter.keeps(v) { try body(v) } }
-            try emitTombstones(deletes, filter: filter, names: names, history: history, carvedKeys: carved.keys, body)
+            let carvedKeys = carved.keys
+            let listed = try emitTombstones(deletes, filter: filter, names: names, history: history, carvedKeys: carvedKeys, body)
+            try carved.historyRemnants?.forEachVersion(filter: filter, isKnown: { key in
+                history.records[key] != nil || carvedKeys[key.entity]?.contains(key.pk) == true || listed.contains(key)
+            }, body)
         } catch let error as SQLiteError {
             throw WALForensicsError.sqlite(path: evidence.displayPath, error)
         }
     }
 
     /// Deleted records only persistent history holds (their kept values), after every other version.
+    /// - Returns: the keys of the records whose deletes the table's history holds (listed or not).
+    @discardableResult
     static func emitTombstones(_ deletes: HistoryDeletes?, filter: Filter, names: [Int: (name: String, table: String)],
-                               history: Tracker, carvedKeys: [Int: Set<Int64>], _ body: (RecordVersion) throws -> Void) throws {
-        guard var d = deletes else { return }
+                               history: Tracker, carvedKeys: [Int: Set<Int64>], _ body: (RecordVersion) throws -> Void) throws -> Set<RecordKey> {
+        guard var d = deletes else { return [] }
+        var named: Set<RecordKey> = []
         // Versions already handed out stay out; what history could not give is left out, not fatal.
         _ = try HistoryDeletes.unlessUnreadable {
             try TombstoneVersions.forEach(&d, filter: filter, names: names, isKnown: { key in
-                history.records[key] != nil || carvedKeys[key.entity]?.contains(key.pk) == true
+                named.insert(key)
+                return history.records[key] != nil || carvedKeys[key.entity]?.contains(key.pk) == true
             }, body)
         }
+        return named
     }
 
     /// Entity number → name and table: the tables' entities, then the model's, then `Z_PRIMARYKEY`'s.

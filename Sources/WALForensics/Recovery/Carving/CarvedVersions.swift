@@ -65,6 +65,8 @@ final class CarvedVersions {
     let shapes: [CarvingShape]
     /// The indexes read for remnants, and the properties each one's entries give.
     var indexes: [(shape: IndexShape, properties: Set<String>)] = []
+    /// The deletes carved from `ACHANGE` rows history no longer holds (`HistoryRemnants`).
+    var historyRemnants: HistoryRemnants?
     /// Each entity's columns by property name (for the columns an index remnant lacks).
     var columnsOfProperties: [Int: [String: String]] = [:]
     let names: [Int: (name: String, table: String)]
@@ -114,10 +116,15 @@ final class CarvedVersions {
     /// - Parameter names: entity number → name and table (`RecordRecovery.entityNames`).
     static func collect(_ evidence: WALEvidence, state: StateReader, entityTables: [(Int, String, String)],
                         names: [Int: (name: String, table: String)], filter: RecordRecovery.Filter) throws -> CarvedVersions {
-        let shapes = try CarvingShape.shapes(of: state, entityTables: entityTables)
+        var shapes = try CarvingShape.shapes(of: state, entityTables: entityTables)
+        // History's own rows are carved too, for the deletes pruning freed (last, so no table's index moves).
+        let changeShape = try CarvingShape.changeShape(of: state)
+        if let changeShape { shapes.append(changeShape) }
         let encoding = evidence.header?.textEncoding ?? 1
         let carved = try CarvedVersions(shapes: shapes, names: names, state: state, encoding: encoding, folder: evidence.workingCopy?.folder)
         guard var carver = StoreCarver(evidence: evidence, shapes: shapes) else { return carved }
+        let changes = changeShape.map { _ in shapes.count - 1 }
+        if let changeShape { carved.historyRemnants = HistoryRemnants(state: state, shape: changeShape, names: names) }
         let live = LiveKeys(state)
         try carved.prepareIndexes(state: state, encoding: encoding, live: live, carver: &carver)
         var remnants = IndexRemnantIntake(carved: carved, live: live, filter: filter)
@@ -131,6 +138,10 @@ final class CarvedVersions {
         try carved.scratch.execute("BEGIN")
         carver.carve { hit in
             guard failure == nil else { return }
+            if hit.record.shape == changes {
+                do { try carved.historyRemnants?.take(hit, encoding: encoding) } catch { failure = error }
+                return
+            }
             let shape = shapes[hit.record.shape]
             guard case .integer(let ent) = hit.record.values[shape.entIndex], let number = Int(exactly: ent) else { return }
             let name = names[number]?.name ?? "#\(number)"
