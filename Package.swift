@@ -45,8 +45,10 @@ let package = Package(
         .target(name: "StoreFormats", dependencies: ["CCrypto"]),
         // Raw DEFLATE (Z_MODELCACHE) through zlib.
         .target(name: "Deflate", dependencies: ["CZlib"]),
+        // A read-only VFS: SQLite reads the evidence where it lies and can change none of it.
+        .target(name: "CEvidenceVFS", dependencies: ["CSQLite"]),
         // A small SQLite access layer: connections, statements, typed errors, identifier quoting.
-        .target(name: "SQLiteAccess", dependencies: ["CSQLite"]),
+        .target(name: "SQLiteAccess", dependencies: ["CSQLite", "CEvidenceVFS"]),
         // Getting evidence in without changing it: store families, hashing, scratch copies, safe opening.
         .target(name: "Acquisition", dependencies: ["Findings", "StoreFormats", "SQLiteAccess", "CArchive", "CCrypto", "CZlib",
                                                   .target(name: "CISAL", condition: .when(platforms: [.linux]))]),

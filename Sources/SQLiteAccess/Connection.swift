@@ -1,3 +1,4 @@
+import CEvidenceVFS
 import CSQLite
 import Foundation
 
@@ -47,10 +48,38 @@ public final class Connection {
         try open(filename: path, flags: mode.flags, label: label ?? path)
     }
 
+    /// Which view of a store family the evidence VFS shows.
+    public enum EvidenceView: Sendable {
+        /// The main file with its `-wal` applied, as the app saw it.
+        case walApplied
+        /// The main file alone: the `-wal` is never opened.
+        case mainFileOnly
+    }
+
+    /// Opens the store at `path` where it lies, through storelens' read-only VFS (`CEvidenceVFS`):
+    /// the main file and `-wal` are opened `O_RDONLY`, the wal-index lives in this process's
+    /// memory (the `-shm` is never opened or created), locks never touch the files, and any write,
+    /// truncate, sync or delete SQLite asks for is refused (`evidenceWritesRefused`). Nothing
+    /// SQLite does through this connection can change the evidence.
+    public static func openEvidence(path: String, view: EvidenceView, label: String?) throws(SQLiteError) -> Connection {
+        let registered = storelens_evidence_vfs_register()
+        guard registered == SQLITE_OK else {
+            throw SQLiteError(extendedCode: registered, message: "storelens' read-only VFS could not be registered", path: label ?? path)
+        }
+        let vfs = view == .walApplied ? "storelens-evidence" : "storelens-evidence-nowal"
+        return try open(filename: path, flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW, label: label ?? path, vfs: vfs)
+    }
+
+    /// Writes SQLite asked of the evidence VFS and was refused, since the process started.
+    public static var evidenceWritesRefused: Int64 { Int64(storelens_evidence_vfs_refused()) }
+
+    /// Files the evidence VFS opened since the process started.
+    public static var evidenceFilesOpened: Int64 { Int64(storelens_evidence_vfs_opened()) }
+
     /// `sqlite3_open_v2` of `filename` (a path or a `file:` URI) with `flags`, hardened.
-    private static func open(filename: String, flags: Int32, label: String) throws(SQLiteError) -> Connection {
+    private static func open(filename: String, flags: Int32, label: String, vfs: String? = nil) throws(SQLiteError) -> Connection {
         var db: OpaquePointer?
-        let rc = sqlite3_open_v2(filename, &db, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)
+        let rc = sqlite3_open_v2(filename, &db, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, vfs)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
             // > Whether or not an error occurs when it is opened, resources associated with the
