@@ -58,9 +58,6 @@ public struct JSONStream: Sendable {
         return open.isEmpty ? out + "\n" : out
     }
 
-    /// How many items the innermost open container holds so far.
-    public var count: Int { open.last?.count ?? 0 }
-
     private mutating func nextElement() -> String {
         guard !open.isEmpty else { return "" }
         open[open.count - 1].count += 1
