@@ -54,6 +54,9 @@ public final class Connection {
         case walApplied
         /// The main file alone: the `-wal` is never opened.
         case mainFileOnly
+
+        /// The VFS that shows this view (registered by `CEvidenceVFS`).
+        var vfsName: String { self == .walApplied ? "storelens-evidence" : "storelens-evidence-nowal" }
     }
 
     /// Opens the store at `path` where it lies, through storelens' read-only VFS (`CEvidenceVFS`):
@@ -66,8 +69,9 @@ public final class Connection {
         guard registered == SQLITE_OK else {
             throw SQLiteError(extendedCode: registered, message: "storelens' read-only VFS could not be registered", path: label ?? path)
         }
-        let vfs = view == .walApplied ? "storelens-evidence" : "storelens-evidence-nowal"
-        return try open(filename: path, flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW, label: label ?? path, vfs: vfs)
+        // URIs on, so that this connection can attach more evidence through the VFS (`attachEvidence`).
+        return try open(filename: path, flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_URI, label: label ?? path,
+                        vfs: view.vfsName)
     }
 
     /// Writes SQLite asked of the evidence VFS and was refused, since the process started.

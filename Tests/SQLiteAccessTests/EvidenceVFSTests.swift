@@ -100,6 +100,49 @@ struct EvidenceVFSTests {
         #expect(!FileManager.default.fileExists(atPath: missing.path))
     }
 
+    /// The two-view diff attaches one view to the other: both through the VFS, both SQLite's own.
+    @Test("a view attached to the other reads through the VFS too, and changes nothing")
+    func attachedView() throws {
+        let folder = try TemporaryFolder("evidence-vfs-attach")
+        let store = try Self.family(in: folder)
+        let before = try FolderSnapshot(store.deletingLastPathComponent())
+        let opened = Connection.evidenceFilesOpened
+        do {
+            let db = try Connection.openEvidence(path: store.path, view: .walApplied, label: nil)
+            try db.attachEvidence(store.path, view: .mainFileOnly, as: "checkpointed")
+            let both = try db.rows("SELECT (SELECT count(*) FROM main.item), (SELECT count(*) FROM checkpointed.item)").first?.values
+            let count = "SELECT count(*) FROM item"
+            #expect(both == [try Self.truth(store, withWAL: true, count)[0][0], try Self.truth(store, withWAL: false, count)[0][0]])
+            #expect(throws: SQLiteError.self) { try db.execute("DELETE FROM checkpointed.item") }
+        }
+        #expect(Connection.evidenceFilesOpened >= opened + 3)
+        #expect(try FolderSnapshot(store.deletingLastPathComponent()) == before)
+    }
+
+    /// A `-wal` as devices and copies damage it: cut inside a frame, emptied, or with garbage
+    /// after its header. The VFS shows what SQLite shows on copies (it applies the same valid
+    /// prefix), and nothing is written.
+    @Test("damaged -wal files read as SQLite reads copies of them", arguments: ["cut", "empty", "garbage"])
+    func damagedWAL(kind: String) throws {
+        let folder = try TemporaryFolder("evidence-vfs-damaged")
+        let store = try Self.family(in: folder)
+        let walURL = URL(fileURLWithPath: store.path + "-wal")
+        var wal = try Data(contentsOf: walURL)
+        switch kind {
+        case "cut": wal = wal.prefix(wal.count - 1000)
+        case "empty": wal = Data()
+        default: wal.replaceSubrange(32 ..< min(wal.count, 32 + 5000), with: Data(repeating: 0x5A, count: min(wal.count - 32, 5000)))
+        }
+        try wal.write(to: walURL)
+        let before = try FolderSnapshot(store.deletingLastPathComponent())
+        let query = "SELECT count(*), sum(id) FROM item"
+        do {
+            let db = try Connection.openEvidence(path: store.path, view: .walApplied, label: nil)
+            #expect(try db.rows(query).map(\.values) == Self.truth(store, withWAL: true, query), "\(kind)")
+        }
+        #expect(try FolderSnapshot(store.deletingLastPathComponent()) == before, "\(kind): the evidence must stay byte-identical")
+    }
+
     /// Apple's stores: every table's row count through the VFS is SQLite's on copies, in both views.
     @Test("genuine stores: every table's rows through the VFS are SQLite's on copies, in both views",
           .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)),
