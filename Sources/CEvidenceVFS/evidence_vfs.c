@@ -2,15 +2,20 @@
 // change nothing. The main file and the -wal are opened O_RDONLY (and never followed through a
 // link); the wal-index SQLite needs lives in this process's memory, never in the -shm file; file
 // locks are kept in memory too (nothing else writes these files); and every write, truncate,
-// sync or delete is refused with SQLITE_READONLY and counted. Reads go to the default VFS.
+// sync or delete is refused with SQLITE_READONLY and counted. The files are opened and read
+// here (open O_RDONLY, pread), so none of the default VFS's side effects reaches them.
 
 #include "evidence_vfs.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static atomic_llong refused = 0;
 static atomic_llong opened = 0;
@@ -28,8 +33,8 @@ typedef struct {
 
 typedef struct {
     sqlite3_file base;
-    sqlite3_file *real;   // the default VFS's file, allocated right after this struct
     EvidenceShm shm;
+    int fd;               // the evidence file, opened here O_RDONLY (-1 for an empty -wal)
     int empty;            // the -wal of the main-file-only view: a file of no bytes, not opened
 } EvidenceFile;
 
@@ -50,16 +55,25 @@ static int fileClose(sqlite3_file *f) {
     free(e->shm.regions);
     e->shm.regions = NULL;
     e->shm.count = 0;
-    return !e->empty && e->real->pMethods ? e->real->pMethods->xClose(e->real) : SQLITE_OK;
+    if (e->fd >= 0) close(e->fd);
+    e->fd = -1;
+    return SQLITE_OK;
 }
 
 static int fileRead(sqlite3_file *f, void *buffer, int amount, sqlite3_int64 offset) {
     EvidenceFile *e = (EvidenceFile *)f;
-    if (e->empty) {
-        memset(buffer, 0, (size_t)amount);
-        return SQLITE_IOERR_SHORT_READ;
+    int done = 0;
+    while (!e->empty && done < amount) {
+        ssize_t n = pread(e->fd, (char *)buffer + done, (size_t)(amount - done), (off_t)(offset + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return SQLITE_IOERR_READ;
+        if (n == 0) break;
+        done += (int)n;
     }
-    return e->real->pMethods->xRead(e->real, buffer, amount, offset);
+    if (done == amount) return SQLITE_OK;
+    // Past the end: the rest zeroed, as SQLite requires of a short read.
+    memset((char *)buffer + done, 0, (size_t)(amount - done));
+    return SQLITE_IOERR_SHORT_READ;
 }
 
 static int fileWrite(sqlite3_file *f, const void *b, int n, sqlite3_int64 o) { (void)f; (void)b; (void)n; (void)o; return refuse(); }
@@ -68,11 +82,14 @@ static int fileSync(sqlite3_file *f, int flags) { (void)f; (void)flags; return r
 
 static int fileSize(sqlite3_file *f, sqlite3_int64 *size) {
     EvidenceFile *e = (EvidenceFile *)f;
+    struct stat st;
     if (e->empty) {
         *size = 0;
         return SQLITE_OK;
     }
-    return e->real->pMethods->xFileSize(e->real, size);
+    if (fstat(e->fd, &st) != 0) return SQLITE_IOERR_FSTAT;
+    *size = (sqlite3_int64)st.st_size;
+    return SQLITE_OK;
 }
 
 // Locks in memory: no other process writes the evidence through SQLite while storelens reads it,
@@ -82,27 +99,13 @@ static int fileUnlock(sqlite3_file *f, int level) { (void)f; (void)level; return
 static int fileCheckReservedLock(sqlite3_file *f, int *out) { (void)f; *out = 0; return SQLITE_OK; }
 
 static int fileControl(sqlite3_file *f, int op, void *arg) {
-    EvidenceFile *e = (EvidenceFile *)f;
-    if (e->empty) return SQLITE_NOTFOUND;
-    switch (op) {
-    // Size hints and chunk sizes would grow the file; persisting the WAL is a write at close.
-    case SQLITE_FCNTL_SIZE_HINT:
-    case SQLITE_FCNTL_CHUNK_SIZE:
-        return SQLITE_OK;
-    default:
-        return e->real->pMethods->xFileControl(e->real, op, arg);
-    }
+    (void)f; (void)op; (void)arg;
+    // No hints, chunk sizes or persistence: nothing of the file is to change.
+    return SQLITE_NOTFOUND;
 }
 
-static int fileSectorSize(sqlite3_file *f) {
-    EvidenceFile *e = (EvidenceFile *)f;
-    return e->empty ? 4096 : e->real->pMethods->xSectorSize(e->real);
-}
-
-static int fileDeviceCharacteristics(sqlite3_file *f) {
-    EvidenceFile *e = (EvidenceFile *)f;
-    return e->empty ? 0 : e->real->pMethods->xDeviceCharacteristics(e->real);
-}
+static int fileSectorSize(sqlite3_file *f) { (void)f; return 4096; }
+static int fileDeviceCharacteristics(sqlite3_file *f) { (void)f; return 0; }
 
 static int shmMap(sqlite3_file *f, int region, int size, int extend, void volatile **out) {
     EvidenceFile *e = (EvidenceFile *)f;
@@ -152,13 +155,13 @@ static int vfsOpen(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flag
     EvidenceFile *e = (EvidenceFile *)f;
     EvidenceFlavour *flavour = (EvidenceFlavour *)vfs->pAppData;
     memset(e, 0, sizeof(EvidenceFile));
-    e->real = (sqlite3_file *)&e[1];
+    e->fd = -1;
     int evidence = flags & (SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_WAL | SQLITE_OPEN_MAIN_JOURNAL);
     if (!evidence) {
-        // SQLite's own temporary files (sorts, temp tables): not evidence; the default VFS's.
-        int rc = defaultVFS()->xOpen(defaultVFS(), name, e->real, flags, outFlags);
-        if (rc == SQLITE_OK) f->pMethods = e->real->pMethods;
-        return rc;
+        // SQLite's own temporary files (sorts, temp tables): not evidence. The default VFS opens
+        // them in this same file object (it is larger than the default's), so its methods get
+        // the object they expect.
+        return defaultVFS()->xOpen(defaultVFS(), name, f, flags, outFlags);
     }
     int missing = 0;
     if ((flags & SQLITE_OPEN_WAL) && !flavour->hideWAL && name) {
@@ -174,13 +177,21 @@ static int vfsOpen(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flag
         f->pMethods = &evidenceMethods;
         return SQLITE_OK;
     }
-    // SQLite asks to create the -wal if it is missing: here a missing file stays missing (the
-    // open without SQLITE_OPEN_CREATE fails), and nothing is deleted on close.
-    int readOnly = (flags & ~(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_DELETEONCLOSE | SQLITE_OPEN_EXCLUSIVE))
-        | SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW;
-    int rc = defaultVFS()->xOpen(defaultVFS(), name, e->real, readOnly, outFlags);
-    if (rc != SQLITE_OK) return rc;
-    if (outFlags) *outFlags = (*outFlags & ~SQLITE_OPEN_READWRITE) | SQLITE_OPEN_READONLY;
+    // Opened here, not by the default VFS: read-only, never through a link, never created (a
+    // missing file stays missing), and with none of its side effects (run as root, it gives a
+    // -wal the database's owner, which changes the file's status time).
+    // O_NONBLOCK: a FIFO in a store's place must not wait for a writer (it is refused below).
+    if (!name) return SQLITE_CANTOPEN;
+    int fd;
+    do { fd = open(name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK); } while (fd < 0 && errno == EINTR);
+    if (fd < 0) return SQLITE_CANTOPEN;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return SQLITE_CANTOPEN;
+    }
+    e->fd = fd;
+    if (outFlags) *outFlags = (flags & ~(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_READONLY;
     atomic_fetch_add(&opened, 1);
     f->pMethods = &evidenceMethods;
     return SQLITE_OK;
@@ -237,7 +248,8 @@ static void fill(sqlite3_vfs *vfs, const char *name, EvidenceFlavour *flavour) {
     sqlite3_vfs *d = defaultVFS();
     memset(vfs, 0, sizeof(*vfs));
     vfs->iVersion = 2;
-    vfs->szOsFile = (int)sizeof(EvidenceFile) + d->szOsFile;
+    // Room for ours, or for the default VFS's own file (temporary files are opened in place).
+    vfs->szOsFile = (int)sizeof(EvidenceFile) > d->szOsFile ? (int)sizeof(EvidenceFile) : d->szOsFile;
     vfs->mxPathname = d->mxPathname;
     vfs->zName = name;
     vfs->pAppData = flavour;

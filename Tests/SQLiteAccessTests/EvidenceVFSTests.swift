@@ -6,7 +6,9 @@ import Testing
 /// The read-only evidence VFS: SQLite reads a store family where it lies and changes nothing.
 /// The truth is what SQLite itself reads from copies (the WAL applied; the main file alone), and
 /// the proof of no change is the folder's bytes, names and times before and after.
-@Suite("the evidence VFS reads in place and writes nothing")
+// Serialized: the VFS's counters are the process's, and only this suite uses the VFS, so one
+// test's counts are its own.
+@Suite("the evidence VFS reads in place and writes nothing", .serialized)
 struct EvidenceVFSTests {
     /// A store family as a device leaves it: a checkpointed base, then commits only in the `-wal`,
     /// copied while the writer still has it open (so no checkpoint ran), without its `-shm`.
@@ -63,11 +65,14 @@ struct EvidenceVFSTests {
         #expect(try mainOnly.rows(query).map(\.values) == Self.truth(store, withWAL: false, query))
         #expect(try mainOnly.rows(query).map(\.values) != applied.rows(query).map(\.values), "the two views differ: the -wal holds commits")
 
+        // SQLite's own temporary files (a temp table, on disk) are not evidence: they work.
+        try applied.execute("PRAGMA temp_store = FILE; CREATE TEMP TABLE copied AS SELECT * FROM item")
+        #expect(try applied.scalar("SELECT count(*) FROM temp.copied").int == Self.truth(store, withWAL: true, "SELECT count(*) FROM item").first?.first?.int)
         // A write is refused before it reaches the files.
         #expect(throws: SQLiteError.self) { try applied.execute("CREATE TABLE added (a)") }
         #expect(throws: SQLiteError.self) { try applied.execute("DELETE FROM item") }
         }  // both connections closed here
-        #expect(Connection.evidenceFilesOpened >= opened + 3, "main file twice and the -wal once went through the VFS")
+        #expect(Connection.evidenceFilesOpened == opened + 3, "main file twice and the -wal once went through the VFS")
         #expect(Connection.evidenceWritesRefused == refused, "SQLite asked to write nothing, even for the refused statements")
         #expect(try FolderSnapshot(store.deletingLastPathComponent()) == before, "the evidence must stay byte-identical, with no -shm beside it")
         #expect(!FileManager.default.fileExists(atPath: store.path + "-shm"))
@@ -115,7 +120,7 @@ struct EvidenceVFSTests {
             #expect(both == [try Self.truth(store, withWAL: true, count)[0][0], try Self.truth(store, withWAL: false, count)[0][0]])
             #expect(throws: SQLiteError.self) { try db.execute("DELETE FROM checkpointed.item") }
         }
-        #expect(Connection.evidenceFilesOpened >= opened + 3)
+        #expect(Connection.evidenceFilesOpened == opened + 3, "the attached main file went through the VFS too")
         #expect(try FolderSnapshot(store.deletingLastPathComponent()) == before)
     }
 
@@ -152,6 +157,7 @@ struct EvidenceVFSTests {
         guard let store = try ProjectPaths.realStoreFile(in: root.appendingPathComponent(folder)) else { return }
         let before = try FolderSnapshot(store.deletingLastPathComponent())
         let hasWAL = FileManager.default.fileExists(atPath: store.path + "-wal")
+        let times = Self.statusTimes(store)
         let tables = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
         for (view, withWAL) in [(Connection.EvidenceView.walApplied, hasWAL), (.mainFileOnly, false)] {
             // Closed at the end of each pass (the connection goes out of scope).
@@ -167,5 +173,21 @@ struct EvidenceVFSTests {
             }
         }
         #expect(try FolderSnapshot(store.deletingLastPathComponent()) == before, "\(folder): the evidence must stay byte-identical")
+        // Not even a file's status changes (as root, SQLite's own VFS gives a -wal its database's
+        // owner on open, which moves the status time: these files are opened by the VFS itself).
+        #expect(Self.statusTimes(store) == times, "\(folder): a file's status time changed")
+    }
+
+    /// The status-change times (seconds and nanoseconds) of a family's main file and -wal.
+    static func statusTimes(_ store: URL) -> [String] {
+        [store.path, store.path + "-wal"].map { path in
+            var st = stat()
+            guard stat(path, &st) == 0 else { return "\(path): none" }
+            #if os(Linux)
+            return "\(path): \(st.st_ctim.tv_sec).\(st.st_ctim.tv_nsec)"
+            #else
+            return "\(path): \(st.st_ctimespec.tv_sec).\(st.st_ctimespec.tv_nsec)"
+            #endif
+        }
     }
 }

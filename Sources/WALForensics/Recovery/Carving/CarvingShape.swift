@@ -20,6 +20,18 @@ struct CarvingShape: Sendable {
         case numeric
         /// BLOB or no declared type: anything.
         case any
+
+        /// Whether a stored value fits a column of this kind (the table's and its indexes' rule).
+        func admits(_ value: RecordValue) -> Bool {
+            switch (self, value) {
+            case (_, .null), (.any, _): return true
+            case (.integer, .integer), (.text, .text), (.real, .integer), (.real, .real), (.numeric, .integer),
+                 (.numeric, .real), (.numeric, .text), (.timestamp, .integer): return true
+            case (.integer, .real(let d)): return d != d.rounded()
+            case (.timestamp, .real(let d)): return CarvingShape.dateRange.contains(d)
+            default: return false
+            }
+        }
     }
 
     struct Column: Sendable {
@@ -100,14 +112,7 @@ struct CarvingShape: Sendable {
                 default: return "key:\(column.name)"
                 }
             }
-            switch (column.kind, value) {
-            case (_, .null), (.any, _): continue
-            case (.integer, .integer), (.text, .text), (.real, .integer), (.real, .real), (.numeric, .integer),
-                 (.numeric, .real), (.numeric, .text), (.timestamp, .integer): continue
-            case (.integer, .real(let d)) where d != d.rounded(): continue
-            case (.timestamp, .real(let d)) where Self.dateRange.contains(d): continue
-            default: return "affinity:\(column.name)"
-            }
+            guard column.kind.admits(value) else { return "affinity:\(column.name)" }
         }
         // Text must be text: valid in the database's encoding (Core Data writes nothing else); a
         // reading of free bytes must also hold no control characters but tab, newline and return,

@@ -43,6 +43,8 @@ final class HistoryRemnants {
 
     private(set) var deletes: [Delete] = []
     private var seen: [String: Int] = [:]
+    /// Rows already found to be the live history's, or no record's.
+    private var turnedAway: Set<String> = []
     private var reader: HistoryReader?
     private let state: StateReader
     private let shape: CarvingShape
@@ -63,13 +65,17 @@ final class HistoryRemnants {
         for (column, value) in zip(shape.columns, hit.record.values) { columns[column.name.uppercased()] = DatabaseValue(value, textEncoding: encoding) }
         if let rowid = hit.record.rowid { columns["Z_PK"] = .integer(rowid) }
         guard columns["ZCHANGETYPE"]?.int64 == 2, let number = columns["ZENTITY"]?.int, let pk = columns["ZENTITYPK"]?.int64, pk > 0,
-              let entity = names[number], !entity.table.isEmpty, number < 16000,
-              try withinBound(pk, entity: number, table: entity.table),
-              try !isLiveHistory(columns, rowid: hit.record.rowid),
-              let transaction = try reader?.carvedDelete(columns) else { return }
-        let id = "\(number)/\(pk)/\(transaction.id)"
+              let entity = names[number], !entity.table.isEmpty, number < 16000 else { return }
+        // The same row is met in many places (every WAL frame of its page): it is judged once.
+        let id = "\(number)/\(pk)/\(columns["ZTRANSACTIONID"]?.int64 ?? 0)"
         if let i = seen[id] {
             if !deletes[i].finds.contains(hit.find) { deletes[i].finds.append(hit.find) }
+            return
+        }
+        guard !turnedAway.contains(id) else { return }
+        guard try withinBound(pk, entity: number, table: entity.table), try !isLiveHistory(columns, rowid: hit.record.rowid),
+              let transaction = try reader?.carvedDelete(columns) else {
+            turnedAway.insert(id)
             return
         }
         seen[id] = deletes.count

@@ -30,18 +30,11 @@ struct IndexShape: Sendable {
         if let maxPK, rowid > maxPK { return "index-rowid-above-zmax" }
         var holdsText = false
         for (column, value) in zip(columns, values) {
-            switch (column.kind, value) {
-            case (_, .null): continue
-            case (.text, .text(let bytes)):
-                guard let text = CarvingShape.decodedText(bytes, encoding: encoding), !text.isEmpty,
-                      !text.unicodeScalars.contains(where: { $0.value == 0 }) else { return "index-text" }
-                holdsText = true
-            case (.integer, .integer), (.real, .integer), (.real, .real), (.numeric, .integer), (.numeric, .real),
-                 (.numeric, .text), (.timestamp, .integer), (.any, _): continue
-            case (.integer, .real(let d)) where d != d.rounded(): continue
-            case (.timestamp, .real(let d)) where CarvingShape.dateRange.contains(d): continue
-            default: return "index-affinity"
-            }
+            guard column.kind.admits(value) else { return "index-affinity" }
+            guard case .text(let bytes) = value else { continue }
+            guard let text = CarvingShape.decodedText(bytes, encoding: encoding), !text.isEmpty,
+                  !text.unicodeScalars.contains(where: { $0.value == 0 }) else { return "index-text" }
+            if column.kind == .text { holdsText = true }
         }
         return holdsText ? nil : "index-no-text"
     }
