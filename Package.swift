@@ -42,7 +42,9 @@ let package = Package(
                        providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
 
         // Pure-Swift readers of on-disk formats (SHA-256 through libcrypto). No SQLite C API here.
-        .target(name: "StoreFormats", dependencies: ["CCrypto"]),
+        // A file read in place and cut short by another process while mapped: zeros and a count, not SIGBUS.
+        .target(name: "CMappedFileGuard"),
+        .target(name: "StoreFormats", dependencies: ["CCrypto", "CMappedFileGuard"]),
         // Raw DEFLATE (Z_MODELCACHE) through zlib.
         .target(name: "Deflate", dependencies: ["CZlib"]),
         // A read-only VFS: SQLite reads the evidence where it lies and can change none of it.

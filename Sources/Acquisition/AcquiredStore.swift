@@ -24,7 +24,7 @@ extension EvidenceSession {
     /// - Returns: the stores, and the inventories they came from (for damage and warnings).
     public func stores(from inputs: [String], select: String? = nil, options: OpenOptions = OpenOptions(),
                        limits: ArchiveLimits = ArchiveLimits()) throws -> [AcquiredStore] {
-        var candidates = try found(in: inputs, select: select, limits: limits)
+        var candidates = try found(in: inputs, select: select, limits: limits, open: options)
         // A Core Data XML or binary store beside SQLite stores is left to the commands that read
         // it (as before they knew it); alone (or picked with --store) it is refused, saying so.
         if candidates.contains(where: { $0.format == .sqlite }) { candidates.removeAll { $0.format != .sqlite } }
@@ -58,7 +58,7 @@ extension EvidenceSession {
                         refused: inout [RefusedStore], atomic: inout [AcquiredAtomicStore], collectingAtomic: Bool) throws -> [AcquiredStore] {
         var acquired: [AcquiredStore] = []
         var firstRefusal: AcquisitionError?
-        for store in try found(in: inputs, select: select, limits: limits) {
+        for store in try found(in: inputs, select: select, limits: limits, open: options) {
             if collectingAtomic, store.format != .sqlite {
                 atomic.append(try atomicCopy(of: store))
                 continue
@@ -77,9 +77,10 @@ extension EvidenceSession {
 
     /// The stores the inputs hold (each input read once), narrowed by `--store`: the one place
     /// both forms of `stores(from:…)` find what to copy, so they cannot drift apart.
-    func found(in inputs: [String], select: String?, limits: ArchiveLimits) throws -> [FoundStore] {
-        // Every store found is copied unless `--store` names one (the same match as below).
-        let resolver = InputResolver(session: self, limits: limits, stagesCopies: { path in select.map { path.hasSuffix($0) } ?? true })
+    func found(in inputs: [String], select: String?, limits: ArchiveLimits, open: OpenOptions) throws -> [FoundStore] {
+        // Every store found is readied unless `--store` names one (the same match as below).
+        let resolver = InputResolver(session: self, limits: limits, stagesCopies: { path in select.map { path.hasSuffix($0) } ?? true },
+                                     open: open)
         var found: [FoundStore] = []
         var damage: [String: String] = [:]
         var emptyBackups: [(input: String, listed: Int)] = []

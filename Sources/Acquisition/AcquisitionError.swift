@@ -64,7 +64,8 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
             return "\(path) is damaged (\(detail)); run `storelens check` on it, or copy it off the device again."
         case .evidenceChanged(let path, let before, let after):
             // Most often another process wrote to it; storelens itself writing is the other cause.
-            let what = after.hasPrefix("(") ? "its size, times or inode changed" : "SHA-256 \(before.prefix(12))… became \(after.prefix(12))…"
+            let what = ["(identity)", "(size, times or inode changed)"].contains(after) ? "its size, times or inode changed"
+                : after.hasPrefix("(") ? String(after.dropFirst().dropLast()) : "SHA-256 \(before.prefix(12))… became \(after.prefix(12))…"
             return "\(path) changed while storelens read it (\(what)), so this run's answers are withdrawn: make sure nothing writes to the evidence (the app, a sync tool, another copy in progress) and run again; if nothing does, please report it as a storelens bug."
         case .sqlite(let error):
             return error.description

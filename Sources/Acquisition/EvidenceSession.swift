@@ -21,7 +21,12 @@ public final class EvidenceSession {
     public init(keepScratch: Bool = false, scratchParent: URL? = nil, backupPassword: BackupPasswordSource?) throws {
         scratch = try ScratchFolder(parent: scratchParent, keep: keepScratch)
         self.backupPassword = backupPassword
+        pagesReadPastEndAtStart = MappedFile.pagesReadPastEnd
     }
+
+    /// `MappedFile.pagesReadPastEnd` when the session began: a file read in place that another
+    /// process cut short while it was mapped makes this run's answers void.
+    private let pagesReadPastEndAtStart: Int64
 
     public convenience init(keepScratch: Bool = false, scratchParent: URL? = nil) throws {
         try self.init(keepScratch: keepScratch, scratchParent: scratchParent, backupPassword: nil)
@@ -35,6 +40,41 @@ public final class EvidenceSession {
     /// Records an encrypted original whose hash was taken while it was decrypted (one read for both).
     func recordDecrypted(_ evidence: FileEvidence) {
         ledger.add(evidence)
+    }
+
+    /// Hashes a store family for reading: copying it on the way when it will be copied, else
+    /// (read in place, `WorkingCopy.readsInPlace`) only hashing it.
+    func recordForReading(_ family: StoreFamily, options: OpenOptions) throws {
+        if WorkingCopy.readsInPlace(family, options: options) {
+            try recordInPlace(family)
+        } else {
+            try recordCopying(family)
+        }
+    }
+
+    /// Hashes a store family that will be read where it lies (each file once), and notes where
+    /// its `_EXTERNAL_DATA` files are read: the originals, with the hashes just taken.
+    func recordInPlace(_ family: StoreFamily) throws {
+        try ledger.record(family.files)
+        guard externalData[family.main.path] == nil else { return }
+        let storeName = family.main.lastPathComponent
+        let (kind, entries) = try ExternalDataFolder.listing(family, storeName: storeName)
+        var copies: [String: URL] = [:], hashes: [String: String] = [:]
+        if kind == .folder, let source = family.supportFolder?.appendingPathComponent("_EXTERNAL_DATA") {
+            for (name, file) in entries where file.exists {
+                let url = source.appendingPathComponent(name)
+                copies[name] = url
+                // The ledger knows the file by the path the support folder's walk spelt; a file it
+                // missed (another spelling) is hashed here, once.
+                if let hash = ledger.entry(for: url.path)?.sha256 {
+                    hashes[name] = hash
+                } else {
+                    try ledger.record([url])
+                    hashes[name] = ledger.entry(for: url.path)?.sha256
+                }
+            }
+        }
+        externalData[family.main.path] = .made(kind: kind, entries: entries, storeName: storeName, copies: copies, hashes: hashes)
     }
 
     /// Copies made while hashing (original path → the copy in the scratch folder), waiting for the
@@ -91,9 +131,9 @@ public final class EvidenceSession {
     /// Remembers a working copy's files as copies of their originals, unless SQLite may change
     /// them (a hot journal is rolled back into the copy's main file).
     private func remember(_ copy: WorkingCopy) {
-        guard !copy.rollsBackJournal, copy.copiedMain.path != copy.family.main.path else { return }
-        pristine[copy.family.main.path] = copy.copiedMain
-        let wal = copy.copiedMain.path + "-wal"
+        guard !copy.rollsBackJournal, copy.databaseFile.path != copy.family.main.path else { return }
+        pristine[copy.family.main.path] = copy.databaseFile
+        let wal = copy.databaseFile.path + "-wal"
         if let original = copy.family.wal, FileManager.default.fileExists(atPath: wal) { pristine[original.path] = URL(fileURLWithPath: wal) }
     }
 
@@ -117,12 +157,13 @@ public final class EvidenceSession {
         return result
     }
 
-    /// Hashes the family of `main`, then copies it into a fresh subfolder of the scratch folder.
+    /// Hashes the family of `main`, then readies it for reading: where it lies, or copied into a
+    /// fresh subfolder of the scratch folder (`WorkingCopy.readsInPlace`).
     public func workingCopy(of main: URL, options: OpenOptions = OpenOptions()) throws -> WorkingCopy {
         var isDir: ObjCBool = false
         let family = StoreFamily.beside(main)
         if FileManager.default.fileExists(atPath: main.path, isDirectory: &isDir), !isDir.boolValue {
-            try recordCopying(family)
+            try recordForReading(family, options: options)
         }
         let folder = try scratch.makeSubfolder(named: main.lastPathComponent)
         let copy = try WorkingCopy(family: family, name: main.lastPathComponent, displayPath: main.path, into: folder, options: options,
@@ -167,6 +208,7 @@ public final class EvidenceSession {
             if !keepingScratch { scratch.remove() }
             EvidenceReads.flush()
         }
+        let readPastEnd = MappedFile.pagesReadPastEnd - pagesReadPastEndAtStart
         if let verification {
             try verification.wait()
             // Tests change an original here, after its after-hash: only its identity can tell.
@@ -175,6 +217,11 @@ public final class EvidenceSession {
             try ledger.verifyIdentities()
         } else {
             try ledger.verifyUnchanged()
+        }
+        // The ledger names the file that changed; this catches the one it cannot have seen (a
+        // file cut short and restored between the checks), as a change of some file read in place.
+        if readPastEnd > 0, let first = ledger.entries.first {
+            throw AcquisitionError.evidenceChanged(path: first.path, before: first.sha256 ?? "(identity)", after: "(it, or a file beside it, was cut short while storelens read it in place)")
         }
     }
 }

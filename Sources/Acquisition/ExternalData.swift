@@ -64,10 +64,10 @@ public struct ExternalFile: Sendable, Equatable {
     }
 }
 
-/// A store's `_EXTERNAL_DATA` folder as it came: every entry, and a private copy of every regular
-/// file in the working folder. The files are evidence like the store itself: hashed before and
-/// after by the session, read only through their copies (an `export --with-external-data` copies
-/// those, never the originals).
+/// A store's `_EXTERNAL_DATA` folder as it came: every entry, and where to read each regular
+/// file: its private copy in the working folder, or the original itself when the store is read
+/// in place (only ever opened for reading). The files are evidence like the store itself: hashed
+/// before and after by the session.
 public struct ExternalDataFolder: Sendable {
     /// `.<store name without extension>_SUPPORT/_EXTERNAL_DATA`, relative to the store's folder.
     public let relativePath: String
@@ -75,7 +75,7 @@ public struct ExternalDataFolder: Sendable {
     public let kind: ExternalFile.Kind
     /// Every entry of the folder, by name.
     public let entries: [String: ExternalFile]
-    /// The private copy of each regular file, by name.
+    /// Where each regular file is read, by name: its private copy, or the original (read in place).
     let copies: [String: URL]
 
     /// The most entries read from one `_EXTERNAL_DATA` folder.
@@ -102,7 +102,8 @@ public struct ExternalDataFolder: Sendable {
         return entries[name] ?? ExternalFile(name: name, relativePath: path, kind: .missing, size: nil)
     }
 
-    /// The private copy of a regular file of this folder, to read its bytes from.
+    /// Where to read a regular file of this folder from: its private copy, or the original
+    /// when the store is read in place.
     public func copy(of file: ExternalFile) -> URL? {
         copies[file.name]
     }
@@ -148,21 +149,25 @@ public struct ExternalDataFolder: Sendable {
 
     /// Copies every regular file into `folder`, hashing it as it is copied (a working copy made
     /// without a session, which staged nothing). Files that are already storelens's own (an
-    /// archive's extracted files) are hashed where they are.
-    public static func copying(_ family: StoreFamily, storeName: String, into folder: URL, alreadyPrivate: Bool = false) throws -> ExternalDataFolder {
+    /// archive's extracted files), or of a store read in place (`inPlace`), are hashed where they are.
+    public static func copying(_ family: StoreFamily, storeName: String, into folder: URL, alreadyPrivate: Bool = false,
+                               inPlace: Bool = false) throws -> ExternalDataFolder {
         let (kind, entries) = try listing(family, storeName: storeName)
         guard let support = family.supportFolder, kind == .folder else { return made(kind: kind, entries: entries, storeName: storeName, copies: [:], hashes: [:]) }
         let source = support.appendingPathComponent("_EXTERNAL_DATA")
         let files = entries.values.filter(\.exists).map(\.name).sorted()
         var target = folder
-        if !alreadyPrivate && !files.isEmpty {
+        if !alreadyPrivate && !inPlace && !files.isEmpty {
             target = folder.appendingPathComponent("external-data", isDirectory: true)
             guard mkdir(target.path, 0o700) == 0 else { throw WorkingFolderFailure(code: errno) }
         }
         let work = files.enumerated().map { (index: $0.offset, name: $0.element) }
         let results = try FileWork.map(work, weights: work.map { Int64(entries[$0.name]?.size ?? 0) }) { item -> (String, URL, String) in
             let original = source.appendingPathComponent(item.name)
-            if alreadyPrivate { return (item.name, original, try SHA256.hexOfFile(at: original)) }
+            if alreadyPrivate || inPlace {
+                if inPlace { EvidenceReads.pass(original.path) }
+                return (item.name, original, try SHA256.hexOfFile(at: original))
+            }
             let copy = target.appendingPathComponent(String(item.index))
             return (item.name, copy, try SafeCopy.copy(original, to: copy, hashing: true) ?? "")
         }

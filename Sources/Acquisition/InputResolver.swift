@@ -14,16 +14,20 @@ public struct InputResolver {
     public let gzipDecoder: GzipDecoder
     /// How a zip is read: through its central directory, or streamed entry by entry (tests run both).
     public let zipReader: ZipReader
-    /// The stores (by path) a working copy will be made of: their files in a folder or a plain
-    /// backup are copied into the scratch folder while they are hashed, so the copy does not read
-    /// them a second time (each evidence byte is read at most twice: here and in the after-hash).
+    /// The stores (by path) that will be read: their files in a folder or a plain backup are
+    /// hashed, and — when they are to be copied rather than read in place — copied into the
+    /// scratch folder while they are hashed, so the copy does not read them a second time (each
+    /// evidence byte is hashed or copied at most twice: here and in the after-hash).
     /// Nil: the stores are only hashed (`scan`).
     public let stagesCopies: (@Sendable (String) -> Bool)?
+    /// How the stores read next are opened: whether they are copied (`--copy`) or read in place.
+    public let open: OpenOptions
 
     public init(session: EvidenceSession, limits: ArchiveLimits = ArchiveLimits(), hashArchives: Bool = false,
                 wanted: [PathPattern] = [], gzipDecoder: GzipDecoder = .preferred, zipReader: ZipReader = .preferred,
-                stagesCopies: (@Sendable (String) -> Bool)? = nil) {
+                stagesCopies: (@Sendable (String) -> Bool)? = nil, open: OpenOptions = OpenOptions()) {
         self.stagesCopies = stagesCopies
+        self.open = open
         self.session = session
         self.gzipDecoder = gzipDecoder
         self.zipReader = zipReader
@@ -84,7 +88,7 @@ public struct InputResolver {
     /// be made.
     func record(_ store: FoundStore) throws {
         if stagesCopies?(store.path) == true {
-            try session.recordCopying(store.family)
+            try session.recordForReading(store.family, options: open)
         } else {
             try session.record(store.family.files)
         }
@@ -92,8 +96,8 @@ public struct InputResolver {
 
     func storeFile(_ url: URL, input: String, format: StoreFileFormat = .sqlite) throws -> Inventory {
         let family = StoreFamily.beside(url)
-        // A single store is read next: copy it for its working copy while hashing it.
-        try session.recordCopying(family)
+        // A single store is read next: hash it (and copy it while hashing, when it is to be copied).
+        try session.recordForReading(family, options: open)
         let name = url.lastPathComponent
         let external = try ExternalDataFolder.listing(family, storeName: name)
         let store = FoundStore(path: input, family: family, name: name,

@@ -42,24 +42,54 @@ public struct OpenOptions: Sendable {
     /// Leave out a `-wal` whose page size differs from the database's instead of refusing the
     /// store (`check` reports it as a finding and checks the main file).
     public var ignoreMismatchedWAL = false
-    public init(rollBackJournal: Bool = false, ignoreMismatchedWAL: Bool = false) {
+    /// Copy the store family into the working folder and read the copy (`--copy`), instead of
+    /// reading the originals where they lie through the read-only evidence VFS. Stores that
+    /// cannot be read in place are copied whatever this says (`WorkingCopy.readsInPlace`).
+    /// Defaults to the `STORELENS_COPY` variable (`1`: copy).
+    public var copyEvidence = OpenOptions.copyByDefault
+
+    public init(rollBackJournal: Bool = false, ignoreMismatchedWAL: Bool = false, copyEvidence: Bool = OpenOptions.copyByDefault) {
         self.rollBackJournal = rollBackJournal
         self.ignoreMismatchedWAL = ignoreMismatchedWAL
+        self.copyEvidence = copyEvidence
     }
+
+    /// `STORELENS_COPY=1`: every command copies its stores, as `--copy` asks.
+    public static var copyByDefault: Bool { ProcessInfo.processInfo.environment["STORELENS_COPY"] == "1" }
 }
 
-/// A store copied into the private scratch folder, ready to be opened two ways: with the WAL
-/// applied (what the app would see) and main file only (what is already checkpointed).
+/// A store ready to be opened two ways: with the WAL applied (what the app would see) and main
+/// file only (what is already checkpointed).
 ///
-/// SQLite never sees the originals: a read-write open checkpoints and deletes a `-wal`,
-/// `mode=ro` rewrites `-shm`, and `immutable=1` hides the WAL.
+/// SQLite's own file handling never touches the originals: a read-write open checkpoints and
+/// deletes a `-wal`, `mode=ro` rewrites `-shm`, and `immutable=1` hides the WAL. So a store is
+/// either read where it lies through storelens's read-only VFS (`Connection.openEvidence`: every
+/// file opened `O_RDONLY`, the wal-index in memory, every write refused), or, where SQLite must
+/// write or cannot find the files by their names (a hot journal to roll back, sidecars not named
+/// after the main file, a path too long, `--copy`), copied into the private scratch folder first.
 public final class WorkingCopy {
     /// The originals.
     public let family: StoreFamily
     /// The folder holding the copies.
     public let folder: URL
-    /// The copy of the main file (with the copied `-wal` and `-journal` beside it).
-    public let copiedMain: URL
+    /// The main file SQLite reads: the original itself when the store is read in place
+    /// (`readsInPlace`), else its copy in `folder` (with the copied `-wal` beside it).
+    public let databaseFile: URL
+    /// Whether SQLite reads the originals where they lie, through the read-only evidence VFS.
+    public let readsInPlace: Bool
+    /// The view `open()` shows: the WAL applied, unless a `-wal` that cannot belong to the
+    /// database (its page size differs) is left out.
+    private let walView: Connection.EvidenceView
+    /// The `-wal` SQLite reads with the WAL applied (`open()`), nil when it reads none.
+    public var sqliteWAL: URL? {
+        guard family.wal != nil, walView == .walApplied else { return nil }
+        let beside = URL(fileURLWithPath: databaseFile.path + "-wal")
+        return FileManager.default.fileExists(atPath: beside.path) ? beside : nil
+    }
+    /// The file `walData` is read from (the copy's `-wal`, the original read in place, or a
+    /// `-wal` kept aside), nil without a `-wal`.
+    public var walFile: URL? { loadedWAL() != nil ? walSource : nil }
+    private var walSource: URL?
     public let header: DatabaseHeader
     /// The `-wal` as read from the original, parsed; nil when there is none. Read on first use:
     /// opening a store only needs its 32-byte header, and a scan of many stores should not hold
@@ -75,11 +105,15 @@ public final class WorkingCopy {
             // The copy's -wal, mapped: the bytes that were hashed as they were copied, read once
             // more here (the original is read only by the copy and the after-hash). A -wal left
             // out of the copy (its page size is wrong) is read from where it was kept instead.
-            let copied = copiedMain.path + "-wal"
-            if family.wal != nil, FileManager.default.fileExists(atPath: copied), let data = try? MappedFile.map(path: copied) {
+            // Read in place, the original -wal is mapped where it lies (`MappedFile` guards a
+            // mapping of a file another process cuts short while it is read).
+            let copied = databaseFile.path + "-wal"
+            if family.wal != nil, walKeptAside == nil, FileManager.default.fileExists(atPath: copied), let data = try? MappedFile.map(path: copied) {
                 walCache = (WAL(data: data), data)
+                walSource = URL(fileURLWithPath: copied)
             } else if let url = walKeptAside ?? (family.wal != nil ? URL(fileURLWithPath: copied) : nil), let data = try? Self.read(url) {
                 walCache = (WAL(data: data), data)
+                walSource = url
             }
         }
         return walCache
@@ -95,7 +129,6 @@ public final class WorkingCopy {
             // removes it from beside the copy, and the original is read only by the copy and the
             // after-hash (each evidence byte at most twice). Nothing writes that copy.
             if let url = journalAsCopied, FileWork.size(url) > 0, FileWork.size(url) <= Int64(Self.maxWALBytes) {
-                EvidenceReads.pass(url.path)
                 journalCache = try? MappedFile.map(path: url.path)
             }
         }
@@ -194,27 +227,37 @@ public final class WorkingCopy {
         self.notes = notes
 
         self.folder = folder
+        self.walView = mismatchedWAL ? .mainFileOnly : .walApplied
+        // A session that staged copies of the family chose the copy; one that did not, reading in place.
+        let inPlace = !alreadyPrivate && staged.isEmpty && !hotJournal && Self.readsInPlace(family, options: options)
+        self.readsInPlace = inPlace
         self.externalData = try externalData ?? ExternalDataFolder.copying(family, storeName: family.main.lastPathComponent, into: folder,
-                                                                           alreadyPrivate: alreadyPrivate)
-        let sidecarsBeside = [family.wal, family.journal].allSatisfy { $0 == nil } ||
-            (family.wal.map { $0.path == main.path + "-wal" } ?? true) && (family.journal.map { $0.path == main.path + "-journal" } ?? true)
+                                                                           alreadyPrivate: alreadyPrivate, inPlace: inPlace)
+        if inPlace {
+            // The originals, read where they lie: SQLite through the evidence VFS, the rest by
+            // `MappedFile` and `pread`. A -wal that cannot belong is hidden from SQLite by the view.
+            self.databaseFile = main
+            self.journalAsCopied = family.journal
+            self.walKeptAside = mismatchedWAL ? family.wal : nil
+            return
+        }
         // An extracted file deeper than SQLite's path limit is copied up into the (short) working
         // folder: opening it where it lies would fail, and that is no fault of the evidence.
-        if alreadyPrivate && sidecarsBeside && !mismatchedWAL && !hotJournal && Self.sqliteCanOpen(main.path) {
-            self.copiedMain = main
+        if alreadyPrivate && Self.sidecarsBeside(family) && !mismatchedWAL && !hotJournal && Self.sqliteCanOpen(main.path) {
+            self.databaseFile = main
             // Our own extracted file, never opened by SQLite with a hot journal beside it.
             self.journalAsCopied = family.journal
             self.walKeptAside = family.wal
             return
         }
-        let copiedMain = folder.appendingPathComponent(name)
-        guard Self.sqliteCanOpen(copiedMain.path) else {
+        let databaseFile = folder.appendingPathComponent(name)
+        guard Self.sqliteCanOpen(databaseFile.path) else {
             throw WorkingFolderFailure(folder: folder.deletingLastPathComponent().deletingLastPathComponent().path, code: ENAMETOOLONG)
         }
-        self.copiedMain = copiedMain
-        var copies = [(main, copiedMain)]
+        self.databaseFile = databaseFile
+        var copies = [(main, databaseFile)]
         let walAside = folder.appendingPathComponent("wal-kept-aside")
-        if let wal = family.wal { copies.append((wal, mismatchedWAL ? walAside : URL(fileURLWithPath: copiedMain.path + "-wal"))) }
+        if let wal = family.wal { copies.append((wal, mismatchedWAL ? walAside : URL(fileURLWithPath: databaseFile.path + "-wal"))) }
         // A journal goes beside the copy only when SQLite must roll it back there; either way it
         // is kept as it came, for carving its pages.
         let journalCopy = folder.appendingPathComponent("journal-as-copied")
@@ -234,15 +277,32 @@ public final class WorkingCopy {
             // Copies of our copies, made before any connection opens: the journal SQLite rolls
             // back beside the copy, and the main file alone as it came (the rollback rewrites the
             // copy's), its header switched to rollback mode so SQLite reads no -wal beside it.
-            try SafeCopy.copy(journalCopy, to: URL(fileURLWithPath: copiedMain.path + "-journal"))
+            try SafeCopy.copy(journalCopy, to: URL(fileURLWithPath: databaseFile.path + "-journal"))
             guard mkdir(mainOnlyFolder.path, 0o700) == 0 else { throw WorkingFolderFailure(code: errno) }
-            let mainOnly = mainOnlyFolder.appendingPathComponent(copiedMain.lastPathComponent)
-            try SafeCopy.copy(copiedMain, to: mainOnly)
+            let mainOnly = mainOnlyFolder.appendingPathComponent(databaseFile.lastPathComponent)
+            try SafeCopy.copy(databaseFile, to: mainOnly)
             let handle = try FileHandle(forUpdating: mainOnly)
             try handle.seek(toOffset: 18)
             try handle.write(contentsOf: Data([1, 1]))
             try handle.close()
         }
+    }
+
+    /// Whether the family's `-wal` and `-journal` (when it has them) are named after its main
+    /// file, where SQLite looks for them (a backup's files are named by their hashes instead).
+    static func sidecarsBeside(_ family: StoreFamily) -> Bool {
+        (family.wal.map { $0.path == family.main.path + "-wal" } ?? true) && (family.journal.map { $0.path == family.main.path + "-journal" } ?? true)
+    }
+
+    /// Whether `family` can be read where it lies, through the read-only evidence VFS, rather
+    /// than copied first: not when `--copy` asks for a copy, when SQLite would not find its
+    /// sidecars by name, when its path is too long for SQLite, or when a `-journal` beside it
+    /// would make SQLite roll back (any first byte but zero makes a journal hot to SQLite, which
+    /// must then write; a hot journal is only ever rolled back in a copy).
+    public static func readsInPlace(_ family: StoreFamily, options: OpenOptions) -> Bool {
+        guard !options.copyEvidence, sidecarsBeside(family), sqliteCanOpen(family.main.path) else { return false }
+        if let journal = family.journal, let first = (try? readPrefix(journal, count: 1))?.first, first != 0 { return false }
+        return true
     }
 
     /// The `-shm` header, when a readable one came with the store. Only the bytes a -shm can hold
@@ -323,10 +383,10 @@ public final class WorkingCopy {
     /// hot journal is to be rolled back in it, which rewrites it — a copy of it made now (copied
     /// through a bounded buffer), so that a reader can map it rather than hold it in memory.
     public func stableMainFile() throws -> URL {
-        guard hasJournal else { return copiedMain }
+        guard hasJournal else { return databaseFile }
         snapshots += 1
         let snapshot = folder.appendingPathComponent("main-as-read-\(snapshots)")
-        try SafeCopy.copy(copiedMain, to: snapshot)
+        try SafeCopy.copy(databaseFile, to: snapshot)
         return snapshot
     }
     private var snapshots = 0
@@ -336,8 +396,9 @@ public final class WorkingCopy {
     /// Read-write (needed to roll back a hot journal) but with checkpoint-on-close disabled and
     /// `query_only` on, so the copy's WAL survives for frame analysis and our own SQL cannot write.
     public func open() throws -> Connection {
+        if readsInPlace { return try openInPlace(walView) }
         do {
-            let connection = try Connection.open(path: copiedMain.path, mode: .readWrite, label: displayPath)
+            let connection = try Connection.open(path: databaseFile.path, mode: .readWrite, label: displayPath)
             try connection.disableCheckpointOnClose()
             if hasJournal {
                 // The first read rolls the hot journal back in the copy.
@@ -362,21 +423,47 @@ public final class WorkingCopy {
     /// copy of the copy made before anything opened it, its header switched to rollback mode, in
     /// a folder of its own.
     public func openMainFileOnly() throws -> Connection {
+        if readsInPlace { return try openInPlace(.mainFileOnly) }
         do {
             guard hasJournal else {
-                let connection = try Connection.openImmutable(path: copiedMain.path, label: displayPath)
+                let connection = try Connection.openImmutable(path: databaseFile.path, label: displayPath)
                 try connection.makeQueryOnly()
                 _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
                 return connection
             }
             // Made when the copy was (see init): the original is not read again.
-            let connection = try Connection.open(path: mainOnlyFolder.appendingPathComponent(copiedMain.lastPathComponent).path, mode: .readOnly,
+            let connection = try Connection.open(path: mainOnlyFolder.appendingPathComponent(databaseFile.lastPathComponent).path, mode: .readOnly,
                                                  label: displayPath)
             try connection.makeQueryOnly()
             _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
             return connection
         } catch {
             throw Self.translate(error, path: displayPath)
+        }
+    }
+
+    /// The original opened where it lies through the evidence VFS, showing `view`. Checkpoint on
+    /// close is off all the same: the VFS would refuse its writes, but a normal run asks none
+    /// (the tests count them).
+    private func openInPlace(_ view: Connection.EvidenceView) throws -> Connection {
+        do {
+            let connection = try Connection.openEvidence(path: databaseFile.path, view: view, label: displayPath)
+            try connection.disableCheckpointOnClose()
+            try connection.makeQueryOnly()
+            _ = try connection.scalar("SELECT count(*) FROM sqlite_master")
+            return connection
+        } catch {
+            throw Self.translate(error, path: displayPath)
+        }
+    }
+
+    /// Attaches this store with its WAL applied (`open()`'s view) to `connection` as `schema`,
+    /// read-only: the original through the evidence VFS when it is read in place, else the copy.
+    public func attachWALView(to connection: Connection, as schema: String) throws(SQLiteError) {
+        if readsInPlace {
+            try connection.attachEvidence(databaseFile.path, view: walView, as: schema)
+        } else {
+            try connection.attachFile(databaseFile.path, as: schema)
         }
     }
 
@@ -401,7 +488,6 @@ public final class WorkingCopy {
     }
 
     static func read(_ url: URL) throws -> Data {
-        EvidenceReads.pass(url.path)
         do {
             return try Data(contentsOf: url)
         } catch {

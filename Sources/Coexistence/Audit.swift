@@ -57,7 +57,7 @@ public struct Auditor {
     }
 
     func prepare(inputs: [String]) throws -> Prepared {
-        let resolver = InputResolver(session: session, limits: limits, wanted: wantedFiles, stagesCopies: mayBind)
+        let resolver = InputResolver(session: session, limits: limits, wanted: wantedFiles, stagesCopies: mayBind, open: openOptions)
         var stores: [FoundStore] = []
         var others: [(path: String, url: URL)] = []
         for inventory in try acquired?.inventories ?? InputResolver.distinct(inputs).map({ try resolver.inventory(of: $0) }) {

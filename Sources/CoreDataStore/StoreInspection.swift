@@ -135,7 +135,7 @@ public enum StoreInspector {
             let stopwatch = Stopwatch()
             defer { Timings.process?.record("inspect-wal-agreement-seconds=\(stopwatch.seconds)") }
             let changed = WALAgreement.changedTables(walView: connection, mainOnly: mainOnly)
-            let pages = copy.wal.flatMap { wal in copy.walData.map { WALPageAgreement.Pages(wal: wal, data: $0, header: copy.header, file: copy.copiedMain.path + "-wal") } }
+            let pages = copy.wal.flatMap { wal in copy.walData.map { WALPageAgreement.Pages(wal: wal, data: $0, header: copy.header, file: copy.walFile?.path) } }
             if !changed.isEmpty, let disagreement = WALAgreement.compare(walView: connection, mainOnly: mainOnly, tables: changed, walPages: pages) {
                 notes.append("\(disagreement); the counts with the WAL are not to be trusted (see `storelens check`, and `--as-of 0` for the main file alone)")
             }

@@ -126,7 +126,7 @@ public enum WALPageAgreement {
         let size = pages.wal.databaseSizeInPages
         let pageSize = pages.wal.pageSize ?? 0
         guard pageSize > 0 else { return Dictionary(uniqueKeysWithValues: tables.map { ($0, .unsure) }) }
-        let descriptor = pages.file.map { open($0, O_RDONLY | O_CLOEXEC) } ?? -1
+        let descriptor = pages.file.map { open($0, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) } ?? -1
         defer { if descriptor >= 0 { close(descriptor) } }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: pageSize, alignment: 16)
         defer { buffer.deallocate() }

@@ -1,3 +1,4 @@
+import Acquisition
 import Checks
 import CoreDataStore
 import SQLiteAccess
@@ -11,9 +12,9 @@ enum RepairProof {
     static let schema = "storelens_before"
 
     /// The problems found (empty: proven). `db` is a connection to the output; `before` is the
-    /// working copy the plan was made from.
-    static func problems(plan: RepairPlan, map: SchemaMap, db: Connection, before: String) throws -> [String] {
-        try db.attachFile(before, as: schema)
+    /// store the plan was made from, attached with its WAL applied (read where it lies, or its copy).
+    static func problems(plan: RepairPlan, map: SchemaMap, db: Connection, before: WorkingCopy) throws -> [String] {
+        try before.attachWALView(to: db, as: schema)
         defer { try? db.execute("DETACH DATABASE \(schema)") }
         func q(_ s: String) -> String { Identifier.quoted(s) }
         func count(_ sql: String) throws -> Int { try db.scalar(sql).int ?? 0 }

@@ -126,11 +126,11 @@ public struct Repairer {
     /// table hashes before the plan ran, and the rows each action changed.
     func appliedToPrivateCopy(_ plan: RepairPlan) throws -> (repaired: URL, before: [String: String], changes: [Int]) {
         let work = try session.scratch.makeSubfolder(named: "repair")
-        let repaired = work.appendingPathComponent(store.copy.copiedMain.lastPathComponent)
-        try FileManager.default.copyItem(at: store.copy.copiedMain, to: repaired)
-        let copiedWAL = URL(fileURLWithPath: store.copy.copiedMain.path + "-wal")
-        if FileManager.default.fileExists(atPath: copiedWAL.path) {
-            try FileManager.default.copyItem(at: copiedWAL, to: URL(fileURLWithPath: repaired.path + "-wal"))
+        let repaired = work.appendingPathComponent(store.copy.databaseFile.lastPathComponent)
+        try FileManager.default.copyItem(at: store.copy.databaseFile, to: repaired)
+        // The -wal SQLite reads with the store (none when one that cannot belong is left out).
+        if let wal = store.copy.sqliteWAL {
+            try FileManager.default.copyItem(at: wal, to: URL(fileURLWithPath: repaired.path + "-wal"))
         }
         var changes: [Int] = []
         let before: [String: String]
@@ -193,7 +193,7 @@ public struct Repairer {
             let opened = try OpenedStore.open(copy, displayPath: output.path, xcodeModel: xcodeModel)
             let remaining = try StoreChecker(opened: opened, copy: copy).run()
             let after = try Self.tableHashes(opened.connection)
-            let losses = try RepairProof.problems(plan: plan, map: opened.map, db: opened.connection, before: store.copy.copiedMain.path)
+            let losses = try RepairProof.problems(plan: plan, map: opened.map, db: opened.connection, before: store.copy)
             var failedPostconditions: [String] = []
             for action in plan.actions {
                 for p in action.postconditions {

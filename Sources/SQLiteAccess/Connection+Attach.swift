@@ -24,9 +24,9 @@ extension Connection {
     }
 
     /// Attaches the store family at `path` as schema `schema` through the read-only evidence VFS
-    /// (`Connection.openEvidence`, which this connection must have been opened with: it reads the
-    /// `file:` URI that names the VFS), so the attached family is read where it lies and nothing
-    /// can be written to it, its `-shm` included.
+    /// (named in a `file:` URI, which every connection reads: `Connection.open` and `openEvidence`
+    /// turn URIs on), so the attached family is read where it lies and nothing can be written to
+    /// it, its `-shm` included.
     public func attachEvidence(_ path: String, view: EvidenceView, as schema: String) throws(SQLiteError) {
         let uri = "file:" + Connection.uriEscaped(path) + "?mode=ro&vfs=" + view.vfsName
         try run("ATTACH DATABASE ? AS \(Identifier.quoted(schema))", [.text(uri)])
@@ -35,6 +35,6 @@ extension Connection {
     /// Attaches the database file at `path` as schema `schema`. It opens with this connection's
     /// flags, so a read-only connection attaches it read-only.
     public func attachFile(_ path: String, as schema: String) throws(SQLiteError) {
-        try run("ATTACH DATABASE ? AS \(Identifier.quoted(schema))", [.text(path)])
+        try run("ATTACH DATABASE ? AS \(Identifier.quoted(schema))", [.text(Connection.plainPath(path))])
     }
 }

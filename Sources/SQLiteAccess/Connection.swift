@@ -45,7 +45,15 @@ public final class Connection {
     ///   named by the original it was copied from, never by its scratch path (gone by the time
     ///   the user reads the message).
     public static func open(path: String, mode: Mode, label: String?) throws(SQLiteError) -> Connection {
-        try open(filename: path, flags: mode.flags, label: label ?? path)
+        // URIs on, so that any connection can attach evidence through the read-only VFS
+        // (`attachEvidence` names it in a `file:` URI; without them that URI would be a file name).
+        try open(filename: plainPath(path), flags: mode.flags | SQLITE_OPEN_URI, label: label ?? path)
+    }
+
+    /// `path` as SQLite must read it with URIs on: a relative path that begins with `file:` is
+    /// written `./file:…`, so it stays a path.
+    static func plainPath(_ path: String) -> String {
+        path.hasPrefix("file:") ? "./" + path : path
     }
 
     /// Which view of a store family the evidence VFS shows.
@@ -70,7 +78,7 @@ public final class Connection {
             throw SQLiteError(extendedCode: registered, message: "storelens' read-only VFS could not be registered", path: label ?? path)
         }
         // URIs on, so that this connection can attach more evidence through the VFS (`attachEvidence`).
-        return try open(filename: path, flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_URI, label: label ?? path,
+        return try open(filename: plainPath(path), flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_URI, label: label ?? path,
                         vfs: view.vfsName)
     }
 

@@ -118,7 +118,7 @@ public enum DatabaseImage {
     }
 
     private static func openSource(_ file: String) throws(DatabaseImageError) -> (fd: Int32, path: String) {
-        let source = open(file, O_RDONLY | O_CLOEXEC)
+        let source = open(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard source >= 0 else { throw .sourceReadFailed(path: file, code: errno) }
         return (source, file)
     }

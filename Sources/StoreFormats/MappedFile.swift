@@ -1,3 +1,4 @@
+import CMappedFileGuard
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -5,8 +6,9 @@ import Glibc
 import Darwin
 #endif
 
-/// A file mapped read-only into memory, for storelens's own working copies of a store (never the
-/// evidence itself): its bytes are read on demand, and the pages read can be given back.
+/// A file mapped read-only into memory: a working copy of a store, or an original read in place
+/// (guarded against another process cutting it short: `pagesReadPastEnd`). Its bytes are read on
+/// demand, and the pages read can be given back.
 ///
 /// Why: the WAL analysis walks a store's every b-tree page and checksums every WAL frame. Read
 /// into memory, a 250 MB main file and a 115 MB WAL made a 400 MB process; mapped, the pages read
@@ -22,7 +24,8 @@ public enum MappedFile {
     ///
     /// - Throws: `MappedFileError` with the `errno` of the failing call.
     public static func map(path: String) throws(MappedFileError) -> Data {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // No link followed, no FIFO waited for: read in place, the file may be evidence.
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw MappedFileError(path: path, code: errno) }
         defer { close(fd) }
         var info = stat()
@@ -37,6 +40,12 @@ public enum MappedFile {
             registry.remove(pointer, count)
         })
     }
+
+    /// Pages read past the end of a mapped file since the process started: the file was cut short
+    /// by another process while mapped (a store read in place that an app still writes). Each such
+    /// read got zeros instead of ending the process (`CMappedFileGuard`); the session that read
+    /// the file reports it as changed.
+    public static var pagesReadPastEnd: Int64 { Int64(storelens_mapping_guard_faults()) }
 
     // MARK: - Bounding what every mapping holds
 
@@ -69,11 +78,15 @@ public enum MappedFile {
         private var live: [UnsafeMutableRawPointer: Int] = [:]
         private var sinceRelease = 0
 
-        func add(_ base: UnsafeMutableRawPointer, _ length: Int) { lock.withLock { live[base] = length } }
+        func add(_ base: UnsafeMutableRawPointer, _ length: Int) {
+            lock.withLock { live[base] = length }
+            _ = storelens_mapping_guard_add(base, length)
+        }
 
         func remove(_ base: UnsafeMutableRawPointer, _ length: Int) {
             lock.withLock {
                 live[base] = nil
+                storelens_mapping_guard_remove(base)
                 munmap(base, length)
             }
         }

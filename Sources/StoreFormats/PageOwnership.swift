@@ -271,8 +271,8 @@ public final class PageOwnershipTracker {
         pageCount = 0
         // Opened once nothing can throw: a class whose initializer throws never runs `deinit`.
         if let files {
-            mainDescriptor = open(files.main, O_RDONLY | O_CLOEXEC)
-            if !transactions.isEmpty { walDescriptor = files.wal.map { open($0, O_RDONLY | O_CLOEXEC) } ?? -1 }
+            mainDescriptor = open(files.main, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            if !transactions.isEmpty { walDescriptor = files.wal.map { open($0, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) } ?? -1 }
         }
 
         let size = startCommit == 0 ? mainFile.count / pageSize : transactions[startCommit - 1].databaseSizeInPages

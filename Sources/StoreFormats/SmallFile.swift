@@ -19,15 +19,28 @@ public enum SmallFile {
         }
     }
 
-    public static func contents(of url: URL, limit: Int) throws(Refusal) -> Data {
+    /// Opens `url` for reading if it is a regular file (no link followed, no FIFO waited for):
+    /// the descriptor, which the caller closes, and the file's size.
+    public static func openRegular(_ url: URL) throws(Refusal) -> (fd: Int32, size: Int64) {
         // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below.
         let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw .unreadable(reason: String(cString: strerror(errno))) }
-        defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0 else { throw .unreadable(reason: String(cString: strerror(errno))) }
-        guard (st.st_mode & S_IFMT) == S_IFREG else { throw .notRegular }
-        let size = Int64(st.st_size)
+        guard fstat(fd, &st) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw .unreadable(reason: reason)
+        }
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            throw .notRegular
+        }
+        return (fd, Int64(st.st_size))
+    }
+
+    public static func contents(of url: URL, limit: Int) throws(Refusal) -> Data {
+        let (fd, size) = try openRegular(url)
+        defer { close(fd) }
         guard size <= Int64(limit) else { throw .tooLarge(size: size, limit: limit) }
         var data = Data(count: Int(size))
         var done = 0

@@ -69,19 +69,18 @@ public enum PointInTime {
             // WAL it refuses would stop it: the main file alone is asked of the copy in both cases.
             return try? copy.openMainFileOnly()
         }
-        guard workingCopyFile(evidence, commit: commit) != nil else { return nil }
+        guard workingCopyShowing(evidence, commit: commit) != nil else { return nil }
         return try? copy.open()
     }
 
-    /// The working copy's main file when SQLite, opening it with its `-wal`, shows `commit` (the
-    /// last one) as its image would (`workingCopyView`'s conditions), else nil.
-    static func workingCopyFile(_ evidence: WALEvidence, commit: Int) -> String? {
+    /// The working copy when SQLite, opening it with its `-wal` (`WorkingCopy.open`), shows
+    /// `commit` (the last one) as its image would (`workingCopyView`'s conditions), else nil.
+    static func workingCopyShowing(_ evidence: WALEvidence, commit: Int) -> WorkingCopy? {
         guard commit > 0, let copy = evidence.workingCopy, !copy.rollsBackJournal, let header = evidence.header,
               evidence.mainFile.count >= header.pageSize, commit == evidence.commitCount, let wal = evidence.wal,
-              wal.isUsable, wal.headerProblem == nil, wal.pageSize == header.pageSize,
-              FileManager.default.fileExists(atPath: copy.copiedMain.path + "-wal")
+              wal.isUsable, wal.headerProblem == nil, wal.pageSize == header.pageSize, copy.sqliteWAL != nil
         else { return nil }
-        return copy.copiedMain.path
+        return copy
     }
 
     /// The file holding the image after `commit` in `folder`, written on first use (the commit

@@ -104,15 +104,15 @@ public struct WALDiff: Sendable {
     }
 
     /// Attaches the working copy itself as the later state when it shows `commit` as an image
-    /// would (the last commit: `PointInTime.workingCopyFile`), read-only and never checkpointed,
+    /// would (the last commit: `PointInTime.workingCopyShowing`), read-only and never checkpointed,
     /// instead of writing that image (the main file's size, again, for every `recover` and
     /// `wal --diff`). False, with nothing attached, when it cannot be read so: the image then is.
     static func attachWorkingCopy(_ evidence: WALEvidence, commit: Int, to connection: Connection) -> Bool {
-        guard let file = PointInTime.workingCopyFile(evidence, commit: commit) else { return false }
+        guard let copy = PointInTime.workingCopyShowing(evidence, commit: commit) else { return false }
         do {
             // The connection is read-only (so is what it attaches); and it must never checkpoint.
             try connection.disableCheckpointOnClose()
-            try connection.attachFile(file, as: Schema.later)
+            try copy.attachWALView(to: connection, as: Schema.later)
         } catch {
             return false
         }

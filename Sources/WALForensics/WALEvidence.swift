@@ -5,8 +5,8 @@ import StoreFormats
 /// Everything the WAL forensics read about one store: the main file's
 /// bytes, the `-wal` and the `-shm`, as they came with the store.
 ///
-/// Build it from a working copy (the normal way: the bytes are the
-/// scratch copies, never the originals), or directly from bytes in tests.
+/// Build it from a working copy (the normal way: the bytes SQLite reads, the originals read in
+/// place or their scratch copies), or directly from bytes in tests.
 public struct WALEvidence: @unchecked Sendable {
     /// How to name the store to the user.
     public let displayPath: String
@@ -52,10 +52,10 @@ public struct WALEvidence: @unchecked Sendable {
                   sharedMemory: sharedMemoryData.flatMap { try? SharedMemoryIndex(data: $0) })
     }
 
-    /// The evidence of a working copy. The main file is read from the scratch copy, never from
-    /// the original, mapped (`MappedFile`, so its pages are read on demand and given back): when a
-    /// hot journal is to be rolled back in the copy (SQLite then rewrites it), from a copy of the
-    /// copy as it is now (`stableMainFile`), never read whole into memory.
+    /// The evidence of a working copy. The main file is read where SQLite reads it (the original
+    /// read in place, or the scratch copy), mapped (`MappedFile`, so its pages are read on demand
+    /// and given back): when a hot journal is to be rolled back in the copy (SQLite then rewrites
+    /// it), from a copy of the copy as it is now (`stableMainFile`), never read whole into memory.
     public init(copy: WorkingCopy, displayPath: String? = nil) throws {
         let data: Data
         let main = try copy.stableMainFile()
@@ -69,8 +69,7 @@ public struct WALEvidence: @unchecked Sendable {
         imageFolder = copy.folder.appendingPathComponent("point-in-time", isDirectory: true)
         workingCopy = copy
         if !copy.rollsBackJournal {
-            let wal = copy.copiedMain.path + "-wal"
-            files = (copy.copiedMain.path, copy.family.wal != nil && FileManager.default.fileExists(atPath: wal) ? wal : nil)
+            files = (copy.databaseFile.path, copy.sqliteWAL?.path)
         }
         journalData = copy.journalData
     }

@@ -22,8 +22,9 @@ struct WorkingCopyTests {
         return url
     }
 
-    @Test("both views: WAL applied and main file only; originals byte-identical, -shm included")
-    func twoViewsLeaveEvidenceAlone() throws {
+    @Test("both views: WAL applied and main file only; originals byte-identical, -shm included; read in place and copied",
+          arguments: [false, true])
+    func twoViewsLeaveEvidenceAlone(copying: Bool) throws {
         let folder = try TemporaryFolder("views")
         let url = try Self.storeWithWAL(in: folder)
         #expect(FileManager.default.fileExists(atPath: url.path + "-wal"))
@@ -31,7 +32,11 @@ struct WorkingCopyTests {
         let before = try FolderSnapshot(folder.url)
 
         let session = try EvidenceSession()
-        let copy = try session.workingCopy(of: url)
+        let copy = try session.workingCopy(of: url, options: OpenOptions(copyEvidence: copying))
+        #expect(copy.readsInPlace == !copying)
+        let scratchFiles = FileManager.default.enumerator(atPath: session.scratch.url.path)?.allObjects.compactMap { $0 as? String }
+            .filter { !$0.hasSuffix("/") && (try? FileManager.default.attributesOfItem(atPath: session.scratch.url.path + "/" + $0)[.type] as? FileAttributeType) == .typeRegular } ?? []
+        #expect(scratchFiles.isEmpty == !copying, "read in place, nothing is copied into the scratch folder: \(scratchFiles)")
         #expect(copy.header.isWALMode)
         #expect(copy.wal?.commitFrames.count == 1)
         #expect(copy.family.shm != nil)
@@ -53,10 +58,10 @@ struct WorkingCopyTests {
         let url = try Self.storeWithWAL(in: folder)
         let session = try EvidenceSession(keepScratch: true)
         defer { try? FileManager.default.removeItem(at: session.scratch.url) }
-        let copy = try session.workingCopy(of: url)
-        let walBefore = try Data(contentsOf: URL(fileURLWithPath: copy.copiedMain.path + "-wal"))
+        let copy = try session.workingCopy(of: url, options: OpenOptions(copyEvidence: true))
+        let walBefore = try Data(contentsOf: URL(fileURLWithPath: copy.databaseFile.path + "-wal"))
         do { _ = try copy.open().scalar("SELECT count(*) FROM ZTODOLIST") }
-        let walAfter = try Data(contentsOf: URL(fileURLWithPath: copy.copiedMain.path + "-wal"))
+        let walAfter = try Data(contentsOf: URL(fileURLWithPath: copy.databaseFile.path + "-wal"))
         #expect(walBefore == walAfter)
         #expect(FileManager.default.fileExists(atPath: session.scratch.url.path), "--keep-scratch keeps it")
     }
@@ -95,8 +100,9 @@ struct WorkingCopyTests {
         try w.close(leavingWAL: true)
         let session = try EvidenceSession()
         defer { session.scratch.remove() }
-        let copy = try session.workingCopy(of: url)
-        for (original, copied) in [(url.path, copy.copiedMain.path), (url.path + "-wal", copy.copiedMain.path + "-wal")] {
+        let copy = try session.workingCopy(of: url, options: OpenOptions(copyEvidence: true))
+        #expect(!copy.readsInPlace)
+        for (original, copied) in [(url.path, copy.databaseFile.path), (url.path + "-wal", copy.databaseFile.path + "-wal")] {
             #expect(try Data(contentsOf: URL(fileURLWithPath: copied)) == Data(contentsOf: URL(fileURLWithPath: original)), "\(copied)")
             let recorded = try #require(session.ledger.entry(for: original)?.sha256, "\(original) was hashed")
             #expect(recorded == (try Self.sha256sum(original)), "\(original): the hash taken while copying is the file's")
@@ -276,7 +282,8 @@ struct OriginalsReadOnceTests {
         let journalBytes = try Data(contentsOf: URL(fileURLWithPath: url.path + "-journal"))
         #expect(journalBytes.count > 4096, "the journal holds pages")
         let truth = try Self.mainAloneTruth(url, in: folder)
-        var options = OpenOptions()
+        // The copy is what this test is about (a journal SQLite would not call hot is read in place otherwise).
+        var options = OpenOptions(copyEvidence: true)
         options.rollBackJournal = true
         let session = try EvidenceSession()
         let copy = try session.workingCopy(of: url, options: options)
@@ -320,7 +327,7 @@ extension OriginalsReadOnceTests {
         try FileManager.default.copyItem(atPath: other.path + "-wal", toPath: evidence.path + "-wal")
         let walBytes = try Data(contentsOf: URL(fileURLWithPath: evidence.path + "-wal"))
         #expect(walBytes.count > 1024 * 10)
-        var options = OpenOptions()
+        var options = OpenOptions(copyEvidence: true)
         options.ignoreMismatchedWAL = true
         let session = try EvidenceSession()
         let copy = try session.workingCopy(of: evidence, options: options)

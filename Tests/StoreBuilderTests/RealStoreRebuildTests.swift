@@ -176,7 +176,7 @@ struct RealStoreRebuildTests {
             return
         }
         let realShape = try Self.shape(connection)
-        let header = try Data(contentsOf: copy.copiedMain).prefix(20)
+        let header = try Data(contentsOf: copy.databaseFile).prefix(20)
         let scratch = try TemporaryFolder("rebuild-\(name)")
         let url = scratch.path("rebuilt.sqlite")
         let writer = try StoreWriter(url: url, model: DecodedModel.description(opened.model), options: .init(

@@ -219,7 +219,7 @@ struct WALOnlyStoreTests {
         // SQLite itself, on the working copy with the WAL applied: the store is consistent.
         let db = try copy.open()
         #expect(try db.integrityCheck() == ["ok"])
-        let header = try Data(contentsOf: copy.copiedMain).prefix(100)
+        let header = try Data(contentsOf: copy.databaseFile).prefix(100)
         #expect(header[40..<44].allSatisfy { $0 == 0 } && header[56..<60].allSatisfy { $0 == 0 },
                 "the main file's schema cookie and text encoding are not set yet")
         #expect(!analysis.findings.contains { $0.id == "wal-may-not-belong" }, "\(analysis.findings.map(\.evidence))")

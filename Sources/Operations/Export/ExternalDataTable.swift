@@ -6,8 +6,9 @@ import StoreFormats
 extension DecodedExport {
     /// `_storelens_external_data`: one row per entry of the store's `_EXTERNAL_DATA` folder as it
     /// came (name, path relative to the store's folder, kind, size, SHA-256 as read), and with
-    /// `--with-external-data` the file's bytes, copied from storelens's private copy (never from
-    /// the original) in pieces, so a large file costs a piece of memory, not its size.
+    /// `--with-external-data` the file's bytes, copied from storelens's private copy (or, for a
+    /// store read in place, from the original, only ever opened for reading) in pieces, so a large
+    /// file costs a piece of memory, not its size.
     enum ExternalDataTable {
         static let table = "_storelens_external_data"
         static let piece = 1 << 20
@@ -33,16 +34,17 @@ extension DecodedExport {
             return entries.count
         }
 
-        /// Streams the private copy into the row just inserted, checking its bytes against the hash
-        /// taken when the original was read: a copy that no longer matches is our failure.
+        /// Streams the file into the row just inserted, checking its bytes against the hash taken
+        /// when the original was read: bytes that no longer match stop the export.
         static func fill(from copy: URL, file: ExternalFile, size: Int64, _ connection: Connection, output: String) throws {
             let writer = try DecodedExport.output(output) {
                 try connection.storedValue(table: table, column: "data", rowid: connection.lastInsertedRowID, writable: true)
             }
-            guard let handle = FileHandle(forReadingAtPath: copy.path) else {
-                throw DecodedExportError.outputFailed(path: output, reason: "storelens's copy of \(file.relativePath) cannot be read")
+            // The copy, or the original of a store read in place: no link followed, no FIFO waited for.
+            guard let (fd, _) = try? SmallFile.openRegular(copy) else {
+                throw DecodedExportError.outputFailed(path: output, reason: "\(file.relativePath) cannot be read again as the regular file it was")
             }
-            defer { try? handle.close() }
+            let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
             var hash = SHA256()
             var offset = 0
             while offset < size, let bytes = try handle.read(upToCount: piece), !bytes.isEmpty {
@@ -52,7 +54,7 @@ extension DecodedExport {
                 offset += chunk.count
             }
             guard offset == size, hash.finalizeHex() == file.sha256 else {
-                throw DecodedExportError.outputFailed(path: output, reason: "storelens's copy of \(file.relativePath) no longer matches the file as read")
+                throw DecodedExportError.outputFailed(path: output, reason: "\(file.relativePath) no longer matches the file as hashed when the store was opened")
             }
         }
     }

@@ -118,7 +118,7 @@ extension Storelens {
         let resolver = InputResolver(session: session, limits: options.input.limits, hashArchives: true, wanted: auditor?.wantedFiles ?? [],
                                      stagesCopies: { [mayBind = auditor?.mayBind] path in
                                          (select.map { path.hasSuffix($0) } ?? true) || mayBind?(path) == true
-                                     })
+                                     }, open: options.input.open)
         document.inventories = try InputResolver.distinct(inputs).map { try resolver.inventory(of: $0) }
         let found = document.inventories.flatMap(\.stores)
         guard let select else { return found }

@@ -105,6 +105,8 @@ enum CommonOptions {
                                              help: "Keep the private working folder with the copies storelens read, and print where it is.")
     static let rollBackJournal = OptionSpec.flag("--roll-back-journal",
                                                  help: "Read a store with a hot -journal by rolling it back in the working copy (the original is never changed).")
+    static let copy = OptionSpec.flag("--copy",
+                                      help: "Copy each store into the private working folder and read the copy, instead of reading it where it lies through storelens's read-only SQLite VFS (needs free space for the stores' size; docs/safety.md).")
     static let store = OptionSpec.value("--store", valueName: "path",
                                         help: "When the input holds several stores, use the one whose path ends with this.")
     static let maxExtractBytes = OptionSpec.value("--max-extract-bytes", valueName: "bytes",
@@ -157,7 +159,7 @@ enum CommonOptions {
     static let quiet = OptionSpec.flag("--quiet", "-q", help: "Show no progress line (one is shown on stderr only when stderr is a terminal).")
 
     /// The options every command that reads stores accepts, in help order.
-    static let input: [OptionSpec] = [store, keepScratch, rollBackJournal, passwordFile, maxExtractBytes, maxEntryBytes, maxRatio, maxEntries,
+    static let input: [OptionSpec] = [store, keepScratch, copy, rollBackJournal, passwordFile, maxExtractBytes, maxEntryBytes, maxRatio, maxEntries,
                                       readDamaged, quiet]
 }
 
@@ -195,7 +197,8 @@ struct InputSettings {
         select = parsed.valueIfOffered("--store")
         passwordFile = parsed.valueIfOffered("--password-file")
         keepScratch = parsed.flagIfOffered("--keep-scratch")
-        open = OpenOptions(rollBackJournal: parsed.flagIfOffered("--roll-back-journal"))
+        open = OpenOptions(rollBackJournal: parsed.flagIfOffered("--roll-back-journal"),
+                           copyEvidence: parsed.flagIfOffered("--copy") || OpenOptions.copyByDefault)
         var limits = ArchiveLimits()
         func number(_ name: String) throws(ParseError) -> Int64? {
             guard let text = parsed.valueIfOffered(name) else { return nil }
