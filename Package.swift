@@ -107,7 +107,7 @@ let package = Package(
         .testTarget(name: "OperationsTests", dependencies: ["Operations", "Reports", "CoreDataStore", "WALForensics", "Checks", "Findings", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "Operations", "CoreDataStore", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "StorelensKitTests", dependencies: ["StorelensKit", "StoreBuilder", "StoreTestSupport"]),
-        .testTarget(name: "storelensTests", dependencies: ["StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
+        .testTarget(name: "storelensTests", dependencies: ["StoreBuilder", "SQLiteAccess", "StoreTestSupport", "Acquisition"]),
     ],
     swiftLanguageModes: [.v6]
 )

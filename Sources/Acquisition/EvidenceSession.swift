@@ -19,7 +19,8 @@ public final class EvidenceSession {
     public var onDamagedInput: ((DamagedInput) -> Void)?
 
     public init(keepScratch: Bool = false, scratchParent: URL? = nil, backupPassword: BackupPasswordSource?) throws {
-        scratch = try ScratchFolder(parent: scratchParent, keep: keepScratch)
+        // Made when first needed: a store read in place needs none.
+        scratch = try ScratchFolder(parent: scratchParent, keep: keepScratch, lazily: true)
         self.backupPassword = backupPassword
         pagesReadPastEndAtStart = MappedFile.pagesReadPastEnd
     }
@@ -165,9 +166,10 @@ public final class EvidenceSession {
         if FileManager.default.fileExists(atPath: main.path, isDirectory: &isDir), !isDir.boolValue {
             try recordForReading(family, options: options)
         }
-        let folder = try scratch.makeSubfolder(named: main.lastPathComponent)
+        let folder = scratch.subfolderPath(named: main.lastPathComponent)
         let copy = try WorkingCopy(family: family, name: main.lastPathComponent, displayPath: main.path, into: folder, options: options,
-                                   staged: takeStaged(family), externalData: externalData[family.main.path])
+                                   staged: takeStaged(family), externalData: externalData[family.main.path],
+                                   preparing: { [scratch] in try scratch.makeSubfolder(at: folder) })
         remember(copy)
         TestPause.reach("working-copy")
         return copy
@@ -175,12 +177,13 @@ public final class EvidenceSession {
 
     /// Copies a found store (from a folder, archive or backup) into a fresh subfolder.
     public func workingCopy(of store: FoundStore, options: OpenOptions = OpenOptions()) throws -> WorkingCopy {
-        let folder = try scratch.makeSubfolder(named: store.name)
+        let folder = scratch.subfolderPath(named: store.name)
         // Files extracted from an archive are already storelens's own copies in the scratch folder.
         let extracted = store.family.main.standardizedFileURL.path.hasPrefix(scratch.url.standardizedFileURL.path + "/")
         let copy = try WorkingCopy(family: store.family, name: store.name, displayPath: store.path, into: folder, options: options,
                                    alreadyPrivate: extracted, staged: takeStaged(store.family),
-                                   externalData: externalData[store.family.main.path])
+                                   externalData: externalData[store.family.main.path],
+                                   preparing: { [scratch] in try scratch.makeSubfolder(at: folder) })
         remember(copy)
         // Tests interrupt here: the copy exists in the scratch folder and must be removed.
         TestPause.reach("working-copy")

@@ -70,8 +70,17 @@ public struct OpenOptions: Sendable {
 public final class WorkingCopy {
     /// The originals.
     public let family: StoreFamily
-    /// The folder holding the copies.
+    /// The store's own folder in the scratch folder, holding its copies (a store read in place
+    /// has none until something must be written: `privateFolder()`).
     public let folder: URL
+    private let prepareFolder: () throws -> Void
+
+    /// `folder`, made if it is not there yet (a store read in place writes point-in-time images
+    /// and spools there): `WorkingFolderFailure` when it cannot be.
+    public func privateFolder() throws -> URL {
+        try prepareFolder()
+        return folder
+    }
     /// The main file SQLite reads: the original itself when the store is read in place
     /// (`readsInPlace`), else its copy in `folder` (with the copied `-wal` beside it).
     public let databaseFile: URL
@@ -182,8 +191,11 @@ public final class WorkingCopy {
     ///   `EvidenceSession` while it hashed them), by original path: moved into place, not copied.
     /// - Parameter externalData: the `_EXTERNAL_DATA` files, copied and hashed by the session
     ///   while it recorded them; when nil they are copied (and hashed) here.
+    /// - Parameter preparing: makes `folder` (and the scratch folder holding it), called before
+    ///   anything is written there; nil: `folder` exists.
     public init(family: StoreFamily, name: String, displayPath: String, into folder: URL, options: OpenOptions = OpenOptions(),
-                alreadyPrivate: Bool = false, staged: [String: URL] = [:], externalData: ExternalDataFolder? = nil) throws {
+                alreadyPrivate: Bool = false, staged: [String: URL] = [:], externalData: ExternalDataFolder? = nil,
+                preparing: (() throws -> Void)? = nil) throws {
         let main = family.main
         let path = displayPath
         let fm = FileManager.default
@@ -227,10 +239,12 @@ public final class WorkingCopy {
         self.notes = notes
 
         self.folder = folder
+        self.prepareFolder = preparing ?? {}
         self.walView = mismatchedWAL ? .mainFileOnly : .walApplied
         // A session that staged copies of the family chose the copy; one that did not, reading in place.
         let inPlace = !alreadyPrivate && staged.isEmpty && !hotJournal && Self.readsInPlace(family, options: options)
         self.readsInPlace = inPlace
+        if !inPlace { try prepareFolder() }
         self.externalData = try externalData ?? ExternalDataFolder.copying(family, storeName: family.main.lastPathComponent, into: folder,
                                                                            alreadyPrivate: alreadyPrivate, inPlace: inPlace)
         if inPlace {

@@ -151,6 +151,14 @@ static const sqlite3_io_methods evidenceMethods = {
     NULL, NULL
 };
 
+// Whether a regular file is at `name` (no link followed). A -wal or -journal that is anything else
+// (a FIFO, a device, a link) is not part of the store: storelens neither hashes nor reads it, and
+// SQLite must not see it either (it would wait on a FIFO, or refuse the store).
+static int isRegularFile(const char *name) {
+    struct stat st;
+    return lstat(name, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 static int vfsOpen(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags, int *outFlags) {
     EvidenceFile *e = (EvidenceFile *)f;
     EvidenceFlavour *flavour = (EvidenceFlavour *)vfs->pAppData;
@@ -163,11 +171,7 @@ static int vfsOpen(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flag
         // the object they expect.
         return defaultVFS()->xOpen(defaultVFS(), name, f, flags, outFlags);
     }
-    int missing = 0;
-    if ((flags & SQLITE_OPEN_WAL) && !flavour->hideWAL && name) {
-        int exists = 0;
-        if (defaultVFS()->xAccess(defaultVFS(), name, SQLITE_ACCESS_EXISTS, &exists) == SQLITE_OK && !exists) missing = 1;
-    }
+    int missing = (flags & SQLITE_OPEN_WAL) && !flavour->hideWAL && name && !isRegularFile(name);
     if ((flags & SQLITE_OPEN_WAL) && (flavour->hideWAL || missing)) {
         // The main file of a store in WAL mode is read with a -wal; where the view hides it or
         // the family has none, SQLite gets an empty one (nothing is created), and reads the main
@@ -207,6 +211,11 @@ static int vfsAccess(sqlite3_vfs *vfs, const char *name, int flags, int *out) {
     if ((isWAL && flavour->hideWAL) || isShm) {
         // The -shm is never used (the wal-index is in memory); a hidden -wal is not there.
         *out = 0;
+        return SQLITE_OK;
+    }
+    int isJournal = length > 8 && strcmp(name + length - 8, "-journal") == 0;
+    if (flags == SQLITE_ACCESS_EXISTS && (isWAL || isJournal)) {
+        *out = isRegularFile(name);
         return SQLITE_OK;
     }
     if (flags == SQLITE_ACCESS_READWRITE) {

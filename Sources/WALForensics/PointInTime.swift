@@ -90,6 +90,12 @@ public enum PointInTime {
         let resolved = min(commit ?? available, available)
         let path = folder.appendingPathComponent("commit-\(resolved).sqlite").path
         if !FileManager.default.fileExists(atPath: path) {
+            // The store's private folder is made on first use (a store read in place has none yet).
+            do {
+                _ = try evidence.workingCopy?.privateFolder()
+            } catch {
+                throw .image(path: evidence.displayPath, .writeFailed(path: folder.path, code: (error as? WorkingFolderFailure)?.code ?? EIO, bytes: 0))
+            }
             if mkdir(folder.path, 0o700) != 0 && errno != EEXIST {
                 throw .image(path: evidence.displayPath, .writeFailed(path: folder.path, code: errno, bytes: 0))
             }

@@ -44,7 +44,7 @@ struct VersionValuesTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("version-values-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        var stored = VersionValues(folder: folder) as VersionValues?
+        var stored = VersionValues(folder: { folder }) as VersionValues?
         var ids: [Int64] = []
         for i in 0 ..< 300 {
             ids.append(try stored!.store(i % 2 == 0 ? Self.values : Array(Self.values.prefix(i % Self.values.count))))

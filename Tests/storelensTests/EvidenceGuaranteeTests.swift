@@ -1,3 +1,4 @@
+import Acquisition
 import Foundation
 import SQLiteAccess
 import StoreBuilder
@@ -326,10 +327,17 @@ struct EvidenceGuaranteeTests {
             for input in inputs {
                 for arguments in Self.runs(for: input, outputs: outputs, migrationTarget: migrationTarget) {
                     let log = reads.path("run-\(count).log")
-                    let run = try BoundedRun.run(arguments, environment: ["TMPDIR": tmp.path, "STORELENS_EVIDENCE_READS": log.path], timeout: 60)
+                    // Read-only, the stores are read in place (the evidence VFS); writable, copied
+                    // first (`STORELENS_COPY=1`, as `--copy`): both paths, every command. The
+                    // genuine stores in ../shared are read in place.
+                    let copying = writable && !kind.inPlace
+                    let run = try BoundedRun.run(arguments, environment: ["TMPDIR": tmp.path, "STORELENS_EVIDENCE_READS": log.path,
+                                                                          "STORELENS_COPY": copying ? "1" : "0"], timeout: 60)
                     count += 1
-                    let what = "\(kind.name), \(writable ? "writable" : "read-only"): storelens \(arguments.joined(separator: " ")) → exit \(run.status)\nstderr: \(run.stderr.prefix(1500))"
+                    let what = "\(kind.name), \(writable ? "writable, copied" : "read-only, in place"): storelens \(arguments.joined(separator: " ")) → exit \(run.status)\nstderr: \(run.stderr.prefix(1500))"
                     #expect(!run.timedOut && !run.crashed, "\(what)")
+                    let logged = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+                    #expect(!logged.contains(EvidenceReads.refusedWritesName), "SQLite asked the evidence VFS to write: \(what)")
                     let passes = Self.evidencePasses(log, inside: folder)
                     let allowed = { (path: String) in Self.allowedPasses(path, input: input.path, arguments: arguments) }
                     #expect(passes.allSatisfy { $0.value <= allowed($0.key) }, "read more often than allowed: \(passes.filter { $0.value > allowed($0.key) }.sorted { $0.key < $1.key }.prefix(5)): \(what)")

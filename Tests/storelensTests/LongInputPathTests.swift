@@ -52,14 +52,17 @@ extension LongInputPathTests {
         #expect(rows.stdout.split(separator: "\n").count == (try truth.count("ZTODOITEM")))
     }
 
-    @Test("a TMPDIR too deep for SQLite is storelens' own failure: exit 3 naming TMPDIR, never the evidence called damaged")
+    @Test("a TMPDIR too deep for SQLite is storelens' own failure when a copy is made: exit 3 naming TMPDIR, never the evidence called damaged; read in place, no TMPDIR is needed")
     func tmpdirTooDeep() throws {
         let folder = try TemporaryFolder("long-tmpdir")
         let store = try HostileCorpus.store(in: folder.path("built"))
         var tmp = folder.path("tmp")
         while tmp.path.utf8.count < 520 { tmp.appendPathComponent(String(repeating: "t", count: 40)) }
         try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
-        let run = try CLI.run(["inspect", store.path], environment: ["TMPDIR": tmp.path])
+        let inPlace = try CLI.run(["inspect", store.path, "--format", "json"], environment: ["TMPDIR": tmp.path])
+        #expect(inPlace.status == 0, "read in place, the working folder is never needed: exit \(inPlace.status): \(inPlace.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path).isEmpty, "nothing made in TMPDIR")
+        let run = try CLI.run(["inspect", store.path, "--copy"], environment: ["TMPDIR": tmp.path])
         #expect(run.status == 3, "exit \(run.status): \(run.stderr)")
         #expect(run.stderr.contains("set TMPDIR to a shorter folder") && run.stderr.contains("not a finding about the evidence") && !run.stderr.contains("damaged"),
                 "\(run.stderr)")

@@ -295,7 +295,7 @@ struct Tracker {
 
     init(evidence: WALEvidence) {
         self.evidence = evidence
-        stored = VersionValues(folder: evidence.workingCopy?.folder)
+        stored = VersionValues(folder: evidence.workingCopy.map { copy in { try copy.privateFolder() } })
     }
 
     mutating func apply(commit: Int, diff: RecordDiff, earlier: StateReader, later: StateReader, filter: RecordRecovery.Filter) throws {

@@ -13,7 +13,9 @@ import StoreFormats
 /// for evidence held in memory) and removed when this is released; a failure there is ours,
 /// never the evidence's (`WorkingFolderFailure`: SQLite's full, I/O and cannot-open errors).
 final class VersionValues {
-    private let folder: URL?
+    /// The folder that holds the file, asked for on first use (a store read in place has no
+    /// private folder until then: `WorkingCopy.privateFolder`); nil for evidence held in memory.
+    private let folder: (() throws -> URL)?
     /// Opened on the first values kept (a store without WAL commits writes nothing).
     private var database: (connection: Connection, insert: Statement, select: Statement)?
     private var path: String?
@@ -21,7 +23,7 @@ final class VersionValues {
     /// Rows are written in one transaction, ended before the first is read back.
     private var writing = false
 
-    init(folder: URL?) {
+    init(folder: (() throws -> URL)?) {
         self.folder = folder
     }
 
@@ -32,7 +34,7 @@ final class VersionValues {
     private func open() throws -> (connection: Connection, insert: Statement, select: Statement) {
         if let database { return database }
         let connection: Connection
-        if let folder {
+        if let folder = try folder?() {
             let path = folder.appendingPathComponent("version-values-\(UUID().uuidString).sqlite").path
             self.path = path
             connection = try Connection.open(path: path, mode: .create, label: "recovered versions")

@@ -184,6 +184,14 @@ struct InputSettings {
     /// `--password-file`, when given (the password itself is read only if an encrypted backup is met).
     let passwordFile: String?
 
+    /// With `--keep-scratch`, says where the private working folder was kept, or that nothing
+    /// needed one (every store was read in place).
+    func tellKeptScratch(of session: EvidenceSession, to output: Output) {
+        guard keepScratch else { return }
+        output.error(session.scratch.exists ? "Working copies kept in \(session.scratch.url.path)\n"
+                                            : "No working folder was needed: every store was read where it lies (--copy makes copies to keep)\n")
+    }
+
     /// A session for one command (or one input of a batch), knowing where an encrypted backup's
     /// password comes from.
     func makeSession() throws -> EvidenceSession {

@@ -56,7 +56,7 @@ struct ExportCommand: Command {
                                               xcodeModel: modelPath.map { URL(fileURLWithPath: $0) }, toolVersion: RootCommand.version)
         let result = try Storelens.export(path, options, in: session)
         output.write(json ? ExportReport.json(result).rendered() + "\n" : ExportReport.text(result))
-        if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
+        input.tellKeptScratch(of: session, to: output)
         return .success
     }
 }

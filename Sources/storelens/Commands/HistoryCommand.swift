@@ -83,7 +83,7 @@ struct HistoryCommand: Command {
             writer.end()
         }
         try session.finish()
-        if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
+        input.tellKeptScratch(of: session, to: output)
         return .success
     }
 }

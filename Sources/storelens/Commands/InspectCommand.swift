@@ -61,7 +61,7 @@ struct InspectCommand: Command {
         let result = try Storelens.inspect(paths, options, in: session)
         try session.finish()
         output.write(InspectionReport.rendered(result, as: format))
-        if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
+        input.tellKeptScratch(of: session, to: output)
         // The other stores were read; the refused ones are input errors all the same.
         for r in result.refused { output.error("Error: \(r.reason)\n") }
         return result.refused.isEmpty ? .success : .usageOrInput

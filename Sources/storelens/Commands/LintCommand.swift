@@ -51,7 +51,7 @@ struct LintCommand: Command {
             result = try Storelens.lint(paths, options, in: session)
             for note in result.notes { output.error("Note: \(note)\n") }
             try session.finish()
-            if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
+            input.tellKeptScratch(of: session, to: output)
         }
         output.write(LintReport.rendered(result, as: format))
         return result.findings.any(atOrAbove: failOn) ? .findings : .success

@@ -52,7 +52,7 @@ struct MigrationCommand: Command {
         for note in result.notes { output.error("Note: \(note)\n") }
         try session.finish()
         output.write(MigrationReport.rendered(result.plan, as: format))
-        if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
+        input.tellKeptScratch(of: session, to: output)
         return result.plan.failsOrLosesData ? .findings : .success
     }
 }

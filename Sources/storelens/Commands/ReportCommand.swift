@@ -119,7 +119,7 @@ struct ReportCommand: Command {
             let counts = Finding.Severity.allCases.reversed().map { s in "\(built.findings.filter { $0.severity == s }.count) \(s.rawValue)" }
             output.write("wrote \(TextTable.sanitized(out)) (\(built.html.utf8.count) bytes): \(plural(built.stores.count, "store")), findings: \(counts.joined(separator: ", "))\n")
         }
-        if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
+        input.tellKeptScratch(of: session, to: output)
         // The report is written either way; a damaged input or a failed audit still ends as an input error.
         if let problem = built.problem {
             output.error("Error: \(problem)\n")

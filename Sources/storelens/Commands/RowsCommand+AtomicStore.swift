@@ -20,7 +20,7 @@ extension RowsCommand {
         // Values that are not their type are shown as stored text; say so where people look.
         for anomaly in selected.anomalies.prefix(10) { output.error("warning: \(anomaly).\n") }
         if selected.anomalies.count > 10 { output.error("warning: \(selected.anomalies.count - 10) more values are not their type.\n") }
-        if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
+        input.tellKeptScratch(of: session, to: output)
         return .success
     }
 }

@@ -97,7 +97,7 @@ struct RowsCommand: Command {
         writer.end()
         if format == .table { output.write("\(plural(writer.count, "row"))\n") }
         try session.finish()
-        if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
+        input.tellKeptScratch(of: session, to: output)
         return .success
     }
 }

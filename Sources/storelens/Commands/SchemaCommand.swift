@@ -40,7 +40,7 @@ struct SchemaCommand: Command {
         let text = format == "json" ? SchemaReport.json(schema).rendered() + "\n" : SchemaReport.text(schema)
         try session.finish()
         output.write(text)
-        if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
+        input.tellKeptScratch(of: session, to: output)
         return .success
     }
 }

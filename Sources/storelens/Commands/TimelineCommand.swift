@@ -59,7 +59,7 @@ struct TimelineCommand: Command {
         let undated = leftOut.undated
         if !leftOut.notCoreData.isEmpty { output.error("Not Core Data, no timeline: \(leftOut.notCoreData.map(TextTable.sanitized).joined(separator: ", "))\n") }
         if undated > 0 { output.error("\(plural(undated, "transaction")), commit\(undated == 1 ? "" : "s") or value\(undated == 1 ? "" : "s") without a usable date left out.\n") }
-        if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
+        input.tellKeptScratch(of: session, to: output)
         return .success
     }
 }

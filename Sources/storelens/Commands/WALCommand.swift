@@ -141,7 +141,7 @@ struct WALCommand: Command {
                                                  output: out, bytes: image.bytes.count, pageSize: image.pageSize)
             output.write(format == "json" ? WALReport.json(written: written).rendered() + "\n" : WALReport.text(written: written))
         }
-        if input.keepScratch { output.error("Working copies kept in \(session.scratch.url.path)\n") }
+        input.tellKeptScratch(of: session, to: output)
         return .success
     }
 

@@ -121,7 +121,7 @@ final class CarvedVersions {
         let changeShape = try CarvingShape.changeShape(of: state)
         if let changeShape { shapes.append(changeShape) }
         let encoding = evidence.header?.textEncoding ?? 1
-        let carved = try CarvedVersions(shapes: shapes, names: names, state: state, encoding: encoding, folder: evidence.workingCopy?.folder)
+        let carved = try CarvedVersions(shapes: shapes, names: names, state: state, encoding: encoding, folder: evidence.workingCopy?.privateFolder())
         guard var carver = StoreCarver(evidence: evidence, shapes: shapes) else { return carved }
         let changes = changeShape.map { _ in shapes.count - 1 }
         if let changeShape { carved.historyRemnants = HistoryRemnants(state: state, shape: changeShape, names: names) }
