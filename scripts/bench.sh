@@ -174,9 +174,30 @@ measure "sqlite3 -json" --prep fresh_copy "$scratch/sqlite-json" "SELECT * FROM 
 measure "check" "$BIN" check "$STORE"
 measure "check --only Core Data" "$BIN" check "$STORE" --only "$CD_CHECKS"
 measure "quick_check" --prep fresh_copy "$scratch/sqlite-table" "PRAGMA quick_check"
-# The fixed cost every command pays before its own work (hash before and after, copy, WAL read, open):
+# The fixed cost every command pays before its own work (hash before and after, WAL read, open):
 # check running its cheapest check alone.
 measure "check --only wal-missing" "$BIN" check "$STORE" --only wal-missing
+# Read in place (the default) beside the copy (--copy, as every command did before the evidence
+# VFS), and SQLite's own full integrity check, which check is held against.
+measure "inspect --copy" "$BIN" inspect "$STORE" --copy
+measure "check --copy" "$BIN" check "$STORE" --copy
+measure "check --only wal-missing --copy" "$BIN" check "$STORE" --only wal-missing --copy
+measure "integrity_check" --prep fresh_copy "$scratch/sqlite-table" "PRAGMA integrity_check"
+# The working folder a command leaves with --keep-scratch (what it made there: copies, images),
+# in KB, from a TMPDIR of its own.
+scratch_kb() { # name, then the command
+  local name=$1; shift
+  local tmp="$scratch/tmpdir-$RANDOM"
+  mkdir -p "$tmp"
+  TMPDIR=$tmp "$@" --keep-scratch >/dev/null 2>&1 || true
+  SCRATCH_KB_OF[$name]=$(du -sk "$tmp" | cut -f1)
+  rm -rf "$tmp"
+}
+declare -A SCRATCH_KB_OF
+for command in inspect check wal; do
+  scratch_kb "$command" "$BIN" "$command" "$STORE"
+  scratch_kb "$command --copy" "$BIN" "$command" "$STORE" --copy
+done
 measure "wal" env STORELENS_TIMINGS=1 "$BIN" wal "$STORE" --format json --no-integrity-check
 measure "wal plain" "$BIN" wal "$STORE" --format json
 measure "report" "$BIN" report "$STORE" --out "$scratch/report.html" --force
@@ -286,6 +307,28 @@ mem_gb=$(awk '/MemTotal/ {printf "%.0f", $2 / 1048576}' /proc/meminfo 2>/dev/nul
   goal "\`scan\` of the $zip_mb MB .zip beside what it must do at least (list, then extract the stores)" "not measured" "scan zip" "bsdtar -tf + -xf stores" "\`bsdtar -tf\` + \`bsdtar -xf\` of the store families" - - -
   goal "\`check\` whole command (quick_check, then every Core Data check)" "0.795 s, 2.14×" "check" "quick_check" "\`PRAGMA quick_check\`" 1.2 - -
   echo
+  echo "## Reading the store where it lies"
+  echo
+  echo "Every command reads a store in place through storelens's read-only SQLite VFS (docs/safety.md); \`--copy\` copies it into the private working folder first, as every command did before. Before: \`--copy\` in this run; after: in place."
+  echo
+  echo "| goal | before (--copy) | after (in place) | reference (this run) | ratio after | target | verdict | peak memory before → after |"
+  echo "|---|---|---|---|---|---|---|---|"
+  place() { # what, name, reference name, reference text, ratio target
+    local r ok
+    r=$(ratio "$2" "$3"); ok=$(verdict "$r <= $5")
+    printf '| %s | %.3f s (%.2f×) | %.3f s | %.3f s (%s) | %.2f× | ≤ %s× | %s | %s → %s MB |\n' "$1" "$(s "$2 --copy")" "$(ratio "$2 --copy" "$3")" "$(s "$2")" "$(s "$3")" "$4" "$r" "$5" "$ok" "$(peak "$2 --copy")" "$(peak "$2")"
+  }
+  place "\`inspect\` beside the safe manual workflow" "inspect" "manual workflow" "manual workflow" 0.45
+  place "\`check\` beside \`PRAGMA integrity_check\`" "check" "integrity_check" "\`PRAGMA integrity_check\`" 0.8
+  printf '| `check` beside `PRAGMA quick_check` (reported) | %.3f s (%.2f×) | %.3f s | %.3f s (`PRAGMA quick_check`) | %.2f× | none set | – | %s → %s MB |\n' "$(s "check --copy")" "$(ratio "check --copy" quick_check)" "$(s check)" "$(s quick_check)" "$(ratio check quick_check)" "$(peak "check --copy")" "$(peak check)"
+  printf '| the fixed cost of any command (`check --only wal-missing`) | %.3f s | %.3f s | – | – | none set | – | %s → %s MB |\n' "$(s "check --only wal-missing --copy")" "$(s "check --only wal-missing")" "$(peak "check --only wal-missing --copy")" "$(peak "check --only wal-missing")"
+  echo
+  echo "| working folder used on the ${store_mb} MB store with its ${wal_mb} MB WAL | --copy | in place | target | verdict |"
+  echo "|---|---|---|---|---|"
+  for command in inspect check wal; do
+    printf '| `%s` | %s KB | %s KB | ≤ 1024 KB | %s |\n' "$command" "${SCRATCH_KB_OF[$command --copy]}" "${SCRATCH_KB_OF[$command]}" "$(verdict "${SCRATCH_KB_OF[$command]} <= 1024")"
+  done
+  echo
   echo "Where the time goes (profiles of a release build with \`perf record -g\`, on a 200,000-row store of the same shape and a 50 MB zip holding it; shares of the samples):"
   echo
   echo "- \`rows\` jsonl/array/csv/tsv are written by \`RowScan\` + \`RowBytesEncoder\`: each cell read with \`sqlite3_column_*\` and written as bytes into a 64 KiB block (no \`Row\`, \`DecodedRow\`, \`JSONValue\` or String per common value; one \`write\` per block, not per row). In the profile the fixed cost of every command (SHA-256 before and after, the copy: about a quarter of the samples) and SQLite stepping the rows lead; the encoder's own functions (JSON strings, UUIDs, dates, array appends) about 15 %."
@@ -314,12 +357,12 @@ mem_gb=$(awk '/MemTotal/ {printf "%.0f", $2 / 1048576}' /proc/meminfo 2>/dev/nul
   printf '| WAL scan of the %s MB WAL (every frame: salts, cumulative checksum), in-process | %.3f s | %.2f GB/s | ≥ 1 GB/s (%s) | – |\n' "$wal_mb" "$wal_scan_s" "$throughput" "$(verdict "$throughput >= 1")"
   printf '| `storelens wal` whole command on the corpus store | %.3f s | %s commits | none set | %s MB |\n' "$(s wal)" "$wal_commits" "$(peak wal)"
   printf '| `storelens report` of the corpus store (HTML) | %.3f s | %s KB | < 5 MB (%s) | %s MB |\n' "$(s report)" "$report_kb" "$(verdict "$report_kb < 5120")" "$(peak report)"
-  printf '| `check --only wal-missing`: the fixed cost of any command on this store (SHA-256 of %s MB before and after, copy, WAL read, open) | %.3f s | – | none set | %s MB |\n' "$(( store_mb + wal_mb ))" "$(s "check --only wal-missing")" "$(peak "check --only wal-missing")"
+  printf '| `check --only wal-missing`: the fixed cost of any command on this store (SHA-256 of %s MB before and after, WAL read, open; read in place) | %.3f s | – | none set | %s MB |\n' "$(( store_mb + wal_mb ))" "$(s "check --only wal-missing")" "$(peak "check --only wal-missing")"
   echo
   net=$(echo "($(s "check --only Core Data") - $(s "check --only wal-missing")) / $(s quick_check)" | bc -l)
   printf 'Net of that fixed cost, the Core Data checks take %.2f× the time of `PRAGMA quick_check` (%.3f s against %.3f s). The %s MB WAL is read into memory only by the commands that judge it frame by frame (inspect, wal, report); the others read its 32-byte header.\n' "$net" "$(echo "$(s "check --only Core Data") - $(s "check --only wal-missing")" | bc -l)" "$(s quick_check)" "$wal_mb"
   echo
-  echo "What each side does: every storelens command hashes its inputs (SHA-256, before and after; \`check\` hashes them again on a background thread beside its checks, then compares every file's identity at the end), copies the store family into a private working folder and opens only the copy; the references read a copy made once beforehand (its \`-shm\` removed before each run, so SQLite rebuilds the wal-index from the WAL as it must on a store just pulled off a device). \`check\` runs its checks on two threads, each with its own connection to the working copy; \`PRAGMA quick_check\` runs on one. \`scan\` streams the archive once (a zip: reads its central directory, then each entry's first bytes), sniffs every entry and extracts the store families, hashing and writing them on a second thread; on Linux it decodes a .tar.gz's gzip layer with ISA-L and lets libarchive read the tar; \`bsdtar -t\` only lists names (for a zip, from the central directory). \`inspect\` counts every entity twice (with the WAL applied and in the main file alone). \`rows\` decodes every value (dates, UUIDs, relationships as \`Entity#pk\`) and resolves entity names. \`check --only\` runs the Core Data checks: $CD_CHECKS."
+  echo "What each side does: every storelens command hashes its inputs (SHA-256, before and after; \`check\` hashes them again on a background thread beside its checks, then compares every file's identity at the end), reads the store where it lies through its read-only VFS (\`--copy\`: copies the store family into a private working folder and opens only the copy); the references read a copy made once beforehand (its \`-shm\` removed before each run, so SQLite rebuilds the wal-index from the WAL as it must on a store just pulled off a device). \`check\` runs its checks on two threads, each with its own connection to the working copy; \`PRAGMA quick_check\` runs on one. \`scan\` streams the archive once (a zip: reads its central directory, then each entry's first bytes), sniffs every entry and extracts the store families, hashing and writing them on a second thread; on Linux it decodes a .tar.gz's gzip layer with ISA-L and lets libarchive read the tar; \`bsdtar -t\` only lists names (for a zip, from the central directory). \`inspect\` counts every entity twice (with the WAL applied and in the main file alone). \`rows\` decodes every value (dates, UUIDs, relationships as \`Entity#pk\`) and resolves entity names. \`check --only\` runs the Core Data checks: $CD_CHECKS."
   if [ -n "$extra" ]; then echo; echo "$extra"; fi
   if [ -n "$backup" ]; then echo; echo "$backup"; fi
   if [ -n "$recovered" ]; then echo; echo "$recovered"; fi
