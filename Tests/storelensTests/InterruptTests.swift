@@ -8,8 +8,9 @@ struct InterruptTests {
     /// Ctrl-C arrives at a known point, not after a guessed delay: storelens waits at the
     /// `working-copy` pause (`STORELENS_TEST_PAUSE_AT`, Acquisition/TestPause.swift) with its working
     /// copy made, so the scratch folder is known to exist and the process to be running.
-    @Test("Ctrl-C while storelens works removes its scratch folder and leaves the input unchanged", arguments: ["inspect", "check", "wal"])
-    func interruptRemovesScratch(command: String) throws {
+    @Test("Ctrl-C while storelens works removes its scratch folder (made with --copy; read in place, none is) and leaves the input unchanged",
+          arguments: ["inspect", "check", "wal"], [true, false])
+    func interruptRemovesScratch(command: String, copying: Bool) throws {
         let folder = try TemporaryFolder("interrupt")
         let scratchParent = try TemporaryFolder("interrupt-scratch")
         let store = try SampleStores.todo(in: folder.url, rows: 50)
@@ -17,11 +18,15 @@ struct InterruptTests {
         let gates = try TemporaryFolder("interrupt-gate")
         let gate = gates.path("gate")
 
-        let process = try PausedRun.start([command, store.path], at: "working-copy", scratch: scratchParent.url, gate: gate)
+        let process = try PausedRun.start([command, store.path] + (copying ? ["--copy"] : []), at: "working-copy", scratch: scratchParent.url, gate: gate)
         let paused = process.isRunning
         #expect(paused, "storelens must be waiting at the pause when interrupted")
         let scratch = try FileManager.default.contentsOfDirectory(atPath: scratchParent.url.path)
-        #expect(scratch.count == 1 && scratch.allSatisfy { $0.hasPrefix("storelens-") }, "the working folder exists when the signal arrives: \(scratch)")
+        if copying {
+            #expect(scratch.count == 1 && scratch.allSatisfy { $0.hasPrefix("storelens-") }, "the working folder exists when the signal arrives: \(scratch)")
+        } else {
+            #expect(scratch.isEmpty, "read in place, no working folder is made: \(scratch)")
+        }
         process.interrupt()
         process.waitUntilExit()
 

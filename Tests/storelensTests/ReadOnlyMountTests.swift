@@ -10,7 +10,7 @@ import Testing
 /// write to a read-only mount, root's included), and SQLite asked for none (the VFS counts refusals).
 /// Needs `mount` (root on Linux); skipped, with the reason, elsewhere.
 @Suite("a store on a read-only mount, with no writable TMPDIR", .serialized,
-       .enabled(if: ReadOnlyMount.available, Comment(rawValue: ReadOnlyMount.unavailableReason)))
+       .enabled(if: SmallTmpfs.available, Comment(rawValue: "a read-only bind mount and a read-only tmpfs need root and mount(8)")))
 struct ReadOnlyMountTests {
     /// A store whose last transactions live only in its `-wal`, with history, made by the builder.
     static func store(in folder: URL) throws -> URL {
@@ -35,15 +35,16 @@ struct ReadOnlyMountTests {
     @Test("every reading command answers as on a copy, asks no write, and needs no TMPDIR")
     func readOnlyMount() throws {
         let root = try TemporaryFolder("read-only-mount")
-        let built = root.path("built"), evidence = root.path("evidence"), tmp = root.path("tmp"), logs = root.path("logs")
-        for url in [built, evidence, tmp, logs] { try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true) }
+        let built = root.path("built"), logs = root.path("logs")
+        for url in [built, logs] { try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true) }
         let store = try Self.store(in: built)
         #expect(FileManager.default.fileExists(atPath: store.path + "-wal"), "the builder left a -wal")
-        try ReadOnlyMount.bind(built, readOnlyAt: evidence)
-        defer { ReadOnlyMount.unmount(evidence) }
-        try ReadOnlyMount.emptyReadOnly(at: tmp)
-        defer { ReadOnlyMount.unmount(tmp) }
-        let input = evidence.appendingPathComponent(store.lastPathComponent).path
+        let evidence = try ReadOnlyBind(of: built)
+        let tmpfs = try SmallTmpfs(bytes: 64 * 1024, readOnly: true)
+        // Both mounts stay until the end of the test (released, they are unmounted).
+        defer { withExtendedLifetime((evidence, tmpfs)) {} }
+        let tmp = tmpfs.url
+        let input = evidence.url.appendingPathComponent(store.lastPathComponent).path
         #expect(open(input, O_WRONLY) < 0 && errno == EROFS, "the mount refuses writes, root's too")
         let before = try FolderSnapshot(built)
 
@@ -66,61 +67,4 @@ struct ReadOnlyMountTests {
         #expect(refused.stderr.contains("not a finding about the evidence"), "\(refused.stderr)")
         #expect(try FolderSnapshot(built) == before)
     }
-}
-
-/// Mounting for the test above: a bind mount made read-only, and an empty read-only tmpfs.
-enum ReadOnlyMount {
-    static func mount(_ arguments: [String]) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/mount")
-        process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }
-
-    struct Failed: Error, CustomStringConvertible {
-        let description: String
-    }
-
-    static func bind(_ source: URL, readOnlyAt target: URL) throws {
-        guard mount(["--bind", source.path, target.path]) else { throw Failed(description: "mount --bind \(source.path) failed") }
-        guard mount(["-o", "remount,bind,ro", target.path]) else {
-            unmount(target)
-            throw Failed(description: "remount read-only of \(target.path) failed")
-        }
-    }
-
-    static func emptyReadOnly(at target: URL) throws {
-        guard mount(["-t", "tmpfs", "-o", "ro,size=64k", "storelens-test", target.path]) else {
-            throw Failed(description: "mount -t tmpfs at \(target.path) failed")
-        }
-    }
-
-    static func unmount(_ target: URL) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/umount")
-        process.arguments = [target.path]
-        try? process.run()
-        process.waitUntilExit()
-    }
-
-    /// Whether this process may mount (root on Linux, with the capability): tried once on a tmpfs.
-    static let available: Bool = {
-        #if os(Linux)
-        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/bin/mount") else { return false }
-        let probe = FileManager.default.temporaryDirectory.appendingPathComponent("storelens-mount-probe-\(getpid())")
-        guard (try? FileManager.default.createDirectory(at: probe, withIntermediateDirectories: true)) != nil else { return false }
-        defer { try? FileManager.default.removeItem(at: probe) }
-        guard (try? emptyReadOnly(at: probe)) != nil else { return false }
-        unmount(probe)
-        return true
-        #else
-        return false
-        #endif
-    }()
-
-    static let unavailableReason = "needs mount(8) as root on Linux (a read-only bind mount and a read-only tmpfs); this process cannot mount"
 }
