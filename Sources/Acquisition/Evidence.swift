@@ -36,39 +36,89 @@ public struct FileEvidence: Equatable, Sendable {
 
     /// Records the file at `url`, hashing it when `hash` is set.
     public static func record(_ url: URL, hash: Bool = true) throws -> FileEvidence {
+        let identified = try identify(url)
+        guard hash else { return identified }
+        EvidenceReads.pass(url.path)
+        return FileEvidence(path: url.path, size: identified.size, sha256: try SHA256.hexOfFile(at: url), identity: identified.identity)
+    }
+
+    /// What the file at `url` is now (its identity, no hash), after the checks a hash would make
+    /// first: no link inside the evidence is ever hashed (its target is not what came off the
+    /// device), and the file must open for reading as the regular file it is.
+    static func identify(_ url: URL) throws -> FileEvidence {
         guard let identity = FileIdentity.of(url.path) else {
             throw AcquisitionError.unreadable(path: url.path, reason: String(cString: strerror(errno)))
         }
-        // Never hash through a link inside the evidence: its target is not what came off the device.
         if let target = SymbolicLink.target(of: url.path) { throw AcquisitionError.linkInEvidence(path: url.path, target: target) }
-        if hash { EvidenceReads.pass(url.path) }
-        return FileEvidence(path: url.path, size: Int(identity.size),
-                            sha256: hash ? try SHA256.hexOfFile(at: url) : nil, identity: identity)
+        return FileEvidence(path: url.path, size: Int(identity.size), sha256: nil, identity: identity)
+    }
+
+    /// The same record with its hash.
+    func hashed(_ sha256: String) -> FileEvidence {
+        FileEvidence(path: path, size: size, sha256: sha256, identity: identity)
     }
 }
 
 /// The evidence for a set of input files, taken before reading and checked after.
 public struct EvidenceLedger: Sendable {
-    public private(set) var entries: [FileEvidence] = []
-    /// Position of each path in `entries`: a scan of thousands of stores looks paths up once per
+    /// Every file recorded, in order, each with its hash (waited for when it is still being
+    /// taken: `recordHashingBeside`).
+    public var entries: [FileEvidence] { recorded.map(resolved) }
+    private var recorded: [FileEvidence] = []
+    /// The files recorded, in order (without waiting for a hash still being taken).
+    public var paths: [String] { recorded.map(\.path) }
+    /// Position of each path in `recorded`: a scan of thousands of stores looks paths up once per
     /// file, and a linear search made the whole scan grow with the square of the store count.
     private var index: [String: Int] = [:]
+    /// Hashes still being taken on a thread of their own.
+    private var pending: [PendingHashes] = []
 
     public init() {}
 
-    /// The evidence recorded for `path`, if any.
+    /// The evidence recorded for `path`, if any (its hash waited for when still being taken).
     public func entry(for path: String) -> FileEvidence? {
-        index[path].map { entries[$0] }
+        index[path].map { resolved(recorded[$0]) }
+    }
+
+    private func resolved(_ evidence: FileEvidence) -> FileEvidence {
+        guard evidence.sha256 == nil, let hashing = pending.first(where: { $0.paths.contains(evidence.path) }),
+              let hash = hashing.hash(for: evidence.path) else { return evidence }
+        return evidence.hashed(hash)
+    }
+
+    /// Waits for every hash still being taken; throws the first that could not be.
+    public func settle() throws {
+        for hashing in pending { try hashing.wait() }
     }
 
     /// Adds evidence taken elsewhere (an encrypted file hashed while it was decrypted).
     mutating func add(_ evidence: FileEvidence) {
         if let at = index[evidence.path] {
-            entries[at] = evidence
+            recorded[at] = evidence
         } else {
-            index[evidence.path] = entries.count
-            entries.append(evidence)
+            index[evidence.path] = recorded.count
+            recorded.append(evidence)
         }
+    }
+
+    /// Records `urls` now (identity, and the checks a hash makes first) and hashes them on a
+    /// thread of their own (`PendingHashes`), so a store read in place is read while it is hashed.
+    /// Files already hashed are left as they are.
+    mutating func recordHashingBeside(_ urls: [URL]) throws {
+        var todo: [URL] = []
+        for url in urls where index[url.path] == nil && !todo.contains(url) {
+            let evidence = try FileEvidence.identify(url)
+            // Unreadable is said now, as a hash taken at once would say it, not after SQLite
+            // has failed to open the file for the same reason.
+            do {
+                close(try SmallFile.openRegular(url).fd)
+            } catch {
+                throw AcquisitionError.unreadable(path: url.path, reason: error.description)
+            }
+            add(evidence)
+            todo.append(url)
+        }
+        if !todo.isEmpty { pending.append(PendingHashes(todo)) }
     }
 
     public mutating func record(_ urls: [URL], hash: Bool = true) throws {
@@ -125,14 +175,7 @@ public struct EvidenceLedger: Sendable {
         // In the order the files were asked for, whichever job read them: a manifest lists a
         // family main file first, whether or not its hash was taken while it was copied.
         let byPath = Dictionary(done.compactMap { $0 }.map { ($0.path, $0) }, uniquingKeysWith: { _, last in last })
-        for evidence in todo.compactMap({ byPath[$0.path] }) {
-            if let at = index[evidence.path] {
-                entries[at] = evidence
-            } else {
-                index[evidence.path] = entries.count
-                entries.append(evidence)
-            }
-        }
+        for evidence in todo.compactMap({ byPath[$0.path] }) { add(evidence) }
     }
 
     /// Checks every recorded file; throws if any changed. A change is a bug in storelens.
@@ -141,6 +184,7 @@ public struct EvidenceLedger: Sendable {
     /// Checks every recorded file's identity (inode, size, mtime, ctime) without hashing: any write
     /// to a file changes its ctime, so this proves nothing was written since it was recorded.
     public func verifyIdentities() throws {
+        try settle()
         for before in entries {
             let after = FileIdentity.of(before.path)
             if after != before.identity {
@@ -150,6 +194,7 @@ public struct EvidenceLedger: Sendable {
     }
 
     public func verifyUnchanged(where include: (String) -> Bool = { _ in true }) throws {
+        try settle()
         let checked = entries.filter { include($0.path) }
         let after = try FileWork.map(checked.map { URL(fileURLWithPath: $0.path) }) { url in
             try FileEvidence.record(url, hash: entry(for: url.path)?.sha256 != nil)

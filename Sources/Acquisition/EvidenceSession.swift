@@ -56,7 +56,11 @@ public final class EvidenceSession {
     /// Hashes a store family that will be read where it lies (each file once), and notes where
     /// its `_EXTERNAL_DATA` files are read: the originals, with the hashes just taken.
     func recordInPlace(_ family: StoreFamily) throws {
-        try ledger.record(family.files)
+        // The store's own files are hashed beside the reading; the support folder's (small, and
+        // their hashes are shown with their rows) at once.
+        let storeFiles = [family.main, family.wal, family.shm, family.journal].compactMap { $0 }
+        try ledger.recordHashingBeside(storeFiles)
+        try ledger.record(family.files.filter { !storeFiles.contains($0) })
         guard externalData[family.main.path] == nil else { return }
         let storeName = family.main.lastPathComponent
         let (kind, entries) = try ExternalDataFolder.listing(family, storeName: storeName)
@@ -147,9 +151,20 @@ public final class EvidenceSession {
         return taken
     }
 
+    /// `hashes(for:naming:)`, computed when first asked for: a store read in place is hashed
+    /// beside its reading, and only the commands that show the hashes wait for them.
+    func deferredHashes(for family: StoreFamily, naming: String) -> Deferred<[String: String]> {
+        let ledger = self.ledger
+        return Deferred { Self.hashes(in: ledger, for: family, naming: naming) }
+    }
+
     /// The recorded SHA-256 of each file of `family`, named by the store's path `naming`
     /// (sidecars get their suffix; support files are left out).
     func hashes(for family: StoreFamily, naming: String) -> [String: String] {
+        Self.hashes(in: ledger, for: family, naming: naming)
+    }
+
+    private static func hashes(in ledger: EvidenceLedger, for family: StoreFamily, naming: String) -> [String: String] {
         var result: [String: String] = [:]
         for (url, suffix) in [(family.main, ""), (family.wal, "-wal"), (family.shm, "-shm"), (family.journal, "-journal")] {
             guard let url, let entry = ledger.entry(for: url.path), let hash = entry.sha256 else { continue }
@@ -212,6 +227,8 @@ public final class EvidenceSession {
             EvidenceReads.flush()
         }
         let readPastEnd = MappedFile.pagesReadPastEnd - pagesReadPastEndAtStart
+        // The hashes taken beside the reading: one that could not be taken fails the run here.
+        try ledger.settle()
         if let verification {
             try verification.wait()
             // Tests change an original here, after its after-hash: only its identity can tell.
@@ -236,7 +253,7 @@ private final class BackgroundVerification: Sendable {
     private let covered: Set<String>
 
     init(_ ledger: EvidenceLedger) {
-        covered = Set(ledger.entries.map(\.path))
+        covered = Set(ledger.paths)
         hashing = BackgroundWork(name: "storelens.verify") { Result { try ledger.verifyUnchanged() } }
     }
 

@@ -120,7 +120,7 @@ enum FamilyGrouping {
             let s = stores[i]
             stores[i] = FoundStore(path: s.path, family: s.family, name: s.name, sidecars: s.sidecars, size: s.size,
                                    container: s.container, location: [s.location, note].compactMap { $0 }.joined(separator: "; "),
-                                   sha256: s.sha256)
+                                   hashes: s.hashes)
         }
     }
 

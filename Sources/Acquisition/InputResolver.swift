@@ -106,8 +106,9 @@ public struct InputResolver {
                                                externalData: external.kind == .missing ? nil : family.supportFolder.map { $0.path + "/_EXTERNAL_DATA" },
                                                externalDataFiles: external.entries.values.filter(\.exists).count),
                                size: size(url), container: nil, location: FamilyGrouping.wellKnownLocation(url.path, container: nil),
-                               sha256: session.hashes(for: family, naming: input), format: format)
-        return Inventory(input: input, kind: .storeFile, inputSHA256: store.sha256[input], stores: [store],
+                               hashes: session.deferredHashes(for: family, naming: input), format: format)
+        let hashes = store.hashes
+        return Inventory(input: input, kind: .storeFile, inputHash: Deferred { hashes.wrappedValue[input] }, stores: [store],
                          orphans: [], skipped: [], warnings: [], extracted: [])
     }
 
@@ -119,7 +120,7 @@ public struct InputResolver {
         for i in stores.indices {
             progress.setContext("store \(i + 1) of \(ProgressReporter.Update.grouped(Int64(stores.count)))")
             try record(stores[i])
-            stores[i].sha256 = session.hashes(for: stores[i].family, naming: stores[i].path)
+            stores[i].hashes = session.deferredHashes(for: stores[i].family, naming: stores[i].path)
         }
         FamilyGrouping.markSecondCopies(&stores)
         var inventory = Inventory(input: input, kind: walk.isXcappdata ? .xcappdata : .folder, inputSHA256: nil,
@@ -185,7 +186,7 @@ public struct InputResolver {
             }
             progress.setContext("store \(i + 1) of \(ProgressReporter.Update.grouped(Int64(stores.count)))")
             try record(stores[i])
-            stores[i].sha256 = session.hashes(for: stores[i].family, naming: stores[i].path)
+            stores[i].hashes = session.deferredHashes(for: stores[i].family, naming: stores[i].path)
         }
         FamilyGrouping.markSecondCopies(&stores)
         var inventory = Inventory(input: input, kind: .backup, inputSHA256: nil, stores: stores, orphans: orphans,

@@ -41,10 +41,34 @@ public struct FoundStore: Sendable {
     public let container: ContainerIdentity?
     /// A well-known location, e.g. "SwiftData default store".
     public let location: String?
-    /// SHA-256 of each file of the family as it came out of the input, by path inside the input.
-    public var sha256: [String: String]
+    /// SHA-256 of each file of the family as it came out of the input, by path inside the input
+    /// (a store read in place is hashed beside its reading: asking waits for the hashes).
+    public var sha256: [String: String] {
+        get { hashes.wrappedValue }
+        set { hashes = Deferred(newValue) }
+    }
+    var hashes: Deferred<[String: String]>
     /// A SQLite store, or a Core Data XML or binary store (read by `inspect`, `rows`, `export`).
     public var format: StoreFileFormat = .sqlite
+
+    init(path: String, family: StoreFamily, name: String, sidecars: Sidecars, size: Int, container: ContainerIdentity?,
+         location: String?, hashes: Deferred<[String: String]>, format: StoreFileFormat = .sqlite) {
+        self.path = path
+        self.family = family
+        self.name = name
+        self.sidecars = sidecars
+        self.size = size
+        self.container = container
+        self.location = location
+        self.hashes = hashes
+        self.format = format
+    }
+
+    init(path: String, family: StoreFamily, name: String, sidecars: Sidecars, size: Int, container: ContainerIdentity?,
+         location: String?, sha256: [String: String], format: StoreFileFormat = .sqlite) {
+        self.init(path: path, family: family, name: name, sidecars: sidecars, size: size, container: container, location: location,
+                  hashes: Deferred(sha256), format: format)
+    }
 
     public struct Sidecars: Equatable, Sendable {
         public var wal: String?
@@ -90,8 +114,10 @@ public struct Inventory: Sendable {
     }
     public let input: String
     public let kind: InputKind
-    /// SHA-256 of the input file (for archives and single stores).
-    public let inputSHA256: String?
+    /// SHA-256 of the input file (for archives and single stores; asking may wait for it, as for
+    /// `FoundStore.sha256`).
+    public var inputSHA256: String? { inputHash.wrappedValue }
+    private let inputHash: Deferred<String?>
     public var stores: [FoundStore]
     public var orphans: [OrphanSidecar]
     public var skipped: [SkippedEntry]
@@ -115,9 +141,15 @@ public struct Inventory: Sendable {
 
     public init(input: String, kind: InputKind, inputSHA256: String?, stores: [FoundStore], orphans: [OrphanSidecar],
                 skipped: [SkippedEntry], warnings: [String], extracted: [(path: String, sha256: String)]) {
+        self.init(input: input, kind: kind, inputHash: Deferred(inputSHA256), stores: stores, orphans: orphans, skipped: skipped,
+                  warnings: warnings, extracted: extracted)
+    }
+
+    init(input: String, kind: InputKind, inputHash: Deferred<String?>, stores: [FoundStore], orphans: [OrphanSidecar],
+         skipped: [SkippedEntry], warnings: [String], extracted: [(path: String, sha256: String)]) {
         self.input = input
         self.kind = kind
-        self.inputSHA256 = inputSHA256
+        self.inputHash = inputHash
         self.stores = stores
         self.orphans = orphans
         self.skipped = skipped

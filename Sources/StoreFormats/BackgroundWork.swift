@@ -40,6 +40,8 @@ public final class BackgroundWork<Value>: @unchecked Sendable {
         if let outcome { lock.unlock(); return outcome }
         lock.unlock()
         done.wait()
+        // The one signal wakes one waiter: passed on, so every thread waiting here wakes.
+        done.signal()
         lock.lock()
         defer { lock.unlock() }
         return outcome!
