@@ -22,12 +22,7 @@ public final class EvidenceSession {
         // Made when first needed: a store read in place needs none.
         scratch = try ScratchFolder(parent: scratchParent, keep: keepScratch, lazily: true)
         self.backupPassword = backupPassword
-        pagesReadPastEndAtStart = MappedFile.pagesReadPastEnd
     }
-
-    /// `MappedFile.pagesReadPastEnd` when the session began: a file read in place that another
-    /// process cut short while it was mapped makes this run's answers void.
-    private let pagesReadPastEndAtStart: Int64
 
     public convenience init(keepScratch: Bool = false, scratchParent: URL? = nil) throws {
         try self.init(keepScratch: keepScratch, scratchParent: scratchParent, backupPassword: nil)
@@ -226,7 +221,6 @@ public final class EvidenceSession {
             if !keepingScratch { scratch.remove() }
             EvidenceReads.flush()
         }
-        let readPastEnd = MappedFile.pagesReadPastEnd - pagesReadPastEndAtStart
         // The hashes taken beside the reading: one that could not be taken fails the run here.
         try ledger.settle()
         if let verification {
@@ -238,10 +232,11 @@ public final class EvidenceSession {
         } else {
             try ledger.verifyUnchanged()
         }
-        // The ledger names the file that changed; this catches the one it cannot have seen (a
-        // file cut short and restored between the checks), as a change of some file read in place.
-        if readPastEnd > 0, let first = ledger.entries.first {
-            throw AcquisitionError.evidenceChanged(path: first.path, before: first.sha256 ?? "(identity)", after: "(it, or a file beside it, was cut short while storelens read it in place)")
+        // The ledger names a file that changed; this catches one it cannot have seen (cut short
+        // while mapped, and restored between the checks).
+        if let path = MappedFile.cutShort(among: Set(ledger.paths)).sorted().first {
+            throw AcquisitionError.evidenceChanged(path: path, before: ledger.entry(for: path)?.sha256 ?? "(identity)",
+                                                   after: "(it was cut short while storelens read it in place)")
         }
     }
 }

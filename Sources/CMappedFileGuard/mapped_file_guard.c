@@ -22,6 +22,7 @@
 typedef struct {
     _Atomic(uintptr_t) base;
     _Atomic(size_t) length;
+    atomic_llong faults;
 } GuardedRange;
 
 static GuardedRange ranges[SLOTS];
@@ -42,6 +43,7 @@ static void onBusError(int signal, siginfo_t *info, void *context) {
         void *page = (void *)(address & ~(pageSize - 1));
         if (mmap(page, pageSize, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
             atomic_fetch_add(&faults, 1);
+            atomic_fetch_add(&ranges[i].faults, 1);
             return;
         }
         break;
@@ -72,15 +74,26 @@ int storelens_mapping_guard_add(const void *base, size_t length) {
         // Claimed (CLAIMED, which no handler matches), then its length, then the base that makes it live.
         if (!atomic_compare_exchange_strong(&ranges[i].base, &expected, CLAIMED)) continue;
         atomic_store(&ranges[i].length, length);
+        atomic_store(&ranges[i].faults, 0);
         atomic_store(&ranges[i].base, (uintptr_t)base);
         return 0;
     }
     return -1;
 }
 
-void storelens_mapping_guard_remove(const void *base) {
+long long storelens_mapping_guard_remove(const void *base) {
     for (int i = 0; i < SLOTS; i++) {
         uintptr_t expected = (uintptr_t)base;
-        if (atomic_compare_exchange_strong(&ranges[i].base, &expected, 0)) return;
+        if (atomic_load(&ranges[i].base) != expected) continue;
+        long long count = atomic_load(&ranges[i].faults);
+        if (atomic_compare_exchange_strong(&ranges[i].base, &expected, 0)) return count;
     }
+    return 0;
+}
+
+long long storelens_mapping_guard_faults_at(const void *base) {
+    for (int i = 0; i < SLOTS; i++) {
+        if (atomic_load(&ranges[i].base) == (uintptr_t)base) return atomic_load(&ranges[i].faults);
+    }
+    return 0;
 }

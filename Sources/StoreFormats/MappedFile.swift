@@ -35,7 +35,7 @@ public enum MappedFile {
         guard let mapped = mmap(nil, length, PROT_READ, MAP_PRIVATE, fd, 0), mapped != MAP_FAILED else {
             throw MappedFileError(path: path, code: errno)
         }
-        registry.add(mapped, length)
+        registry.add(mapped, length, path: path)
         return Data(bytesNoCopy: mapped, count: length, deallocator: .custom { pointer, count in
             registry.remove(pointer, count)
         })
@@ -44,8 +44,14 @@ public enum MappedFile {
     /// Pages read past the end of a mapped file since the process started: the file was cut short
     /// by another process while mapped (a store read in place that an app still writes). Each such
     /// read got zeros instead of ending the process (`CMappedFileGuard`); the session that read
-    /// the file reports it as changed.
+    /// the file reports it as changed (`cutShort(among:)`).
     public static var pagesReadPastEnd: Int64 { Int64(storelens_mapping_guard_faults()) }
+
+    /// Which of `paths` were mapped and read past their end (cut short by another process while
+    /// mapped), whether their mappings are still live or gone.
+    public static func cutShort(among paths: Set<String>) -> Set<String> {
+        registry.cutShort().intersection(paths)
+    }
 
     // MARK: - Bounding what every mapping holds
 
@@ -76,18 +82,31 @@ public enum MappedFile {
     private final class Registry: @unchecked Sendable {
         private let lock = NSLock()
         private var live: [UnsafeMutableRawPointer: Int] = [:]
+        private var paths: [UnsafeMutableRawPointer: String] = [:]
+        /// Files whose mappings, now gone, were read past their end.
+        private var wereCutShort: Set<String> = []
         private var sinceRelease = 0
 
-        func add(_ base: UnsafeMutableRawPointer, _ length: Int) {
-            lock.withLock { live[base] = length }
+        func add(_ base: UnsafeMutableRawPointer, _ length: Int, path: String) {
+            lock.withLock {
+                live[base] = length
+                paths[base] = path
+            }
             _ = storelens_mapping_guard_add(base, length)
         }
 
         func remove(_ base: UnsafeMutableRawPointer, _ length: Int) {
             lock.withLock {
                 live[base] = nil
-                storelens_mapping_guard_remove(base)
+                if storelens_mapping_guard_remove(base) > 0, let path = paths[base] { wereCutShort.insert(path) }
+                paths[base] = nil
                 munmap(base, length)
+            }
+        }
+
+        func cutShort() -> Set<String> {
+            lock.withLock {
+                wereCutShort.union(paths.filter { storelens_mapping_guard_faults_at($0.key) > 0 }.map(\.value))
             }
         }
 

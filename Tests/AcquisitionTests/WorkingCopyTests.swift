@@ -340,3 +340,37 @@ extension OriginalsReadOnceTests {
         try session.finish()
     }
 }
+
+/// A store read in place is hashed on a thread of its own while it is read: the hash recorded is
+/// still the file's (coreutils' `sha256sum`), asking for it waits, and a change made while the
+/// hash is being taken is still caught at the end (its identity was taken first).
+@Suite("hashes taken beside reading in place")
+struct HashedBesideTests {
+    @Test("the recorded SHA-256 of each file read in place is sha256sum's; the store hashes name them")
+    func hashesAreTheFiles() throws {
+        let folder = try TemporaryFolder("hashed-beside")
+        let url = try WorkingCopyTests.storeWithWAL(in: folder)
+        let session = try EvidenceSession()
+        let stores = try session.stores(from: [url.path])
+        #expect(stores.first?.copy.readsInPlace == true)
+        for (path, suffix) in [(url.path, ""), (url.path + "-wal", "-wal"), (url.path + "-shm", "-shm")] {
+            let expected = try WorkingCopyTests.sha256sum(path)
+            #expect(session.ledger.entry(for: path)?.sha256 == expected, "\(path)")
+            #expect(stores.first?.found.sha256[url.path + suffix] == expected, "\(path) as the store names it")
+        }
+        try session.finish()
+    }
+
+    @Test("a file rewritten with its own bytes while it is read in place fails the run (exit 3's error), whatever the hashes say")
+    func changeWhileHashedBeside() throws {
+        let folder = try TemporaryFolder("hashed-beside-change")
+        let url = try WorkingCopyTests.storeWithWAL(in: folder)
+        let session = try EvidenceSession()
+        let stores = try session.stores(from: [url.path])
+        _ = try stores.first?.copy.open().scalar("SELECT count(*) FROM ZTODOLIST")
+        // The same bytes written again: the hashes agree, the status time does not.
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: url.path + "-wal"))
+        try bytes.write(to: URL(fileURLWithPath: url.path + "-wal"))
+        #expect(throws: AcquisitionError.self) { try session.finish() }
+    }
+}

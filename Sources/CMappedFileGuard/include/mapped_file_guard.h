@@ -8,8 +8,12 @@
 /// counted. Returns 0, or -1 when no slot is free (the mapping is then not guarded).
 int storelens_mapping_guard_add(const void *base, size_t length);
 
-/// Stops guarding the mapping at `base` (before it is unmapped).
-void storelens_mapping_guard_remove(const void *base);
+/// Stops guarding the mapping at `base` (before it is unmapped); returns how many of its pages
+/// were read past its file's end.
+long long storelens_mapping_guard_remove(const void *base);
+
+/// How many pages of the guarded mapping at `base` were read past its file's end so far.
+long long storelens_mapping_guard_faults_at(const void *base);
 
 /// Pages of guarded mappings read past their file's end since the process started.
 long long storelens_mapping_guard_faults(void);
