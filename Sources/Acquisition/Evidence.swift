@@ -70,8 +70,9 @@ public struct EvidenceLedger: Sendable {
     /// Position of each path in `recorded`: a scan of thousands of stores looks paths up once per
     /// file, and a linear search made the whole scan grow with the square of the store count.
     private var index: [String: Int] = [:]
-    /// Hashes still being taken on a thread of their own.
+    /// Hashes still being taken on a thread of their own, and which of them takes each path's.
     private var pending: [PendingHashes] = []
+    private var pendingIndex: [String: Int] = [:]
 
     public init() {}
 
@@ -80,8 +81,21 @@ public struct EvidenceLedger: Sendable {
         index[path].map { resolved(recorded[$0]) }
     }
 
+    /// Where the hash of `path` comes from, without waiting: taken already, or still being taken;
+    /// nil when the file was not recorded or not hashed.
+    enum HashSource {
+        case known(String)
+        case pending(PendingHashes)
+    }
+
+    func hashSource(for path: String) -> HashSource? {
+        guard let at = index[path] else { return nil }
+        if let hash = recorded[at].sha256 { return .known(hash) }
+        return pendingIndex[path].map { .pending(pending[$0]) }
+    }
+
     private func resolved(_ evidence: FileEvidence) -> FileEvidence {
-        guard evidence.sha256 == nil, let hashing = pending.first(where: { $0.paths.contains(evidence.path) }),
+        guard evidence.sha256 == nil, let hashing = pendingIndex[evidence.path].map({ pending[$0] }),
               let hash = hashing.hash(for: evidence.path) else { return evidence }
         return evidence.hashed(hash)
     }
@@ -118,7 +132,9 @@ public struct EvidenceLedger: Sendable {
             add(evidence)
             todo.append(url)
         }
-        if !todo.isEmpty { pending.append(PendingHashes(todo)) }
+        guard !todo.isEmpty else { return }
+        for url in todo { pendingIndex[url.path] = pending.count }
+        pending.append(PendingHashes(todo))
     }
 
     public mutating func record(_ urls: [URL], hash: Bool = true) throws {

@@ -149,8 +149,23 @@ public final class EvidenceSession {
     /// `hashes(for:naming:)`, computed when first asked for: a store read in place is hashed
     /// beside its reading, and only the commands that show the hashes wait for them.
     func deferredHashes(for family: StoreFamily, naming: String) -> Deferred<[String: String]> {
-        let ledger = self.ledger
-        return Deferred { Self.hashes(in: ledger, for: family, naming: naming) }
+        // Each file's hash, or the work still taking it: never the ledger itself, which a closure
+        // holding it would make copy itself whole at its next change (4,000 stores: 4,000 copies).
+        var known: [String: String] = [:], waiting: [(name: String, path: String, hashing: PendingHashes)] = []
+        for (url, suffix) in [(family.main, ""), (family.wal, "-wal"), (family.shm, "-shm"), (family.journal, "-journal")] {
+            guard let url else { continue }
+            switch ledger.hashSource(for: url.path) {
+            case .known(let hash): known[naming + suffix] = hash
+            case .pending(let hashing): waiting.append((naming + suffix, url.path, hashing))
+            case nil: continue
+            }
+        }
+        guard !waiting.isEmpty else { return Deferred(known) }
+        return Deferred { [known, waiting] in
+            var all = known
+            for item in waiting { all[item.name] = item.hashing.hash(for: item.path) }
+            return all
+        }
     }
 
     /// The recorded SHA-256 of each file of `family`, named by the store's path `naming`
