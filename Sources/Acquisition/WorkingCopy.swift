@@ -198,39 +198,12 @@ public final class WorkingCopy {
                 preparing: (() throws -> Void)? = nil) throws {
         let main = family.main
         let path = displayPath
-        let fm = FileManager.default
         let (header, size) = try Self.validatedMain(main, path: path)
         self.header = header
         self.family = family
         self.displayPath = displayPath
 
-        var notes: [StoreNote] = []
-        var mismatchedWAL = false
-        if let walURL = family.wal {
-            let walSize = (try? fm.attributesOfItem(atPath: walURL.path)[.size] as? NSNumber)?.intValue ?? 0
-            guard walSize <= Self.maxWALBytes else {
-                throw AcquisitionError.unreadable(path: path + "-wal", reason: "the -wal is \(walSize) bytes, above the \(Self.maxWALBytes)-byte limit; set STORELENS_MAX_WAL_BYTES to raise it")
-            }
-            // The header alone says whether SQLite will use the WAL and whether it can belong here.
-            let head = try Self.readPrefix(walURL, count: WALHeader.length)
-            let wal = WAL(data: head)
-            if let walPageSize = wal.header?.pageSize, walPageSize != header.pageSize {
-                guard options.ignoreMismatchedWAL else {
-                    throw AcquisitionError.walPageSizeMismatch(wal: path + "-wal", walPageSize: walPageSize,
-                                                               databasePageSize: header.pageSize)
-                }
-                notes.append(.walPageSizeMismatch(walPageSize: walPageSize, databasePageSize: header.pageSize))
-                mismatchedWAL = true
-            }
-            if let problem = wal.headerProblem, !head.isEmpty {
-                notes.append(.walIgnored(reason: problem.description))
-            }
-            if !header.isWALMode { notes.append(.walWithRollbackHeader) }
-        } else {
-            if let missing = StoreNote.missingWAL(headerSaysWAL: header.isWALMode, walPresent: false, shmPresent: family.shm != nil) {
-                notes.append(missing)
-            }
-        }
+        var (notes, mismatchedWAL) = try Self.walNotes(family, header: header, options: options, path: path)
         self.sharedMemory = Self.sharedMemoryHeader(family, pageSize: header.pageSize)
 
         let hotJournal = try Self.isHotJournal(family, mainBytes: size, pageSize: header.pageSize, options: options, path: path)
@@ -269,11 +242,46 @@ public final class WorkingCopy {
             throw WorkingFolderFailure(folder: folder.deletingLastPathComponent().deletingLastPathComponent().path, code: ENAMETOOLONG)
         }
         self.databaseFile = databaseFile
-        var copies = [(main, databaseFile)]
+        (journalAsCopied, walKeptAside) = try Self.copy(family, to: databaseFile, in: folder, staged: staged, keepingWALAside: mismatchedWAL)
+        if hotJournal, let journalCopy = journalAsCopied { try Self.prepareRollback(of: databaseFile, journal: journalCopy, mainOnlyFolder: mainOnlyFolder) }
+    }
+
+    /// The notes the `-wal` earns (or its absence), and whether it is left out for its page size;
+    /// throws for a `-wal` too large to read or, unless asked to leave it out, of the wrong page size.
+    static func walNotes(_ family: StoreFamily, header: DatabaseHeader, options: OpenOptions, path: String) throws -> (notes: [StoreNote], mismatched: Bool) {
+        guard let walURL = family.wal else {
+            let missing = StoreNote.missingWAL(headerSaysWAL: header.isWALMode, walPresent: false, shmPresent: family.shm != nil)
+            return (missing.map { [$0] } ?? [], false)
+        }
+        var notes: [StoreNote] = []
+        var mismatched = false
+        let walSize = (try? FileManager.default.attributesOfItem(atPath: walURL.path)[.size] as? NSNumber)?.intValue ?? 0
+        guard walSize <= Self.maxWALBytes else {
+            throw AcquisitionError.unreadable(path: path + "-wal", reason: "the -wal is \(walSize) bytes, above the \(Self.maxWALBytes)-byte limit; set STORELENS_MAX_WAL_BYTES to raise it")
+        }
+        // The header alone says whether SQLite will use the WAL and whether it can belong here.
+        let head = try Self.readPrefix(walURL, count: WALHeader.length)
+        let wal = WAL(data: head)
+        if let walPageSize = wal.header?.pageSize, walPageSize != header.pageSize {
+            guard options.ignoreMismatchedWAL else {
+                throw AcquisitionError.walPageSizeMismatch(wal: path + "-wal", walPageSize: walPageSize, databasePageSize: header.pageSize)
+            }
+            notes.append(.walPageSizeMismatch(walPageSize: walPageSize, databasePageSize: header.pageSize))
+            mismatched = true
+        }
+        if let problem = wal.headerProblem, !head.isEmpty { notes.append(.walIgnored(reason: problem.description)) }
+        if !header.isWALMode { notes.append(.walWithRollbackHeader) }
+        return (notes, mismatched)
+    }
+
+    /// Copies the family into `folder`: the main file as `databaseFile` with its `-wal` beside it
+    /// (or kept aside, when SQLite must not see it), the `-journal` kept as it came (for carving;
+    /// beside the copy only for a rollback). Staged copies are moved into place instead.
+    static func copy(_ family: StoreFamily, to databaseFile: URL, in folder: URL, staged: [String: URL],
+                     keepingWALAside: Bool) throws -> (journal: URL?, walAside: URL?) {
+        var copies = [(family.main, databaseFile)]
         let walAside = folder.appendingPathComponent("wal-kept-aside")
-        if let wal = family.wal { copies.append((wal, mismatchedWAL ? walAside : URL(fileURLWithPath: databaseFile.path + "-wal"))) }
-        // A journal goes beside the copy only when SQLite must roll it back there; either way it
-        // is kept as it came, for carving its pages.
+        if let wal = family.wal { copies.append((wal, keepingWALAside ? walAside : URL(fileURLWithPath: databaseFile.path + "-wal"))) }
         let journalCopy = folder.appendingPathComponent("journal-as-copied")
         if let journal = family.journal { copies.append((journal, journalCopy)) }
         let targets = Dictionary(uniqueKeysWithValues: copies.map { ($0.0, $0.1) })
@@ -285,21 +293,21 @@ public final class WorkingCopy {
             }
             try SafeCopy.copy(source, to: targets[source]!)
         }
-        if family.journal != nil { journalAsCopied = journalCopy }
-        if family.wal != nil && mismatchedWAL { walKeptAside = walAside }
-        if hotJournal {
-            // Copies of our copies, made before any connection opens: the journal SQLite rolls
-            // back beside the copy, and the main file alone as it came (the rollback rewrites the
-            // copy's), its header switched to rollback mode so SQLite reads no -wal beside it.
-            try SafeCopy.copy(journalCopy, to: URL(fileURLWithPath: databaseFile.path + "-journal"))
-            guard mkdir(mainOnlyFolder.path, 0o700) == 0 else { throw WorkingFolderFailure(code: errno) }
-            let mainOnly = mainOnlyFolder.appendingPathComponent(databaseFile.lastPathComponent)
-            try SafeCopy.copy(databaseFile, to: mainOnly)
-            let handle = try FileHandle(forUpdating: mainOnly)
-            try handle.seek(toOffset: 18)
-            try handle.write(contentsOf: Data([1, 1]))
-            try handle.close()
-        }
+        return (family.journal != nil ? journalCopy : nil, family.wal != nil && keepingWALAside ? walAside : nil)
+    }
+
+    /// Copies of our copies, made before any connection opens: the journal SQLite rolls back
+    /// beside the copy, and the main file alone as it came (the rollback rewrites the copy's), its
+    /// header switched to rollback mode so SQLite reads no -wal beside it.
+    static func prepareRollback(of databaseFile: URL, journal: URL, mainOnlyFolder: URL) throws {
+        try SafeCopy.copy(journal, to: URL(fileURLWithPath: databaseFile.path + "-journal"))
+        guard mkdir(mainOnlyFolder.path, 0o700) == 0 else { throw WorkingFolderFailure(code: errno) }
+        let mainOnly = mainOnlyFolder.appendingPathComponent(databaseFile.lastPathComponent)
+        try SafeCopy.copy(databaseFile, to: mainOnly)
+        let handle = try FileHandle(forUpdating: mainOnly)
+        try handle.seek(toOffset: 18)
+        try handle.write(contentsOf: Data([1, 1]))
+        try handle.close()
     }
 
     /// Whether the family's `-wal` and `-journal` (when it has them) are named after its main

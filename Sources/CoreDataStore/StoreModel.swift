@@ -27,6 +27,9 @@ public struct StoreModel: Sendable {
     public var notes: [String]
     /// Where the cached model and an Xcode model given with `--model` disagree.
     public var disagreements: [String]
+    /// Where each entity and property is declared, for a model read from an Xcode model's
+    /// `contents` file (nil for the other sources): what code review tools point at.
+    public var declarations: ModelDeclarations?
 
     public init(source: Source, entities: [ModelEntity], versionIdentifiers: [String] = [], origin: String,
                 notes: [String] = [], disagreements: [String] = []) {
@@ -39,6 +42,24 @@ public struct StoreModel: Sendable {
     }
 
     public func entity(_ name: String) -> ModelEntity? { entities.first { $0.name == name } }
+
+    /// The file a model was read from and the line each `<entity>` and each of its `<attribute>`
+    /// and `<relationship>` elements starts on.
+    public struct ModelDeclarations: Sendable, Equatable {
+        public let file: String
+        /// By `Entity` and `Entity.property`.
+        let lines: [String: Int]
+
+        public init(file: String, lines: [String: Int]) {
+            self.file = file
+            self.lines = lines
+        }
+
+        /// The line of `property` of `entity` when it is declared, else the entity's own.
+        public func line(entity: String, property: String? = nil) -> Int? {
+            property.flatMap { lines[entity + "." + $0] } ?? lines[entity]
+        }
+    }
 
     /// The entity and its ancestors, root first. Stops at an unknown parent or a cycle.
     public func lineage(of name: String) -> [ModelEntity] {

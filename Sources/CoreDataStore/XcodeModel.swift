@@ -92,7 +92,9 @@ public enum XcodeModelReader {
         guard delegate.closedModel else {
             throw .xcodeModelUnreadable(path: path, detail: "line \(parser.lineNumber): the XML ends before </model>; the file is cut off")
         }
-        return delegate.finish()
+        var model = delegate.finish()
+        model.declarations = StoreModel.ModelDeclarations(file: path, lines: delegate.lines)
+        return model
     }
 }
 
@@ -108,6 +110,8 @@ private final class ModelXMLDelegate: NSObject, XMLParserDelegate {
     var compositeTypeOf: [String: String] = [:]
     var notes: [String] = []
     var problem: String?
+    /// The line each entity (`Entity`) and property (`Entity.property`) starts on.
+    var lines: [String: Int] = [:]
 
     private var entity: ModelEntity?
     private var composite: (name: String, attributes: [ModelAttribute])?
@@ -133,6 +137,7 @@ private final class ModelXMLDelegate: NSObject, XMLParserDelegate {
             e.renamingIdentifier = a["renamingIdentifier"] ?? a["elementID"] ?? e.name
             e.versionHashModifier = a["versionHashModifier"]
             entity = e
+            lines[e.name] = lines[e.name] ?? parser.lineNumber
         case "composite":
             composite = (a["name"] ?? "", [])
         case "attribute":
@@ -158,6 +163,7 @@ private final class ModelXMLDelegate: NSObject, XMLParserDelegate {
             } else if entity != nil {
                 if let compositeType = a["composite"] { compositeTypeOf["\(entity!.name).\(attributeName)"] = compositeType }
                 entity!.attributes.append(attribute)
+                lines[entity!.name + "." + attributeName] = parser.lineNumber
             }
         case "relationship":
             guard entity != nil else { return }
@@ -174,6 +180,7 @@ private final class ModelXMLDelegate: NSObject, XMLParserDelegate {
                                       renamingIdentifier: a["renamingIdentifier"] ?? a["elementID"] ?? relationshipName)
             if toMany && maxCount == 1 { r.maxCount = 0 }
             entity!.relationships.append(r)
+            lines[entity!.name + "." + relationshipName] = parser.lineNumber
         case "uniquenessConstraint":
             constraint = []
         case "constraint":

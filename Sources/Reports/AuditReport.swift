@@ -8,6 +8,11 @@ public enum AuditReport {
     /// Version of the JSON layout; bumped only on incompatible changes.
     public static let schemaVersion = 1
 
+    /// Each finding at the store it is about, else at the manifest that asked for it (SARIF).
+    public static func located(_ r: AuditResult, manifest: String) -> [SARIF.Located] {
+        r.findings.map { SARIF.Located($0, at: SARIF.Location.store($0.store ?? manifest)) }
+    }
+
     public static func json(_ r: AuditResult, manifest: String) -> JSONValue {
         JSONDocument.make(schemaVersion: schemaVersion, [
             ("manifest", .string(manifest)),

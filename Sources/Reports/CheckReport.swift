@@ -3,8 +3,13 @@ import Operations
 import StoreFormats
 
 /// `storelens check` in every format: the stores checked, the checks run, the findings.
-public enum CheckReport: DocumentView {
+public enum CheckReport: FindingsView {
     public typealias Subject = Storelens.CheckResult
+
+    /// At the store each finding is about.
+    public static func located(_ result: Storelens.CheckResult) -> [SARIF.Located] {
+        result.findings.map { SARIF.Located($0, at: $0.store.map(SARIF.Location.store)) }
+    }
 
     public static let schemaVersion = 1
 

@@ -6,8 +6,15 @@ import StoreFormats
 
 /// Text, JSON and Markdown views of `storelens migration` (a plan, hop by hop) and
 /// `storelens lint` (findings about one model). The findings go through `FindingsReport`.
-public enum MigrationReport: DocumentView {
+public enum MigrationReport: FindingsView {
     public typealias Subject = MigrationPlan
+
+    /// At the target model's file and line when it is an Xcode model, else at the store.
+    public static func located(_ plan: MigrationPlan) -> [SARIF.Located] {
+        plan.findings.map { f in
+            SARIF.Located(f, at: SARIF.location(of: f, declaredIn: plan.target.model.declarations) ?? f.store.map(SARIF.Location.store))
+        }
+    }
 
     /// Version of the JSON layout; bumped only on incompatible changes.
     public static let schemaVersion = 1
@@ -76,8 +83,17 @@ public enum MigrationReport: DocumentView {
     }
 }
 
-public enum LintReport: DocumentView {
+public enum LintReport: FindingsView {
     public typealias Subject = Storelens.LintResult
+
+    /// At the model file and line when the model was read from an Xcode model, else at the store.
+    public static func located(_ result: Storelens.LintResult) -> [SARIF.Located] {
+        result.models.flatMap { linted in
+            linted.findings.map { f in
+                SARIF.Located(f, at: SARIF.location(of: f, declaredIn: linted.model.declarations) ?? SARIF.Location.store(f.store ?? linted.subject))
+            }
+        }
+    }
 
     public static let schemaVersion = 1
 

@@ -133,7 +133,7 @@ public final class Connection {
 
     /// `path` as the path of a `file:` URI: every byte but unreserved ones and `/` as `%HH`, so a
     /// `?`, `#` or `%` in a folder name cannot end the path or start a parameter.
-    static func uriEscaped(_ path: String) -> String {
+    public static func uriEscaped(_ path: String) -> String {
         var out = ""
         for byte in path.utf8 {
             switch byte {

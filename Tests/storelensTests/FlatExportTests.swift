@@ -10,50 +10,15 @@ enum SQLiteUtils {
     static let unavailable = "sqlite-utils could not be installed (python3 -m venv + pip install sqlite-utils from PyPI); the reason is printed above. Loading rows' exports with it is skipped"
 
     /// The `sqlite-utils` executable, or nil (with the reason printed) when no virtualenv can be made.
-    static let executable: URL? = {
-        let venv = ProjectPaths.root().appendingPathComponent(".build/sltest-venv-sqlite-utils")
-        let tool = venv.appendingPathComponent("bin/sqlite-utils")
-        // Written last: a virtualenv without it was stopped half-way and is made again. (A
-        // virtualenv cannot be moved into place: its scripts name their own folder.)
-        let complete = venv.appendingPathComponent("sltest-complete")
-        if FileManager.default.fileExists(atPath: complete.path), run(tool, ["--version"]).status == 0 { return tool }
-        try? FileManager.default.removeItem(at: venv)
-        for (step, arguments) in [("python3 -m venv", ["python3", "-m", "venv", venv.path]),
-                                  ("pip install sqlite-utils", [venv.appendingPathComponent("bin/pip").path, "install", "--quiet",
-                                                                "--disable-pip-version-check", "--timeout", "30", "--retries", "2", "sqlite-utils"])] {
-            let result = run(URL(fileURLWithPath: "/usr/bin/env"), arguments)
-            if result.status != 0 {
-                print("FlatExportTests: \(step) failed (\(result.status)): \(result.stderr.suffix(600))")
-                return nil
-            }
-        }
-        let version = run(tool, ["--version"])
-        guard version.status == 0 else {
-            print("FlatExportTests: sqlite-utils --version failed after installing: \(version.stderr.suffix(600))")
-            return nil
-        }
-        FileManager.default.createFile(atPath: complete.path, contents: Data(version.stdout.utf8))
-        return tool
-    }()
+    static let executable: URL? = PythonVenv.make("sqlite-utils", packages: ["sqlite-utils"], probe: ["sqlite-utils", "--version"])
+        .map { $0.appendingPathComponent("bin/sqlite-utils") }
 
     static var available: Bool { executable != nil }
 
-    struct Result { let status: Int32; let stdout: String; let stderr: String }
+    typealias Result = PythonVenv.Result
 
     static func run(_ executable: URL, _ arguments: [String]) -> Result {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        do { try process.run() } catch { return Result(status: -1, stdout: "", stderr: "\(error)") }
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                             stderr: String(decoding: errData, as: UTF8.self))
+        PythonVenv.run([executable.path] + arguments)
     }
 }
 

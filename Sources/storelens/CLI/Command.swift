@@ -98,6 +98,10 @@ final class Output: Sendable {
 enum CommonOptions {
     static let format = OptionSpec.value("--format", "-f", valueName: "format", help: "Output format.",
                                          allowed: ["text", "json"], default: "text")
+    /// `--format` of the commands whose answer is findings: also SARIF 2.1.0, for code review and CI.
+    static let formatWithSARIF = OptionSpec.value("--format", "-f", valueName: "format",
+                                                  help: "Output format (sarif: SARIF 2.1.0 for code scanning, docs/sarif.md).",
+                                                  allowed: ["text", "json", "markdown", "sarif"], default: "text")
     /// `--format` for commands that also have a Markdown view (sized for a support ticket).
     static let formatWithMarkdown = OptionSpec.value("--format", "-f", valueName: "format", help: "Output format.",
                                                      allowed: ["text", "json", "markdown"], default: "text")

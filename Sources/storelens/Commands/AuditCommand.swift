@@ -18,7 +18,7 @@ struct AuditCommand: Command {
         """,
         arguments: [ArgumentSpec(name: "input", help: "An app container, .xcappdata, archive or backup holding the stores the manifest names.", repeating: true, optional: false)],
         options: [.value("--manifest", "-m", valueName: "file", help: "The manifest (storelens.json)."),
-                  .value("--format", "-f", valueName: "format", help: "Output format.", allowed: ["text", "json", "markdown"], default: "text"),
+                  CommonOptions.formatWithSARIF,
                   CommonOptions.failOn]
             + CommonOptions.input + BatchOptions.all,
         examples: ["storelens audit Todo.xcappdata --manifest storelens.json",
@@ -63,6 +63,8 @@ struct AuditCommand: Command {
         try session.finish()
         switch format {
         case "json": output.write(AuditReport.json(result, manifest: manifestPath).rendered() + "\n")
+        case "sarif":
+            output.write(SARIF.log(AuditReport.located(result, manifest: manifestPath), command: "audit", toolVersion: RootCommand.version).rendered() + "\n")
         case "markdown": output.write(AuditReport.markdown(result, input: paths.joined(separator: ", ")))
         default: output.write(AuditReport.text(result))
         }

@@ -17,7 +17,7 @@ struct CheckCommand: Command {
         Each invariant is a named check with its own finding id (docs/check.md).
         """,
         arguments: [ArgumentSpec(name: "input", help: "A store file, container, .xcappdata, archive or backup.", repeating: true, optional: false)],
-        options: [.value("--format", "-f", valueName: "format", help: "Output format.", allowed: ["text", "json", "markdown"], default: "text"),
+        options: [CommonOptions.formatWithSARIF,
                   .flag("--full", help: "Run PRAGMA integrity_check instead of the faster quick_check."),
                   .value("--only", valueName: "ids", help: "Run only these checks (comma-separated finding ids)."),
                   CommonOptions.failOn,
@@ -77,7 +77,7 @@ struct CheckCommand: Command {
         defer { session.scratch.remove() }
         let result = try Storelens.check(paths, options, in: session)
         try session.finish()
-        output.write(CheckReport.rendered(result, as: format))
+        output.write(CheckReport.rendered(result, as: format, command: "check", toolVersion: RootCommand.version))
         // The other stores were checked; the refused ones are input errors all the same.
         for r in result.refused { output.error("Error: \(r.reason)\n") }
         if !result.refused.isEmpty { return .usageOrInput }

