@@ -34,7 +34,19 @@ cp "$bin" "$stage/$name/storelens"
 # Symbols are for debugging the build, not for running it: a third of the size.
 if command -v strip >/dev/null; then strip "$stage/$name/storelens"; fi
 cp LICENSE "$stage/$name/LICENSE"
-(cd "$stage/$name" && sha256sum storelens LICENSE > SHA256SUMS)
+# Completion scripts and man pages, made by the binary itself from its own help; dated by the
+# commit (SOURCE_DATE_EPOCH) so two builds of one commit give the same pages.
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
+"$bin" --help >/dev/null   # the binary runs here before anything is made from it
+mkdir -p "$stage/$name/completions" "$stage/$name/man/man1"
+"$bin" --generate-completion-script bash > "$stage/$name/completions/storelens.bash"
+"$bin" --generate-completion-script zsh > "$stage/$name/completions/_storelens"
+"$bin" --generate-completion-script fish > "$stage/$name/completions/storelens.fish"
+"$bin" --generate-manual > "$stage/$name/man/man1/storelens.1"
+for command in $("$bin" --help | awk '/^SUBCOMMANDS:/ {on = 1; next} on && /^$/ {exit} on {print $1}'); do
+    "$bin" --generate-manual "$command" > "$stage/$name/man/man1/storelens-$command.1"
+done
+(cd "$stage/$name" && find . -type f ! -name SHA256SUMS | sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum > SHA256SUMS)
 mkdir -p dist
 rm -f "dist/$name.tar.gz" "dist/$name.tar.gz.sha256"
 tar -C "$stage" --owner=0 --group=0 --numeric-owner --sort=name -czf "dist/$name.tar.gz" "$name"

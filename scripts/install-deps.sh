@@ -22,8 +22,11 @@ done
 # The encrypted-backup tests make a virtualenv (python3 -m venv) for their independent writer.
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing_tools+=(python3-venv)
 # The XML-store test traces the open calls with strace to show the DTD is never read (skipped without it).
+# The completion scripts are run in bash, zsh and fish, and the man pages through groff's checks.
 if [ "$(uname -s)" = Linux ]; then
-  command -v strace >/dev/null 2>&1 || missing_tools+=(strace)
+  for tool in strace zsh fish groff; do
+    command -v "$tool" >/dev/null 2>&1 || missing_tools+=("$tool")
+  done
 fi
 
 # The browser test of `storelens report` loads reports in headless chromium. With --with-browser
@@ -55,10 +58,10 @@ case "$(uname -s)" in
       echo "Installing missing dependencies: ${missing_pc[*]} ${missing_tools[*]}"
       export DEBIAN_FRONTEND=noninteractive
       apt-get update -qq
-      apt-get install -y -qq pkg-config libsqlite3-dev libarchive-dev zlib1g-dev libisal-dev libssl-dev libxml2-dev openssl python3-venv sqlite3 libarchive-tools zip bc time strace >/dev/null
+      apt-get install -y -qq pkg-config libsqlite3-dev libarchive-dev zlib1g-dev libisal-dev libssl-dev libxml2-dev openssl python3-venv sqlite3 libarchive-tools zip bc time strace zsh fish groff-base >/dev/null
     else
       echo "storelens needs: ${missing_pc[*]} ${missing_tools[*]}"
-      echo "On Debian or Ubuntu: sudo apt-get install pkg-config libsqlite3-dev libarchive-dev zlib1g-dev libisal-dev libssl-dev libxml2-dev openssl python3-venv sqlite3 libarchive-tools zip bc time strace"
+      echo "On Debian or Ubuntu: sudo apt-get install pkg-config libsqlite3-dev libarchive-dev zlib1g-dev libisal-dev libssl-dev libxml2-dev openssl python3-venv sqlite3 libarchive-tools zip bc time strace zsh fish groff-base"
       exit 1
     fi
     ;;

@@ -4,11 +4,14 @@ enum Help {
 
     static func root(commands: [CommandConfiguration]) -> String {
         var out = "OVERVIEW: Inspect, audit and repair the Core Data and SwiftData stores of iOS and macOS apps.\n\n"
-        out += "Every command reads evidence without changing it: stores are copied into a private\n"
-        out += "working folder and opened there, and the originals are hashed before and after.\n\n"
+        out += "Every command reads evidence without changing it: stores are read where they lie through a\n"
+        out += "read-only SQLite VFS (copied into a private working folder where they must be, or with\n"
+        out += "--copy), and the originals are hashed before and after.\n\n"
         out += "USAGE: storelens <subcommand> [<options>]\n\n"
         out += "OPTIONS:\n"
         out += row("--version", "Show the version and the commit it was built from.")
+        out += row("--generate-completion-script <shell>", "Print the completion script for bash, zsh or fish (docs/install.md).")
+        out += row("--generate-manual [<subcommand>]", "Print the man page storelens(1), or storelens-<subcommand>(1), as roff.")
         out += row("-h, --help", "Show help information.")
         out += "\nSUBCOMMANDS:\n"
         for c in commands { out += row(c.name, c.abstract) }
@@ -26,24 +29,32 @@ enum Help {
             out += "\n"
         }
         out += "OPTIONS:\n"
-        for o in c.options {
-            var label = o.names.sorted { $0.count < $1.count }.joined(separator: ", ")
-            if o.kind == .value { label += " <\(o.valueName)>" }
-            var text = o.help
-            if !o.allowed.isEmpty || o.defaultValue != nil {
-                var parts: [String] = []
-                if !o.allowed.isEmpty { parts.append("values: " + o.allowed.joined(separator: ", ")) }
-                if let d = o.defaultValue { parts.append("default: \(d)") }
-                text += " (\(parts.joined(separator: "; ")))"
-            }
-            out += row(label, text)
-        }
+        for o in c.options { out += row(label(o), text(o)) }
         out += row("-h, --help", "Show help information.")
         if !c.examples.isEmpty {
             out += "\nEXAMPLES:\n"
             for e in c.examples { out += "  \(e)\n" }
         }
         return out
+    }
+
+    /// `-f, --format <format>`: an option's names, shortest first, and its value's name.
+    static func label(_ o: OptionSpec) -> String {
+        var label = o.names.sorted { $0.count < $1.count }.joined(separator: ", ")
+        if o.kind == .value { label += " <\(o.valueName)>" }
+        return label
+    }
+
+    /// An option's help with its allowed values and default, as help, man pages and completions show it.
+    static func text(_ o: OptionSpec) -> String {
+        var text = o.help
+        if !o.allowed.isEmpty || o.defaultValue != nil {
+            var parts: [String] = []
+            if !o.allowed.isEmpty { parts.append("values: " + o.allowed.joined(separator: ", ")) }
+            if let d = o.defaultValue { parts.append("default: \(d)") }
+            text += " (\(parts.joined(separator: "; ")))"
+        }
+        return text
     }
 
     static func usage(_ c: CommandConfiguration) -> String {

@@ -13,6 +13,35 @@ enum RootCommand {
     /// The commit `make dist` built from, or "unknown".
     static let commit = String(cString: storelens_build_commit())
 
+    /// `--generate-completion-script SHELL` and `--generate-manual [SUBCOMMAND]`: printed to stdout
+    /// (installers and `make dist` redirect them), made from the commands' own configurations.
+    static func generated(_ option: String, _ rest: [String], to output: Output) -> ExitCode {
+        let configurations = commands.map { $0.configuration }
+        if option == "--generate-completion-script" {
+            guard let shell = rest.first, rest.count == 1, let script = CompletionScripts.script(for: shell, commands: configurations) else {
+                return Diagnostics.report(ParseError.invalid("--generate-completion-script takes one shell: \(CompletionScripts.shells.joined(separator: ", ")) (for example: storelens --generate-completion-script bash > /etc/bash_completion.d/storelens)."),
+                                          command: nil, to: output)
+            }
+            output.write(script)
+            return .success
+        }
+        // SOURCE_DATE_EPOCH (reproducible builds) dates the pages; without it they carry none.
+        let date = ProcessInfo.processInfo.environment["SOURCE_DATE_EPOCH"].flatMap(Int64.init).map { seconds -> String in
+            let day = UTCDateTime.civilDate(daysSince1970: seconds / 86_400)
+            return String(format: "%04lld-%02lld-%02lld", day.year, day.month, day.day)
+        } ?? ""
+        guard let name = rest.first else {
+            output.write(ManPages.root(commands: configurations, version: version, date: date))
+            return .success
+        }
+        guard rest.count == 1, let command = configurations.first(where: { $0.name == name }) else {
+            return Diagnostics.report(.unknownCommand(name, suggestion: EditDistance.closest(to: name, in: configurations.map(\.name))),
+                                      command: nil, to: output)
+        }
+        output.write(ManPages.command(command, version: version, date: date))
+        return .success
+    }
+
     static func run(_ arguments: [String]) -> ExitCode {
         let output = Output()
         guard let first = arguments.first else {
@@ -26,6 +55,9 @@ enum RootCommand {
         if first == "--version" {
             output.write("storelens \(version) (commit \(commit))\n")
             return .success
+        }
+        if first == "--generate-completion-script" || first == "--generate-manual" {
+            return generated(first, Array(arguments.dropFirst()), to: output)
         }
         if first == "help" {
             guard let name = arguments.dropFirst().first else {
@@ -41,7 +73,7 @@ enum RootCommand {
         }
         guard let command = commands.first(where: { $0.configuration.name == first }) else {
             if first.hasPrefix("-") {
-                return Diagnostics.report(.unknownOption(first, suggestion: EditDistance.closest(to: first, in: ["--help", "--version"])),
+                return Diagnostics.report(.unknownOption(first, suggestion: EditDistance.closest(to: first, in: ["--help", "--version", "--generate-completion-script", "--generate-manual"])),
                                           command: nil, to: output)
             }
             return Diagnostics.report(.unknownCommand(first, suggestion: EditDistance.closest(to: first, in: commands.map { $0.configuration.name })),
