@@ -8,7 +8,7 @@ DEMO := Fixtures/demo-container
 DEMO_STORE := $(DEMO)/Library/Application Support/default.store
 DEMO_MANIFEST := Fixtures/demo-container.storelens.json
 
-.PHONY: all deps test-deps build release dist test demo fixtures bench fuzz fuzz-long clean help
+.PHONY: all deps test-deps build release dist deb test demo fixtures bench fuzz fuzz-long clean help
 
 all: build
 
@@ -20,6 +20,7 @@ help:
 	@echo "make fuzz-long  every libFuzzer target for 10 minutes (FUZZ_SECONDS=600; record the results in docs/safety.md)"
 	@echo "make fixtures regenerate Fixtures/ with the store builder"
 	@echo "make dist     a release binary that needs no Swift toolchain: dist/storelens-VERSION-linux-ARCH.tar.gz"
+	@echo "make deb      the same as a Debian package: dist/storelens_VERSION_ARCH.deb"
 
 # Installs the system libraries (and the sqlite3/bsdtar tools the tests compare against) when missing.
 deps:
@@ -38,6 +39,11 @@ release:
 # The Swift runtime linked in, packed with LICENSE and SHA-256 sums (scripts/dist.sh; README, "Install").
 dist: deps
 	SWIFT=$(SWIFT) ./scripts/dist.sh
+
+# The same as a Debian package (scripts/deb.sh; docs/install.md): binary, man pages, completions,
+# Depends found from the binary's libraries.
+deb: dist
+	./scripts/deb.sh
 
 # swift test with a TMPDIR of its own; fails when a storelens-* scratch folder is left in it.
 test: test-deps

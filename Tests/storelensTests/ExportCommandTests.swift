@@ -103,7 +103,7 @@ struct ExportCommandTests {
         let export = try Connection.open(path: out.path, mode: .readOnly)
         #expect(try export.integrityCheck() == ["ok"])
         let tables = Set(try export.rows("SELECT name FROM sqlite_schema WHERE type = 'table'").compactMap { $0[0].string })
-        #expect(tables == ["Owner", "Animal", "Dog", "Cat", "Tag", "Animal_tags", "_storelens"], "\(tables)")
+        #expect(tables == ["Owner", "Animal", "Dog", "Cat", "Tag", "Animal_tags", "_storelens", "_storelens_columns"], "\(tables)")
         #expect(try Self.compareWithRows(store, export, entities: ["Owner", "Animal", "Dog", "Cat", "Tag"]) > 20)
         // Inherited columns in the subentity's table; the target's entity beside a key into a hierarchy.
         let dogFields = try #require(try CommandJSON.object(try CLI.run(["rows", store.path, "Dog", "--format", "json", "--limit", "0"]).stdout)["fields"] as? [String])

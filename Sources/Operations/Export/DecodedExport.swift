@@ -8,13 +8,15 @@ import SQLiteAccess
 ///
 /// - One table per concrete entity, named by the entity, holding the rows whose `Z_ENT` is that
 ///   entity (a subentity's rows are in the subentity's table, with its inherited columns), `_pk`
-///   first, then one column per property as `rows` names it. Values are stored decoded and
-///   untyped by the column: integers and doubles natively, Booleans 0/1, dates ISO 8601 UTC text,
-///   UUIDs and decimals as text, to-one relationships as the target's `Z_PK` (with a
-///   `<name>_entity` column naming the target's entity when the destination has subentities),
-///   bytes, composites and transformable trees as the JSON `rows` writes for them.
+///   first, then one column per property as `rows` names it. Values are stored decoded: integers
+///   and doubles natively, Booleans 0/1, dates ISO 8601 UTC text, UUIDs and decimals as text,
+///   to-one relationships as the target's `Z_PK` (with a `<name>_entity` column naming the
+///   target's entity when the destination has subentities), bytes, composites and transformable
+///   trees as the JSON `rows` writes for them. Columns are declared with those types, and to-one
+///   relationships as foreign keys with an index, where every value already has the type
+///   (`ExportTypes`; `_storelens_columns` says what each column holds).
 /// - One link table per many-to-many relationship (named `<Entity>_<relationship>`) with the two
-///   sides' keys.
+///   sides' keys, as foreign keys.
 /// - `_storelens`: what was exported, from which files (SHA-256 of each as read), by which
 ///   version, and one line per table with its entity and row count.
 ///
@@ -48,7 +50,7 @@ public enum DecodedExport {
             try connection.execute("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; BEGIN")
             return connection
         }
-        var names = UniqueNames(reserved: ["_storelens", LongTexts.table, ExternalDataTable.table])
+        var names = UniqueNames(reserved: ["_storelens", LongTexts.table, ExternalDataTable.table, ExportTypes.table, ExportTypes.building])
         let longTexts = LongTexts()
         var tables: [Table] = []
         let map = opened.map
@@ -71,6 +73,9 @@ public enum DecodedExport {
             }
         }
         for mapping in entities { if let t = targets[mapping.entity.name] { tables.append(Table(name: t.name, entity: mapping.entity.name, relationship: nil, rows: t.rows)) } }
+        // Foreign keys only into an entity whose rows are all in one table (no subentities).
+        let entityTables = targets.filter { map.model.subtree(of: $0.key).count == 1 }.mapValues(\.name)
+        var typing = entities.compactMap { targets[$0.entity.name] }.map { ($0.name, $0.columnTypes) }
 
         // Many-to-many: one link table per join table (the two sides share one).
         var linked = Set<String>()
@@ -86,6 +91,8 @@ public enum DecodedExport {
                     try connection.execute("CREATE TABLE \(Identifier.quoted(name)) (\(Identifier.quoted(left)) INTEGER, \(Identifier.quoted(right)) INTEGER"
                                            + (order != nil ? ", \"order\" INTEGER" : "") + ")")
                 }
+                typing.append((name, ExportTypes.linkColumns(left: left, source: mapping.entity.name, right: right,
+                                                             destination: r.relationship.destination, ordered: order != nil)))
                 var count = 0
                 let insert = try output(path) { try connection.prepare("INSERT INTO \(Identifier.quoted(name)) VALUES (?, ?\(order != nil ? ", ?" : ""))") }
                 let select = "SELECT \(Identifier.quoted(source)), \(Identifier.quoted(destination))\(order.map { ", " + Identifier.quoted($0) } ?? "") FROM \(Identifier.quoted(join)) ORDER BY 1, 2"
@@ -102,6 +109,10 @@ public enum DecodedExport {
             }
         }
 
+        try output(path) {
+            let described = try typing.flatMap { try ExportTypes.apply(table: $0.0, columns: $0.1, entityTables: entityTables, connection) }
+            try ExportTypes.write(described, connection)
+        }
         let externalRows = try opened.decoder.externalData.flatMap {
             try ExternalDataTable.write($0, withData: withExternalData, connection, output: path)
         }
@@ -168,6 +179,8 @@ public enum DecodedExport {
         /// relationship's destination has subentities.
         var columns: [String: (index: Int, entityIndex: Int?)] = [:]
         var columnNames: [String] = ["_pk"]
+        /// What each column after `_pk` holds, in order (`ExportTypes`).
+        var columnTypes: [ExportTypes.Column] = []
         var statement: Statement?
         private(set) var rows = 0
 
@@ -179,6 +192,7 @@ public enum DecodedExport {
             for field in RowReader(map: map, entity: mapping, decoder: decoder).fields where lineage.contains(field.declaredBy) {
                 let index = columnNames.count
                 columnNames.append(names.take(field.name))
+                columnTypes.append(ExportTypes.column(columnNames[index], for: field))
                 var entityIndex: Int?
                 let destination: String? = {
                     switch field.kind {
@@ -190,6 +204,8 @@ public enum DecodedExport {
                 if let destination, map.model.subtree(of: destination).count > 1 {
                     entityIndex = columnNames.count
                     columnNames.append(names.take(field.name + "_entity"))
+                    columnTypes.append(ExportTypes.Column(name: columnNames[entityIndex!], property: nil, declared: "TEXT",
+                                                          holds: "the entity of the \(destination) row it points at", references: nil))
                 }
                 columns[Self.key(field.declaredBy, field.name)] = (index, entityIndex)
             }

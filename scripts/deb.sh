@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# `make deb`: the release archive of `make dist` as a Debian package, dist/storelens_VERSION_ARCH.deb:
+# the binary in /usr/bin, the man pages (gzipped) in /usr/share/man/man1, the completions where
+# bash-completion, zsh and fish look for them, the licence as /usr/share/doc/storelens/copyright.
+# Depends names the packages that hold the shared libraries the binary loads, found from the binary
+# (readelf's NEEDED entries, then dpkg -S for the file the loader would use), never typed by hand.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+for tool in dpkg-deb dpkg readelf ldconfig gzip; do
+    command -v "$tool" >/dev/null || { echo "make deb: $tool is missing (a Debian or Ubuntu system builds the package)" >&2; exit 1; }
+done
+version=$(sed -n 's/^ *static let version = "\([^"]*\)".*/\1/p' Sources/storelens/CLI/RootCommand.swift)
+name="storelens-$version-linux-$(uname -m)"
+archive="dist/$name.tar.gz"
+[ -f "$archive" ] || { echo "make deb: $archive is missing; run make dist first (make deb does)" >&2; exit 1; }
+arch=$(dpkg --print-architecture)
+
+stage=$(mktemp -d "${TMPDIR:-/tmp}/storelens-deb-stage-XXXXXX")
+trap 'rm -rf "$stage"' EXIT
+tar -C "$stage" -xzf "$archive"
+unpacked="$stage/$name"
+(cd "$unpacked" && sha256sum --quiet -c SHA256SUMS) || { echo "make deb: $archive does not match its SHA256SUMS" >&2; exit 1; }
+root="$stage/root"
+install -D -m 0755 "$unpacked/storelens" "$root/usr/bin/storelens"
+for page in "$unpacked"/man/man1/*.1; do
+    install -D -m 0644 "$page" "$root/usr/share/man/man1/$(basename "$page")"
+    gzip -9n "$root/usr/share/man/man1/$(basename "$page")"
+done
+install -D -m 0644 "$unpacked/completions/storelens.bash" "$root/usr/share/bash-completion/completions/storelens"
+install -D -m 0644 "$unpacked/completions/_storelens" "$root/usr/share/zsh/vendor-completions/_storelens"
+install -D -m 0644 "$unpacked/completions/storelens.fish" "$root/usr/share/fish/vendor_completions.d/storelens.fish"
+install -D -m 0644 "$unpacked/LICENSE" "$root/usr/share/doc/storelens/copyright"
+
+# The package of each library the binary loads, as the loader resolves it on this system.
+depends=()
+for library in $(readelf -d "$root/usr/bin/storelens" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+    path=$(ldconfig -p | awk -v lib="$library" '$1 == lib && /x86-64|AArch64|aarch64/ {print $NF; exit}')
+    [ -n "$path" ] || path=$(ldconfig -p | awk -v lib="$library" '$1 == lib {print $NF; exit}')
+    [ -n "$path" ] || { echo "make deb: the loader does not know $library" >&2; exit 1; }
+    owner=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null || dpkg -S "$path" 2>/dev/null) || { echo "make deb: no package holds $path" >&2; exit 1; }
+    depends+=("${owner%%:*}")
+done
+depends_line=$(printf '%s\n' "${depends[@]}" | sed 's/:.*//' | LC_ALL=C sort -u | paste -sd, - | sed 's/,/, /g')
+
+mkdir -p "$root/DEBIAN"
+installed_kb=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
+cat > "$root/DEBIAN/control" <<CONTROL
+Package: storelens
+Version: $version
+Architecture: $arch
+Maintainer: storelens developers <storelens@localhost>
+Installed-Size: $installed_kb
+Depends: $depends_line
+Section: utils
+Priority: optional
+Description: inspect, audit and repair Core Data and SwiftData stores of iOS and macOS apps
+ Reads the data stores of iOS and macOS apps copied off a device (containers, .xcappdata,
+ tar and zip archives, Finder/iTunes backups) without changing them: what the Core Data or
+ SwiftData store holds, what lives only in the -wal, what was deleted and can be recovered,
+ whether a migration lost records, and checks and safe repairs of Core Data's invariants.
+CONTROL
+mkdir -p dist
+deb="dist/storelens_${version}_${arch}.deb"
+rm -f "$deb"
+dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
+(cd dist && sha256sum "$(basename "$deb")" > "$(basename "$deb").sha256")
+echo "make deb: $deb ($(du -h "$deb" | cut -f1)); Depends: $depends_line"
