@@ -26,8 +26,14 @@ let package = Package(
                                                  "Repair", "Coexistence", "ModelReview", "Reports", "StoreFormats", "SQLiteAccess"]),
         // Stores in Apple's layout, for an app's migration tests (legacy and new stores from code).
         .library(name: "StoreBuilder", targets: ["StoreBuilder"]),
+        // `swift package storelens lint|check|migration …` in a package that depends on this one.
+        .plugin(name: "StorelensCommand", targets: ["StorelensCommand"]),
     ],
     targets: [
+        // storelens as a command of `swift package` (docs/library.md, "In CI").
+        .plugin(name: "StorelensCommand",
+                capability: .command(intent: .custom(verb: "storelens", description: "Run storelens (lint, check, migration, audit …) on the package's models and fixture stores.")),
+                dependencies: ["storelens"]),
         // C libraries from the system (Debian -dev packages / Homebrew).
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),

@@ -45,6 +45,9 @@ if [ "$skip_build" -eq 0 ]; then
     # compiles every library target again: built here with the rest, so the test only runs it.
     ${SWIFT:-swift} build --build-tests --package-path Examples/MigrationTest --scratch-path .build/library-example \
         --disable-automatic-resolution || { rm -rf "$run_tmp" "$run_tmp.real-before" "$test_root"; exit 1; }
+    # The command plugin's storelens in the same folder (PluginTests runs `swift package storelens`).
+    ${SWIFT:-swift} package --package-path Examples/MigrationTest --scratch-path .build/library-example \
+        --disable-automatic-resolution --disable-sandbox storelens --version >/dev/null || { rm -rf "$run_tmp" "$run_tmp.real-before" "$test_root"; exit 1; }
     if [ -z "${STORELENS_TEST_EXECUTABLE:-}" ]; then
         STORELENS_TEST_EXECUTABLE=$(SWIFT=${SWIFT:-swift} ./scripts/dist.sh --build-only) || { rm -rf "$run_tmp" "$run_tmp.real-before" "$test_root"; exit 1; }
         export STORELENS_TEST_EXECUTABLE
