@@ -7,7 +7,7 @@ import Testing
 
 /// `make deb`'s package, installed with dpkg into a root of its own (`dpkg --root`, no container):
 /// the files land where Debian expects them, `Depends` names the package of every library the
-/// binary loads (found here independently, from `ldd`), and the installed binary runs `--version`
+/// binary names (resolved here independently, by `ldd`), and the installed binary runs `--version`
 /// and `inspect` on a real store. The package is built by `make deb` (.ci/run); without it the
 /// tests are skipped, and STORELENS_DIST_TEST=1 makes a missing package a failure.
 @Suite("make deb: a Debian package")
@@ -52,10 +52,15 @@ struct DebTests {
         let binary = root.appendingPathComponent("usr/bin/storelens")
         let depends = PythonVenv.run(["dpkg-deb", "-f", Self.package.path, "Depends"]).stdout
             .split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        // The libraries the binary names itself (readelf's NEEDED), as ldd resolves them: the
+        // packages of their own dependencies come with those packages.
+        let needed = Set(PythonVenv.run(["sh", "-c", "readelf -d '\(binary.path)' | sed -n 's/.*(NEEDED).*\\[\\(.*\\)\\]/\\1/p'"]).stdout
+            .split(separator: "\n").map(String.init))
+        #expect(needed.contains("libsqlite3.so.0"), "\(needed)")
         let ldd = PythonVenv.run(["ldd", binary.path]).stdout
         for line in ldd.split(separator: "\n") {
             let parts = line.split(separator: " ")
-            guard parts.count >= 3, parts[1] == "=>", parts[2].hasPrefix("/") else { continue }
+            guard parts.count >= 3, parts[1] == "=>", parts[2].hasPrefix("/"), needed.contains(String(parts[0].trimmingCharacters(in: .whitespaces))) else { continue }
             let resolved = URL(fileURLWithPath: String(parts[2])).resolvingSymlinksInPath().path
             let owner = PythonVenv.run(["dpkg", "-S", resolved]).stdout.split(separator: ":").first.map(String.init)
                 ?? PythonVenv.run(["dpkg", "-S", String(parts[2])]).stdout.split(separator: ":").first.map(String.init)
