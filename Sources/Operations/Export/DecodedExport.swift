@@ -81,31 +81,10 @@ public enum DecodedExport {
         var linked = Set<String>()
         for mapping in entities {
             for r in mapping.relationships where r.kind == .manyToMany && r.declaredBy == mapping.entity.name {
-                guard let join = r.joinTable, let source = r.joinSourceColumn, let destination = r.joinDestinationColumn,
-                      linked.insert(join.lowercased()).inserted else { continue }
-                let name = names.take("\(mapping.entity.name)_\(r.relationship.name)")
-                var left = mapping.entity.name + "_pk", right = r.relationship.destination + "_pk"
-                if left == right { left = "source_pk"; right = "destination_pk" }
-                let order = r.orderColumn
-                try output(path) {
-                    try connection.execute("CREATE TABLE \(Identifier.quoted(name)) (\(Identifier.quoted(left)) INTEGER, \(Identifier.quoted(right)) INTEGER"
-                                           + (order != nil ? ", \"order\" INTEGER" : "") + ")")
-                }
-                typing.append((name, ExportTypes.linkColumns(left: left, source: mapping.entity.name, right: right,
-                                                             destination: r.relationship.destination, ordered: order != nil)))
-                var count = 0
-                let insert = try output(path) { try connection.prepare("INSERT INTO \(Identifier.quoted(name)) VALUES (?, ?\(order != nil ? ", ?" : ""))") }
-                let select = "SELECT \(Identifier.quoted(source)), \(Identifier.quoted(destination))\(order.map { ", " + Identifier.quoted($0) } ?? "") FROM \(Identifier.quoted(join)) ORDER BY 1, 2"
-                try StoreReading.named(opened.displayPath) {
-                    try opened.connection.prepare(select).forEach { row in
-                        try output(path) {
-                            try insert.bind(row.values)
-                            while try insert.step() != nil {}
-                        }
-                        count += 1
-                    }
-                }
-                tables.append(Table(name: name, entity: nil, relationship: "\(mapping.entity.name).\(r.relationship.name)", rows: count))
+                guard let join = r.joinTable, r.joinSourceColumn != nil, r.joinDestinationColumn != nil, linked.insert(join.lowercased()).inserted,
+                      let link = try writeLinkTable(r, of: mapping, join: join, names: &names, opened, connection, output: path) else { continue }
+                tables.append(link.table)
+                typing.append((link.table.name, link.columns))
             }
         }
 
@@ -141,6 +120,36 @@ public enum DecodedExport {
         return Summary(tables: tables)
     }
 
+
+    /// The link table of a many-to-many relationship (`<Entity>_<relationship>`): the join
+    /// table's pairs as stored, and the columns' types (`ExportTypes`). Nil when the mapping
+    /// names no join columns.
+    static func writeLinkTable(_ r: RelationshipMapping, of mapping: EntityMapping, join: String, names: inout UniqueNames,
+                               _ opened: OpenedStore, _ connection: Connection, output path: String) throws -> (table: Table, columns: [ExportTypes.Column])? {
+        guard let source = r.joinSourceColumn, let destination = r.joinDestinationColumn else { return nil }
+        let name = names.take("\(mapping.entity.name)_\(r.relationship.name)")
+        var left = mapping.entity.name + "_pk", right = r.relationship.destination + "_pk"
+        if left == right { left = "source_pk"; right = "destination_pk" }
+        let order = r.orderColumn
+        try output(path) {
+            try connection.execute("CREATE TABLE \(Identifier.quoted(name)) (\(Identifier.quoted(left)) INTEGER, \(Identifier.quoted(right)) INTEGER"
+                                   + (order != nil ? ", \"order\" INTEGER" : "") + ")")
+        }
+        var count = 0
+        let insert = try output(path) { try connection.prepare("INSERT INTO \(Identifier.quoted(name)) VALUES (?, ?\(order != nil ? ", ?" : ""))") }
+        let select = "SELECT \(Identifier.quoted(source)), \(Identifier.quoted(destination))\(order.map { ", " + Identifier.quoted($0) } ?? "") FROM \(Identifier.quoted(join)) ORDER BY 1, 2"
+        try StoreReading.named(opened.displayPath) {
+            try opened.connection.prepare(select).forEach { row in
+                try output(path) {
+                    try insert.bind(row.values)
+                    while try insert.step() != nil {}
+                }
+                count += 1
+            }
+        }
+        return (Table(name: name, entity: nil, relationship: "\(mapping.entity.name).\(r.relationship.name)", rows: count),
+                ExportTypes.linkColumns(left: left, source: mapping.entity.name, right: right, destination: r.relationship.destination, ordered: order != nil))
+    }
 
     /// Runs an output write: an SQLite failure there is the output's (a full disk), not the store's.
     static func output<T>(_ path: String, _ body: () throws -> T) throws -> T {
