@@ -16,12 +16,12 @@ struct DebTests {
         var machine = utsname()
         uname(&machine)
         let arch = PythonVenv.run(["dpkg", "--print-architecture"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        return DistTests.root.appendingPathComponent("dist/storelens_\(DistTests.version ?? "?")_\(arch).deb")
+        return ReleaseBuild.root.appendingPathComponent("dist/storelens_\(ReleaseBuild.version ?? "?")_\(arch).deb")
     }
     static var present: Bool { FileManager.default.fileExists(atPath: package.path) }
 
     @Test("the package is where CI expects it",
-          .enabled(if: DistTests.required, "only where STORELENS_DIST_TEST=1 (.ci/run sets it after make deb) is a missing package a failure"))
+          .enabled(if: ReleaseBuild.required, "only where STORELENS_DIST_TEST=1 (.ci/run sets it after make deb) is a missing package a failure"))
     func packageIsThere() {
         #expect(Self.present, "STORELENS_DIST_TEST=1 but \(Self.package.path) is missing: run make deb first")
     }
@@ -70,7 +70,7 @@ struct DebTests {
         #expect(!depends.contains { $0.hasPrefix("libswift") }, "the Swift runtime is inside the binary")
 
         let version = PythonVenv.run([binary.path, "--version"])
-        #expect(version.status == 0 && version.stdout.hasPrefix("storelens \(DistTests.version ?? "?")"), "\(version.stdout)\(version.stderr)")
+        #expect(version.status == 0 && version.stdout.hasPrefix("storelens \(ReleaseBuild.version ?? "?")"), "\(version.stdout)\(version.stderr)")
         let store = try #require(ProjectPaths.realFixtures()).appendingPathComponent("swiftdata-resources/default.store")
         let inspect = PythonVenv.run([binary.path, "inspect", store.path, "--format", "json"])
         #expect(inspect.status == 0, "\(inspect.stderr)")

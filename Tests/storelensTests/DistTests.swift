@@ -11,15 +11,8 @@ import Testing
 /// STORELENS_DIST_TEST=1 (CI, after `make dist`) makes a missing archive a failure.
 @Suite("make dist: a binary without a toolchain")
 struct DistTests {
-    static let root = ProjectPaths.root()
-
-    /// The version the archive is named by, read where `scripts/dist.sh` reads it.
-    static var version: String? {
-        guard let source = try? String(contentsOf: root.appendingPathComponent("Sources/storelens/CLI/RootCommand.swift"), encoding: .utf8),
-              let line = source.split(separator: "\n").first(where: { $0.contains("static let version = \"") }),
-              let value = line.split(separator: "\"").dropFirst().first else { return nil }
-        return String(value)
-    }
+    static let root = ReleaseBuild.root
+    static var version: String? { ReleaseBuild.version }
 
     static var name: String {
         var machine = utsname()
@@ -29,7 +22,7 @@ struct DistTests {
     }
 
     static var archive: URL { root.appendingPathComponent("dist/\(name).tar.gz") }
-    static var required: Bool { ProjectPaths.isRequired("STORELENS_DIST_TEST") }
+    static var required: Bool { ReleaseBuild.required }
     static var present: Bool { FileManager.default.fileExists(atPath: archive.path) }
 
     /// Runs `executable` with nothing of this process's environment but `environment`.

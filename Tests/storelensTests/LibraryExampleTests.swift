@@ -13,8 +13,6 @@ import Testing
 struct LibraryExampleTests {
     static let relative = "path: \"../..\""
 
-    /// The example's build folder, relative to the checkout (scripts/test.sh builds the same one).
-    static let scratch = ".build/library-example"
 
     @Test("a package depending on storelens by path builds and passes its migration test with swift test, offline")
     func migrationExample() throws {
@@ -36,7 +34,7 @@ struct LibraryExampleTests {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         // --disable-automatic-resolution: the graph is two local packages, nothing may be fetched.
         process.arguments = ["nice", "-n", "10", swift, "test", "--package-path", example.path,
-                             "--scratch-path", root.appendingPathComponent(Self.scratch).path, "--disable-automatic-resolution"]
+                             "--scratch-path", root.appendingPathComponent(LibraryExample.scratch).path, "--disable-automatic-resolution"]
         var environment = ProcessInfo.processInfo.environment
         environment["TMPDIR"] = tmp.path
         process.environment = environment

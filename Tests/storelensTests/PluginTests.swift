@@ -19,7 +19,7 @@ struct PluginTests {
         let out = folder.path("stdout"), err = folder.path("stderr")
         let swift = ProcessInfo.processInfo.environment["SWIFT"].flatMap { $0.isEmpty ? nil : $0 } ?? "swift"
         let command = ["nice", "-n", "10", swift, "package", "--package-path", example.path,
-                       "--scratch-path", root.appendingPathComponent(LibraryExampleTests.scratch).path,
+                       "--scratch-path", root.appendingPathComponent(LibraryExample.scratch).path,
                        "--disable-automatic-resolution", "--disable-sandbox",
                        "storelens", "lint", store.path, "--format", "sarif"]
         let run = PythonVenv.run(["sh", "-c", command.map { "'\($0)'" }.joined(separator: " ") + " > '\(out.path)' 2> '\(err.path)'; echo $?"])

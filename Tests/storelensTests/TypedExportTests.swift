@@ -45,7 +45,7 @@ struct TypedExportTests {
     @Test("declared types, foreign keys into single tables, an index on each, and _storelens_columns")
     func typesAndKeys() throws {
         let folder = try TemporaryFolder("typed-export")
-        let out = try Self.export(try ExportCommandTests.store(in: folder), in: folder)
+        let out = try Self.export(try PetsStore.make(in: folder), in: folder)
         let db = try Connection.open(path: out.path, mode: .readOnly)
         func declared(_ table: String) throws -> [String: String] {
             Dictionary(uniqueKeysWithValues: try db.rows("SELECT name, type FROM pragma_table_info(?)", [.text(table)]).map { ($0[0].string ?? "", $0[1].string ?? "") })
@@ -74,7 +74,7 @@ struct TypedExportTests {
     @Test("a column whose values are not all of its property's type stays undeclared, every value as stored")
     func mixedColumnKeptAsStored() throws {
         let folder = try TemporaryFolder("typed-export-mixed")
-        let store = try ExportCommandTests.store(in: folder)
+        let store = try PetsStore.make(in: folder)
         // A damaged store: one Animal's weight (a Double attribute) holds text.
         let raw = try Connection.open(path: store.path, mode: .readWrite)
         try raw.execute("UPDATE ZANIMAL SET ZWEIGHT = 'twelve' WHERE ZNAME = 'Fido'")
@@ -93,7 +93,7 @@ struct TypedExportTests {
           .enabled(if: Datasette.available, Comment(rawValue: Datasette.unavailable)))
     func datasetteLinks() throws {
         let folder = try TemporaryFolder("typed-export-datasette")
-        let out = try Self.export(try ExportCommandTests.store(in: folder), in: folder)
+        let out = try Self.export(try PetsStore.make(in: folder), in: folder)
         let page = try Datasette.get("/pets/Dog.json?_labels=on&_shape=objects", file: out)
         let rows = try #require(page["rows"] as? [[String: Any]], "\(page.keys)")
         let rex = try #require(rows.first { $0["name"] as? String == "Rex" })
