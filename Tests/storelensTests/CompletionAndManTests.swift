@@ -41,17 +41,14 @@ struct CompletionAndManTests {
         }
     }
 
-    static func script(_ shell: String) throws -> URL {
-        let folder = try TemporaryFolder("completion-\(shell)")
+    /// The script for `shell`, written into `folder` (the caller's, removed with it).
+    static func script(_ shell: String, in folder: TemporaryFolder) throws -> URL {
         let run = try CLI.run(["--generate-completion-script", shell])
         #expect(run.status == 0, "\(run.stderr)")
         let file = folder.path("storelens.\(shell)")
         try Data(run.stdout.utf8).write(to: file)
-        // The folder goes with the test: keep it alive as long as the file is needed.
-        Self.kept.append(folder)
         return file
     }
-    nonisolated(unsafe) static var kept: [TemporaryFolder] = []
 
     static func shell(_ program: String, _ script: String) -> PythonVenv.Result {
         PythonVenv.run([program, "-c", script])
@@ -63,7 +60,8 @@ struct CompletionAndManTests {
 
     @Test("bash: subcommands, every command's options after -, the allowed values after a value option")
     func bash() throws {
-        let file = try Self.script("bash")
+        let folder = try TemporaryFolder("completion-bash")
+        let file = try Self.script("bash", in: folder)
         let commands = try Self.subcommands()
         #expect(commands.count > 10, "\(commands)")
         func complete(_ words: [String]) -> [String] {
@@ -85,7 +83,8 @@ struct CompletionAndManTests {
     @Test("zsh: the script parses, and each subcommand's _arguments names every option and --format's values",
           .enabled(if: Self.has("zsh"), "zsh is not installed (make deps installs it)"))
     func zsh() throws {
-        let file = try Self.script("zsh")
+        let folder = try TemporaryFolder("completion-zsh")
+        let file = try Self.script("zsh", in: folder)
         #expect(Self.shell("zsh", "source '\(file.path)' 2>/dev/null; true").status == 0)
         #expect(PythonVenv.run(["zsh", "-n", file.path]).status == 0, "zsh -n")
         for command in try Self.subcommands() {
@@ -110,7 +109,8 @@ struct CompletionAndManTests {
     @Test("fish: complete -C offers subcommands, every long option and the allowed values",
           .enabled(if: Self.has("fish"), "fish is not installed (make deps installs it)"))
     func fish() throws {
-        let file = try Self.script("fish")
+        let folder = try TemporaryFolder("completion-fish")
+        let file = try Self.script("fish", in: folder)
         func complete(_ line: String) -> [String] {
             Self.shell("fish", "source '\(file.path)'; complete -C '\(line)'").stdout.split(separator: "\n")
                 .map { String($0.split(separator: "\t").first ?? "") }
