@@ -61,6 +61,7 @@ struct CompletionAndManTests {
     @Test("bash: subcommands, every command's options after -, the allowed values after a value option")
     func bash() throws {
         let folder = try TemporaryFolder("completion-bash")
+        defer { withExtendedLifetime(folder) {} }
         let file = try Self.script("bash", in: folder)
         let commands = try Self.subcommands()
         #expect(commands.count > 10, "\(commands)")
@@ -84,6 +85,7 @@ struct CompletionAndManTests {
           .enabled(if: Self.has("zsh"), "zsh is not installed (make deps installs it)"))
     func zsh() throws {
         let folder = try TemporaryFolder("completion-zsh")
+        defer { withExtendedLifetime(folder) {} }
         let file = try Self.script("zsh", in: folder)
         #expect(Self.shell("zsh", "source '\(file.path)' 2>/dev/null; true").status == 0)
         #expect(PythonVenv.run(["zsh", "-n", file.path]).status == 0, "zsh -n")
@@ -110,6 +112,7 @@ struct CompletionAndManTests {
           .enabled(if: Self.has("fish"), "fish is not installed (make deps installs it)"))
     func fish() throws {
         let folder = try TemporaryFolder("completion-fish")
+        defer { withExtendedLifetime(folder) {} }
         let file = try Self.script("fish", in: folder)
         func complete(_ line: String) -> [String] {
             Self.shell("fish", "source '\(file.path)'; complete -C '\(line)'").stdout.split(separator: "\n")
