@@ -203,7 +203,9 @@ public final class WorkingCopy {
         self.family = family
         self.displayPath = displayPath
 
-        var (notes, mismatchedWAL) = try Self.walNotes(family, header: header, options: options, path: path)
+        let walChecks = try Self.walNotes(family, header: header, options: options, path: path)
+        var notes = walChecks.notes
+        let mismatchedWAL = walChecks.mismatched
         self.sharedMemory = Self.sharedMemoryHeader(family, pageSize: header.pageSize)
 
         let hotJournal = try Self.isHotJournal(family, mainBytes: size, pageSize: header.pageSize, options: options, path: path)

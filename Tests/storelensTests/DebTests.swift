@@ -13,8 +13,6 @@ import Testing
 @Suite("make deb: a Debian package")
 struct DebTests {
     static var package: URL {
-        var machine = utsname()
-        uname(&machine)
         let arch = PythonVenv.run(["dpkg", "--print-architecture"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         return ReleaseBuild.root.appendingPathComponent("dist/storelens_\(ReleaseBuild.version ?? "?")_\(arch).deb")
     }
