@@ -32,10 +32,13 @@ install -D -m 0644 "$unpacked/completions/storelens.fish" "$root/usr/share/fish/
 install -D -m 0644 "$unpacked/LICENSE" "$root/usr/share/doc/storelens/copyright"
 
 # The package of each library the binary loads, as the loader resolves it on this system.
+# The cache is read once into a variable: awk stopping early on a pipe from ldconfig would kill
+# ldconfig with SIGPIPE, and pipefail turns that into a failed build on machines with a large cache.
+loader_cache=$(ldconfig -p)
 depends=()
 for library in $(readelf -d "$root/usr/bin/storelens" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
-    path=$(ldconfig -p | awk -v lib="$library" '$1 == lib && /x86-64|AArch64|aarch64/ {print $NF; exit}')
-    [ -n "$path" ] || path=$(ldconfig -p | awk -v lib="$library" '$1 == lib {print $NF; exit}')
+    path=$(awk -v lib="$library" '$1 == lib && /x86-64|AArch64|aarch64/ && !found {print $NF; found = 1}' <<<"$loader_cache")
+    [ -n "$path" ] || path=$(awk -v lib="$library" '$1 == lib && !found {print $NF; found = 1}' <<<"$loader_cache")
     [ -n "$path" ] || { echo "make deb: the loader does not know $library" >&2; exit 1; }
     owner=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null || dpkg -S "$path" 2>/dev/null) || { echo "make deb: no package holds $path" >&2; exit 1; }
     depends+=("${owner%%:*}")

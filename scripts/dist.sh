@@ -43,7 +43,9 @@ mkdir -p "$stage/$name/completions" "$stage/$name/man/man1"
 "$bin" --generate-completion-script zsh > "$stage/$name/completions/_storelens"
 "$bin" --generate-completion-script fish > "$stage/$name/completions/storelens.fish"
 "$bin" --generate-manual > "$stage/$name/man/man1/storelens.1"
-for command in $("$bin" --help | awk '/^SUBCOMMANDS:/ {on = 1; next} on && /^$/ {exit} on && /^  [^ ]/ {print $1}'); do
+# awk reads the whole help (no early exit): a reader that stops early can kill the writer with
+# SIGPIPE, which pipefail reports as a failed build.
+for command in $("$bin" --help | awk '/^SUBCOMMANDS:/ {on = 1; next} on && /^$/ {on = 0} on && /^  [^ ]/ {print $1}'); do
     "$bin" --generate-manual "$command" > "$stage/$name/man/man1/storelens-$command.1"
 done
 (cd "$stage/$name" && find . -type f ! -name SHA256SUMS | sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum > SHA256SUMS)

@@ -1,4 +1,3 @@
-import CoreDataStore
 import Foundation
 import StoreFormats
 
