@@ -55,6 +55,9 @@ public struct StoreChecker: @unchecked Sendable {
     public var mainFileOnly: (() throws -> Connection)?
     /// Counts the single-row conditions of several checks in one scan per table (set by `run`).
     var screen: RowScreen?
+    /// The tables the `-wal` changed (`WALAgreement.changedTables`), found once for the integrity
+    /// task and the row screen, which reads their index side in its scans (set by `run`).
+    var walChangedTables: Deferred<[String]?>?
 
     public init(opened: OpenedStore, notes: [StoreNote] = []) {
         self.opened = opened
@@ -149,7 +152,7 @@ public struct StoreChecker: @unchecked Sendable {
     /// taking the next check when it is done; findings come back in the same order either way.
     public func run(only: Set<Check>? = nil) throws -> [Finding] {
         func wanted(_ c: Check) -> Bool { only?.contains(c) ?? true }
-        return try screened(only: only).runTasks(Self.tasks.filter { $0.checks.contains(where: wanted) }, only: only)
+        return try screened(only: only, integrity: wanted(.sqliteIntegrity)).runTasks(Self.tasks.filter { $0.checks.contains(where: wanted) }, only: only)
     }
 
     /// What the integrity task found, and whether that proves the tables the `-wal` changed sound.
@@ -181,7 +184,9 @@ public struct StoreChecker: @unchecked Sendable {
 
     /// Every check but the integrity task, as `run()` runs them (on two connections when it has a second).
     public func runInvariants() throws -> [Finding] {
-        try screened(only: nil).runTasks(Self.tasks.filter { !$0.checks.contains(.sqliteIntegrity) }, only: nil)
+        // Its own row screen without the index side: `report` runs the integrity task beside it,
+        // and this thread, which reads history and the WAL afterwards, is the longer one.
+        try screened(only: nil, integrity: false).runTasks(Self.tasks.filter { !$0.checks.contains(.sqliteIntegrity) }, only: nil)
     }
 
     /// The two parts' findings in `run()`'s order (errors first, then task order).
@@ -190,16 +195,30 @@ public struct StoreChecker: @unchecked Sendable {
     }
 
     /// This checker with the row screen for the wanted checks.
-    private func screened(only: Set<Check>?) -> StoreChecker {
+    /// This checker with the row screen for the wanted checks; `integrity` when the integrity task
+    /// runs with it (the screen then reads the index side of the tables the `-wal` changed).
+    private func screened(only: Set<Check>?, integrity: Bool) -> StoreChecker {
         func wanted(_ c: Check) -> Bool { only?.contains(c) ?? true }
         var screened: [InvariantQueries.RowCondition] = []
         // The row screen only saves scans; a table it cannot read is left to the check itself.
         if wanted(.unknownEntityRows) { screened += ((try? unknownEntityConditions()) ?? []).map(\.1) }
         if wanted(.requiredNull) { screened += requiredConditions().map(\.condition) }
         if wanted(.badZOpt) { screened += ((try? zOptConditions()) ?? []).map(\.1) }
-        if wanted(.historyUnknownEntity) { screened += (try? historyConditions()) ?? [] }
+        if wanted(.historyUnknownEntity) || wanted(.historyMissingTransaction) { screened += (try? historyConditions()) ?? [] }
+        if wanted(.danglingToOne) || wanted(.wrongEntityTarget) { screened += toOneConditions() }
+        if wanted(.orphanJoinRows) { screened += (try? joinConditions()) ?? [] }
         var checker = self
-        checker.screen = RowScreen(screened)
+        if integrity, !full, mainFileOnly != nil, secondConnection != nil {
+            // On connections of its own: it runs on whichever thread asks first, while the
+            // checker's connections are busy on theirs.
+            checker.walChangedTables = Deferred(computing: { [opener = self] in
+                // Nil when the connections cannot be had: the integrity task then finds the
+                // tables on its own connection, and the screen reads no index side.
+                guard let walView = try? opener.secondConnection?(), let main = try? opener.mainFileOnly?() else { return nil }
+                return WALAgreement.changedTables(walView: walView, mainOnly: main)
+            })
+        }
+        checker.screen = RowScreen(screened, agreementTables: checker.walChangedTables ?? Deferred(nil))
         return checker
     }
 
@@ -247,6 +266,7 @@ public struct StoreChecker: @unchecked Sendable {
         other.mainFileOnly = mainFileOnly
         other.secondConnection = secondConnection
         other.screen = screen
+        other.walChangedTables = walChangedTables
         return other
     }
 

@@ -28,57 +28,121 @@ public enum IndexAgreement {
 
     /// True when every index of `table` holds one entry per row, with the row's values, and every
     /// unique index no duplicate key; false when that does not hold or was not shown (see above).
-    public static func holds(_ connection: Connection, table: String) -> Bool {
-        guard let indexes = indexShapes(connection, table: table) else { return false }
-        if indexes.isEmpty { return true }
-        let quoted = Identifier.quoted(table)
-        // Every column some index holds, read once from the table.
-        var tableColumns: [String] = []
-        for column in indexes.flatMap(\.columns) where !tableColumns.contains(column) { tableColumns.append(column) }
-        let positions = indexes.map { index in index.columns.map { tableColumns.firstIndex(of: $0)! } }
-        let rowidColumn = Int32(tableColumns.count)
-        let tableSQL = "SELECT \(tableColumns.map(Identifier.quoted).joined(separator: ", ")), rowid FROM \(quoted) NOT INDEXED"
-        var tableSums = [Multiset](repeating: Multiset(), count: indexes.count)
+    ///
+    /// - Parameter read: the table's side already read, by a scan of the table made for other
+    ///   questions too (`check`'s row screen); nil reads it here.
+    public static func holds(_ connection: Connection, table: String, read: TableSide? = nil) -> Bool {
         do {
-            guard try plan(connection, tableSQL).allSatisfy({ !$0.contains(" USING ") }) else { return false }
-            let statement = try connection.prepare(tableSQL)
-            try statement.forEachCursor { row in
-                let rowid = row.int64(rowidColumn)
-                for (i, columns) in positions.enumerated() {
-                    var entry = EntryHash()
-                    for column in columns { entry.add(row, Int32(column)) }
-                    entry.add(tag: 6, UInt64(bitPattern: rowid))
-                    tableSums[i].add(entry.value)
-                }
+            let side: TableSide
+            if let read {
+                side = read
+            } else {
+                guard var fresh = try TableSide(connection, table: table) else { return false }
+                if fresh.indexes.isEmpty { return true }
+                let sql = "SELECT \(fresh.aggregates(alias: nil).joined(separator: ", ")) FROM \(Identifier.quoted(table)) NOT INDEXED"
+                guard try plan(connection, sql).allSatisfy({ !$0.contains(" USING ") }),
+                      let row = try connection.rows(sql).first, fresh.take(row.values) else { return false }
+                side = fresh
             }
-            for (i, index) in indexes.enumerated() {
-                let names = index.columns.map(Identifier.quoted).joined(separator: ", ")
-                let sql = "SELECT \(names), rowid FROM \(quoted) INDEXED BY \(Identifier.quoted(index.name))"
-                // The values must come from the index's own pages: a plan that reads the table
-                // for them would compare the table with itself.
-                guard try plan(connection, sql).contains(where: { $0.contains("COVERING INDEX") }) else { return false }
-                var sum = Multiset()
-                var duplicate = false
-                var previous: [DatabaseValue]? = nil
-                let width = Int32(index.columns.count)
-                try connection.prepare(sql).forEachCursor { row in
-                    var entry = EntryHash()
-                    for column in 0..<width { entry.add(row, column) }
-                    entry.add(tag: 6, UInt64(bitPattern: row.int64(width)))
-                    sum.add(entry.value)
-                    if index.unique {
-                        // The scan is in key order: a duplicate key is the entry just before.
-                        let key = (0..<Int(width)).map { row.value($0) }
-                        if !key.contains(.null), let previous, keysEqual(previous, key) { duplicate = true }
-                        previous = key
-                    }
-                }
-                if duplicate || sum != tableSums[i] { return false }
+            guard side.table == table, let sums = side.sums else { return false }
+            for (i, index) in side.indexes.enumerated() {
+                guard let indexSum = try indexSide(connection, table: table, index: index), indexSum == sums[i] else { return false }
             }
         } catch {
             return false
         }
         return true
+    }
+
+    /// The multiset of one index's entries read from its own pages, or nil when SQLite's plan would
+    /// not read them there, or a unique index holds two entries with one non-NULL key.
+    static func indexSide(_ connection: Connection, table: String, index: IndexShape) throws -> Multiset? {
+        try defineEntries(on: connection)
+        let sql = "SELECT \(entries(of: index, alias: nil, unique: index.unique)) FROM \(Identifier.quoted(table)) INDEXED BY \(Identifier.quoted(index.name))"
+        // The values must come from the index's own pages: a plan that reads the table for them
+        // would compare the table with itself.
+        guard try plan(connection, sql).contains(where: { $0.contains("COVERING INDEX") }),
+              let value = try connection.rows(sql).first?.values.first, let result = EntriesResult(value), !result.duplicate else { return nil }
+        return result.entries
+    }
+
+    /// The SQL function that sums a scan's entries (`EntriesState`): `storelens_index_entries(unique,
+    /// key values…, rowid)`, whose value `EntriesResult` reads. An aggregate, so a pass over a
+    /// million rows stays inside SQLite's loop instead of handing each row out.
+    static let entriesFunction = "storelens_index_entries"
+
+    static func defineEntries(on connection: Connection) throws {
+        try connection.defineAggregate(entriesFunction, initial: { EntriesState() }, step: { $0.add($1) }, result: { $0.result })
+    }
+
+    /// The call of `entriesFunction` that sums `index`'s entries as the scanned rows (named
+    /// `alias`) give them; `unique` also looks for two entries in a row with one non-NULL key.
+    static func entries(of index: IndexShape, alias: String?, unique: Bool) -> String {
+        let prefix = alias.map { "\($0)." } ?? ""
+        let arguments = [unique ? "1" : "0"] + index.columns.map { prefix + Identifier.quoted($0) } + [prefix + "rowid"]
+        return "\(entriesFunction)(\(arguments.joined(separator: ", ")))"
+    }
+
+    /// One scan's running sum of entries, and for a unique index's scan (in key order) whether
+    /// an entry's key equals the one before.
+    struct EntriesState {
+        var entries = Multiset()
+        var duplicate = false
+        var malformed = false
+        var first = true
+        var key: [ValuePart] = []
+        var previous: [ValuePart] = []
+
+        mutating func add(_ arguments: FunctionArguments) {
+            let width = Int(arguments.count) - 2
+            guard width >= 1, arguments.storageClass(0) == .integer else {
+                malformed = true
+                return
+            }
+            let unique = arguments.int64(0) != 0
+            if key.count != width {
+                key = Array(repeating: ValuePart(tag: 0, bits: 0), count: width)
+                previous = key
+            }
+            var entry = EntryHash()
+            var hasNull = false
+            key.withUnsafeMutableBufferPointer { key in
+                for column in 0..<width {
+                    let part = ValuePart(arguments, Int32(column + 1))
+                    key[column] = part
+                    hasNull = hasNull || part.tag == ValuePart.null
+                    entry.add(part)
+                }
+            }
+            entry.add(tag: 6, UInt64(bitPattern: arguments.int64(Int32(width + 1))))
+            entries.add(entry.value)
+            if unique {
+                // The scan is in key order: a duplicate key is the entry just before. Equal keys
+                // have equal parts (1 and 1.0 alike, text by its bytes' hash); parts equal by a
+                // hash collision alone only send the table to SQLite's own check.
+                if !hasNull, !first, key == previous { duplicate = true }
+                swap(&key, &previous)
+                first = false
+            }
+        }
+
+        var result: DatabaseValue {
+            malformed ? .null : .text("\(entries.count) \(entries.sum) \(duplicate ? 1 : 0)")
+        }
+    }
+
+    /// The value of one `entriesFunction` call, read back.
+    struct EntriesResult {
+        let entries: Multiset
+        let duplicate: Bool
+
+        init?(_ value: DatabaseValue) {
+            guard let text = value.string else { return nil }
+            let fields = text.split(separator: " ")
+            guard fields.count == 3, let count = Int(fields[0]), let sum = UInt64(fields[1]), let duplicate = Int(fields[2]) else { return nil }
+            entries = Multiset(count: count, sum: sum)
+            self.duplicate = duplicate != 0
+        }
     }
 
     /// Count and wrapping sum of the entries' hashes: equal for equal multisets, whatever the order.
@@ -97,7 +161,15 @@ public enum IndexAgreement {
     /// `Hasher`, whose seed is random per process too.
     struct EntryHash {
         static let seed = UInt64.random(in: .min ... .max) | 1
-        var state = EntryHash.seed
+        /// The seed, held by each entry: read from the global once per entry, not once per value
+        /// (a global's lazy initialisation is checked on every access).
+        let seed: UInt64
+        var state: UInt64
+
+        init(seed: UInt64 = EntryHash.seed) {
+            self.seed = seed
+            state = seed
+        }
 
         static func mix(_ x: UInt64) -> UInt64 {
             var z = x
@@ -110,37 +182,47 @@ public enum IndexAgreement {
             state = Self.mix(state &+ (tag &* 0x9e37_79b9_7f4a_7c15) ^ bits) &+ bits
         }
 
-        /// A value as SQLite compares it: 1 and 1.0 are one key (an index may hold either form of
-        /// a REAL column's integral value), text and blobs by their bytes.
-        mutating func add(_ row: RowCursor, _ column: Int32) {
+        mutating func add(_ part: ValuePart) { add(tag: part.tag, part.bits) }
+
+        var value: UInt64 { Self.mix(state ^ seed) }
+    }
+
+    /// One value of an entry as the hash takes it, a tag for its kind and 64 bits: values SQLite
+    /// compares as equal have equal parts (1 and 1.0 are one key, as an index may hold either
+    /// form of a REAL column's integral value; text and blobs by a keyed hash of their bytes).
+    struct ValuePart: Equatable {
+        static let null: UInt64 = 1
+        let tag: UInt64
+        let bits: UInt64
+
+        init(tag: UInt64, bits: UInt64) {
+            self.tag = tag
+            self.bits = bits
+        }
+
+        init(_ row: some ValueReading, _ column: Int32) {
             switch row.storageClass(column) {
             case .null:
-                add(tag: 1, 0)
+                self.init(tag: Self.null, bits: 0)
             case .integer:
-                add(tag: 2, UInt64(bitPattern: row.int64(column)))
+                self.init(tag: 2, bits: UInt64(bitPattern: row.int64(column)))
             case .real:
                 let d = row.double(column)
                 if d == d.rounded(), abs(d) < 9.2e18 {
-                    add(tag: 2, UInt64(bitPattern: Int64(d)))
+                    self.init(tag: 2, bits: UInt64(bitPattern: Int64(d)))
                 } else {
-                    add(tag: 3, d.bitPattern)
+                    self.init(tag: 3, bits: d.bitPattern)
                 }
             case .text:
                 var hasher = Hasher()
                 hasher.combine(bytes: UnsafeRawBufferPointer(row.textBytes(column)))
-                add(tag: 4, UInt64(bitPattern: Int64(hasher.finalize())))
+                self.init(tag: 4, bits: UInt64(bitPattern: Int64(hasher.finalize())))
             case .blob:
                 var hasher = Hasher()
                 hasher.combine(bytes: row.blobBytes(column))
-                add(tag: 5, UInt64(bitPattern: Int64(hasher.finalize())))
+                self.init(tag: 5, bits: UInt64(bitPattern: Int64(hasher.finalize())))
             }
         }
-
-        var value: UInt64 { Self.mix(state ^ Self.seed) }
-    }
-
-    static func keysEqual(_ a: [DatabaseValue], _ b: [DatabaseValue]) -> Bool {
-        zip(a, b).allSatisfy { $0.equalsAsSQLite($1) }
     }
 
     /// The table's indexes, or nil when the table or one of its indexes is of a kind this check

@@ -52,12 +52,14 @@ public enum WALAgreement {
     /// table is sound: SQLite's structural check of the table (`quick_check(table)`, skipped when
     /// the whole file's `quick_check` already passed), then `IndexAgreement`. Only when either
     /// finds something does SQLite's full check of the table run, so the problems returned are
-    /// always SQLite's own words.
-    public static func tableIntegrity(_ connection: Connection, table: String, structureChecked: Bool = false, maxErrors: Int = 20) -> [String] {
+    /// always SQLite's own words. `read` is the table's side of `IndexAgreement` when a scan made
+    /// for other questions has read it already.
+    public static func tableIntegrity(_ connection: Connection, table: String, structureChecked: Bool = false, maxErrors: Int = 20,
+                                      read: IndexAgreement.TableSide? = nil) -> [String] {
         if !structureChecked, integrity(connection, full: false, table: table, maxErrors: maxErrors) != ["ok"] {
             return integrity(connection, full: true, table: table, maxErrors: maxErrors)
         }
-        if IndexAgreement.holds(connection, table: table) { return ["ok"] }
+        if IndexAgreement.holds(connection, table: table, read: read) { return ["ok"] }
         return integrity(connection, full: true, table: table, maxErrors: maxErrors)
     }
 

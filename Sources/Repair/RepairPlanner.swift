@@ -128,7 +128,7 @@ public struct RepairPlanner {
             var names: [String] = []
             for (source, r) in relationships {
                 guard let column = r.column, source.tableExists, let dest = mapping(r.relationship.destination), dest.table == root.table,
-                      try connection.scalar("SELECT count(*) FROM (\(InvariantQueries.wrongEntityTarget(source: source, column: column, dest: dest)))").int ?? 0 > 0
+                      try connection.scalar("SELECT count(*) FROM (\(InvariantQueries.wrongEntityTarget(source: source, column: column, dest: dest).rows))").int ?? 0 > 0
                 else { continue }
                 let numbers = dest.entityNumbers.map(String.init).joined(separator: ", ")
                 let candidate: String
@@ -184,7 +184,7 @@ public struct RepairPlanner {
         var result: [RepairPlan.Action] = []
         for (source, r) in InvariantQueries.declaredRelationships(opened.map) where r.kind == .toOne {
             guard let column = r.column, source.tableExists, let dest = mapping(r.relationship.destination), dest.tableExists else { continue }
-            let select = InvariantQueries.danglingToOne(source: source, column: column, dest: dest)
+            let select = InvariantQueries.danglingToOne(source: source, column: column, dest: dest).rows
             let found = try keys(select)
             guard found.count > 0 else { continue }
             let cleared = [column, r.entityKeyColumn, r.orderColumn].compactMap { $0 }

@@ -9,6 +9,8 @@ public final class Connection {
     let handle: OpaquePointer
     /// The file this connection reads, or a description of an in-memory image. Used in errors.
     public let path: String
+    /// The SQL functions defined on this connection (`defineAggregate`), each once.
+    var definedFunctions: Set<String> = []
 
     /// How to open a file.
     public enum Mode: Sendable {

@@ -117,6 +117,35 @@ struct CheckTests {
         #expect(one.map(\.evidence) == two.map(\.evidence))
     }
 
+    /// The row screen joins a to-one target only where its Z_PK is the rowid: a hand-made target
+    /// table that repeats a Z_PK would give a source row twice, and every other count of the scan
+    /// with it. Such a target's checks run their own queries; the counts stay one per row.
+    @Test("a target table whose Z_PK repeats: each count is still one per row")
+    func repeatedTargetKey() throws {
+        let folder = try TemporaryFolder("check-repeated-key")
+        var noteColumn = ""
+        let url = try CheckFixture.make(in: folder.url) { w in
+            noteColumn = Self.column(w.layout, "Attachment", "note")
+            try w.executeRaw("UPDATE ZATTACHMENT SET Z_OPT = NULL WHERE \(noteColumn) = 1")
+            try w.executeRaw("UPDATE ZATTACHMENT SET \(noteColumn) = 999 WHERE Z_PK = (SELECT max(Z_PK) FROM ZATTACHMENT)")
+            try w.executeRaw("CREATE TABLE ZNOTE_REBUILT AS SELECT * FROM ZNOTE")
+            try w.executeRaw("INSERT INTO ZNOTE_REBUILT SELECT * FROM ZNOTE WHERE Z_PK = 1")
+            try w.executeRaw("DROP TABLE ZNOTE")
+            try w.executeRaw("ALTER TABLE ZNOTE_REBUILT RENAME TO ZNOTE")
+        }
+        // The truth, from the file with SQLite.
+        let db = try Connection.open(path: url.path, mode: .readOnly)
+        let zOpt = try #require(try db.scalar("SELECT count(*) FROM ZATTACHMENT WHERE Z_OPT IS NULL").int)
+        let dangling = try db.rows("SELECT a.Z_PK FROM ZATTACHMENT a WHERE a.\(noteColumn) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ZNOTE n WHERE n.Z_PK = a.\(noteColumn))").compactMap { $0[0].int }
+        #expect(zOpt >= 1 && dangling.count == 1)
+        for twoThreads in [false, true] {
+            let findings = try CheckFixture.check(url, twoThreads: twoThreads)
+            #expect(findings.first { $0.id == "bad-z-opt" && $0.entity == "Attachment" }?.evidence["count"] == .int(zOpt), "\(findings.map(\.message))")
+            let found = findings.first { $0.id == "dangling-to-one" && $0.entity == "Attachment" }
+            #expect(found?.evidence["pks"] == .list(dangling.map(EvidenceValue.int)), "\(findings.map(\.message))")
+        }
+    }
+
     @Test("the clean fixture has no findings")
     func clean() throws {
         let folder = try TemporaryFolder("check-clean")

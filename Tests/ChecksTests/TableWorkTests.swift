@@ -58,6 +58,10 @@ struct TableWorkTests {
         }
         #expect(counts.map(\.0) == tables)
         #expect(counts.map(\.1) == (try tables.map { try first.scalar("SELECT count(*) FROM \(Identifier.quoted($0))").int ?? -2 }))
+        // Taken largest first (here: the last table first), still answered in the tables' order.
+        let costly = TableWork.each(tables, on: first, second: { try Connection.open(path: path, mode: .readOnly) },
+                                    cost: { tables.firstIndex(of: $0) ?? 0 }) { _, table in table }
+        #expect(costly == tables)
         // Without a second connection (or one that cannot be opened) every table is read on the first.
         let alone = TableWork.each(tables, on: first, second: { throw SQLiteError(extendedCode: 14, message: "cannot open") }) { _, table in table }
         #expect(alone == tables)
@@ -82,5 +86,47 @@ struct TableWorkTests {
         let tables = one.findings.first { $0.id == "wal-mismatch" }?.evidence["tables"]
         #expect("\(String(describing: tables))".contains("ZNOTE") && "\(String(describing: tables))".contains("Z_2TAGS"), "\(String(describing: tables))")
         Self.same(one, two)
+    }
+
+    /// `run()` gives the integrity task the row screen, whose scans of the tables the `-wal`
+    /// changed also read their index side: the integrity findings must be the ones the task
+    /// reaches reading every table itself.
+    @Test("check's shared scans: run() gives the integrity findings runIntegrity() gives alone",
+          arguments: [false, true])
+    func sharedScans(late: Bool) throws {
+        let folder = try TemporaryFolder("table-work")
+        let bench = try Self.benchStore(in: folder)
+        let store = late ? try LateWAL.pull(from: bench, in: folder, before: 40, after: 3, tags: true) : bench
+        let session = try EvidenceSession()
+        defer { session.scratch.remove() }
+        let acquired = try #require(try session.stores(from: [store.path]).first)
+        let opened = try OpenedStore.open(acquired.copy, displayPath: acquired.displayPath, xcodeModel: nil)
+        let checker = StoreChecker(opened: opened, copy: acquired.copy)
+        let alone = try checker.runIntegrity()
+        let integrityIDs: Set = ["sqlite-integrity", "wal-mismatch", "check-not-run"]
+        let all = try checker.run().filter { integrityIDs.contains($0.id) }
+        #expect(all.map(\.id) == alone.findings.map(\.id))
+        #expect(all.map(\.message) == alone.findings.map(\.message))
+        #expect(all.map(\.evidence) == alone.findings.map(\.evidence))
+        #expect(alone.walTablesSound == !late)
+        try session.finish()
+    }
+
+    @Test("the row screen's scan of a table the -wal changed reads its index side once, for whichever thread asks")
+    func screenReadsSide() throws {
+        let folder = try TemporaryFolder("table-work")
+        let url = try Self.benchStore(in: folder)
+        let db = try Connection.open(path: url.path, mode: .readOnly)
+        let condition = InvariantQueries.badZOpt(table: "ZNOTE")
+        let screen = RowScreen([condition], agreementTables: Deferred(["ZNOTE"]))
+        #expect(screen.reads("ZNOTE"))
+        #expect(!screen.reads("ZTAG"), "no condition about its rows: nothing to share")
+        let side = try #require(screen.tableSide("ZNOTE", on: db))
+        #expect(IndexAgreement.holds(db, table: "ZNOTE", read: side))
+        #expect(try screen.count(condition, on: db) == db.scalar("SELECT count(*) FROM (\(condition.rows))").int)
+        // Without the table among those the -wal changed, the scan counts and reads no side.
+        let plain = RowScreen([condition], agreementTables: Deferred(nil))
+        #expect(plain.tableSide("ZNOTE", on: db) == nil)
+        #expect(try plain.count(condition, on: db) == screen.count(condition, on: db))
     }
 }

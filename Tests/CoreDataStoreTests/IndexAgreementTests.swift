@@ -88,6 +88,38 @@ struct IndexAgreementTests {
         #expect(WALAgreement.tableIntegrity(db, table: "t") == sqlite)
     }
 
+    /// The side `check`'s row screen reads in a scan of its own (conditions counted beside, a
+    /// lookup joined): the answer is the one `holds` reaches alone, and SQLite's.
+    static func sideFromAnotherScan(_ db: Connection, table: String) throws -> IndexAgreement.TableSide? {
+        guard var side = try IndexAgreement.TableSide(db, table: table) else { return nil }
+        let q = Identifier.quoted(table)
+        let sql = "SELECT count(*) FILTER (WHERE s.rowid % 2 = 0), \(side.aggregates(alias: "s").joined(separator: ", ")) FROM \(q) AS s NOT INDEXED LEFT JOIN \(q) AS o ON o.rowid = s.rowid"
+        #expect(try IndexAgreement.TableSide.scansTable(db, sql, alias: "s"))
+        let row = try #require(try db.rows(sql).first)
+        let taken = side.take(row.values.dropFirst())
+        #expect(taken)
+        return side
+    }
+
+    @Test("a side read by another scan gives the answer holds gives alone, on sound and damaged tables",
+          arguments: [nil, "DELETE FROM t WHERE id = 17", "UPDATE t SET name = 'renamed' WHERE id = 40"])
+    func sideFromAnotherScan(change: String?) throws {
+        let folder = try TemporaryFolder("index-agreement")
+        defer { withExtendedLifetime(folder) {} }
+        let (_, path) = try Self.sound(in: folder)
+        if let change { try Self.behindIndex(path, index: "t_name", definition: "CREATE INDEX t_name ON t(name)", change) }
+        let db = try Connection.open(path: path, mode: .readOnly)
+        let side = try #require(try Self.sideFromAnotherScan(db, table: "t"))
+        let sound = try Self.sqliteCheck(path, table: "t") == ["ok"]
+        #expect(sound == (change == nil), "the oracle")
+        #expect(IndexAgreement.holds(db, table: "t", read: side) == sound)
+        #expect(IndexAgreement.holds(db, table: "t") == sound)
+        // A side read from another table is never taken for this one's.
+        try Connection.open(path: path, mode: .readWrite).execute("CREATE TABLE u(id INTEGER PRIMARY KEY, name TEXT); CREATE INDEX u_name ON u(name)")
+        let other = try #require(try Self.sideFromAnotherScan(try Connection.open(path: path, mode: .readOnly), table: "u"))
+        #expect(!IndexAgreement.holds(db, table: "t", read: other))
+    }
+
     @Test("duplicate keys in a unique index are found")
     func duplicates() throws {
         let folder = try TemporaryFolder("index-agreement")

@@ -6,10 +6,17 @@ import SQLiteAccess
 import StoreFormats
 
 extension StoreChecker {
-    /// The history condition a row screen can count, when ACHANGE has the column it needs.
+    /// The history conditions a row screen can count, when ACHANGE has the columns they need (and
+    /// ATRANSACTION's Z_PK is its rowid, for the lookup of a change's transaction).
     func historyConditions() throws -> [InvariantQueries.RowCondition] {
-        guard try connection.tableExists("ACHANGE"), try connection.columns(of: "ACHANGE").contains(where: { $0.name == "ZENTITY" }) else { return [] }
-        return [InvariantQueries.historyUnknownEntity]
+        guard try connection.tableExists("ACHANGE") else { return [] }
+        let columns = Set(try connection.columns(of: "ACHANGE").map(\.name))
+        var result: [InvariantQueries.RowCondition] = []
+        if columns.contains("ZENTITY") { result.append(InvariantQueries.historyUnknownEntity) }
+        if columns.contains("ZTRANSACTIONID"), try connection.tableExists("ATRANSACTION"), keyIsRowid("ATRANSACTION") {
+            result.append(InvariantQueries.historyMissingTransaction)
+        }
+        return result
     }
 
     func history() throws -> [Finding] {

@@ -18,10 +18,21 @@ extension StoreChecker {
             // changed in full, which is what a -wal copied after a missed checkpoint breaks
             // (`--full`'s integrity_check has compared them all already).
             mainOnly = main
-            changed = WALAgreement.changedTables(walView: connection, mainOnly: main)
+            changed = walChangedTables?.wrappedValue ?? WALAgreement.changedTables(walView: connection, mainOnly: main)
             let limit = self.limit
-            result = TableWork.each(changed, on: connection, second: secondConnection) { connection, table in
-                WALAgreement.tableIntegrity(connection, table: table, structureChecked: true, maxErrors: limit)
+            let screen = self.screen
+            let connection = self.connection
+            // Rows (the largest rowid, found by one seek) times the b-trees still to read: the
+            // indexes, and the table itself unless the row screen reads it.
+            let cost = { (table: String) -> Int in
+                let rows = (try? connection.scalar("SELECT max(rowid) FROM \(Identifier.quoted(table))").int) ?? 0
+                let indexes = (try? connection.scalar("SELECT count(*) FROM pragma_index_list(?)", [.text(table)]).int) ?? 0
+                return max(rows, 0).multipliedReportingOverflow(by: indexes + (screen?.reads(table) ?? false ? 0 : 1)).partialValue
+            }
+            result = TableWork.each(changed, on: connection, second: secondConnection, cost: cost) { connection, table in
+                // A table the row screen scans for the other checks is read once for both.
+                let read = screen?.tableSide(table, on: connection)
+                return WALAgreement.tableIntegrity(connection, table: table, structureChecked: true, maxErrors: limit, read: read)
             }.flatMap { $0 }.filter { $0 != "ok" }
             if result.isEmpty { return ([], true) }
         }

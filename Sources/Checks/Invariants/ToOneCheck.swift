@@ -6,6 +6,28 @@ import SQLiteAccess
 import StoreFormats
 
 extension StoreChecker {
+    /// The to-one conditions a row screen can count: those whose target table's Z_PK is its rowid,
+    /// so the lookup's join gives each scanned row once (a hand-made table with repeated Z_PK
+    /// values would count the scan's other conditions twice; its checks run their own queries).
+    func toOneConditions() -> [InvariantQueries.RowCondition] {
+        var result: [InvariantQueries.RowCondition] = []
+        for (source, r) in declaredRelationships where r.kind == .toOne {
+            guard let column = r.column, source.tableExists, let dest = mapping(r.relationship.destination), dest.tableExists,
+                  keyIsRowid(dest.table) else { continue }
+            result += [InvariantQueries.danglingToOne(source: source, column: column, dest: dest),
+                       InvariantQueries.wrongEntityTarget(source: source, column: column, dest: dest)]
+        }
+        return result
+    }
+
+    /// Whether `table`'s Z_PK is its INTEGER PRIMARY KEY (the rowid), as SQLite's plan for a
+    /// lookup by it says. A name that could write plan words of its own is not trusted.
+    func keyIsRowid(_ table: String) -> Bool {
+        guard !table.contains(where: { $0.isWhitespace || $0 == "(" || $0 == ")" }),
+              let plan = try? connection.rows("EXPLAIN QUERY PLAN SELECT 1 FROM \(q(table)) WHERE Z_PK = 1") else { return false }
+        return plan.count == 1 && (plan[0][3].string ?? "").hasSuffix("USING INTEGER PRIMARY KEY (rowid=?)")
+    }
+
     func toOneRelationships() throws -> [Finding] {
         var result: [Finding] = []
         for (source, r) in declaredRelationships where r.kind == .toOne {
@@ -21,10 +43,10 @@ extension StoreChecker {
             let wrong = InvariantQueries.wrongEntityTarget(source: source, column: column, dest: dest)
             let (wrongKeys, wrongCount) = try self.keys(wrong)
             if wrongCount > 0 {
-                let targetsSQL = "SELECT s.\(q(column)) FROM \(q(source.table)) s WHERE s.Z_PK IN (\(wrong))"
+                let targetsSQL = "SELECT s.\(q(column)) FROM \(q(source.table)) s WHERE s.Z_PK IN (\(wrong.rows))"
                 let values = try connection.rows("SELECT DISTINCT t.Z_ENT FROM \(q(dest.table)) t WHERE t.Z_PK IN (\(targetsSQL)) LIMIT 10")
                     .map { $0[0].int.map(String.init) ?? "NULL" }
-                let targets = try connection.scalar("SELECT count(DISTINCT s.\(q(column))) FROM \(q(source.table)) s WHERE s.Z_PK IN (\(wrong))").int ?? 0
+                let targets = try connection.scalar("SELECT count(DISTINCT s.\(q(column))) FROM \(q(source.table)) s WHERE s.Z_PK IN (\(wrong.rows))").int ?? 0
                 result.append(finding(.wrongEntityTarget, .error, entity: source.entity.name,
                                       "\(plural(wrongCount, "row")) of \(source.entity.name) point through \(r.relationship.name) at \(plural(targets, "row")) of \(dest.table) that exist but carry Z_ENT \(values.joined(separator: ", ")), not \(dest.entity.name)'s (\(dest.entityNumbers.map(String.init).joined(separator: ", "))).",
                                       evidence: ["relationship": .string(r.relationship.name), "column": .string(column), "pks": .keys(wrongKeys), "count": .int(wrongCount),

@@ -19,7 +19,7 @@ extension StoreChecker {
         for (e, condition) in try unknownEntityConditions() {
             let (keys, count) = try self.keys(condition)
             guard count > 0 else { continue }
-            let values = try connection.rows("SELECT DISTINCT Z_ENT FROM \(q(condition.table)) NOT INDEXED WHERE \(condition.condition) LIMIT 10")
+            let values = try connection.rows("SELECT DISTINCT s.Z_ENT FROM \(condition.from) WHERE \(condition.condition) LIMIT 10")
                 .map { Self.spelled($0[0]) }
             result.append(finding(.unknownEntityRows, .error, entity: e.name,
                                   "\(plural(count, "row")) of \(e.table) carry a Z_ENT outside \(e.name)'s entity tree (\(values.joined(separator: ", "))).",
