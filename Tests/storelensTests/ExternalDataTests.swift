@@ -112,6 +112,25 @@ struct ExternalDataTests {
         #expect(try FolderSnapshot(layout.store.deletingLastPathComponent()) == before, "the store and its support folder are unchanged")
     }
 
+    /// recover keeps each version's values in a scratch file of its own between reading and
+    /// printing (`VersionValues`); a file's hash must come back out of it with the file.
+    @Test("recover shows each present file with sha256sum's hash, as rows does")
+    func recoverShowsFiles() throws {
+        let layout = try Self.make()
+        let sums = try Self.sha256sum(layout.external)
+        let result = try CLI.run(["recover", layout.store.path, "--format", "jsonl"])
+        #expect(result.status == 0, "\(result.stderr)")
+        var seen = 0
+        for line in result.stdout.split(separator: "\n") {
+            let version = try CommandJSON.object(line)
+            guard let pk = (version["_pk"] as? Int).map(Int64.init), let name = layout.references[pk], name != layout.removed,
+                  let file = (version["image"] as? [String: Any])?["externalFile"] as? [String: Any] else { continue }
+            #expect(file["kind"] as? String == "file" && file["sha256"] as? String == sums[name], "\(name): \(file)")
+            seen += 1
+        }
+        #expect(seen == layout.references.count - 1, "every present file's record has a version")
+    }
+
     @Test("check names the missing file's row and the file no row references")
     func checkMissingAndUnreferenced() throws {
         let layout = try Self.make()

@@ -135,6 +135,9 @@ final class VersionValues {
                     text(file.relativePath)
                     bytes.append(file.kind.rawValue)
                     optional(file.size)
+                    // The file's hash goes with it: a version read back says what rows says.
+                    flag(file.sha256 != nil)
+                    if let sha256 = file.sha256 { text(sha256) }
                 }
             case .archived(let tree): bytes.append(9); plist(tree)
             case .composite(let elements):
@@ -246,8 +249,13 @@ final class VersionValues {
                 case 1: storage = .inline
                 case 2:
                     guard let name = text(), let path = text(), let kind = byte().flatMap(ExternalFile.Kind.init(rawValue:)),
-                          let fileSize = optional() else { return nil }
-                    storage = .external(ExternalFile(name: name, relativePath: path, kind: kind, size: fileSize))
+                          let fileSize = optional(), let hashed = flag() else { return nil }
+                    var sha256: String?
+                    if hashed {
+                        guard let hash = text() else { return nil }
+                        sha256 = hash
+                    }
+                    storage = .external(ExternalFile(name: name, relativePath: path, kind: kind, size: fileSize, sha256: sha256))
                 default: return nil
                 }
                 return .binary(BinaryValue(size: size, prefixHex: prefix, storage: storage))
