@@ -22,7 +22,9 @@ struct ExternalDataTests {
         let inline: Data
     }
 
-    static func make() throws -> Layout {
+    /// - Parameter wal: the rows stay in the `-wal`, uncheckpointed (each is then a version of a
+    ///   WAL commit for `recover`).
+    static func make(wal: Bool = false) throws -> Layout {
         let folder = try TemporaryFolder("external-data")
         let evidence = folder.path("evidence")
         try FileManager.default.createDirectory(at: evidence, withIntermediateDirectories: true)
@@ -31,7 +33,7 @@ struct ExternalDataTests {
             EntityDescription("Photo", attributes: [AttributeDescription("caption", .string),
                                                     AttributeDescription("image", .binaryData, externalStorage: true)]),
         ], versionIdentifiers: ["1.0.0"])
-        let writer = try StoreWriter(url: store, model: model, options: .init(journalMode: .delete))
+        let writer = try StoreWriter(url: store, model: model, options: .init(journalMode: wal ? .wal : .delete))
         var references: [Int64: String] = [:]
         let inline = Data((0 ..< 40).map { UInt8($0 * 7 & 0xFF) })
         try writer.transaction { w in
@@ -43,7 +45,7 @@ struct ExternalDataTests {
             }
             _ = try w.insert("Photo", ["caption": .string("small"), "image": StoreWriter.inlineExternal(inline)])
         }
-        try writer.close()
+        try writer.close(leavingWAL: wal)
         let external = writer.supportFolder.appendingPathComponent("_EXTERNAL_DATA")
         // One referenced file lost in the copy off the device; one file no row names.
         let removed = try #require(references.sorted { $0.key < $1.key }.dropFirst().first?.value)
@@ -114,9 +116,10 @@ struct ExternalDataTests {
 
     /// recover keeps each version's values in a scratch file of its own between reading and
     /// printing (`VersionValues`); a file's hash must come back out of it with the file.
-    @Test("recover shows each present file with sha256sum's hash, as rows does")
-    func recoverShowsFiles() throws {
-        let layout = try Self.make()
+    @Test("recover shows each present file with sha256sum's hash, as rows does, for versions in the -wal too",
+          arguments: [false, true])
+    func recoverShowsFiles(wal: Bool) throws {
+        let layout = try Self.make(wal: wal)
         let sums = try Self.sha256sum(layout.external)
         let result = try CLI.run(["recover", layout.store.path, "--format", "jsonl"])
         #expect(result.status == 0, "\(result.stderr)")
