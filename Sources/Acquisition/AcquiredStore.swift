@@ -75,6 +75,18 @@ extension EvidenceSession {
         return acquired
     }
 
+    /// What every command does with the damage its inputs' inventories report (input → what is
+    /// wrong): a damaged archive stops the command, since what it still holds may be an older
+    /// state (a -wal cut short shows fewer commits) or corrupt bytes. It is read anyway only when
+    /// asked (`limits.readDamaged`) and something was found in it, and the damage is then kept
+    /// for the command to state (`damagedInputs`).
+    public func admit(damage: [String: String], anythingFound: Bool, limits: ArchiveLimits) throws {
+        let damaged = damage.sorted { $0.key < $1.key }
+        guard let (input, detail) = damaged.first else { return }
+        guard limits.readDamaged, anythingFound else { throw AcquisitionError.archiveDamaged(path: input, detail: detail) }
+        damagedInputs += damaged.map { DamagedInput(input: $0.key, detail: $0.value) }
+    }
+
     /// The stores the inputs hold (each input read once), narrowed by `--store`: the one place
     /// both forms of `stores(from:…)` find what to copy, so they cannot drift apart.
     func found(in inputs: [String], select: String?, limits: ArchiveLimits, open: OpenOptions) throws -> [FoundStore] {
@@ -100,13 +112,7 @@ extension EvidenceSession {
             }
             found = matches
         }
-        // A damaged archive stops the command: what it still holds may be an older state (a -wal
-        // cut short shows fewer commits) or corrupt bytes. Read anyway only when asked, and then
-        // keep the damage for the command to state.
-        if let (input, detail) = damage.sorted(by: { $0.key < $1.key }).first {
-            guard limits.readDamaged, !found.isEmpty else { throw AcquisitionError.archiveDamaged(path: input, detail: detail) }
-            damagedInputs += damage.sorted(by: { $0.key < $1.key }).map { DamagedInput(input: $0.key, detail: $0.value) }
-        }
+        try admit(damage: damage, anythingFound: !found.isEmpty, limits: limits)
         if found.isEmpty, emptyBackups.count == InputResolver.distinct(inputs).count, let (input, listed) = emptyBackups.first {
             throw AcquisitionError.backupFilesMissing(backup: input, listed: listed)
         }

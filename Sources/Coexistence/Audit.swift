@@ -60,10 +60,14 @@ public struct Auditor {
         let resolver = InputResolver(session: session, limits: limits, wanted: wantedFiles, stagesCopies: mayBind, open: openOptions)
         var stores: [FoundStore] = []
         var others: [(path: String, url: URL)] = []
+        var damage: [String: String] = [:]
         for inventory in try acquired?.inventories ?? InputResolver.distinct(inputs).map({ try resolver.inventory(of: $0) }) {
             stores += inventory.stores
             others += inventory.otherFiles
+            if let detail = inventory.damage { damage[inventory.input] = detail }
         }
+        // The damage policy every command applies (a caller that acquired the inputs applied it).
+        if acquired == nil { try session.admit(damage: damage, anythingFound: !stores.isEmpty || !others.isEmpty, limits: limits) }
         // 1. Bind stacks to stores.
         let bound = try bindStacks(stores: stores, others: others)
         var findings = bound.findings
