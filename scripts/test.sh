@@ -55,8 +55,23 @@ if [ "$skip_build" -eq 0 ]; then
     set -- --skip-build "$@"
 fi
 
-STORELENS_TEST_ROOT="$test_root" TMPDIR="$run_tmp" ${SWIFT:-swift} test "$@"
+# Every JSON output the tests get from storelens is kept here (CLI.run) and validated against its
+# schema in schemas/ once the run is over (scripts/json-schemas.py, jsonschema in a venv of ours;
+# skipped, saying why, where no venv can be made).
+json_spool=$(mktemp -d "$base/sljson-XXXXXX") || { rm -rf "$run_tmp" "$test_root"; exit 3; }
+STORELENS_TEST_JSON_SPOOL="$json_spool" STORELENS_TEST_ROOT="$test_root" TMPDIR="$run_tmp" ${SWIFT:-swift} test "$@"
 status=$?
+venv=.build/sltest-venv-jsonschema
+if [ ! -f "$venv/sltest-complete" ]; then
+    rm -rf "$venv"
+    { python3 -m venv "$venv" && "$venv/bin/pip" install --quiet --disable-pip-version-check jsonschema && touch "$venv/sltest-complete"; } >/dev/null 2>&1
+fi
+if [ -f "$venv/sltest-complete" ]; then
+    "$venv/bin/python" scripts/json-schemas.py spool "$json_spool" || { echo "make test: FAILED: JSON output that does not match its schema in schemas/ (above)" >&2; [ "$status" -eq 0 ] && status=1; }
+else
+    echo "make test: JSON outputs not validated against schemas/: no virtualenv with jsonschema could be made (python3 -m venv, then pip install from PyPI)" >&2
+fi
+rm -rf "$json_spool"
 
 if [ -d "$real" ]; then
     if ! fingerprint | diff "$run_tmp.real-before" - > "$run_tmp.real-diff"; then

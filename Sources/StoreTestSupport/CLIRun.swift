@@ -53,6 +53,7 @@ public enum CLI {
             privateTMPDIR = url
         }
         defer { if let privateTMPDIR { try? FileManager.default.removeItem(at: privateTMPDIR) } }
+        let batchFileBefore = JSONSpool.batchLines(arguments)
         let outcome = try bounded(arguments, environment: environment, timeout: timeout, executable: executable ?? ProjectPaths.executable(from: file),
                                   standardInput: standardInput)
         if outcome.timedOut {
@@ -64,6 +65,7 @@ public enum CLI {
                 throw CLIRunFailure(arguments: arguments, problem: "left \(left.sorted().joined(separator: ", ")) in its TMPDIR (exit \(outcome.status))")
             }
         }
+        JSONSpool.record(arguments, outcome, batchFileBefore: batchFileBefore)
         return CommandResult(status: outcome.status, stdout: outcome.stdout, stderr: outcome.stderr)
     }
 
@@ -143,5 +145,50 @@ public enum CLI {
                 return data
             }
         }
+    }
+}
+
+/// Every JSON output of the runs the tests make, kept for `make test` to validate against its
+/// schema in schemas/ afterwards (scripts/json-schemas.py): with STORELENS_TEST_JSON_SPOOL set
+/// (scripts/test.sh sets it), each `CLI.run` whose stdout is JSON (`--format json`, `jsonl`,
+/// `array`) or that wrote a batch results file (`--jsonl FILE`) leaves one record there. One
+/// process validates them all at the end, instead of a Python start per run.
+enum JSONSpool {
+    static let folder = ProcessInfo.processInfo.environment["STORELENS_TEST_JSON_SPOOL"].map { URL(fileURLWithPath: $0) }
+
+    /// The batch results file a run names (`--jsonl FILE`), resolved as the child resolves it.
+    static func batchFile(_ arguments: [String]) -> URL? {
+        guard let i = arguments.firstIndex(of: "--jsonl"), i + 1 < arguments.count, arguments[i + 1] != "-" else { return nil }
+        return URL(fileURLWithPath: arguments[i + 1], relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+    }
+
+    /// The batch file's lines before the run: only the lines the run adds are its output (a test
+    /// may have written lines of its own there, malformed ones included, for `merge` or `--resume`
+    /// to meet; `--resume` may also set a cut line aside, rewriting the file).
+    static func batchLines(_ arguments: [String]) -> [Substring] {
+        guard folder != nil, let url = batchFile(arguments), let text = try? String(contentsOf: url, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n")
+    }
+
+    static func record(_ arguments: [String], _ outcome: CLI.Outcome, batchFileBefore: [Substring]) {
+        guard let folder else { return }
+        var json = false
+        for (i, argument) in arguments.enumerated() {
+            let next = i + 1 < arguments.count ? arguments[i + 1] : nil
+            if ["--format", "-f"].contains(argument), let next, ["json", "jsonl", "array"].contains(next) { json = true }
+            if ["--format=json", "--format=jsonl", "--format=array"].contains(argument) { json = true }
+        }
+        var appended = ""
+        if let url = batchFile(arguments), let text = try? String(contentsOf: url, encoding: .utf8) {
+            var before: [Substring: Int] = [:]
+            for line in batchFileBefore { before[line, default: 0] += 1 }
+            for line in text.split(separator: "\n") {
+                if let n = before[line], n > 0 { before[line] = n - 1 } else { appended += line + "\n" }
+            }
+        }
+        guard json || !appended.isEmpty else { return }
+        let record: [String: Any] = ["arguments": arguments, "status": Int(outcome.status), "stdout": json ? outcome.stdout : "", "jsonl": appended]
+        guard let data = try? JSONSerialization.data(withJSONObject: record) else { return }
+        try? data.write(to: folder.appendingPathComponent("\(UUID().uuidString).json"))
     }
 }
