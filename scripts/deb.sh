@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make deb`: the release archive of `make dist` as a Debian package, dist/storelens_VERSION_ARCH.deb:
 # the binary in /usr/bin, the man pages (gzipped) in /usr/share/man/man1, the completions where
-# bash-completion, zsh and fish look for them, the licence as /usr/share/doc/storelens/copyright.
+# bash-completion, zsh and fish look for them, the licence as /usr/share/doc/storelens/copyright,
+# the JSON Schemas in /usr/share/storelens/schemas.
 # Depends names the packages that hold the shared libraries the binary loads, found from the binary
 # (readelf's NEEDED entries, then dpkg -S for the file the loader would use), never typed by hand.
 set -euo pipefail
@@ -30,6 +31,9 @@ install -D -m 0644 "$unpacked/completions/storelens.bash" "$root/usr/share/bash-
 install -D -m 0644 "$unpacked/completions/_storelens" "$root/usr/share/zsh/vendor-completions/_storelens"
 install -D -m 0644 "$unpacked/completions/storelens.fish" "$root/usr/share/fish/vendor_completions.d/storelens.fish"
 install -D -m 0644 "$unpacked/LICENSE" "$root/usr/share/doc/storelens/copyright"
+for schema in "$unpacked"/schemas/*.schema.json; do
+    install -D -m 0644 "$schema" "$root/usr/share/storelens/schemas/$(basename "$schema")"
+done
 
 # The package of each library the binary loads, as the loader resolves it on this system.
 # The cache is read once into a variable: awk stopping early on a pipe from ldconfig would kill

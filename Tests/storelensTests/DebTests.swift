@@ -40,7 +40,8 @@ struct DebTests {
         #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
         for file in ["usr/bin/storelens", "usr/share/man/man1/storelens.1.gz", "usr/share/man/man1/storelens-inspect.1.gz",
                      "usr/share/bash-completion/completions/storelens", "usr/share/zsh/vendor-completions/_storelens",
-                     "usr/share/fish/vendor_completions.d/storelens.fish", "usr/share/doc/storelens/copyright"] {
+                     "usr/share/fish/vendor_completions.d/storelens.fish", "usr/share/doc/storelens/copyright",
+                     "usr/share/storelens/schemas/inspect.schema.json", "usr/share/storelens/schemas/finding.schema.json"] {
             #expect(FileManager.default.fileExists(atPath: root.appendingPathComponent(file).path), "\(file) installed")
         }
         let listed = PythonVenv.run(["dpkg", "--root=\(root.path)", "-L", "storelens"]).stdout

@@ -59,7 +59,14 @@ struct DistTests {
         #expect(untar.status == 0, "\(untar.output)")
         let top = unpacked.appendingPathComponent(Self.name)
         #expect(try FileManager.default.contentsOfDirectory(atPath: unpacked.path) == [Self.name], "one folder named like the archive")
-        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: top.path)) == ["storelens", "LICENSE", "SHA256SUMS", "completions", "man"])
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: top.path)) == ["storelens", "LICENSE", "SHA256SUMS", "completions", "man", "schemas"])
+        // The JSON Schemas, each byte for byte the repository's.
+        let schemas = Self.root.appendingPathComponent("schemas")
+        let shipped = try FileManager.default.contentsOfDirectory(atPath: top.appendingPathComponent("schemas").path).sorted()
+        #expect(shipped == (try FileManager.default.contentsOfDirectory(atPath: schemas.path).filter { $0.hasSuffix(".schema.json") }.sorted()))
+        for name in shipped {
+            #expect(try Data(contentsOf: top.appendingPathComponent("schemas/\(name)")) == Data(contentsOf: schemas.appendingPathComponent(name)), "\(name)")
+        }
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: top.appendingPathComponent("completions").path)) == ["storelens.bash", "_storelens", "storelens.fish"])
         let pages = try FileManager.default.contentsOfDirectory(atPath: top.appendingPathComponent("man/man1").path)
         #expect(pages.contains("storelens.1") && pages.contains("storelens-inspect.1") && pages.contains("storelens-lint.1"), "\(pages.sorted())")
