@@ -1,5 +1,4 @@
 import Foundation
-import StoreFormats
 
 /// Work run on a thread of its own while the caller's thread does something else (`wal`'s
 /// quick_check beside its page walk, `recover`'s carving beside its commits, `check`'s second
