@@ -117,7 +117,7 @@ final class RowScreen: @unchecked Sendable {
     /// The index side of `table` from the screen's scan, or nil when the screen does not scan it
     /// (no condition about its rows) or could not read it.
     func tableSide(_ table: String, on connection: Connection) -> IndexAgreement.TableSide? {
-        guard byTable[table] != nil, agreementTables.wrappedValue?.contains(table) ?? false else { return nil }
+        guard reads(table) else { return nil }
         scan(table, on: connection)
         state.lock()
         defer { state.unlock() }
@@ -136,8 +136,7 @@ final class RowScreen: @unchecked Sendable {
             scanning.insert(table)
             state.unlock()
             let all = byTable[table] ?? []
-            let agree = agreementTables.wrappedValue?.contains(table) ?? false
-            let result = Result { try Self.scan(table, all, agreement: agree, on: connection) }
+            let result = Result { try Self.scan(table, all, agreement: reads(table), on: connection) }
             state.lock()
             scanning.remove(table)
             scanned.insert(table)
@@ -168,7 +167,9 @@ final class RowScreen: @unchecked Sendable {
             }
             let row = try connection.rows("SELECT \(columns.joined(separator: ", ")) FROM \(from)").first
             for (i, c) in group.enumerated() { found[c] = row?[i].int ?? 0 }
-            if start == 0, side != nil, let row, !(side!.take(row.values.dropFirst(group.count))) { side = nil }
+            if start == 0, var reading = side {
+                side = row.map { reading.take($0.values.dropFirst(group.count)) } == true ? reading : nil
+            }
             start += group.count
         }
         return (found, side)
