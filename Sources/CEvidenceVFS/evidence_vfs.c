@@ -13,6 +13,8 @@
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -226,9 +228,32 @@ static int vfsAccess(sqlite3_vfs *vfs, const char *name, int flags, int *out) {
     return defaultVFS()->xAccess(defaultVFS(), name, flags, out);
 }
 
+// The folders above a store are the user's own layout (on macOS /tmp and every TMPDIR are links;
+// home folders and evidence shares often are): they are resolved here, so SQLite's
+// SQLITE_OPEN_NOFOLLOW, which refuses a link anywhere in the path, only ever sees the last
+// component, the store's own name. That one is never followed (vfsOpen opens it O_NOFOLLOW), and
+// neither are its sidecars, whose names SQLite derives from it.
 static int vfsFullPathname(sqlite3_vfs *vfs, const char *name, int n, char *out) {
     (void)vfs;
-    return defaultVFS()->xFullPathname(defaultVFS(), name, n, out);
+    const char *slash = strrchr(name, '/');
+    const char *base = slash ? slash + 1 : name;
+    if (*base == 0 || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) return SQLITE_CANTOPEN;
+    char *folder;
+    if (!slash) {
+        folder = realpath(".", NULL);
+    } else {
+        size_t length = slash == name ? 1 : (size_t)(slash - name);
+        char *typed = malloc(length + 1);
+        if (!typed) return SQLITE_NOMEM;
+        memcpy(typed, name, length);
+        typed[length] = 0;
+        folder = realpath(typed, NULL);
+        free(typed);
+    }
+    if (!folder) return SQLITE_CANTOPEN;
+    int written = snprintf(out, (size_t)n, "%s/%s", strcmp(folder, "/") == 0 ? "" : folder, base);
+    free(folder);
+    return written < 0 || written >= n ? SQLITE_CANTOPEN : SQLITE_OK;
 }
 static void *vfsDlOpen(sqlite3_vfs *vfs, const char *name) { (void)vfs; return defaultVFS()->xDlOpen(defaultVFS(), name); }
 static void vfsDlError(sqlite3_vfs *vfs, int n, char *out) { (void)vfs; defaultVFS()->xDlError(defaultVFS(), n, out); }

@@ -103,4 +103,55 @@ struct SymlinkInputTests {
         let store = try #require((json["stores"] as? [[String: Any]])?.first { ($0["path"] as? String)?.hasSuffix("default.store") == true })
         #expect((store["sidecars"] as? [String: Any])?["wal"] is NSNull, "the linked -wal is not read")
     }
+
+    /// The folders above a store are the user's layout: on macOS /tmp and every TMPDIR are links,
+    /// home folders and evidence shares often are. Every command reads a store through a linked
+    /// parent, a linked grandparent or a `..`, in place and with `--copy`, as it reads the real
+    /// path (the in-place VFS used to refuse any link in the path and call the store damaged).
+    @Test("a store under a linked parent, a linked grandparent or a .. is read by every command, in place and with --copy")
+    func linkedFoldersAbove() throws {
+        let (folder, real) = try Self.container()
+        let support = real.appendingPathComponent("Library/Application Support")
+        try FileManager.default.createSymbolicLink(atPath: folder.path("parent-link").path, withDestinationPath: support.path)
+        try FileManager.default.createSymbolicLink(atPath: folder.path("grandparent-link").path, withDestinationPath: real.appendingPathComponent("Library").path)
+        let store = support.appendingPathComponent("default.store").path
+        let typed = [
+            folder.path("parent-link").path + "/default.store",
+            folder.path("grandparent-link").path + "/Application Support/default.store",
+            folder.path("parent-link").path + "/../Application Support/default.store",
+        ]
+        let before = try FolderSnapshot(real)
+        let manifest = folder.path("storelens.json")
+        try Data(BoundedRun.todoManifest.utf8).write(to: manifest)
+        var runs = 0
+        for copy in [false, true] {
+            for (index, path) in ([store] + typed).enumerated() {
+                let outputs = folder.path("out-\(copy)-\(index)")
+                try FileManager.default.createDirectory(at: outputs, withIntermediateDirectories: true)
+                let commands = CommandPlan.perStore(input: path, store: nil, outputs: outputs)
+                    + CommandPlan.wholeInput(input: path, manifest: manifest, outputs: outputs).filter { $0.name != "merge" }
+                for command in commands {
+                    let help = try CLI.run([command.name, "--help"])
+                    guard !copy || help.stdout.contains("--copy") else { continue }
+                    let arguments = command.main.arguments + (copy ? ["--copy"] : [])
+                    let r = try CLI.run(arguments)
+                    runs += 1
+                    let what = "storelens \(arguments.joined(separator: " ")) → exit \(r.status): \(r.stderr.prefix(300))"
+                    #expect(r.status == 0 || r.status == 1, "\(what)")
+                    #expect(!r.stderr.contains("damaged") && !r.stderr.contains("unable to open"), "\(what)")
+                }
+                let inspected = try CLI.run(["inspect", path, "--format", "json"] + (copy ? ["--copy"] : []))
+                let direct = try CLI.run(["inspect", store, "--format", "json"])
+                func facts(_ text: String) throws -> String {
+                    let j = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+                    let s = try #require((j["stores"] as? [[String: Any]])?.first)
+                    let facts: [String: Any] = ["entities": s["entities"] ?? NSNull(), "wal": s["wal"] ?? NSNull()]
+                    return String(decoding: try JSONSerialization.data(withJSONObject: facts, options: [.sortedKeys]), as: UTF8.self)
+                }
+                #expect(try facts(inspected.stdout) == facts(direct.stdout), "\(path): the same entities and -wal as the real path")
+            }
+        }
+        #expect(runs > 40)
+        #expect(try FolderSnapshot(real) == before)
+    }
 }
