@@ -65,7 +65,7 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
         case .evidenceChanged(let path, let before, let after):
             // Most often another process wrote to it; storelens itself writing is the other cause.
             let what = ["(identity)", "(size, times or inode changed)"].contains(after) ? "its size, times or inode changed"
-                : after.hasPrefix("(") ? String(after.dropFirst().dropLast()) : "SHA-256 \(before.prefix(12))… became \(after.prefix(12))…"
+                : after.hasPrefix("(") ? String(after.dropFirst().dropLast()) : Self.hashChange(before, after)
             return "\(path) changed while storelens read it (\(what)), so this run's answers are withdrawn: make sure nothing writes to the evidence (the app, a sync tool, another copy in progress) and run again; if nothing does, please report it as a storelens bug."
         case .sqlite(let error):
             return error.description
@@ -92,5 +92,14 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
         case .sqlite(let e): return !(e.isCorrupt || e.isNotADatabase)
         default: return false
         }
+    }
+}
+
+extension AcquisitionError {
+    /// "SHA-256 x… became y…", each shown far enough to see where they differ (at least 12 digits).
+    static func hashChange(_ before: String, _ after: String) -> String {
+        let same = zip(before, after).prefix { $0 == $1 }.count
+        let shown = max(12, same + 4)
+        return "SHA-256 \(before.prefix(shown))… became \(after.prefix(shown))…"
     }
 }

@@ -74,7 +74,41 @@ public struct EvidenceLedger: Sendable {
     private var pending: [PendingHashes] = []
     private var pendingIndex: [String: Int] = [:]
 
+    /// Sidecars a store family did not have when it was recorded (`<main>-wal`, `-journal`,
+    /// `-shm`): one that appears while the store is read (a live app's first write after a
+    /// checkpoint) changes what SQLite would show, so the closing checks prove none did.
+    public private(set) var absent: [String] = []
+
     public init() {}
+
+    /// Records that these files do not exist now (those that do are left out).
+    mutating func recordAbsent(_ paths: [String]) {
+        for path in paths where !absent.contains(path) {
+            var st = stat()
+            if lstat(path, &st) != 0 && errno == ENOENT { absent.append(path) }
+        }
+    }
+
+    /// The first change to the recorded files that their identities show (inode, size, times),
+    /// or a file recorded absent that exists now; nil when none. Waits for no hash: it is the
+    /// question a failing run asks before blaming the evidence.
+    func firstChange() -> AcquisitionError? {
+        for before in recorded where before.identity != nil && FileIdentity.of(before.path) != before.identity {
+            return .evidenceChanged(path: before.path, before: before.sha256 ?? "(identity)", after: "(size, times or inode changed)")
+        }
+        do { try verifyStillAbsent() } catch let changed as AcquisitionError { return changed } catch {}
+        return nil
+    }
+
+    /// Throws for the first file recorded as absent that exists now.
+    func verifyStillAbsent() throws {
+        for path in absent {
+            var st = stat()
+            if lstat(path, &st) == 0 || errno != ENOENT {
+                throw AcquisitionError.evidenceChanged(path: path, before: "(absent)", after: "(it was not there when storelens began and appeared while it read the store)")
+            }
+        }
+    }
 
     /// The evidence recorded for `path`, if any (its hash waited for when still being taken).
     public func entry(for path: String) -> FileEvidence? {
@@ -201,6 +235,7 @@ public struct EvidenceLedger: Sendable {
     /// to a file changes its ctime, so this proves nothing was written since it was recorded.
     public func verifyIdentities() throws {
         try settle()
+        try verifyStillAbsent()
         for before in entries {
             let after = FileIdentity.of(before.path)
             if after != before.identity {
@@ -218,5 +253,6 @@ public struct EvidenceLedger: Sendable {
         for (before, after) in zip(checked, after) where after.sha256 != before.sha256 || after.identity != before.identity {
             throw AcquisitionError.evidenceChanged(path: before.path, before: before.sha256 ?? "(identity)", after: after.sha256 ?? "(identity)")
         }
+        try verifyStillAbsent()
     }
 }

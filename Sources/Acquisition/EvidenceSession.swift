@@ -41,6 +41,7 @@ public final class EvidenceSession {
     /// Hashes a store family for reading: copying it on the way when it will be copied, else
     /// (read in place, `WorkingCopy.readsInPlace`) only hashing it.
     func recordForReading(_ family: StoreFamily, options: OpenOptions) throws {
+        ledger.recordAbsent(["-wal", "-journal", "-shm"].map { family.main.path + $0 })
         if WorkingCopy.readsInPlace(family, options: options) {
             try recordInPlace(family)
         } else {
@@ -227,6 +228,32 @@ public final class EvidenceSession {
     }
 
     private var verification: BackgroundVerification?
+
+    /// What a failure while reading is to be reported as. When an original changed while it was
+    /// read (cut short, replaced, a `-wal` that appeared), SQLite's complaint about the bytes it
+    /// got ("malformed", "not a database") is about the change, not the evidence as it came: the
+    /// change is the answer (exit 3). Otherwise the error itself. Identities only (inode, size,
+    /// times): a failing run is not held up re-hashing what is plainly unchanged.
+    public func explaining(_ error: Error) -> Error {
+        if case .evidenceChanged? = error as? AcquisitionError { return error }
+        if let changed = ledger.firstChange() { return changed }
+        if let path = MappedFile.cutShort(among: Set(ledger.paths)).sorted().first {
+            return AcquisitionError.evidenceChanged(path: path, before: ledger.entry(for: path)?.sha256 ?? "(identity)",
+                                                    after: "(it was cut short while storelens read it in place)")
+        }
+        return error
+    }
+
+    /// Runs `body` with this session, removing the scratch folder whatever happens and reporting a
+    /// failure as `explaining` tells (the one place a command's session ends on an error).
+    public func reading<T>(_ body: (EvidenceSession) throws -> T) throws -> T {
+        defer { scratch.remove() }
+        do {
+            return try body(self)
+        } catch {
+            throw explaining(error)
+        }
+    }
 
     /// Checks every original against its recorded hash, then removes the scratch folder.
     /// - Parameter keepingScratch: leave the private copies for the caller to read from (an

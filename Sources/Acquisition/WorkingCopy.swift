@@ -215,7 +215,9 @@ public final class WorkingCopy {
 
         self.folder = folder
         self.prepareFolder = preparing ?? {}
-        self.walView = mismatchedWAL ? .mainFileOnly : .walApplied
+        // A -wal the family did not have when it was recorded is never read, even where SQLite
+        // would find one by name: it was not hashed, and `finish` refuses the run if one appeared.
+        self.walView = mismatchedWAL || family.wal == nil ? .mainFileOnly : .walApplied
         // A session that staged copies of the family chose the copy; one that did not, reading in place.
         let inPlace = !alreadyPrivate && staged.isEmpty && !hotJournal && Self.readsInPlace(family, options: options)
         self.readsInPlace = inPlace

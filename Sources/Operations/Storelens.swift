@@ -37,11 +37,11 @@ public enum Storelens {
     /// A session whose working folder is removed whatever happens, and whose originals are checked
     /// unchanged before the answer is returned.
     static func reading<T>(_ input: InputOptions, _ body: (EvidenceSession) throws -> T) throws -> T {
-        let session = try EvidenceSession(backupPassword: input.backupPassword)
-        defer { session.scratch.remove() }
-        let result = try body(session)
-        try session.finish()
-        return result
+        try EvidenceSession(backupPassword: input.backupPassword).reading { session in
+            let result = try body(session)
+            try session.finish()
+            return result
+        }
     }
 }
 

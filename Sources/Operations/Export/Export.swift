@@ -44,9 +44,9 @@ extension Storelens {
     /// `storelens export`: the one store of `input` decoded into a new SQLite file, one table per
     /// entity with readable columns, with where it came from (hashes, tool) in `_storelens`.
     public static func export(_ input: String, _ options: ExportOptions) throws -> ExportResult {
-        let session = try EvidenceSession(backupPassword: options.input.backupPassword)
-        defer { session.scratch.remove() }
-        return try export(input, options, in: session)
+        try EvidenceSession(backupPassword: options.input.backupPassword).reading { session in
+            try export(input, options, in: session)
+        }
     }
 
     /// `export(_:_:)` through a session the caller made; the export finishes it (the originals

@@ -47,12 +47,12 @@ extension Storelens {
     /// applied to a copy in one transaction, checked again after; the input is never changed
     /// except by `.inPlace`, and then only after a verified backup.
     public static func repair(_ input: String, _ options: RepairOptions) throws -> RepairOutcome {
-        let session = try EvidenceSession(backupPassword: options.input.backupPassword)
-        defer { session.scratch.remove() }
-        let outcome = try repair(input, options, in: session)
-        if case .inPlace = options.mode, outcome.written { return outcome }
-        try session.finish()
-        return outcome
+        try EvidenceSession(backupPassword: options.input.backupPassword).reading { session in
+            let outcome = try repair(input, options, in: session)
+            if case .inPlace = options.mode, outcome.written { return outcome }
+            try session.finish()
+            return outcome
+        }
     }
 
     /// `repair(_:_:)` through a session the caller made and finishes (in place, the input was

@@ -64,9 +64,9 @@ extension Storelens {
     /// the manifest), and the originals verified unchanged. Throws only when there is nothing to
     /// report on (an input that cannot be opened, a bad migration target).
     public static func report(_ inputs: [String], _ options: ReportOptions) throws -> ReportContents {
-        let session = try EvidenceSession(backupPassword: options.input.backupPassword)
-        defer { session.scratch.remove() }
-        return try report(inputs, options, in: session)
+        try EvidenceSession(backupPassword: options.input.backupPassword).reading { session in
+            try report(inputs, options, in: session)
+        }
     }
 
     /// `report(_:_:)` through a session the caller made; the report finishes it (the evidence

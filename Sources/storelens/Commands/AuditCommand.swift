@@ -48,26 +48,26 @@ struct AuditCommand: Command {
         if let batch {
             // Each input is one container audited on its own against the same manifest.
             return try Batch.run(command: "audit", inputs: paths, settings: batch, output: output) { path, context in
-                let session = try input.makeSession()
-                defer { session.scratch.remove() }
-                context.hashInput(path, in: session)
-                let result = try Storelens.audit([path], manifest: manifest, options, in: session)
-                try session.finish()
-                return BatchOutcome(exitCode: result.findings.any(atOrAbove: failOn) ? .findings : .success,
-                                    summary: AuditReport.batchSummary(result), findings: result.findings)
+                return try input.makeSession().reading { session in
+                    context.hashInput(path, in: session)
+                    let result = try Storelens.audit([path], manifest: manifest, options, in: session)
+                    try session.finish()
+                    return BatchOutcome(exitCode: result.findings.any(atOrAbove: failOn) ? .findings : .success,
+                                        summary: AuditReport.batchSummary(result), findings: result.findings)
+                }
             }
         }
-        let session = try input.makeSession()
-        defer { session.scratch.remove() }
-        let result = try Storelens.audit(paths, manifest: manifest, options, in: session)
-        try session.finish()
-        switch format {
-        case "json": output.write(AuditReport.json(result, manifest: manifestPath).rendered() + "\n")
-        case "sarif":
-            output.write(SARIF.log(AuditReport.located(result, manifest: manifestPath), command: "audit", toolVersion: RootCommand.version).rendered() + "\n")
-        case "markdown": output.write(AuditReport.markdown(result, input: paths.joined(separator: ", ")))
-        default: output.write(AuditReport.text(result))
+        return try input.makeSession().reading { session in
+            let result = try Storelens.audit(paths, manifest: manifest, options, in: session)
+            try session.finish()
+            switch format {
+            case "json": output.write(AuditReport.json(result, manifest: manifestPath).rendered() + "\n")
+            case "sarif":
+                output.write(SARIF.log(AuditReport.located(result, manifest: manifestPath), command: "audit", toolVersion: RootCommand.version).rendered() + "\n")
+            case "markdown": output.write(AuditReport.markdown(result, input: paths.joined(separator: ", ")))
+            default: output.write(AuditReport.text(result))
+            }
+            return result.findings.any(atOrAbove: failOn) ? .findings : .success
         }
-        return result.findings.any(atOrAbove: failOn) ? .findings : .success
     }
 }

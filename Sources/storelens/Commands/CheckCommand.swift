@@ -62,25 +62,25 @@ struct CheckCommand: Command {
                                              xcodeModel: model.map { URL(fileURLWithPath: $0) }, timings: Timings.fromEnvironment)
         if let batch {
             return try Batch.run(command: "check", inputs: paths, settings: batch, output: output) { path, context in
-                let session = try input.makeSession()
-                defer { session.scratch.remove() }
-                context.hashInput(path, in: session)
-                let result = try Storelens.check([path], options, in: session)
-                // Batch mode reads one input at a time: a refused store fails that input.
-                if let first = result.refused.first { throw first.error }
-                try session.finish()
-                return BatchOutcome(exitCode: result.findings.any(atOrAbove: failOn) ? .findings : .success,
-                                    summary: CheckReport.batchSummary(result), findings: result.findings)
+                return try input.makeSession().reading { session in
+                    context.hashInput(path, in: session)
+                    let result = try Storelens.check([path], options, in: session)
+                    // Batch mode reads one input at a time: a refused store fails that input.
+                    if let first = result.refused.first { throw first.error }
+                    try session.finish()
+                    return BatchOutcome(exitCode: result.findings.any(atOrAbove: failOn) ? .findings : .success,
+                                        summary: CheckReport.batchSummary(result), findings: result.findings)
+                }
             }
         }
-        let session = try input.makeSession()
-        defer { session.scratch.remove() }
-        let result = try Storelens.check(paths, options, in: session)
-        try session.finish()
-        output.write(CheckReport.rendered(result, as: format, command: "check", toolVersion: RootCommand.version))
-        // The other stores were checked; the refused ones are input errors all the same.
-        for r in result.refused { output.error("Error: \(r.reason)\n") }
-        if !result.refused.isEmpty { return .usageOrInput }
-        return result.findings.any(atOrAbove: failOn) ? .findings : .success
+        return try input.makeSession().reading { session in
+            let result = try Storelens.check(paths, options, in: session)
+            try session.finish()
+            output.write(CheckReport.rendered(result, as: format, command: "check", toolVersion: RootCommand.version))
+            // The other stores were checked; the refused ones are input errors all the same.
+            for r in result.refused { output.error("Error: \(r.reason)\n") }
+            if !result.refused.isEmpty { return .usageOrInput }
+            return result.findings.any(atOrAbove: failOn) ? .findings : .success
+        }
     }
 }

@@ -50,13 +50,13 @@ struct ExportCommand: Command {
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        let session = try input.makeSession()
-        defer { session.scratch.remove() }
-        let options = Storelens.ExportOptions(output: out, input: input.options, force: force, withExternalData: withExternalData,
-                                              xcodeModel: modelPath.map { URL(fileURLWithPath: $0) }, toolVersion: RootCommand.version)
-        let result = try Storelens.export(path, options, in: session)
-        output.write(json ? ExportReport.json(result).rendered() + "\n" : ExportReport.text(result))
-        input.tellKeptScratch(of: session, to: output)
-        return .success
+        return try input.makeSession().reading { session in
+            let options = Storelens.ExportOptions(output: out, input: input.options, force: force, withExternalData: withExternalData,
+                                                  xcodeModel: modelPath.map { URL(fileURLWithPath: $0) }, toolVersion: RootCommand.version)
+            let result = try Storelens.export(path, options, in: session)
+            output.write(json ? ExportReport.json(result).rendered() + "\n" : ExportReport.text(result))
+            input.tellKeptScratch(of: session, to: output)
+            return .success
+        }
     }
 }

@@ -65,25 +65,25 @@ struct HistoryCommand: Command {
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        let session = try input.makeSession()
-        defer { session.scratch.remove() }
-        let options = Storelens.HistoryOptions(input: input.options, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) },
-                                               entity: entityName, author: author, bundleID: bundle, since: since)
-        var history = try Storelens.history(path, options, in: session)
-        let header = HistoryWriter.header(history)
-        if summary {
-            let result = try history.summary()
-            output.write(format == .json ? HistorySummaryReport.json(result, header: header).rendered() + "\n"
-                                          : HistorySummaryReport.text(result, title: HistoryWriter.title(history)))
-        } else {
-            let writer = HistoryWriter(format: format, header: header, path: history.path, write: output.write)
-            writer.rawCSV = rawCSV
-            writer.begin(title: HistoryWriter.title(history))
-            try history.forEachTransaction { writer.add($0) }
-            writer.end()
+        return try input.makeSession().reading { session in
+            let options = Storelens.HistoryOptions(input: input.options, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) },
+                                                   entity: entityName, author: author, bundleID: bundle, since: since)
+            var history = try Storelens.history(path, options, in: session)
+            let header = HistoryWriter.header(history)
+            if summary {
+                let result = try history.summary()
+                output.write(format == .json ? HistorySummaryReport.json(result, header: header).rendered() + "\n"
+                                              : HistorySummaryReport.text(result, title: HistoryWriter.title(history)))
+            } else {
+                let writer = HistoryWriter(format: format, header: header, path: history.path, write: output.write)
+                writer.rawCSV = rawCSV
+                writer.begin(title: HistoryWriter.title(history))
+                try history.forEachTransaction { writer.add($0) }
+                writer.end()
+            }
+            try session.finish()
+            input.tellKeptScratch(of: session, to: output)
+            return .success
         }
-        try session.finish()
-        input.tellKeptScratch(of: session, to: output)
-        return .success
     }
 }

@@ -46,24 +46,24 @@ struct InspectCommand: Command {
         let options = Storelens.InspectOptions(input: input.options, asOfCommit: asOf)
         if let batch {
             return try Batch.run(command: "inspect", inputs: paths, settings: batch, output: output) { path, context in
-                let session = try input.makeSession()
-                defer { session.scratch.remove() }
-                context.hashInput(path, in: session)
-                let result = try Storelens.inspect([path], options, in: session)
-                // Batch mode reads one input at a time: a refused store fails that input.
-                if let first = result.refused.first { throw first.error }
-                try session.finish()
-                return BatchOutcome(exitCode: .success, summary: InspectionReport.batchSummary(result.inspections, atomic: result.atomicStores))
+                return try input.makeSession().reading { session in
+                    context.hashInput(path, in: session)
+                    let result = try Storelens.inspect([path], options, in: session)
+                    // Batch mode reads one input at a time: a refused store fails that input.
+                    if let first = result.refused.first { throw first.error }
+                    try session.finish()
+                    return BatchOutcome(exitCode: .success, summary: InspectionReport.batchSummary(result.inspections, atomic: result.atomicStores))
+                }
             }
         }
-        let session = try input.makeSession()
-        defer { session.scratch.remove() }
-        let result = try Storelens.inspect(paths, options, in: session)
-        try session.finish()
-        output.write(InspectionReport.rendered(result, as: format))
-        input.tellKeptScratch(of: session, to: output)
-        // The other stores were read; the refused ones are input errors all the same.
-        for r in result.refused { output.error("Error: \(r.reason)\n") }
-        return result.refused.isEmpty ? .success : .usageOrInput
+        return try input.makeSession().reading { session in
+            let result = try Storelens.inspect(paths, options, in: session)
+            try session.finish()
+            output.write(InspectionReport.rendered(result, as: format))
+            input.tellKeptScratch(of: session, to: output)
+            // The other stores were read; the refused ones are input errors all the same.
+            for r in result.refused { output.error("Error: \(r.reason)\n") }
+            return result.refused.isEmpty ? .success : .usageOrInput
+        }
     }
 }

@@ -46,12 +46,13 @@ struct LintCommand: Command {
         if paths.isEmpty, let model {
             result = try Storelens.lint(model: model)
         } else {
-            let session = try input.makeSession()
-            defer { session.scratch.remove() }
-            result = try Storelens.lint(paths, options, in: session)
-            for note in result.notes { output.error("Note: \(note)\n") }
-            try session.finish()
-            input.tellKeptScratch(of: session, to: output)
+            result = try input.makeSession().reading { session in
+                let linted = try Storelens.lint(paths, options, in: session)
+                for note in linted.notes { output.error("Note: \(note)\n") }
+                try session.finish()
+                input.tellKeptScratch(of: session, to: output)
+                return linted
+            }
         }
         output.write(LintReport.rendered(result, as: format, command: "lint", toolVersion: RootCommand.version))
         return result.findings.any(atOrAbove: failOn) ? .findings : .success

@@ -45,14 +45,14 @@ struct MigrationCommand: Command {
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        let session = try input.makeSession()
-        defer { session.scratch.remove() }
-        let result = try Storelens.migration(paths, to: target, .init(input: input.options, oldModel: oldModel.map { URL(fileURLWithPath: $0) }),
-                                             in: session)
-        for note in result.notes { output.error("Note: \(note)\n") }
-        try session.finish()
-        output.write(MigrationReport.rendered(result.plan, as: format, command: "migration", toolVersion: RootCommand.version))
-        input.tellKeptScratch(of: session, to: output)
-        return result.plan.failsOrLosesData ? .findings : .success
+        return try input.makeSession().reading { session in
+            let result = try Storelens.migration(paths, to: target, .init(input: input.options, oldModel: oldModel.map { URL(fileURLWithPath: $0) }),
+                                                 in: session)
+            for note in result.notes { output.error("Note: \(note)\n") }
+            try session.finish()
+            output.write(MigrationReport.rendered(result.plan, as: format, command: "migration", toolVersion: RootCommand.version))
+            input.tellKeptScratch(of: session, to: output)
+            return result.plan.failsOrLosesData ? .findings : .success
+        }
     }
 }

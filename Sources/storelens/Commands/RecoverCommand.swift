@@ -90,28 +90,28 @@ struct RecoverCommand: Command {
         if let out, FileManager.default.fileExists(atPath: out) || (try? FileManager.default.destinationOfSymbolicLink(atPath: out)) != nil {
             throw WALForensicsError.outputExists(path: out)
         }
-        let session = try input.makeSession()
-        defer { session.scratch.remove() }
-        let options = Storelens.RecoverOptions(input: input.options, filter: filter, carve: carve)
-        if let out {
-            let written = try Storelens.recover(path, options, into: out, in: session)
-            output.write(format == .json ? RecoveryWriter.json(written).rendered() + "\n" : RecoveryWriter.text(written))
-        } else {
-            // Streamed: versions are printed as the library hands them out.
-            let writer = RecoveryWriter(format: format, write: output.write, writeBytes: output.write(bytes:))
-            writer.rawCSV = rawCSV
-            writer.begin()
-            do {
-                try Storelens.recover(path, options, in: session) { writer.add($0) }
-            } catch {
-                // What was read before the error comes out before the error's sentence.
-                writer.flush()
-                throw error
+        return try input.makeSession().reading { session in
+            let options = Storelens.RecoverOptions(input: input.options, filter: filter, carve: carve)
+            if let out {
+                let written = try Storelens.recover(path, options, into: out, in: session)
+                output.write(format == .json ? RecoveryWriter.json(written).rendered() + "\n" : RecoveryWriter.text(written))
+            } else {
+                // Streamed: versions are printed as the library hands them out.
+                let writer = RecoveryWriter(format: format, write: output.write, writeBytes: output.write(bytes:))
+                writer.rawCSV = rawCSV
+                writer.begin()
+                do {
+                    try Storelens.recover(path, options, in: session) { writer.add($0) }
+                } catch {
+                    // What was read before the error comes out before the error's sentence.
+                    writer.flush()
+                    throw error
+                }
+                writer.end()
             }
-            writer.end()
+            try session.finish()
+            input.tellKeptScratch(of: session, to: output)
+            return .success
         }
-        try session.finish()
-        input.tellKeptScratch(of: session, to: output)
-        return .success
     }
 }

@@ -108,20 +108,20 @@ struct RepairCommand: Command {
 
     func run(_ output: Output) throws -> ExitCode {
         try validateOutputs()
-        let session = try input.makeSession()
-        defer { session.scratch.remove() }
-        let mode: Storelens.RepairOptions.Mode = planOnly ? .plan : inPlace ? .inPlace(backup: URL(fileURLWithPath: backup ?? ""))
-                                                                             : .newFile(URL(fileURLWithPath: out ?? ""))
-        let options = Storelens.RepairOptions(mode: mode, input: input.options, keep: keep, only: only,
-                                              xcodeModel: model.map { URL(fileURLWithPath: $0) },
-                                              manifestPath: manifest, recordHistory: recordHistory)
-        let outcome = try Storelens.repair(path, options, in: session)
-        // In place, the input was proven unchanged up to the swap, which changed it on purpose.
-        if !(inPlace && outcome.written) { try session.finish() }
-        let hashes = session.ledger.entries.map { ($0.path, $0.sha256) }
-        let logText = RepairReport.json(outcome, inputHashes: hashes).rendered() + "\n"
-        if let log { try OutputFile.create(logText, at: log) }
-        output.write(format == "json" ? logText : RepairReport.text(outcome, planOnly: planOnly))
-        return .success
+        return try input.makeSession().reading { session in
+            let mode: Storelens.RepairOptions.Mode = planOnly ? .plan : inPlace ? .inPlace(backup: URL(fileURLWithPath: backup ?? ""))
+                                                                                 : .newFile(URL(fileURLWithPath: out ?? ""))
+            let options = Storelens.RepairOptions(mode: mode, input: input.options, keep: keep, only: only,
+                                                  xcodeModel: model.map { URL(fileURLWithPath: $0) },
+                                                  manifestPath: manifest, recordHistory: recordHistory)
+            let outcome = try Storelens.repair(path, options, in: session)
+            // In place, the input was proven unchanged up to the swap, which changed it on purpose.
+            if !(inPlace && outcome.written) { try session.finish() }
+            let hashes = session.ledger.entries.map { ($0.path, $0.sha256) }
+            let logText = RepairReport.json(outcome, inputHashes: hashes).rendered() + "\n"
+            if let log { try OutputFile.create(logText, at: log) }
+            output.write(format == "json" ? logText : RepairReport.text(outcome, planOnly: planOnly))
+            return .success
+        }
     }
 }

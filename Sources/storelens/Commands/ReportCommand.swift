@@ -109,23 +109,23 @@ struct ReportCommand: Command {
         if let batch, let outDir { return try runBatch(batch, outDir: outDir, output: output) }
         if out != "-" { try OutputFile.checkWritable(out, force: force) }
         let manifest = try manifestPath.map { try Manifest.load(path: $0) }
-        let session = try input.makeSession()
-        defer { session.scratch.remove() }
-        let built = try build(paths, manifest: manifest, session: session)
-        if out == "-" {
-            output.write(built.html)
-        } else {
-            try OutputFile.write(built.html, to: out, force: force, originals: session.ledger.entries.map(\.path))
-            let counts = Finding.Severity.allCases.reversed().map { s in "\(built.findings.filter { $0.severity == s }.count) \(s.rawValue)" }
-            output.write("wrote \(TextTable.sanitized(out)) (\(built.html.utf8.count) bytes): \(plural(built.stores.count, "store")), findings: \(counts.joined(separator: ", "))\n")
+        return try input.makeSession().reading { session in
+            let built = try build(paths, manifest: manifest, session: session)
+            if out == "-" {
+                output.write(built.html)
+            } else {
+                try OutputFile.write(built.html, to: out, force: force, originals: session.ledger.entries.map(\.path))
+                let counts = Finding.Severity.allCases.reversed().map { s in "\(built.findings.filter { $0.severity == s }.count) \(s.rawValue)" }
+                output.write("wrote \(TextTable.sanitized(out)) (\(built.html.utf8.count) bytes): \(plural(built.stores.count, "store")), findings: \(counts.joined(separator: ", "))\n")
+            }
+            input.tellKeptScratch(of: session, to: output)
+            // The report is written either way; a damaged input or a failed audit still ends as an input error.
+            if let problem = built.problem {
+                output.error("Error: \(problem)\n")
+                return .usageOrInput
+            }
+            return built.findings.any(atOrAbove: failOn) ? .findings : .success
         }
-        input.tellKeptScratch(of: session, to: output)
-        // The report is written either way; a damaged input or a failed audit still ends as an input error.
-        if let problem = built.problem {
-            output.error("Error: \(problem)\n")
-            return .usageOrInput
-        }
-        return built.findings.any(atOrAbove: failOn) ? .findings : .success
     }
 
     /// Batch mode: every input a case of its own, its report in `outDir` under a name made from
@@ -163,20 +163,20 @@ struct ReportCommand: Command {
                     throw InputError(message: "\(target), the report of \(path), already exists; add --force to replace it (or --resume to skip the inputs that have a line in the results).")
                 }
             }
-            let session = try input.makeSession()
-            defer { session.scratch.remove() }
-            // The manifest first, as without --jsonl: the evidence table lists the files in the same order.
-            if let manifestPath { try session.record([URL(fileURLWithPath: manifestPath)]) }
-            context.hashInput(path, in: session)
-            let built = try build([path], manifest: manifest, session: session)
-            try OutputFile.write(built.html, to: target, force: replace, originals: session.ledger.entries.map(\.path))
-            let summary = HTMLReport.batchSummary(report: target, bytes: built.html.utf8.count, stores: built.stores, findings: built.findings)
-            if let problem = built.problem {
-                // Written with what could be read, as without --jsonl; the line says what is missing.
-                return BatchOutcome(exitCode: .usageOrInput, summary: summary, findings: built.findings, error: problem)
+            return try input.makeSession().reading { session in
+                // The manifest first, as without --jsonl: the evidence table lists the files in the same order.
+                if let manifestPath { try session.record([URL(fileURLWithPath: manifestPath)]) }
+                context.hashInput(path, in: session)
+                let built = try build([path], manifest: manifest, session: session)
+                try OutputFile.write(built.html, to: target, force: replace, originals: session.ledger.entries.map(\.path))
+                let summary = HTMLReport.batchSummary(report: target, bytes: built.html.utf8.count, stores: built.stores, findings: built.findings)
+                if let problem = built.problem {
+                    // Written with what could be read, as without --jsonl; the line says what is missing.
+                    return BatchOutcome(exitCode: .usageOrInput, summary: summary, findings: built.findings, error: problem)
+                }
+                return BatchOutcome(exitCode: built.findings.any(atOrAbove: failOn) ? .findings : .success, summary: summary,
+                                    findings: built.findings)
             }
-            return BatchOutcome(exitCode: built.findings.any(atOrAbove: failOn) ? .findings : .success, summary: summary,
-                                findings: built.findings)
         }
     }
 

@@ -70,34 +70,34 @@ struct RowsCommand: Command {
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        let session = try input.makeSession()
-        defer { session.scratch.remove() }
-        let options = Storelens.RowsOptions(entity: entityName, input: input.options, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) },
-                                            asOfCommit: asOf, filters: filters, limit: limit)
-        let rows: Storelens.EntityRows
-        switch try Storelens.rows(path, options, in: session) {
-        case .atomic(let store, let selected): return try write(selected, of: store, session: session, output: output)
-        case .sqlite(let opened): rows = opened
-        }
-        let writer = RowsWriter(format: format, fields: rows.fields, header: RowsWriter.header(rows), rawCSV: rawCSV, write: output.write,
-                                writeBytes: output.write(bytes:))
-        if format == .table { output.write(RowsWriter.title(rows) + "\n") }
-        writer.begin()
-        do {
-            if writer.takesScanRows {
-                // jsonl, array, csv, tsv: straight from the statement into output bytes.
-                try rows.forEachStored { try writer.add($0) }
-            } else {
-                try rows.forEach { try writer.add($0) }
+        return try input.makeSession().reading { session in
+            let options = Storelens.RowsOptions(entity: entityName, input: input.options, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) },
+                                                asOfCommit: asOf, filters: filters, limit: limit)
+            let rows: Storelens.EntityRows
+            switch try Storelens.rows(path, options, in: session) {
+            case .atomic(let store, let selected): return try write(selected, of: store, session: session, output: output)
+            case .sqlite(let opened): rows = opened
             }
-        } catch {
-            writer.flush()
-            throw error
+            let writer = RowsWriter(format: format, fields: rows.fields, header: RowsWriter.header(rows), rawCSV: rawCSV, write: output.write,
+                                    writeBytes: output.write(bytes:))
+            if format == .table { output.write(RowsWriter.title(rows) + "\n") }
+            writer.begin()
+            do {
+                if writer.takesScanRows {
+                    // jsonl, array, csv, tsv: straight from the statement into output bytes.
+                    try rows.forEachStored { try writer.add($0) }
+                } else {
+                    try rows.forEach { try writer.add($0) }
+                }
+            } catch {
+                writer.flush()
+                throw error
+            }
+            writer.end()
+            if format == .table { output.write("\(plural(writer.count, "row"))\n") }
+            try session.finish()
+            input.tellKeptScratch(of: session, to: output)
+            return .success
         }
-        writer.end()
-        if format == .table { output.write("\(plural(writer.count, "row"))\n") }
-        try session.finish()
-        input.tellKeptScratch(of: session, to: output)
-        return .success
     }
 }

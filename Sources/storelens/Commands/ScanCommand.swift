@@ -43,31 +43,31 @@ struct ScanCommand: Command {
     func run(_ output: Output) throws -> ExitCode {
         if let batch {
             return try Batch.run(command: "scan", inputs: paths, settings: batch, output: output) { path, context in
-                let session = try input.makeSession()
-                defer { session.scratch.remove() }
-                context.hashInput(path, in: session)
-                let result = try Storelens.scan([path], .init(input: input.options, hashArchives: true), in: session)
-                try session.finish()
-                let damaged = result.damaged
-                return BatchOutcome(exitCode: damaged == nil ? .success : .usageOrInput,
-                                    summary: ScanReport.batchSummary(inventories: result.inventories, stores: result.stores),
-                                    error: damaged.map { "\($0.input): \($0.damage ?? ""); copy the archive again — it was cut off or corrupted." })
+                return try input.makeSession().reading { session in
+                    context.hashInput(path, in: session)
+                    let result = try Storelens.scan([path], .init(input: input.options, hashArchives: true), in: session)
+                    try session.finish()
+                    let damaged = result.damaged
+                    return BatchOutcome(exitCode: damaged == nil ? .success : .usageOrInput,
+                                        summary: ScanReport.batchSummary(inventories: result.inventories, stores: result.stores),
+                                        error: damaged.map { "\($0.input): \($0.damage ?? ""); copy the archive again — it was cut off or corrupted." })
+                }
             }
         }
-        let session = try input.makeSession()
-        defer { session.scratch.remove() }
-        // Machine-readable output carries the archive's SHA-256 (docs/json-output.md); the text
-        // view skips it, as hashing a large archive costs more than reading it.
-        let result = try Storelens.scan(paths, .init(input: input.options, hashArchives: evidencePath != nil || format == "json"), in: session)
-        try session.finish()
-        if let evidencePath {
-            try OutputFile.create(ScanReport.evidence(inventories: result.inventories, ledger: session.ledger).rendered() + "\n", at: evidencePath)
+        return try input.makeSession().reading { session in
+            // Machine-readable output carries the archive's SHA-256 (docs/json-output.md); the text
+            // view skips it, as hashing a large archive costs more than reading it.
+            let result = try Storelens.scan(paths, .init(input: input.options, hashArchives: evidencePath != nil || format == "json"), in: session)
+            try session.finish()
+            if let evidencePath {
+                try OutputFile.create(ScanReport.evidence(inventories: result.inventories, ledger: session.ledger).rendered() + "\n", at: evidencePath)
+            }
+            output.write(ScanReport.rendered(result, as: format))
+            if let damaged = result.damaged, let damage = damaged.damage {
+                output.error("Error: \(damaged.input): \(damage); copy the archive again — it was cut off or corrupted.\n")
+                return .usageOrInput
+            }
+            return .success
         }
-        output.write(ScanReport.rendered(result, as: format))
-        if let damaged = result.damaged, let damage = damaged.damage {
-            output.error("Error: \(damaged.input): \(damage); copy the archive again — it was cut off or corrupted.\n")
-            return .usageOrInput
-        }
-        return .success
     }
 }

@@ -34,14 +34,14 @@ struct SchemaCommand: Command {
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        let session = try input.makeSession()
-        defer { session.scratch.remove() }
-        let schema = try Storelens.schema(path, .init(input: input.options, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) }), in: session)
-        let text = format == "json" ? SchemaReport.json(schema).rendered() + "\n" : SchemaReport.text(schema)
-        try session.finish()
-        output.write(text)
-        input.tellKeptScratch(of: session, to: output)
-        return .success
+        return try input.makeSession().reading { session in
+            let schema = try Storelens.schema(path, .init(input: input.options, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) }), in: session)
+            let text = format == "json" ? SchemaReport.json(schema).rendered() + "\n" : SchemaReport.text(schema)
+            try session.finish()
+            output.write(text)
+            input.tellKeptScratch(of: session, to: output)
+            return .success
+        }
     }
 }
 

@@ -111,38 +111,38 @@ struct WALCommand: Command {
 
     func run(_ output: Output) throws -> ExitCode {
         if case .write(_, let out, let force) = mode { try OutputFile.checkWritable(out, force: force) }
-        let session = try input.makeSession()
-        defer { session.scratch.remove() }
-        switch mode {
-        case .report:
-            let analyses = try Storelens.wal(paths, .init(input: input.options, integrityCheck: integrityCheck, timings: Timings.fromEnvironment), in: session)
-            try session.finish()
-            output.write(WALReport.rendered(analyses, as: format))
+        return try input.makeSession().reading { session in
+            switch mode {
+            case .report:
+                let analyses = try Storelens.wal(paths, .init(input: input.options, integrityCheck: integrityCheck, timings: Timings.fromEnvironment), in: session)
+                try session.finish()
+                output.write(WALReport.rendered(analyses, as: format))
 
-        case .diff(let from, let to):
-            // Every store is read before anything is printed, so a failure leaves no half document.
-            let changes = try Storelens.walDiff(paths, .init(input: input.options, from: from, to: to), in: session)
-            try session.finish()
-            diffWriter(each: false, output).write(changes)
+            case .diff(let from, let to):
+                // Every store is read before anything is printed, so a failure leaves no half document.
+                let changes = try Storelens.walDiff(paths, .init(input: input.options, from: from, to: to), in: session)
+                try session.finish()
+                diffWriter(each: false, output).write(changes)
 
-        case .each:
-            // Streamed: one commit's diff is printed and dropped before the next is built.
-            let writer = diffWriter(each: true, output)
-            writer.begin()
-            try Storelens.walEachCommit(paths, input.options, in: session) { writer.add($0) }
-            writer.end()
-            try session.finish()
+            case .each:
+                // Streamed: one commit's diff is printed and dropped before the next is built.
+                let writer = diffWriter(each: true, output)
+                writer.begin()
+                try Storelens.walEachCommit(paths, input.options, in: session) { writer.add($0) }
+                writer.end()
+                try session.finish()
 
-        case .write(let commit, let out, let force):
-            let image = try Storelens.walImage(paths, commit: commit, input.options, in: session)
-            try session.finish()
-            try OutputFile.write(image.bytes, to: out, force: force, originals: session.ledger.entries.map(\.path))
-            let written = WALReport.WrittenImage(path: image.store, commit: image.commit, commitFrame: image.commitFrame,
-                                                 output: out, bytes: image.bytes.count, pageSize: image.pageSize)
-            output.write(format == "json" ? WALReport.json(written: written).rendered() + "\n" : WALReport.text(written: written))
+            case .write(let commit, let out, let force):
+                let image = try Storelens.walImage(paths, commit: commit, input.options, in: session)
+                try session.finish()
+                try OutputFile.write(image.bytes, to: out, force: force, originals: session.ledger.entries.map(\.path))
+                let written = WALReport.WrittenImage(path: image.store, commit: image.commit, commitFrame: image.commitFrame,
+                                                     output: out, bytes: image.bytes.count, pageSize: image.pageSize)
+                output.write(format == "json" ? WALReport.json(written: written).rendered() + "\n" : WALReport.text(written: written))
+            }
+            input.tellKeptScratch(of: session, to: output)
+            return .success
         }
-        input.tellKeptScratch(of: session, to: output)
-        return .success
     }
 
     func diffWriter(each: Bool, _ output: Output) -> RecordDiffWriter {

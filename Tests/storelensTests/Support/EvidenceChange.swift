@@ -35,16 +35,22 @@ enum EvidenceChange {
 
     /// Runs `arguments` paused at `moment`, makes `change` to `url`, and expects exit 3 naming the changed file.
     static func assertCaught(_ arguments: [String], store url: URL, moment: Moment, change: Change) throws {
+        try assertCaught(arguments, changed: url, moment: moment, what: change.rawValue) { try change.apply(to: url) }
+    }
+
+    /// Runs `arguments` paused at `moment`, runs `change` (which changes `url`: cuts it, replaces it,
+    /// makes it appear), and expects exit 3 naming `url` as changed.
+    static func assertCaught(_ arguments: [String], changed url: URL, moment: Moment, what: String, change: () throws -> Void) throws {
         let scratch = try TemporaryFolder("evidence-change-scratch")
         let gate = scratch.url.deletingLastPathComponent().appendingPathComponent("gate-\(UUID().uuidString)")
         defer { unlink(gate.path); unlink(gate.path + ".reached") }
         let (process, stderr) = try PausedRun.startCapturing(arguments, at: moment.rawValue, scratch: scratch.url, gate: gate)
         #expect(process.isRunning, "storelens \(arguments[0]) must be waiting at \(moment.rawValue) when the input changes")
-        try change.apply(to: url)
+        try change()
         _ = FileManager.default.createFile(atPath: gate.path, contents: nil)
         let message = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        #expect(process.terminationStatus == 3, "storelens \(arguments[0]) after \(change.rawValue) at \(moment.rawValue): exit \(process.terminationStatus), \(message)")
+        #expect(process.terminationStatus == 3, "storelens \(arguments.joined(separator: " ")) after \(what) at \(moment.rawValue): exit \(process.terminationStatus), \(message)")
         #expect(message.contains(url.lastPathComponent) && message.contains("changed"), "\(message)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).isEmpty, "no scratch left")
     }
