@@ -16,6 +16,8 @@ public enum StoreNote: Equatable, Sendable, CustomStringConvertible {
     case journalRolledBack
     /// The `-wal`'s page size differs from the database's; it was left out (as asked).
     case walPageSizeMismatch(walPageSize: Int, databasePageSize: Int)
+    /// The `-wal` cannot belong to the main file (`WALBelonging`); it was left out (as asked).
+    case walDoesNotBelong(reason: String)
 
     public var description: String {
         switch self {
@@ -31,6 +33,8 @@ public enum StoreNote: Equatable, Sendable, CustomStringConvertible {
             return "the hot -journal was rolled back in the working copy (the originals are unchanged)"
         case .walPageSizeMismatch(let wal, let db):
             return "the -wal has \(wal)-byte pages but the database has \(db)-byte pages, so it cannot belong to it; it was left out"
+        case .walDoesNotBelong(let reason):
+            return "the -wal does not belong to this main file (\(reason)); it was left out, and what follows is the main file alone"
         }
     }
 }
@@ -47,6 +51,12 @@ public struct OpenOptions: Sendable {
     /// cannot be read in place are copied whatever this says (`WorkingCopy.readsInPlace`).
     /// Defaults to the `STORELENS_COPY` variable (`1`: copy).
     public var copyEvidence = OpenOptions.copyByDefault
+    /// What to do with a `-wal` that cannot belong to the main file (`WALBelonging`): refuse the
+    /// store naming the `-wal` (the default), read the main file alone with a note (`inspect`,
+    /// `check`), or read it all the same (`wal`, whose own analysis says what the frames hold).
+    public var foreignWAL = ForeignWAL.refuse
+
+    public enum ForeignWAL: Sendable { case refuse, leaveOut, read }
 
     public init(rollBackJournal: Bool = false, ignoreMismatchedWAL: Bool = false, copyEvidence: Bool = OpenOptions.copyByDefault) {
         self.rollBackJournal = rollBackJournal
@@ -88,7 +98,7 @@ public final class WorkingCopy {
     public let readsInPlace: Bool
     /// The view `open()` shows: the WAL applied, unless a `-wal` that cannot belong to the
     /// database (its page size differs) is left out.
-    private let walView: Connection.EvidenceView
+    private var walView: Connection.EvidenceView
     /// The `-wal` SQLite reads with the WAL applied (`open()`), nil when it reads none.
     public var sqliteWAL: URL? {
         guard family.wal != nil, walView == .walApplied else { return nil }
@@ -150,10 +160,16 @@ public final class WorkingCopy {
     public let externalData: ExternalDataFolder
     /// The `-shm` header, when a readable one came with the store (a hint only).
     public let sharedMemory: SharedMemoryIndex?
-    public let notes: [StoreNote]
+    public private(set) var notes: [StoreNote]
     /// How errors and reports name this store.
     public let displayPath: String
     private let hasJournal: Bool
+    /// What `open()` does with a `-wal` that cannot belong (`OpenOptions.foreignWAL`), and
+    /// whether it has looked yet (once, on the first open of the WAL view).
+    private let foreignWAL: OpenOptions.ForeignWAL
+    private var belongingChecked = false
+    /// The `-wal` was found not to belong and left out: every view is the main file alone.
+    private var walLeftOut = false
     /// The `-journal` as it came with the store, copied into the working folder before SQLite
     /// opens anything; nil when there is none.
     private var journalAsCopied: URL?
@@ -214,6 +230,7 @@ public final class WorkingCopy {
         self.notes = notes
 
         self.folder = folder
+        self.foreignWAL = options.ignoreMismatchedWAL && options.foreignWAL == .refuse ? .leaveOut : options.foreignWAL
         self.prepareFolder = preparing ?? {}
         // A -wal the family did not have when it was recorded is never read, even where SQLite
         // would find one by name: it was not hashed, and `finish` refuses the run if one appeared.
@@ -422,6 +439,27 @@ public final class WorkingCopy {
     /// Read-write (needed to roll back a hot journal) but with checkpoint-on-close disabled and
     /// `query_only` on, so the copy's WAL survives for frame analysis and our own SQL cannot write.
     public func open() throws -> Connection {
+        if walLeftOut { return try openMainFileOnly() }
+        let connection = try openWALView()
+        guard !belongingChecked, walView == .walApplied, family.wal != nil, foreignWAL != .read else { return connection }
+        belongingChecked = true
+        guard let reason = WALBelonging.foreignSign(walView: connection, mainOnly: try openMainFileOnly()) else { return connection }
+        guard foreignWAL == .leaveOut else { throw AcquisitionError.walDoesNotBelong(wal: displayPath + "-wal", store: displayPath, reason: reason) }
+        walLeftOut = true
+        walView = .mainFileOnly
+        notes.append(.walDoesNotBelong(reason: reason))
+        return try openMainFileOnly()
+    }
+
+    /// Throws `walDoesNotBelong` where the `-wal` cannot belong to the main file and the options
+    /// refuse such a store: for readers that build their own views from the frames (recover)
+    /// rather than open the WAL view.
+    public func checkWALBelongs() throws {
+        guard !belongingChecked, family.wal != nil, foreignWAL != .read else { return }
+        _ = try open()
+    }
+
+    private func openWALView() throws -> Connection {
         if readsInPlace { return try openInPlace(walView) }
         do {
             let connection = try Connection.open(path: databaseFile.path, mode: .readWrite, label: displayPath)
@@ -486,7 +524,9 @@ public final class WorkingCopy {
     /// Attaches this store with its WAL applied (`open()`'s view) to `connection` as `schema`,
     /// read-only: the original through the evidence VFS when it is read in place, else the copy.
     public func attachWALView(to connection: Connection, as schema: String) throws(SQLiteError) {
-        if readsInPlace {
+        if walLeftOut && !readsInPlace {
+            try connection.attachImmutable(databaseFile.path, as: schema)
+        } else if readsInPlace {
             try connection.attachEvidence(databaseFile.path, view: walView, as: schema)
         } else {
             try connection.attachFile(databaseFile.path, as: schema)

@@ -36,7 +36,9 @@ extension Storelens {
     public static func inspect(_ inputs: [String], _ options: InspectOptions, in session: EvidenceSession) throws -> InspectResult {
         var refused: [RefusedStore] = []
         var atomicStores: [AcquiredAtomicStore] = []
-        let input = options.input
+        var input = options.input
+        // A -wal that cannot belong is said in the notes, and the main file alone is inspected.
+        input.open.foreignWAL = .leaveOut
         let stores = try session.stores(from: inputs, select: input.store, options: input.open, limits: input.limits,
                                         refused: &refused, atomic: &atomicStores)
         if options.asOfCommit != nil, let first = atomicStores.first {

@@ -28,7 +28,9 @@ extension Storelens {
 
     /// `wal(_:_:)` through a session the caller made and finishes.
     public static func wal(_ inputs: [String], _ options: WALOptions, in session: EvidenceSession) throws -> [WALAnalysis] {
-        let input = options.input
+        var input = options.input
+        // A -wal that cannot belong is what this analysis is for: it reads it and says so (wal-may-not-belong).
+        input.open.foreignWAL = .read
         return try session.stores(from: inputs, select: input.store, options: input.open, limits: input.limits).map { store in
             let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
             let clock = ContinuousClock()

@@ -37,4 +37,10 @@ extension Connection {
     public func attachFile(_ path: String, as schema: String) throws(SQLiteError) {
         try run("ATTACH DATABASE ? AS \(Identifier.quoted(schema))", [.text(Connection.plainPath(path))])
     }
+
+    /// Attaches storelens' own copy at `path` as schema `schema` with `immutable=1`: the main file
+    /// alone, no `-wal` beside it read (`openImmutable`'s view, attached).
+    public func attachImmutable(_ path: String, as schema: String) throws(SQLiteError) {
+        try run("ATTACH DATABASE ? AS \(Identifier.quoted(schema))", [.text("file:" + Connection.uriEscaped(path) + "?immutable=1")])
+    }
 }

@@ -226,6 +226,11 @@ public enum WALAnalyzer {
     /// file when the view fails it), then the tables the WAL wrote against their indexes.
     static func checkBelonging(_ evidence: WALEvidence, options: Options, pages: PageMapping,
                                earlyQuickCheck: BackgroundWork<[String]>?, structure: inout StructureEvidence) throws {
+        // The store's identity in the two views (`WALBelonging`): cheap, and what another
+        // database's -wal gives away even where its pages are sound.
+        if let connection = pages.finalConnection, let main = try? PointInTime.open(evidence, commit: 0) {
+            structure.foreignSign = WALBelonging.foreignSign(walView: connection, mainOnly: main)
+        }
         if options.integrityCheck, let connection = pages.finalConnection {
             // Row by row: what SQLite found before a page it cannot parse is kept.
             let result = earlyQuickCheck?.result() ?? WALAgreement.integrity(connection, full: false, maxErrors: 5)
@@ -498,6 +503,8 @@ struct StructureEvidence {
     var pageOneChanges: [String] = []
     var walViewIntegrity: [String]?
     var mainIntegrity: [String]?
+    /// Why the -wal cannot belong to the main file (`WALBelonging`), when something says so.
+    var foreignSign: String?
 
     func findings(hasWAL: Bool) -> [Finding] {
         var findings: [Finding] = []
@@ -507,6 +514,7 @@ struct StructureEvidence {
                 signs.append("commit \(item.commit) writes page \(item.page) of a \(item.size)-page database")
             }
             if framesPastEnd.count > 5 { signs.append("\(framesPastEnd.count - 5) more pages past the end") }
+            if let foreignSign { signs.append("the -wal " + foreignSign) }
             signs += pageOneChanges
             if !mainTables.isEmpty, !finalTables.isEmpty, mainTables.isDisjoint(with: finalTables) {
                 signs.append("none of the main file's tables (\(mainTables.sorted().prefix(5).joined(separator: ", "))) exist once the WAL is applied")

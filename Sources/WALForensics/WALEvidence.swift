@@ -57,6 +57,9 @@ public struct WALEvidence: @unchecked Sendable {
     /// and given back): when a hot journal is to be rolled back in the copy (SQLite then rewrites
     /// it), from a copy of the copy as it is now (`stableMainFile`), never read whole into memory.
     public init(copy: WorkingCopy, displayPath: String? = nil) throws {
+        // The frames of a -wal that cannot belong are not this store's history (refused, unless
+        // the options read it anyway: the `wal` report, which says what they hold).
+        try copy.checkWALBelongs()
         let data: Data
         let main = try copy.stableMainFile()
         do {

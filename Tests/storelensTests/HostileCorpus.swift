@@ -325,6 +325,16 @@ enum HostileCorpus {
             try wal.write(to: URL(fileURLWithPath: url.path + "-wal"))
             return url
         },
+        Item("wal: e4 another Core Data store's -wal (its own UUID, never checkpointed)") { folder, work in
+            let url = try moved(try store(in: work), into: folder)
+            let other = work.appendingPathComponent("other.store")
+            let writer = try StoreWriter(url: other, model: SampleModels.todo, options: .init(journalMode: .wal))
+            try writer.transaction(app, at: epoch) { w in _ = try w.insert("TodoList", ["name": .string("Elsewhere")]) }
+            try writer.close(leavingWAL: true)
+            try FileManager.default.removeItem(atPath: url.path + "-wal")
+            try FileManager.default.copyItem(atPath: other.path + "-wal", toPath: url.path + "-wal")
+            return url
+        },
         Item("wal: e2 an older main file with a newer WAL") { folder, work in
             let early = try store(in: work.appendingPathComponent("early"), walCommits: 0)
             let url = try moved(try store(in: work.appendingPathComponent("late")) { w in

@@ -18,6 +18,11 @@ extension StoreChecker {
                                evidence: ["walPageSize": .int(wal), "databasePageSize": .int(db)],
                                explanation: "A -wal from another database would silently produce wrong answers; the checks ran on the main file alone.",
                                suggestion: "Find the -wal that belongs to this database (copied at the same moment).")
+            case .walDoesNotBelong(let reason):
+                return finding(.walMismatch, .error, entity: nil, "The -wal does not belong to this main file: \(reason); it was left out.",
+                               evidence: ["reason": .string(reason)],
+                               explanation: "Its frames are valid, so SQLite would apply them without an error and show another database's pages as this store's; the checks ran on the main file alone.",
+                               suggestion: "Find the -wal that belongs to this store (copy the main file, -wal and -shm again at one moment); `storelens wal` shows what this one holds.")
             default:
                 return nil
             }
