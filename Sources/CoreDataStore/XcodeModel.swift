@@ -74,10 +74,9 @@ public enum XcodeModelReader {
 
     /// Parses the `contents` XML of one model version.
     public static func parse(_ data: Data, path: String) throws(ModelError) -> StoreModel {
-        // XMLParser (libxml2) would expand entities; a model never declares any.
-        let head = String(decoding: data.prefix(1 << 20), as: UTF8.self)
-        if head.contains("<!DOCTYPE") || head.contains("<!ENTITY") {
-            throw .xcodeModelUnreadable(path: path, detail: "the XML declares a DTD or entities, which Xcode models never do")
+        // XMLParser (libxml2) would expand entities; a model never declares any, nor a DTD.
+        if let problem = XMLDeclarations.problem(in: data, allowingDoctype: false) {
+            throw .xcodeModelUnreadable(path: path, detail: "the XML \(problem.hasPrefix("it ") ? String(problem.dropFirst(3)) : problem)")
         }
         let parser = XMLParser(data: data)
         let delegate = ModelXMLDelegate()

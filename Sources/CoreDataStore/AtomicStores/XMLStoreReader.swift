@@ -69,19 +69,18 @@ public enum XMLStoreReader {
         return contents
     }
 
-    /// Everything before `<database` may hold the XML declaration, comments and the DOCTYPE
-    /// naming Core Data's DTD, and nothing that declares: no internal DTD subset (`[`), no
-    /// `<!ENTITY`. That is all Core Data writes, and it leaves libxml2 nothing to expand
-    /// (billion laughs) or fetch.
+    /// A `<database` in the first 64 KiB (what tells a store from other XML), and nothing
+    /// anywhere that declares or refers to an entity (`XMLDeclarations`): the XML declaration,
+    /// comments and the DOCTYPE naming Core Data's DTD are all Core Data writes before it, and
+    /// they leave libxml2 nothing to expand (billion laughs), fetch or `stat`.
     static func checkProlog(_ data: Data, displayPath: String) throws(AtomicStoreError) {
         let head = data.prefix(64 << 10)
         let text = String(decoding: head, as: UTF8.self)
-        guard let root = text.range(of: "<database") else {
+        guard text.contains("<database") else {
             throw .malformed(path: displayPath, line: nil, detail: "no <database> element in its first 64 KiB")
         }
-        let prolog = text[..<root.lowerBound]
-        if prolog.contains("<!ENTITY") || prolog.contains("[") {
-            throw .malformed(path: displayPath, line: nil, detail: "its DOCTYPE declares a DTD subset or entities, which Core Data never writes; storelens expands no entities")
+        if let problem = XMLDeclarations.problem(in: data, allowingDoctype: true) {
+            throw .malformed(path: displayPath, line: nil, detail: problem)
         }
     }
 }
