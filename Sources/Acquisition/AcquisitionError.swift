@@ -15,6 +15,8 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
     /// No valid in-header page count, and the file ends part-way through a page.
     case partialPage(path: String, size: Int, pageSize: Int)
     case walPageSizeMismatch(wal: String, walPageSize: Int, databasePageSize: Int)
+    /// A Core Data XML or binary store larger than storelens reads (`StoreFileFormat.atomicStoreByteLimit`).
+    case atomicStoreTooLarge(path: String, size: Int64, limit: Int)
     /// The `-wal` cannot belong to the main file (`WALBelonging`): another database's, or the
     /// store's from another moment.
     case walDoesNotBelong(wal: String, store: String, reason: String)
@@ -55,6 +57,8 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
             return "\(path) is truncated: it has \(size) bytes but its header describes \(expected); copy the store off the device again, with its -wal and -shm."
         case .partialPage(let path, let size, let pageSize):
             return "\(path) is truncated: it has \(size) bytes, which ends \(size % max(pageSize, 1)) bytes into a \(pageSize)-byte page, and its header keeps no valid page count; copy the store off the device again, with its -wal and -shm."
+        case .atomicStoreTooLarge(let path, let size, let limit):
+            return "\(path) holds \(size) bytes, more than the \(limit) storelens reads; it is refused rather than risk the machine's memory (set STORELENS_MAX_ATOMIC_STORE_BYTES to raise the limit)."
         case .walDoesNotBelong(let wal, let store, let reason):
             return "\(wal) does not belong to \(store) (\(reason)): SQLite would apply it without an error and show another database's pages. Copy the main file, -wal and -shm again at one moment (quit the app first); `storelens check` checks the main file alone and `storelens wal` shows what the -wal holds."
         case .walPageSizeMismatch(let wal, let walPageSize, let databasePageSize):

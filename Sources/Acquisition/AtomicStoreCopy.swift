@@ -16,8 +16,13 @@ extension EvidenceSession {
     /// it was hashed is moved into place; otherwise the original is copied and the copy's SHA-256
     /// compared with the one recorded, so what is read is what was hashed.
     public func atomicCopy(of store: FoundStore) throws -> AcquiredAtomicStore {
-        let folder = try scratch.makeSubfolder(named: store.name)
         let main = store.family.main
+        // The size first: a store its reader refuses is never copied (`SmallFile`'s rule).
+        let size = FileWork.size(main)
+        if size > Int64(StoreFileFormat.atomicStoreByteLimit) {
+            throw AcquisitionError.atomicStoreTooLarge(path: store.path, size: size, limit: StoreFileFormat.atomicStoreByteLimit)
+        }
+        let folder = try scratch.makeSubfolder(named: store.name)
         // Tests change the evidence here: the copy exists and the after-hash has not started.
         defer { TestPause.reach("working-copy") }
         // Extracted from an archive: already storelens's own copy.

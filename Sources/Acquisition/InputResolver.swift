@@ -87,7 +87,11 @@ public struct InputResolver {
     /// Hashes a found store's files, copying them for its working copy on the way when one will
     /// be made.
     func record(_ store: FoundStore) throws {
-        if stagesCopies?(store.path) == true {
+        if store.format != .sqlite, store.size > StoreFileFormat.atomicStoreByteLimit {
+            // Refused by its reader for its size: nothing of it is copied or hashed (a sparse
+            // file of gigabytes costs nothing to make, and its bytes are never read).
+            try session.record(store.family.files, hash: false)
+        } else if stagesCopies?(store.path) == true {
             try session.recordForReading(store.family, options: open)
         } else {
             try session.record(store.family.files)
@@ -96,8 +100,13 @@ public struct InputResolver {
 
     func storeFile(_ url: URL, input: String, format: StoreFileFormat = .sqlite) throws -> Inventory {
         let family = StoreFamily.beside(url)
-        // A single store is read next: hash it (and copy it while hashing, when it is to be copied).
-        try session.recordForReading(family, options: open)
+        if format != .sqlite, size(url) > StoreFileFormat.atomicStoreByteLimit {
+            // Refused by its reader for its size: neither copied nor hashed (`record(_:)`).
+            try session.record(family.files, hash: false)
+        } else {
+            // A single store is read next: hash it (and copy it while hashing, when it is to be copied).
+            try session.recordForReading(family, options: open)
+        }
         let name = url.lastPathComponent
         let external = try ExternalDataFolder.listing(family, storeName: name)
         let store = FoundStore(path: input, family: family, name: name,

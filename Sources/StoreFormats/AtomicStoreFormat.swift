@@ -15,6 +15,13 @@ public enum StoreFileFormat: String, Sendable, Equatable, CaseIterable {
     case coreDataXML = "coredata-xml"
     case coreDataBinary = "coredata-binary"
 
+    /// The largest XML or binary store storelens reads (whole, into memory), in bytes:
+    /// `STORELENS_MAX_ATOMIC_STORE_BYTES`, 256 MiB by default. Checked against the file's size
+    /// before a byte of it is copied, hashed or parsed (a sparse file costs nothing to make).
+    public static var atomicStoreByteLimit: Int {
+        ProcessInfo.processInfo.environment["STORELENS_MAX_ATOMIC_STORE_BYTES"].flatMap(Int.init) ?? 256 << 20
+    }
+
     /// How people name it: "Core Data XML store".
     public var title: String {
         switch self {

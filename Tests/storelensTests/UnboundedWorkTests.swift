@@ -75,3 +75,51 @@ struct UnboundedWorkTests {
         #expect(strip(got.stdout) == strip(expected.stdout), "the same findings")
     }
 }
+
+/// Inputs past a limit are refused by their size before a byte is copied, and a file-size limit
+/// (`ulimit -f`) met while copying is storelens' own failure, with its scratch removed.
+@Suite("sizes checked before copying, and a file-size limit")
+struct SizeBeforeCopyTests {
+    /// `storelens ARGS` under `ulimit -f` (KiB) with a TMPDIR of its own, which must be empty after.
+    static func limited(_ kib: Int, _ arguments: [String], environment: [String: String] = [:]) throws -> BoundedRun.Outcome {
+        let tmp = try TemporaryFolder("size-limit-tmp")
+        let outcome = try BoundedRun.run(["-c", "ulimit -f \(kib); exec \"$0\" \"$@\"", ProjectPaths.executable().path] + arguments,
+                                         environment: environment.merging(["TMPDIR": tmp.url.path]) { $1 }, timeout: 120, tool: "/bin/sh")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.url.path).isEmpty, "scratch left after storelens \(arguments.joined(separator: " "))")
+        return outcome
+    }
+
+    @Test("a sparse XML or binary store past the limit is refused by its size: never copied (a 1 MiB file-size cap is never met), every command, in place and with --copy")
+    func sparseAtomicStores() throws {
+        let folder = try TemporaryFolder("sparse-atomic")
+        let xml = folder.path("big.storedata"), binary = folder.path("big.binarystore")
+        try XMLStoreWriter.sample().write(to: xml)
+        try BinaryStoreWriter(model: XMLStoreWriter.sampleModel).write(to: binary)
+        for url in [xml, binary] { #expect(truncate(url.path, 64 << 20) == 0) }
+        let before = try FolderSnapshot(folder.url)
+        for url in [xml, binary] {
+            for command in [["inspect", url.path], ["rows", url.path, "Library"], ["export", url.path, "--out", folder.path("out.sqlite").path], ["scan", url.path]] {
+                for copy in [[String](), ["--copy"]] where command[0] != "scan" || copy.isEmpty {
+                    let r = try Self.limited(1024, command + copy, environment: ["STORELENS_MAX_ATOMIC_STORE_BYTES": "4194304"])
+                    let what = "\(command.joined(separator: " ")) \(copy.joined()): exit \(r.status), \(r.stderr.prefix(300))"
+                    #expect(!r.crashed, "\(what)")
+                    #expect(r.status == (command[0] == "scan" ? 0 : 2), "\(what)")
+                    #expect((r.stdout + r.stderr).contains("more than the 4194304 storelens reads"), "\(what)")
+                }
+            }
+        }
+        #expect(try FolderSnapshot(folder.url) == before)
+    }
+
+    @Test("a file-size limit met while copying a store is storelens' own failure (exit 3), not SIGXFSZ, and leaves no scratch")
+    func fileSizeLimit() throws {
+        let folder = try TemporaryFolder("fsize")
+        try DemoContainer.write(into: folder.url)
+        let store = folder.url.appendingPathComponent("Library/Application Support/default.store").path
+        for command in [["inspect", store, "--copy"], ["rows", store, "TodoItem", "--copy"], ["check", store, "--copy"]] {
+            let r = try Self.limited(40, command)
+            #expect(!r.signaled && r.status == 3, "\(command.joined(separator: " ")): exit \(r.status), \(r.stderr)")
+            #expect(r.stderr.contains("storelens' own failure"), "\(r.stderr)")
+        }
+    }
+}

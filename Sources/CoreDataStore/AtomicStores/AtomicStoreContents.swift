@@ -107,7 +107,7 @@ public struct AtomicStoreLimits: Sendable {
 
     /// The bounds commands use: the file limit is `STORELENS_MAX_ATOMIC_STORE_BYTES`, 256 MiB by default.
     public static var standard: AtomicStoreLimits {
-        AtomicStoreLimits(maxFileBytes: ProcessInfo.processInfo.environment["STORELENS_MAX_ATOMIC_STORE_BYTES"].flatMap(Int.init) ?? 256 << 20)
+        AtomicStoreLimits(maxFileBytes: StoreFileFormat.atomicStoreByteLimit)
     }
 }
 

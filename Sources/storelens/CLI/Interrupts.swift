@@ -2,7 +2,8 @@ import Acquisition
 import Dispatch
 import Foundation
 
-/// Ctrl-C, SIGTERM and SIGHUP remove the scratch folders before exiting; SIGPIPE is ignored.
+/// Ctrl-C, SIGTERM and SIGHUP remove the scratch folders before exiting; SIGPIPE and SIGXFSZ
+/// are ignored (their writes fail instead, and the ordinary error path removes scratch).
 ///
 /// The handlers run on a dispatch queue, not in signal context, so they may touch the file
 /// system. They are installed from a nonisolated function: top-level code is main-actor
@@ -14,6 +15,10 @@ enum Interrupts {
         // A reader that goes away is seen as EPIPE on the next write to stdout (`Output.write`),
         // which removes scratch; the default action would kill the process with scratch left behind.
         signal(SIGPIPE, SIG_IGN)
+        // A file-size limit (`ulimit -f`) crossed while writing scratch or an output: the write
+        // fails with EFBIG, which the command reports as its own failure and cleans up after; the
+        // default action would kill the process with its partial working copy left behind.
+        signal(SIGXFSZ, SIG_IGN)
         for sig in [SIGINT, SIGTERM, SIGHUP] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
