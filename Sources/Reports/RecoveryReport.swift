@@ -121,6 +121,8 @@ public final class RecoveryWriter {
             ("values", .object(v.values.map { ($0.name, ValueJSON.json($0.value)) })),
             ("sources", .array(v.sources.map(json(source:)))),
             ("finds", .array(v.finds.map(json(find:)))),
+            // Places past the listed ones (`RecordVersion.findLimit`), counted.
+            ("findsOmitted", .int(v.findsOmitted)),
             // Each with the one change that deleted the record (and the values it kept).
             ("historyDeletes", .array(v.historyDeletes.map { HistoryWriter.json($0) })),
         ])
@@ -171,6 +173,7 @@ public final class RecoveryWriter {
             ("_transactions", .array(v.endingTransactions.map { Int(exactly: $0.id).map(JSONValue.int) ?? .null })),
             ("_sources", .array(v.sources.map(json(source:)))),
             ("_finds", .array(v.finds.map(json(find:)))),
+            ("_finds_omitted", .int(v.findsOmitted)),
         ]
         var used = Set(members.map(\.0))
         for value in v.values {
@@ -238,7 +241,7 @@ public final class RecoveryWriter {
             out += ",\"confidence\":"; string(f.confidence.rawValue)
             out += "}"
         }
-        out += "]"
+        out += "],\"_finds_omitted\":"; out += String(v.findsOmitted)
         // No value's key can be a provenance key (`flatKey` doubles a leading `_`): only a value's
         // key used twice is left out (a set of the 18 provenance names was built for every line).
         var used = Set<String>(minimumCapacity: v.values.count)
@@ -291,7 +294,7 @@ public final class RecoveryWriter {
         let ended: String = v.endingKind?.rawValue ?? ""
         let endCommit: String = v.endedBy.map { String($0.commit) } ?? ""
         let transactions: String = v.endingTransactions.map { String($0.id) }.joined(separator: " ")
-        let finds: String = v.finds.map(Self.text(find:)).joined(separator: "; ")
+        let finds: String = v.finds.map(Self.text(find:)).joined(separator: "; ") + (v.findsOmitted > 0 ? "; +\(v.findsOmitted) more" : "")
         let lead: [String] = [path, v.entity, v.table, pk, v.state.rawValue, v.confidence.rawValue, first, last, sources,
                               ended, endCommit, transactions, finds, v.uncertainColumns.joined(separator: " ")]
         if v.values.isEmpty { return [lead + ["", ""]] }
@@ -316,7 +319,7 @@ public final class RecoveryWriter {
         if !v.finds.isEmpty {
             // One line per version: the first finds, then how many more (json lists them all).
             let shown = v.finds.prefix(3).map(text(find:)).joined(separator: "; ")
-            let more = v.finds.count > 3 ? "; +\(v.finds.count - 3) more" : ""
+            let more = v.finds.count + v.findsOmitted > 3 ? "; +\(v.finds.count + v.findsOmitted - 3) more" : ""
             line += (v.sources.isEmpty ? "found in " : "; also in ") + shown + more
             if v.confidence == .indexOnly {
                 // Only what the index holds: every other column is not known.

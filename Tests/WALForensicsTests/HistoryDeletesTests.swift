@@ -242,8 +242,11 @@ struct HistoryDeletesTests {
         #expect(!versions.contains { $0.pk <= 0 }, "no version of a key no record can have")
         #expect(versions.contains { $0.entity == "#9999" && $0.pk == 7 }, "an unnamed entity is named by its number")
         // The key written as text is key 9 when SQLite stored it as an integer (the column's affinity), as SQLite says.
-        let nineIsInteger = try Connection.open(path: url.path, mode: .readOnly)
-            .rows("SELECT count(*) FROM ACHANGE WHERE ZENTITYPK = 9 AND typeof(ZENTITYPK) = 'integer'").first?[0].int == 1
+        // Read on a copy: SQLite opening the original would give it a -wal and -shm, which the
+        // session's closing check rightly calls a change to the evidence.
+        let (truthFolder, truth) = try Self.sqliteCopy(of: url)
+        defer { _ = truthFolder }
+        let nineIsInteger = try truth.rows("SELECT count(*) FROM ACHANGE WHERE ZENTITYPK = 9 AND typeof(ZENTITYPK) = 'integer'").first?[0].int == 1
         #expect(versions.contains { $0.pk == 9 } == nineIsInteger)
         let big = try #require(versions.first { $0.entityNumber == task && $0.pk == 10 })
         #expect(big.values.count == 1)
@@ -333,6 +336,56 @@ struct HistoryDeletesTests {
         }
         // One version per deleted record: no key stands twice among the deletes.
         #expect(Set(named.map(\.pk)).count == named.count)
+        try session.finish()
+    }
+
+    /// Carved `ACHANGE` deletes that name keys live in the last state are no deletions: Core Data
+    /// never reuses a `Z_PK`, so the live record is not the one they name (they were reported as
+    /// deleted tombstones beside the live records). And one delete met in 300 places lists at
+    /// most `RecordVersion.findLimit` of them, counting the rest.
+    @Test("carved deletes naming live keys are turned away; one delete met 300 times lists 100 finds and counts the rest")
+    func carvedDeletesOfLiveKeys() throws {
+        let folder = try TemporaryFolder("recover-live-deletes")
+        let url = folder.path("default.store")
+        let writer = try StoreWriter(url: url, model: Self.model)
+        try writer.executeRaw("PRAGMA secure_delete = OFF")
+        var pks: [Int] = []
+        try writer.transaction { w in
+            for n in 0 ..< 12 { pks.append(try w.insert("Task", ["id": .uuid(UUID()), "title": .string("task-\(n)"), "body": .string("b")])) }
+        }
+        let gone = pks[0]
+        try writer.transaction { try $0.delete("Task", pk: gone) }
+        let truthFolder = try TemporaryFolder("recover-live-deletes-truth")
+        let columns = try Connection.open(path: url.path, mode: .readOnly).rows("SELECT name FROM pragma_table_info('ACHANGE') ORDER BY cid").compactMap { $0[0].string }
+        let copied = columns.filter { $0 != "Z_PK" }
+        func copies(pk: String, count: Int) -> String {
+            let select = copied.map { $0 == "ZENTITYPK" ? pk : Identifier.quoted($0) }.joined(separator: ", ")
+            return "INSERT INTO ACHANGE (\(copied.map(Identifier.quoted).joined(separator: ", "))) SELECT \(select) FROM ACHANGE, "
+                + "(WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(count)) SELECT i FROM n) WHERE ZCHANGETYPE = 2"
+        }
+        // The delete of `gone` copied 300 times, and once for each of five live keys; then all of
+        // it pruned (deleted with secure_delete off: the bytes stay in free pages and cells).
+        try writer.executeRaw(copies(pk: String(gone), count: 300))
+        for live in pks[1...5] { try writer.executeRaw(copies(pk: String(live), count: 1)) }
+        try writer.executeRaw("DELETE FROM ACHANGE WHERE ZCHANGETYPE = 2")
+        try writer.checkpoint()
+        try writer.close()
+        let copy = truthFolder.path("truth.store")
+        try FileManager.default.copyItem(at: url, to: copy)
+        let live = Set(try Connection.open(path: copy.path, mode: .readOnly).rows("SELECT Z_PK FROM ZTASK").compactMap { $0[0].int64 })
+        #expect(live.count == 11)
+
+        let session = try EvidenceSession()
+        defer { session.scratch.remove() }
+        let evidence = try WALEvidence(copy: try session.workingCopy(of: url), displayPath: url.path)
+        let versions = try RecordRecovery.versions(evidence, carve: true).filter { $0.entity == "Task" }
+        for v in versions where live.contains(v.pk) {
+            #expect(v.state == .live, "Task #\(v.pk) is live in the last state: no \(v.state) \(v.confidence) version may name it")
+        }
+        let deleted = try #require(versions.first { $0.pk == Int64(gone) && $0.state == .deleted }, "the pruned delete still names its record")
+        #expect(deleted.finds.count == RecordVersion.findLimit)
+        #expect(deleted.findsOmitted > 0, "\(deleted.finds.count) listed, \(deleted.findsOmitted) counted")
+        #expect(Set(deleted.finds).count == deleted.finds.count)
         try session.finish()
     }
 }

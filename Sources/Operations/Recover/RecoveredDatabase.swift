@@ -29,7 +29,7 @@ public final class RecoveredDatabase {
 
     static let provenance = ["_store", "_pk", "_state", "_confidence", "_first_commit", "_last_commit", "_source_file",
                              "_written_by_commit", "_first_frame", "_commit_frame", "_ended_by", "_end_commit",
-                             "_transactions", "_sources", "_uncertain_columns", "_finds"]
+                             "_transactions", "_sources", "_uncertain_columns", "_finds", "_finds_omitted"]
 
     /// Creates `path` (it must not exist) and opens it for writing.
     public static func create(at path: String) throws -> RecoveredDatabase {
@@ -90,6 +90,7 @@ public final class RecoveredDatabase {
                     "{\"file\":\(Self.jsonString(f.file)),\"origin\":\"\(f.origin.rawValue)\",\"area\":\"\(f.area.rawValue)\",\"page\":\(f.page),"
                         + "\"offset\":\(f.offset),\"fileOffset\":\(f.fileOffset),\"frame\":\(f.frame.map(String.init) ?? "null"),\"confidence\":\"\(f.confidence.rawValue)\"}"
                 }.joined(separator: ",") + "]"),
+                .integer(Int64(v.findsOmitted)),
             ]
             let all = Self.provenance + names
             try connection.run("INSERT INTO \(Identifier.quoted(table.name)) (\(all.map(Identifier.quoted).joined(separator: ", "))) VALUES ("
@@ -139,7 +140,7 @@ public final class RecoveredDatabase {
             n += 1
         }
         usedTableNames.insert(name.lowercased())
-        let columns = Self.provenance.map { Identifier.quoted($0) + ($0 == "_pk" || $0.hasSuffix("_commit") || $0.hasSuffix("_frame") ? " INTEGER" : " TEXT") }
+        let columns = Self.provenance.map { Identifier.quoted($0) + ($0 == "_pk" || $0 == "_finds_omitted" || $0.hasSuffix("_commit") || $0.hasSuffix("_frame") ? " INTEGER" : " TEXT") }
         try connection.execute("CREATE TABLE \(Identifier.quoted(name)) (\(columns.joined(separator: ", ")))")
         let table = Table(name: name, usedColumns: Set(Self.provenance))
         tables[entity] = table

@@ -99,7 +99,7 @@ public enum RecordRecovery {
             guard let carved else {
                 try history.finish(last: last, filter: filter, body)
                 PointInTime.discardImage(evidence, commit: evidence.commitCount)
-                try emitTombstones(deletes, filter: filter, names: names, history: history, carvedKeys: [:], body)
+                try emitTombstones(deletes, filter: filter, names: names, history: history, carvedKeys: [:], last: last, body)
                 return
             }
             // Live rows no commit touched are read only to take carved finds when they are not listed.
@@ -112,7 +112,7 @@ public enum RecordRecovery {
             PointInTime.discardImage(evidence, commit: evidence.commitCount)
             try carved.forEachRemaining(isKnown: { history.records[$0] != nil }) { v in if filter.keeps(v) { try body(v) } }
             let carvedKeys = carved.keys
-            let listed = try emitTombstones(deletes, filter: filter, names: names, history: history, carvedKeys: carvedKeys, body)
+            let listed = try emitTombstones(deletes, filter: filter, names: names, history: history, carvedKeys: carvedKeys, last: last, body)
             try carved.historyRemnants?.forEachVersion(filter: filter, isKnown: { key in
                 history.records[key] != nil || carvedKeys[key.entity]?.contains(key.pk) == true || listed.contains(key)
             }, body)
@@ -125,14 +125,18 @@ public enum RecordRecovery {
     /// - Returns: the keys of the records whose deletes the table's history holds (listed or not).
     @discardableResult
     static func emitTombstones(_ deletes: HistoryDeletes?, filter: Filter, names: [Int: (name: String, table: String)],
-                               history: Tracker, carvedKeys: [Int: Set<Int64>], _ body: (RecordVersion) throws -> Void) throws -> Set<RecordKey> {
+                               history: Tracker, carvedKeys: [Int: Set<Int64>], last: StateReader,
+                               _ body: (RecordVersion) throws -> Void) throws -> Set<RecordKey> {
         guard var d = deletes else { return [] }
         var named: Set<RecordKey> = []
         // Versions already handed out stay out; what history could not give is left out, not fatal.
+        // A delete naming a key that is live in the last state is no deletion (Core Data never
+        // reuses a Z_PK): the live record is not the one it names.
         _ = try HistoryDeletes.unlessUnreadable {
             try TombstoneVersions.forEach(&d, filter: filter, names: names, isKnown: { key in
                 named.insert(key)
                 return history.records[key] != nil || carvedKeys[key.entity]?.contains(key.pk) == true
+                    || !((try? liveKeys([key], last: last, names: names)) ?? []).isEmpty
             }, body)
         }
         return named

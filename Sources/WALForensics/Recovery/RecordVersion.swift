@@ -121,6 +121,11 @@ public struct RecordVersion: Sendable {
     /// Places outside the committed states holding these same values (carved or uncommitted
     /// copies); for a `carved` or `uncommitted` version, where it was found.
     public var finds: [Find] = []
+    /// Places beyond `findLimit` holding these same values, counted but not listed: a crafted
+    /// file can name one record in every cell of every page, and one version's output stays bounded.
+    public var findsOmitted = 0
+    /// The most places one version lists.
+    public static let findLimit = 100
     /// Columns whose stored value the bytes do not prove (`Z_PK` when the rowid was overwritten).
     public var uncertainColumns: [String] = []
     /// Persistent-history deletes of this record (its entity and `Z_PK`) that no WAL commit of the

@@ -38,7 +38,10 @@ final class HistoryRemnants {
     struct Delete {
         let key: RecordKey
         var transaction: HistoryTransaction
+        /// The places this row was met, at most `RecordVersion.findLimit` (the rest counted).
         var finds: [RecordVersion.Find]
+        var findSet: Set<RecordVersion.Find>
+        var findsOmitted = 0
     }
 
     private(set) var deletes: [Delete] = []
@@ -50,6 +53,8 @@ final class HistoryRemnants {
     private let shape: CarvingShape
     private let names: [Int: (name: String, table: String)]
     private var bounds: [Int: Int64?] = [:]
+    /// Carved deletes of keys live in the last state, turned away by `forEachVersion`.
+    private(set) var liveKeysTurnedAway = 0
 
     init?(state: StateReader, shape: CarvingShape, names: [Int: (name: String, table: String)]) {
         guard let store = state.store, var reader = try? HistoryReader(connection: state.connection, store: store, model: state.map?.model) else { return nil }
@@ -69,7 +74,9 @@ final class HistoryRemnants {
         // The same row is met in many places (every WAL frame of its page): it is judged once.
         let id = "\(number)/\(pk)/\(columns["ZTRANSACTIONID"]?.int64 ?? 0)"
         if let i = seen[id] {
-            if !deletes[i].finds.contains(hit.find) { deletes[i].finds.append(hit.find) }
+            // A set, not a search of the list: one row met 100,000 times made this quadratic.
+            guard deletes[i].findSet.insert(hit.find).inserted else { return }
+            if deletes[i].finds.count < RecordVersion.findLimit { deletes[i].finds.append(hit.find) } else { deletes[i].findsOmitted += 1 }
             return
         }
         guard !turnedAway.contains(id) else { return }
@@ -79,7 +86,7 @@ final class HistoryRemnants {
             return
         }
         seen[id] = deletes.count
-        deletes.append(Delete(key: RecordKey(entity: number, pk: pk), transaction: transaction, finds: [hit.find]))
+        deletes.append(Delete(key: RecordKey(entity: number, pk: pk), transaction: transaction, finds: [hit.find], findSet: [hit.find]))
     }
 
     /// A key above its entity's `Z_MAX` (`IndexShape.bound`) was never a record's.
@@ -107,16 +114,22 @@ final class HistoryRemnants {
     /// Versions of the deleted records no other version names, by entity then key: state
     /// `deleted`, confidence `tombstone`, the values the delete kept, the carved row as a find.
     func forEachVersion(filter: RecordRecovery.Filter, isKnown: (RecordKey) -> Bool, _ body: (RecordVersion) throws -> Void) throws {
+        // Core Data never reuses a Z_PK: a delete naming a key that is live in the last state
+        // is not this record's (damage, or crafted), and is no deletion to report.
+        let live = try RecordRecovery.liveKeys(Set(deletes.map(\.key)), last: state, names: names)
+        liveKeysTurnedAway = live.count
         // One version per key: its first delete's kept values, every delete of it (a record is
         // deleted once; more is damage, and only the first few are kept).
-        for group in Dictionary(grouping: deletes, by: \.key).sorted(by: { $0.key < $1.key }) where !isKnown(group.key) {
+        for group in Dictionary(grouping: deletes, by: \.key).sorted(by: { $0.key < $1.key }) where !isKnown(group.key) && !live.contains(group.key) {
             let key = group.key
             guard let name = names[key.entity], filter.keeps(entity: name.name), filter.pk.map({ $0 == key.pk }) ?? true,
                   let first = group.value.first else { continue }
             let values = (first.transaction.changes.first?.tombstoneValues ?? []).map { RecordChange.Value(name: $0.name, value: $0.value) }
             var v = RecordVersion(entity: name.name, entityNumber: key.entity, table: name.table, pk: key.pk, values: values,
                                   state: .deleted, sources: [], confidence: .tombstone)
-            v.finds = group.value.flatMap(\.finds)
+            let finds = group.value.flatMap(\.finds)
+            v.finds = Array(finds.prefix(RecordVersion.findLimit))
+            v.findsOmitted = group.value.reduce(max(0, finds.count - RecordVersion.findLimit)) { $0 + $1.findsOmitted }
             v.historyDeletes = group.value.prefix(HistoryDeletes.perRecordLimit).map(\.transaction)
             if filter.keeps(v) { try body(v) }
         }
