@@ -107,7 +107,8 @@ struct ColumnNames {
 /// buckets by attribute type, each bucket entity by entity (inheritance order) and each entity's
 /// attributes by property name (not column name: knowledgeC's `_CDEntityMetadataKey__name` sorts
 /// before `com_apple…`), a composite's elements in their declared order. The buckets, as the real
-/// stores show them: dates and numbers; strings, then URIs (a URI column follows every string
+/// stores show them: dates and floating-point numbers; decimals (both framework-1523 CartKit
+/// stores put `ZMINSUBTOTALAMOUNT DECIMAL` after `ZUPDATEDAT TIMESTAMP`); strings, then URIs (a URI column follows every string
 /// column of the table, iOS 17's ManagedEventBase); UUIDs, then transformables, then binary data
 /// (Screen Time's InstalledApp and Blueprint, Photos' Memory).
 struct TableColumns {
@@ -120,7 +121,7 @@ struct TableColumns {
     var names = ColumnNames(used: ["Z_PK", "Z_ENT", "Z_OPT"])
     /// Integer attributes and keys, entity by entity.
     var integerGroup: [Column] = []
-    var buckets: [[Column]] = Array(repeating: [], count: 6)
+    var buckets: [[Column]] = Array(repeating: [], count: 7)
 
     init(ordered: [StoreLayout.Entity], model: ModelDescription, frameworkVersion: Int) {
         self.ordered = ordered
@@ -134,12 +135,13 @@ struct TableColumns {
     static func bucket(_ type: AttributeType) -> Int {
         switch type {
         case .integer16, .integer32, .integer64, .boolean: return -1
-        case .decimal, .double, .float, .date: return 0
-        case .string: return 1
-        case .uri: return 2
-        case .uuid: return 3
-        case .transformable: return 4
-        case .binaryData, .objectID, .composite: return 5
+        case .double, .float, .date: return 0
+        case .decimal: return 1
+        case .string: return 2
+        case .uri: return 3
+        case .uuid: return 4
+        case .transformable: return 5
+        case .binaryData, .objectID, .composite: return 6
         }
     }
 
