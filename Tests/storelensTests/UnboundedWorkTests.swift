@@ -123,3 +123,31 @@ struct SizeBeforeCopyTests {
         }
     }
 }
+
+/// recover on free space crafted to be costly: its cost follows its input and output, not their
+/// square. Asserted as a CPU-time cap (`ulimit -t`) the quadratic code could not live within, as
+/// the memory caps above are, never as a time.
+@Suite("recover's cost on crafted free space")
+struct CraftedFreeSpaceTests {
+    @Test("40,000 freed copies of one history delete: recover finishes under a 60 CPU-second cap (each copy's place was searched for in a list of all the others)")
+    func repeatedHistoryDelete() throws {
+        let folder = try TemporaryFolder("crafted-achange")
+        let url = try HostileCorpus.store(in: folder.url, walCommits: 0) { w in
+            try w.executeRaw("PRAGMA secure_delete = OFF")
+            try w.transaction(HostileCorpus.app, at: HostileCorpus.epoch) { try $0.delete("TodoItem", pk: 3) }
+            try w.executeRaw("""
+                INSERT INTO ACHANGE (Z_ENT, Z_OPT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID)
+                SELECT Z_ENT, Z_OPT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID FROM ACHANGE,
+                  (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40000) SELECT i FROM n) WHERE ZCHANGETYPE = 2
+                """)
+            try w.executeRaw("DELETE FROM ACHANGE WHERE ZCHANGETYPE = 2")
+        }
+        let r = try BoundedRun.run(["-c", "ulimit -t 60; exec \"$0\" \"$@\"", ProjectPaths.executable().path, "recover", url.path, "--format", "json"],
+                                   timeout: 300, tool: "/bin/sh")
+        #expect(r.status == 0 && !r.crashed, "exit \(r.status): \(r.stderr.prefix(500))")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let versions = ((json["stores"] as? [[String: Any]])?.first?["versions"] as? [[String: Any]]) ?? []
+        let deleted = try #require(versions.first { $0["entity"] as? String == "TodoItem" && $0["pk"] as? Int == 3 && $0["state"] as? String == "deleted" })
+        #expect((deleted["finds"] as? [Any])?.count ?? 0 <= 100)
+    }
+}

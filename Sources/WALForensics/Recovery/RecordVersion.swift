@@ -126,6 +126,18 @@ public struct RecordVersion: Sendable {
     public var findsOmitted = 0
     /// The most places one version lists.
     public static let findLimit = 100
+
+    /// Adds places to `finds`, none twice, listing at most `findLimit` and counting the rest in
+    /// `findsOmitted` (with `omitted` more counted elsewhere). Linear in what is added: merging
+    /// many remnants of one record into one version once searched the whole list for each place.
+    mutating func addFinds(_ more: [Find], omitted: Int = 0) {
+        findsOmitted += omitted
+        guard !more.isEmpty else { return }
+        var listed = Set(finds)
+        for find in more where listed.insert(find).inserted {
+            if finds.count < Self.findLimit { finds.append(find) } else { findsOmitted += 1 }
+        }
+    }
     /// Columns whose stored value the bytes do not prove (`Z_PK` when the rowid was overwritten).
     public var uncertainColumns: [String] = []
     /// Persistent-history deletes of this record (its entity and `Z_PK`) that no WAL commit of the

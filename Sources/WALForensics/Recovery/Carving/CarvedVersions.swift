@@ -393,13 +393,13 @@ final class CarvedVersions {
         let digest = version.valuesDigest ?? ValuesDigest(RecordRecovery.fingerprint(version.values))
         if let i = byKey[Key(entity: version.entityNumber, pk: version.pk, digest: digest)], !groups[i].used {
             groups[i].used = true
-            version.finds += groups[i].finds
+            version.addFinds(groups[i].finds)
             // A delete the version's own commit already names is not repeated.
             for t in groups[i].historyDeletes where !version.endingTransactions.contains(where: { $0.id == t.id }) { version.historyDeletes.append(t) }
         }
         for i in unknownPK[ValuesKey(entity: version.entityNumber, digest: digest)] ?? [] where !groups[i].used {
             groups[i].used = true
-            version.finds += groups[i].finds
+            version.addFinds(groups[i].finds)
         }
     }
 
@@ -531,7 +531,7 @@ final class CarvedVersions {
             var v = RecordVersion(entity: names[g.entity]?.name ?? "#\(g.entity)", entityNumber: g.entity, table: shape.table,
                                   pk: g.pk ?? 0, values: values ?? [], state: g.state, sources: [],
                                   confidence: g.finds.contains { $0.confidence == .whole } ? .whole : .headerRebuilt)
-            v.finds = g.finds
+            v.addFinds(g.finds)
             v.historyDeletes = g.historyDeletes
             if g.pk == nil { v.uncertainColumns = [shape.columns[shape.pkIndex].name] }
             v.uncertainColumns += g.overflowUncertain.sorted().map { shape.columns[$0].name }

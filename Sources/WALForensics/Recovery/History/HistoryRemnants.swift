@@ -127,9 +127,7 @@ final class HistoryRemnants {
             let values = (first.transaction.changes.first?.tombstoneValues ?? []).map { RecordChange.Value(name: $0.name, value: $0.value) }
             var v = RecordVersion(entity: name.name, entityNumber: key.entity, table: name.table, pk: key.pk, values: values,
                                   state: .deleted, sources: [], confidence: .tombstone)
-            let finds = group.value.flatMap(\.finds)
-            v.finds = Array(finds.prefix(RecordVersion.findLimit))
-            v.findsOmitted = group.value.reduce(max(0, finds.count - RecordVersion.findLimit)) { $0 + $1.findsOmitted }
+            v.addFinds(group.value.flatMap(\.finds), omitted: group.value.reduce(0) { $0 + $1.findsOmitted })
             v.historyDeletes = group.value.prefix(HistoryDeletes.perRecordLimit).map(\.transaction)
             if filter.keeps(v) { try body(v) }
         }

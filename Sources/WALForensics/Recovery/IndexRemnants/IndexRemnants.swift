@@ -52,7 +52,7 @@ extension CarvedVersions {
         let shape = shapes[g.shape]
         var v = RecordVersion(entity: names[g.entity]?.name ?? "#\(g.entity)", entityNumber: g.entity, table: shape.table,
                               pk: g.pk ?? 0, values: kept, state: .carved, sources: [], confidence: .indexOnly)
-        v.finds = g.finds
+        v.addFinds(g.finds)
         v.historyDeletes = g.historyDeletes
         let known = Set(kept.compactMap { columnsOfProperties[g.entity]?[$0.name]?.uppercased() })
         v.uncertainColumns = shape.columns.enumerated().filter { i, column in
@@ -75,7 +75,9 @@ extension CarvedVersions {
         }
         var v = RecordVersion(entity: a.entity, entityNumber: a.entityNumber, table: a.table, pk: a.pk, values: values,
                               state: a.state, sources: [], confidence: .indexOnly)
-        v.finds = a.finds + b.finds.filter { !a.finds.contains($0) }
+        v.finds = a.finds
+        v.findsOmitted = a.findsOmitted
+        v.addFinds(b.finds, omitted: b.findsOmitted)
         v.historyDeletes = a.historyDeletes + b.historyDeletes.filter { t in !a.historyDeletes.contains { $0.id == t.id } }
         v.uncertainColumns = a.uncertainColumns.filter { b.uncertainColumns.contains($0) }
         return v
