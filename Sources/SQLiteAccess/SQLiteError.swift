@@ -26,6 +26,11 @@ public struct SQLiteError: Error, Equatable, CustomStringConvertible, Sendable {
 
     public var isCorrupt: Bool { primaryCode == SQLITE_CORRUPT }
     public var isNotADatabase: Bool { primaryCode == SQLITE_NOTADB }
+    /// A failure of the storage under a file storelens writes (full, I/O, permission, memory, a
+    /// size SQLite cannot take), as opposed to a statement SQLite refused.
+    public var isStorageFailure: Bool {
+        [SQLITE_FULL, SQLITE_IOERR, SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_PERM, SQLITE_NOMEM, SQLITE_TOOBIG, SQLITE_NOLFS].contains(primaryCode)
+    }
     /// The file's header names a schema format or text encoding SQLite does not know: a fact
     /// about the input, like corruption (SQLite reports it as a plain SQLITE_ERROR).
     public var isUnsupportedFileFormat: Bool { primaryCode == SQLITE_ERROR && message.hasPrefix("unsupported file format") }

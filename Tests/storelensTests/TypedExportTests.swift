@@ -101,4 +101,50 @@ struct TypedExportTests {
         #expect(owner["label"] as? String == "Ana", "\(owner)")
         #expect(owner["value"] as? Int != nil)
     }
+
+    /// Names the store chose may collide with the ones export makes: a table named like a foreign
+    /// key's index, two indexes made of different parts with one name, a link table's two columns
+    /// equal but for case. Every name goes through the one unique-naming rule, and SQLite refusing
+    /// a statement is never reported as a full disk.
+    @Test("entity names that collide with export's index and link-column names: exported, every foreign key indexed, no 'disk' error")
+    func collidingNames() throws {
+        let models: [(String, ModelDescription, [String: [String: BuilderValue]])] = [
+            ("a table named like an index", ModelDescription(entities: [
+                EntityDescription("Owner", attributes: [.init("name", .string)], relationships: [RelationshipDescription("items", to: "Item", inverse: "owner", toMany: true)]),
+                EntityDescription("Item", attributes: [.init("title", .string)], relationships: [RelationshipDescription("owner", to: "Owner", inverse: "items")]),
+                EntityDescription("Item_owner_fk", attributes: [.init("note", .string)]),
+            ]), [:]),
+            ("two indexes of one name", ModelDescription(entities: [
+                EntityDescription("X", attributes: [.init("v", .string)]),
+                EntityDescription("A", attributes: [.init("t", .string)], relationships: [RelationshipDescription("b_c", to: "X")]),
+                EntityDescription("A_b", attributes: [.init("t", .string)], relationships: [RelationshipDescription("c", to: "X")]),
+            ]), [:]),
+            ("a many-to-many between Tag and its subentity tag", ModelDescription(entities: [
+                EntityDescription("Tag", attributes: [.init("name", .string)], relationships: [RelationshipDescription("children", to: "tag", inverse: "parents", toMany: true)]),
+                EntityDescription("tag", parent: "Tag", relationships: [RelationshipDescription("parents", to: "Tag", inverse: "children", toMany: true)]),
+            ]), [:]),
+        ]
+        for (what, model, _) in models {
+            let folder = try TemporaryFolder("export-names")
+            let store = folder.path("default.store")
+            let writer = try StoreWriter(url: store, model: model)
+            try writer.transaction { w in
+                for e in model.entities where !e.isAbstract { _ = try w.insert(e.name, [:]) }
+            }
+            try writer.close()
+            let out = folder.path("export.sqlite")
+            let run = try CLI.run(["export", store.path, "--out", out.path])
+            #expect(run.status == 0, "\(what): \(run.stderr)")
+            #expect(!run.stderr.contains("free space"), "\(what): SQLite refusing a name is not a full disk")
+            guard run.status == 0 else { continue }
+            let db = try Connection.open(path: out.path, mode: .readOnly)
+            // Every declared foreign key has its index, whatever it had to be named.
+            for table in try db.rows("SELECT name FROM sqlite_master WHERE type = 'table'").compactMap({ $0[0].string }) {
+                for key in try db.rows("SELECT \"from\" FROM pragma_foreign_key_list(?)", [.text(table)]).compactMap({ $0[0].string }) {
+                    let indexed = try db.rows("SELECT 1 FROM pragma_index_list(?) AS l, pragma_index_info(l.name) AS i WHERE i.name = ?", [.text(table), .text(key)])
+                    #expect(!indexed.isEmpty, "\(what): \(table).\(key) has no index")
+                }
+            }
+        }
+    }
 }

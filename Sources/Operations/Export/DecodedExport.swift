@@ -89,7 +89,7 @@ public enum DecodedExport {
         }
 
         try output(path) {
-            let described = try typing.flatMap { try ExportTypes.apply(table: $0.0, columns: $0.1, entityTables: entityTables, connection) }
+            let described = try typing.flatMap { try ExportTypes.apply(table: $0.0, columns: $0.1, entityTables: entityTables, names: &names, connection) }
             try ExportTypes.write(described, connection)
         }
         let externalRows = try opened.decoder.externalData.flatMap {
@@ -129,7 +129,8 @@ public enum DecodedExport {
         guard let source = r.joinSourceColumn, let destination = r.joinDestinationColumn else { return nil }
         let name = names.take("\(mapping.entity.name)_\(r.relationship.name)")
         var left = mapping.entity.name + "_pk", right = r.relationship.destination + "_pk"
-        if left == right { left = "source_pk"; right = "destination_pk" }
+        // SQLite's column names ignore case: `Tag` and its subentity `tag` would both be `tag_pk`.
+        if left.lowercased() == right.lowercased() { left = "source_pk"; right = "destination_pk" }
         let order = r.orderColumn
         try output(path) {
             try connection.execute("CREATE TABLE \(Identifier.quoted(name)) (\(Identifier.quoted(left)) INTEGER, \(Identifier.quoted(right)) INTEGER"
@@ -151,11 +152,14 @@ public enum DecodedExport {
                 ExportTypes.linkColumns(left: left, source: mapping.entity.name, right: right, destination: r.relationship.destination, ordered: order != nil))
     }
 
-    /// Runs an output write: an SQLite failure there is the output's (a full disk), not the store's.
+    /// Runs an output write: an SQLite failure there is the output's (a full disk, no
+    /// permission), never the store's; any other (a statement SQLite refused) is storelens' own
+    /// mistake, and is said so rather than blamed on the disk.
     static func output<T>(_ path: String, _ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch let error as SQLiteError {
+            guard error.isStorageFailure else { throw DecodedExportError.statementRefused(path: path, reason: error.message) }
             throw DecodedExportError.outputFailed(path: path, reason: error.message)
         }
     }
@@ -303,11 +307,15 @@ public enum DecodedExport {
 /// the store's.
 public enum DecodedExportError: Error, Equatable, CustomStringConvertible, Sendable {
     case outputFailed(path: String, reason: String)
+    /// SQLite refused a statement storelens made for the export (a name, a type): a storelens bug.
+    case statementRefused(path: String, reason: String)
 
     public var description: String {
         switch self {
         case .outputFailed(let path, let reason):
             return "the export \(path) cannot be written (\(reason)); give --out a path in a folder with free space (this is storelens' own failure, not a finding about the evidence)."
+        case .statementRefused(let path, let reason):
+            return "the export \(path) was not written: SQLite refused a statement storelens made for it (\(reason)); this is a storelens bug, not a problem of the disk or the evidence: please report it with the store's model (`storelens schema`)."
         }
     }
 }

@@ -73,6 +73,8 @@ extension Storelens {
             } catch DecodedExportError.outputFailed(_, let reason) {
                 // Named as the user named it: the temporary file beside it is gone with the failure.
                 throw DecodedExportError.outputFailed(path: options.output, reason: reason)
+            } catch DecodedExportError.statementRefused(_, let reason) {
+                throw DecodedExportError.statementRefused(path: options.output, reason: reason)
             }
         }
         return ExportResult(path: displayPath, output: options.output, modelSource: modelSource, summary: summary ?? DecodedExport.Summary(tables: []))

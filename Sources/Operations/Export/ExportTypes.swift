@@ -80,7 +80,8 @@ enum ExportTypes {
 
     /// Rebuilds `name` with its columns' types and foreign keys (each declared only where every
     /// value already has it), indexes each foreign key, and returns the rows for `_storelens_columns`.
-    static func apply(table name: String, columns: [Column], entityTables: [String: String], _ connection: Connection) throws -> [[DatabaseValue]] {
+    static func apply(table name: String, columns: [Column], entityTables: [String: String], names: inout DecodedExport.UniqueNames,
+                      _ connection: Connection) throws -> [[DatabaseValue]] {
         let q = Identifier.quoted
         // An entity's table starts with its `_pk`; a link table has none.
         let hasKey = try connection.rows("SELECT name FROM pragma_table_info(?)", [.text(name)]).first?[0].string == "_pk"
@@ -114,7 +115,9 @@ enum ExportTypes {
         try connection.execute("DROP TABLE \(q(name))")
         try connection.execute("ALTER TABLE \(q(building)) RENAME TO \(q(name))")
         for column in foreignKeys {
-            try connection.execute("CREATE INDEX \(q(name + "_" + column + "_fk")) ON \(q(name))(\(q(column)))")
+            // Indexes share one namespace with tables: named through the same rule as every table
+            // (a store may have an entity called `Item_owner_fk`, or `A.b_c` beside `A_b.c`).
+            try connection.execute("CREATE INDEX \(q(names.take(name + "_" + column + "_fk"))) ON \(q(name))(\(q(column)))")
         }
         return rows
     }
