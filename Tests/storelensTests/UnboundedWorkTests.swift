@@ -26,6 +26,23 @@ struct UnboundedWorkTests {
         #expect(capped.stdout == before.stdout, "the same report: only the header of a -shm is ever used")
     }
 
+    @Test("merge refuses a results file whose first line is 100 MB at the speed of reading it: under a 10 CPU-second cap (it searched the line again with every MiB read)")
+    func longMergeLine() throws {
+        let folder = try TemporaryFolder("merge-long-line")
+        let file = folder.path("results.jsonl")
+        FileManager.default.createFile(atPath: file.path, contents: Data("{\"x\":\"".utf8))
+        let handle = try FileHandle(forWritingTo: file)
+        try handle.seekToEnd()
+        let block = Data(repeating: UInt8(ascii: "a"), count: 1 << 20)
+        for _ in 0 ..< 100 { try handle.write(contentsOf: block) }
+        try handle.write(contentsOf: Data("\"}\n".utf8))
+        try handle.close()
+        let r = try BoundedRun.run(["-c", "ulimit -t 10; exec \"$0\" \"$@\"", ProjectPaths.executable().path, "merge", file.path],
+                                   timeout: 120, tool: "/bin/sh")
+        #expect(r.status == 2 && !r.crashed, "exit \(r.status): \(r.stderr.prefix(300))")
+        #expect(r.stderr.contains("line 1 is longer than 64 MiB"), "\(r.stderr.prefix(300))")
+    }
+
     @Test("the bytes a -shm can hold follow the WAL's frame count: one 32 KiB block for 4062 frames, one more per 4096")
     func sharedMemoryLimit() {
         #expect(SharedMemoryIndex.byteLimit(walFrames: 0) == 32768)
