@@ -154,4 +154,32 @@ struct SARIFTests {
         #expect([0, 1].contains(migration.status), "\(migration.stderr)")
         try Self.validated(migration.stdout, in: folder, "migration")
     }
+
+    /// The `archive!entry` form names a store inside an archive; a `!` in a real folder's name is
+    /// only a character (the location was cut to `bang`). A store inside a tar under such a folder
+    /// is located at the tar.
+    @Test("a store under a folder named with a ! is located at the store; one inside a tar at the tar, whatever the folder is called")
+    func bangInFolderName() throws {
+        let folder = try TemporaryFolder("sarif-bang")
+        let dir = folder.path("bang!dir")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let broken = try InvariantFixture.make(in: dir) { try $0.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Note'") }
+        func uris(_ sarif: String) throws -> [String] {
+            try Self.parse(sarif).1.compactMap { r in
+                ((r["locations"] as? [[String: Any]])?.first?["physicalLocation"] as? [String: Any])
+                    .flatMap { ($0["artifactLocation"] as? [String: Any])?["uri"] as? String }
+            }
+        }
+        let check = try CLI.run(["check", broken.path, "--format", "sarif"])
+        let located = try uris(check.stdout)
+        #expect(!located.isEmpty)
+        #expect(located.allSatisfy { $0.removingPercentEncoding?.hasSuffix("bang!dir/" + broken.lastPathComponent) == true }, "\(located)")
+
+        let tar = dir.appendingPathComponent("pulled!.tar")
+        try ArchiveMaker.write(try ArchiveMaker.entries(of: dir, prefix: "c"), to: tar, format: .paxTar)
+        let inside = try CLI.run(["check", tar.path, "--format", "sarif"])
+        let atTar = try uris(inside.stdout)
+        #expect(!atTar.isEmpty)
+        #expect(atTar.allSatisfy { $0.removingPercentEncoding?.hasSuffix("bang!dir/pulled!.tar") == true }, "\(atTar)")
+    }
 }

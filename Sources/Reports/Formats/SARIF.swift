@@ -22,10 +22,19 @@ public enum SARIF {
             self.line = line
         }
 
-        /// A store by its display path: a store inside an archive or backup (`input!path/inside`)
-        /// is located at the input file, the one a reviewer can open.
+        /// A store by its display path: a store inside an archive (`archive!path/inside`) is
+        /// located at the archive, the file a reviewer can open. A `!` is also a folder name's
+        /// own character (`bang!dir/default.store`): the archive is the first prefix before a `!`
+        /// that is a regular file, and a path with none is the store's own.
         public static func store(_ displayPath: String) -> Location {
-            Location(path: String(displayPath.split(separator: "!", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""))
+            let parts = displayPath.split(separator: "!", omittingEmptySubsequences: false)
+            var prefix = ""
+            for (i, part) in parts.dropLast().enumerated() {
+                prefix += (i == 0 ? "" : "!") + part
+                var info = stat()
+                if stat(prefix, &info) == 0, info.st_mode & S_IFMT == S_IFREG { return Location(path: prefix) }
+            }
+            return Location(path: displayPath)
         }
     }
 
