@@ -59,7 +59,12 @@ struct FolderInventory {
             let childRelative = relative.isEmpty ? name : relative + "/" + name
             guard let attributes = try? FileManager.default.attributesOfItem(atPath: child.path),
                   let type = attributes[.type] as? FileAttributeType else {
-                walk.skipped.append(SkippedEntry(path: childRelative, reason: "cannot be read"))
+                // Foundation gives a name that is not UTF-8 with U+FFFD in place of its bytes, which
+                // then names nothing: said as such, with what to do, not as unreadable.
+                let reason = name.contains("\u{FFFD}") && !FileManager.default.fileExists(atPath: child.path)
+                    ? "its name is not valid UTF-8, and storelens takes paths as UTF-8: link it under a UTF-8 name (ln -s) and give that path"
+                    : "cannot be read"
+                walk.skipped.append(SkippedEntry(path: childRelative, reason: reason))
                 continue
             }
             switch type {

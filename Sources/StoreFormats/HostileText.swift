@@ -14,4 +14,32 @@ public enum HostileText {
     public static func sanitized(_ s: String) -> String {
         String(String.UnicodeScalarView(s.unicodeScalars.map { isHostile($0) ? "\u{FFFD}" : $0 }))
     }
+
+    /// Bytes that may not be UTF-8 (a path from a device, an argument), shown as text: valid
+    /// UTF-8 as itself (hostile characters replaced), every other byte as `\xHH`.
+    public static func bytes(_ raw: [UInt8]) -> String {
+        var out = ""
+        var i = 0
+        while i < raw.count {
+            // The longest valid UTF-8 sequence starting here (1 to 4 bytes), else one byte escaped.
+            var taken = false
+            for length in 1...min(4, raw.count - i) {
+                if let scalar = String(validating: raw[i ..< i + length], as: UTF8.self), scalar.unicodeScalars.count == 1 {
+                    out += sanitized(scalar)
+                    i += length
+                    taken = true
+                    break
+                }
+            }
+            if !taken {
+                out += "\\x" + String(raw[i], radix: 16, uppercase: true).leftPaddedHex
+                i += 1
+            }
+        }
+        return out
+    }
+}
+
+private extension String {
+    var leftPaddedHex: String { count < 2 ? "0" + self : self }
 }

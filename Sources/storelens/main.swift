@@ -13,6 +13,10 @@ if let timings = Timings.fromEnvironment {
     Connection.slowStatements = { timings.record($0) }
 }
 
+if let invalid = ArgumentBytes.firstInvalid() {
+    FileHandle.standardError.write(Data(ArgumentBytes.refusal(invalid).utf8))
+    exit(ExitCode.usageOrInput.rawValue)
+}
 let code = RootCommand.run(Array(CommandLine.arguments.dropFirst()))
 ScratchRegistry.shared.removeAll()
 exit(code.rawValue)
