@@ -847,6 +847,22 @@ enum HostileCorpus {
     // MARK: - Containers and .xcappdata
 
     static let containers: [Item] = [
+        // The folders above a store are the user's layout: a link among them is followed, in
+        // place as with --copy (the store's own files never are).
+        Item("container: a store reached through a linked folder and a ..") { folder, work in
+            let real = folder.appendingPathComponent("real")
+            try moved(try store(in: work), into: real)
+            try FileManager.default.createSymbolicLink(atPath: folder.appendingPathComponent("via").path, withDestinationPath: "real")
+            return URL(fileURLWithPath: folder.appendingPathComponent("via").path + "/../via/default.store")
+        },
+        Item("xml: a DOCTYPE declaring an external entity, hidden behind a comment that says <database") { folder, _ in
+            let xml = XMLStoreWriter.sample().xml().replacingOccurrences(
+                of: "<!DOCTYPE database SYSTEM \"file:///System/Library/DTDs/CoreData.dtd\">",
+                with: "<!-- <database -->\n<!DOCTYPE database [<!ENTITY x SYSTEM \"file:///etc/hostname\">]>")
+            let url = folder.appendingPathComponent("hidden-dtd.storedata")
+            try Data(xml.utf8).write(to: url)
+            return url
+        },
         Item("container: a FIFO named like a store beside the real one") { folder, work in
             let root = folder.appendingPathComponent("AppData")
             try store(in: root.appendingPathComponent("Library/Application Support"))
