@@ -72,7 +72,9 @@ public indirect enum EvidenceValue: Sendable, Equatable {
         switch self {
         case .int(let i): return String(i)
         case .string(let s): return s
-        case .list(let items): return items.map(\.text).joined(separator: ", ")
+        // A long list (every missing file's name) shows its first 20 and how many more; JSON has all.
+        case .list(let items):
+            return items.prefix(20).map(\.text).joined(separator: ", ") + (items.count > 20 ? " (+\(items.count - 20) more)" : "")
         case .record(let members): return members.map { "\($0.0)=\($0.1.text)" }.joined(separator: " ")
         }
     }

@@ -144,6 +144,10 @@ struct ExternalDataTests {
         let evidence = try #require(missing["evidence"] as? [String: Any])
         let removedPK = try #require(layout.references.first { $0.value == layout.removed }?.key)
         #expect((evidence["pks"] as? [Int]) == [Int(removedPK)], "\(evidence)")
+        // The missing file by name: what an examiner asks the device for again.
+        #expect((evidence["files"] as? [String]) == [layout.removed], "\(evidence)")
+        let text = try CLI.run(["check", layout.store.path])
+        #expect(text.stdout.contains("files: \(layout.removed)"), "\(text.stdout)")
         let unreferenced = try #require(findings.first { $0["id"] as? String == "external-data-unreferenced" }, "\(result.stdout)")
         let files = try #require((unreferenced["evidence"] as? [String: Any])?["files"] as? [String])
         #expect(files == [layout.stray])

@@ -17,6 +17,9 @@ extension StoreChecker {
                 guard let column = a.column else { continue }
                 // Only rows whose value is an external reference (marker byte 0x02) are read.
                 var missing: [Int] = []
+                // Every missing file's name, once: what an examiner asks the device for again.
+                var missingFiles: [String] = []
+                var seenFiles = Set<String>()
                 var count = 0
                 let statement = try connection.prepare("SELECT Z_PK, \(q(column)) FROM \(q(e.table)) WHERE Z_ENT IN (\(inList(e.entityNumbers))) AND substr(\(q(column)), 1, 1) = x'02' ORDER BY Z_PK")
                 try statement.forEach { row in
@@ -25,11 +28,13 @@ extension StoreChecker {
                     guard !file.exists else { return }
                     count += 1
                     if missing.count < limit, let pk = row[0].int { missing.append(pk) }
+                    if seenFiles.insert(file.name).inserted { missingFiles.append(file.name) }
                 }
                 guard count > 0 else { continue }
                 result.append(finding(.externalDataMissing, .error, entity: e.entity.name,
                                       "\(e.entity.name).\(a.attribute.name): \(plural(count, "reference")) to files missing from _EXTERNAL_DATA.",
-                                      evidence: ["attribute": .string(a.attribute.name), "pks": .keys(missing), "count": .int(count)],
+                                      evidence: ["attribute": .string(a.attribute.name), "pks": .keys(missing), "count": .int(count),
+                                                 "files": .list(missingFiles.map(EvidenceValue.string))],
                                       explanation: "The data lives in files beside the store; without them the app reads nil or crashes.",
                                       suggestion: "Copy the store's .<name>_SUPPORT folder off the device too."))
             }
@@ -48,7 +53,7 @@ extension StoreChecker {
         return finding(.externalDataUnreferenced, .info, entity: nil,
                        "\(plural(files.count, "file")) in _EXTERNAL_DATA (\(bytes) bytes) are referenced by no row.",
                        evidence: ["count": .int(files.count), "bytes": .int(bytes), "folder": .string(folder.relativePath),
-                                  "files": .list(files.prefix(limit).map { .string($0.name) })],
+                                  "files": .list(files.map { .string($0.name) })],
                        explanation: "Core Data removes a file after the row that named it is deleted or changed; files left over can hold the data of deleted or earlier versions of records, or come from another copy of the store.",
                        suggestion: "Read them with `export --with-external-data` (each file's bytes and SHA-256 as read).")
     }
