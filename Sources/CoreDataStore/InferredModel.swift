@@ -10,12 +10,19 @@ import SQLiteAccess
 ///   value has 16 bytes is taken for a UUID).
 /// - In a table shared by a hierarchy, a column belongs to the lowest common ancestor of the
 ///   entities whose rows fill it (the root when it is empty everywhere).
-/// - To-one relationships are INTEGER columns with Core Data's automatic `<TABLE>_<COLUMN>_INDEX`;
-///   the destination comes from the FEK column's entity number when there is one, else from the
-///   entity name that best fits the relationship name, with the values checked against the
-///   candidates' primary keys. A pair of to-ones whose values point at each other is a one-to-one.
-///   Any other to-one gets an unnamed to-many inverse on its destination, shown as
-///   `(inverse of Entity.relationship)`.
+/// - To-one relationships are INTEGER columns with Core Data's automatic `<TABLE>_<COLUMN>_INDEX`
+///   — but early frameworks (iOS 9's 619) give an indexed *attribute* that very index too, so the
+///   index alone proves nothing. A to-one is inferred only from evidence an attribute cannot have:
+///   its FEK column (`Z<n>_<NAME>`, the destination's entity number), or values that are all keys
+///   of one entity whose name fits the relationship's name (equal to it, or ending with it: an
+///   `audioLink` to a `Link`) and of no other table (keys are unique within a table, not across
+///   them), the destination then being the lowest common ancestor of the entities of the rows it
+///   points at. Where no FEK column says it, no value is stored, no entity named like it holds
+///   every value, or another table holds them all too (a `sortIndex` of 2009, a flag of 0), the
+///   column is an integer attribute, listed in `uncertainColumns` and in the notes, and `rows`
+///   shows its number: never a reference the store does not prove. A pair of to-ones whose values
+///   point at each other is a one-to-one. Any other to-one gets an unnamed to-many inverse on its
+///   destination, shown as `(inverse of Entity.relationship)`.
 /// - `Z<n><NAME>` columns are the hidden keys of to-many relationships without inverse; `Z_<n>…`
 ///   join tables give many-to-many pairs; `Z_FOK_` columns make them ordered.
 public enum InferredModelBuilder {
@@ -29,6 +36,8 @@ public enum InferredModelBuilder {
         let store: CoreDataStore
         var notes: [String] = []
         var entities: [String: ModelEntity] = [:]
+        /// `TABLE.COLUMN` of the columns indexed like a to-one that nothing proves to be one.
+        var uncertain: [String] = []
         let users: [StoreEntity]
 
         init(connection: Connection, store: CoreDataStore) {
@@ -83,6 +92,7 @@ public enum InferredModelBuilder {
                 toOnes += try inferTable(table, indexes: indexes)
             }
             try addToOnes(toOnes)
+            uncertain.sort()
             try inferJoinTables(tables: tables)
 
             notes.insert("the model was inferred from the SQL schema alone (no Z_MODELCACHE, no --model): names are lowercased column names, types come from declared column types, relationships from foreign-key indexes, FEK/FOK columns and join tables", at: 0)
@@ -92,8 +102,10 @@ public enum InferredModelBuilder {
                 e.relationships.sort { $0.name < $1.name }
                 return e
             }.sorted { $0.name < $1.name }
-            return StoreModel(source: .inferred, entities: result, versionIdentifiers: store.metadata.modelVersionIdentifiers,
-                              origin: "the SQL schema", notes: notes)
+            var model = StoreModel(source: .inferred, entities: result, versionIdentifiers: store.metadata.modelVersionIdentifiers,
+                                   origin: "the SQL schema", notes: notes)
+            model.uncertainColumns = uncertain
+            return model
         }
 
         /// One entity table as inference sees it: its columns (the three Core Data ones aside),
@@ -246,8 +258,23 @@ public enum InferredModelBuilder {
         mutating func addToOnes(_ toOnes: [ToOne]) throws {
             var resolved: [(ToOne, String)] = []
             for t in toOnes {
-                let destination = try self.destination(of: t.name, column: t.column, table: t.table, fekNumber: t.fekNumber, owner: t.owner)
-                resolved.append((t, destination))
+                if let destination = try self.destination(of: t.name, column: t.column, table: t.table, fekNumber: t.fekNumber, owner: t.owner) {
+                    resolved.append((t, destination))
+                    continue
+                }
+                // Nothing proves a reference: an integer attribute, said to be uncertain.
+                var a = ModelAttribute(name: t.name, type: .integer64, isOptional: true)
+                a.columnHint = t.column
+                entities[t.owner]?.attributes.append(a)
+                uncertain.append("\(t.table).\(t.column)")
+                // Its order key (an ordered inverse's) is known all the same, and shown as such.
+                let order = "Z_FOK_" + String(t.column.uppercased().dropFirst())
+                if let column = ((try? connection.columns(of: t.table)) ?? []).first(where: { $0.name.uppercased() == order }) {
+                    var o = ModelAttribute(name: "(order of \(t.name))", type: .integer64, isOptional: true)
+                    o.columnHint = column.name
+                    entities[t.owner]?.attributes.append(o)
+                }
+                notes.append("\(t.table).\(t.column) has the index Core Data gives a to-one (and early frameworks an indexed attribute), but nothing in the store proves where it points (no entity column, no entity named like it that alone holds every value): read as the number it stores; give the app's model with --model for its references")
             }
             var inverseOf: [Int: String] = [:]
             for (i, (a, aDestination)) in resolved.enumerated() where inverseOf[i] == nil && !aDestination.isEmpty {
@@ -289,46 +316,48 @@ public enum InferredModelBuilder {
             return name
         }
 
-        /// The destination entity of a to-one foreign key (see the type's documentation).
-        mutating func destination(of name: String, column: String, table: String, fekNumber: Int?, owner: String) throws -> String {
+        /// The destination entity of a to-one foreign key (see the type's documentation), or nil
+        /// when nothing proves the column is one.
+        mutating func destination(of name: String, column: String, table: String, fekNumber: Int?, owner: String) throws -> String? {
             if let n = fekNumber, let e = entity(number: n) { return e.name }
             let lowered = name.lowercased()
-            var candidates: [(entity: StoreEntity, score: Int)] = []
-            for e in users {
+            // Entities named like the relationship: equal to its name, or its name ends with theirs.
+            let named = users.filter { e in
                 let entityName = e.name.lowercased()
-                if entityName == lowered { candidates.append((e, 0)) }
-                else if entityName.hasSuffix(lowered) { candidates.append((e, 1 + entityName.count - lowered.count)) }
-                else if lowered.hasSuffix(entityName) { candidates.append((e, 1000 + lowered.count - entityName.count)) }
-            }
-            func orphans(_ e: StoreEntity) throws -> Int {
-                guard try connection.tableExists(e.table) else { return Int.max }
-                let numbers = e.subtreeNumbers.map(String.init).joined(separator: ",")
-                let sql = "SELECT count(*) FROM \(Identifier.quoted(table)) t WHERE t.\(Identifier.quoted(column)) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(Identifier.quoted(e.table)) d WHERE d.Z_PK = t.\(Identifier.quoted(column)) AND d.Z_ENT IN (\(numbers)))"
-                return (try? connection.scalar(sql))?.int ?? Int.max
-            }
-            if !candidates.isEmpty {
-                var best: (StoreEntity, Int, Int)?
-                for c in candidates {
-                    let o = try orphans(c.entity)
-                    if best == nil || (c.score, o) < (best!.1, best!.2) { best = (c.entity, c.score, o) }
+                return entityName == lowered || lowered.hasSuffix(entityName) || entityName.hasSuffix(lowered)
+            }.sorted { a, b in
+                func score(_ e: StoreEntity) -> Int {
+                    let n = e.name.lowercased()
+                    return n == lowered ? 0 : n.hasSuffix(lowered) ? 1 + n.count - lowered.count : 1000 + lowered.count - n.count
                 }
-                return best!.0.name
+                return (score(a), a.number) < (score(b), b.number)
             }
-            // No name fits: the one hierarchy whose keys hold every value, if exactly one does.
-            guard users.count <= 64 else {
-                notes.append("the destination of \(owner).\(name) (\(table).\(column)) could not be told from its name")
-                return ""
+            let q = Identifier.quoted
+            let values = try connection.scalar("SELECT count(*) FROM \(q(table)) WHERE \(q(column)) IS NOT NULL").int ?? 0
+            // No values: nothing proves where it points (a name alone is a guess).
+            guard values > 0 else { return nil }
+            /// Whether every value is the key of a row of `e`'s subtree.
+            func holdsEvery(_ e: StoreEntity) throws -> Bool {
+                guard try connection.tableExists(e.table) else { return false }
+                let numbers = e.subtreeNumbers.map(String.init).joined(separator: ",")
+                let sql = "SELECT count(*) FROM \(q(table)) t WHERE t.\(q(column)) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(q(e.table)) d WHERE d.Z_PK = t.\(q(column)) AND d.Z_ENT IN (\(numbers)))"
+                return (try? connection.scalar(sql))?.int == 0
             }
-            var fitting: [StoreEntity] = []
-            for e in users where e.superNumber == 0 {
-                if try orphans(e) == 0 { fitting.append(e) }
+            guard let candidate = try named.first(where: holdsEvery) else { return nil }
+            // An order key beside it (`Z_FOK_<NAME>`) proves a to-one whose inverse is an ordered
+            // to-many: with an entity of exactly its name holding every value, that is where it points.
+            let ordered = ((try? connection.columns(of: table)) ?? []).contains { $0.name.uppercased() == "Z_FOK_" + column.uppercased().dropFirst() }
+            let proven = ordered && candidate.name.lowercased() == lowered
+            // Keys are unique within a table, not across them: when another table's rows hold
+            // every value too, the values do not say which the column points at.
+            for other in users where !proven && other.superNumber == 0 && other.table != candidate.table {
+                guard try holdsEvery(other) else { continue }
+                notes.append("\(owner).\(name) (\(table).\(column)): every value is a key of \(candidate.name) and of \(other.name) too")
+                return nil
             }
-            if fitting.count == 1 {
-                notes.append("the destination of \(owner).\(name) was guessed from its values: every one is a primary key of \(fitting[0].name)")
-                return fitting[0].name
-            }
-            notes.append("the destination of \(owner).\(name) (\(table).\(column)) could not be told from its name or values")
-            return ""
+            let numbers = candidate.subtreeNumbers.map(String.init).joined(separator: ",")
+            let pointed = try connection.rows("SELECT DISTINCT d.Z_ENT FROM \(q(table)) t JOIN \(q(candidate.table)) d ON d.Z_PK = t.\(q(column)) WHERE d.Z_ENT IN (\(numbers))").compactMap { $0[0].int }
+            return lowestCommonAncestor(pointed).flatMap { entity(number: $0)?.name } ?? candidate.name
         }
 
         /// Whether two to-ones form a one-to-one: every link one way is matched the other way.

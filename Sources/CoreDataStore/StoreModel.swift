@@ -27,6 +27,9 @@ public struct StoreModel: Sendable {
     public var notes: [String]
     /// Where the cached model and an Xcode model given with `--model` disagree.
     public var disagreements: [String]
+    /// `TABLE.COLUMN` of the columns an inferred model reads as numbers although Core Data's
+    /// to-one index is on them: nothing in the store proves them references (empty otherwise).
+    public var uncertainColumns: [String] = []
     /// Where each entity and property is declared, for a model read from an Xcode model's
     /// `contents` file (nil for the other sources): what code review tools point at.
     public var declarations: ModelDeclarations?

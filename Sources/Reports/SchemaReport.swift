@@ -17,6 +17,8 @@ public enum SchemaReport {
             ("versionIdentifiers", .array(model.versionIdentifiers.map(JSONValue.string))),
             ("modelNotes", .array(model.notes.map(JSONValue.string))),
             ("disagreements", .array(model.disagreements.map(JSONValue.string))),
+            // `TABLE.COLUMN` an inferred model reads as numbers although a to-one's index is on them.
+            ("uncertainColumns", .array(model.uncertainColumns.map(JSONValue.string))),
             ("entities", .array(map.entities.map(json(entity:)))),
             ("joinTables", .array(map.joinTables.map(JSONValue.string))),
             ("unknownColumns", .array(map.unknownColumns.map {

@@ -126,6 +126,11 @@ public struct AttributeDescription: Sendable {
         self.elements = elements
     }
 
+    /// `isIndexed` as early frameworks wrote it (iOS 9's 619: Photos' `ZGENERICASSET_ZFAVORITE_INDEX`):
+    /// a single-column index named `<TABLE>_<COLUMN>_INDEX`, exactly like a to-one's, which is
+    /// why an inferred model cannot take that index for a relationship.
+    public var isIndexed = false
+
     /// The stored leaves of this attribute: itself, or for a composite its elements (nested ones
     /// flattened), each with its path of names.
     public var storedLeaves: [(path: [String], attribute: AttributeDescription)] {

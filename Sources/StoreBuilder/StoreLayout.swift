@@ -143,6 +143,9 @@ public struct StoreLayout: Sendable {
             for c in t.columns {
                 if case .foreignKey = c.role {
                     forTable.append("CREATE INDEX \(t.name)_\(c.name)_INDEX ON \(t.name) (\(c.name))")
+                } else if case .attribute(let entity, let name) = c.role,
+                          entities.first(where: { $0.description.name == entity })?.description.attributes.first(where: { $0.name == name })?.isIndexed == true {
+                    forTable.append("CREATE INDEX \(t.name)_\(c.name)_INDEX ON \(t.name) (\(c.name))")
                 }
             }
             for e in entities where e.table == t.name {
