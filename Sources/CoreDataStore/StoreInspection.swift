@@ -183,7 +183,6 @@ public enum StoreInspector {
                 rowsMainFileOnly: mainStore == nil ? nil : (mainCounts[entity.number]?.count ?? 0),
                 maxPK: counts[entity.number]?.maxPK))
         }
-        let classNames = ModelCachePeek.classNames(connection)
         var coreDataNotes = notes
         for u in unreadable {
             coreDataNotes.append("table \(u.table) cannot be read by SQLite here (\(u.reason)); its rows are not counted")
@@ -192,7 +191,7 @@ public enum StoreInspector {
             coreDataNotes.append("\(t.table) holds \(plural(t.rows, "row")) whose Z_PK or Z_ENT is stored as text\(t.maxKey.map { " (keys up to '\($0)')" } ?? ""); Core Data matches none of them, so the entity counts above leave them out")
         }
         var inspection = StoreInspection(path: path, format: .coreData,
-                                         stack: StackVerdict.judge(store: store, classNames: classNames),
+                                         stack: StackVerdict.judge(store: store),
                                          journalMode: journalMode, pageSize: copy.header.pageSize, sizeBytes: size,
                                          metadata: store.metadata, entities: entities, tables: [], wal: wal,
                                          history: store.history, cloudKitTables: store.cloudKitTables, notes: coreDataNotes)
@@ -222,7 +221,7 @@ extension StoreInspector {
             guard let store = try CoreDataStore.read(connection) else {
                 return (.sqlite, StackVerdict(stack: .unknown, evidence: []))
             }
-            return (.coreData, StackVerdict.judge(store: store, classNames: ModelCachePeek.classNames(connection)))
+            return (.coreData, StackVerdict.judge(store: store))
         } catch let error as SQLiteError {
             throw error.isCorrupt || error.isNotADatabase
                 ? AcquisitionError.corrupt(path: copy.displayPath, detail: "SQLite: \(error.message)")
