@@ -851,6 +851,7 @@ enum HostileCorpus {
         // place as with --copy (the store's own files never are).
         Item("container: a store reached through a linked folder and a ..") { folder, work in
             let real = folder.appendingPathComponent("real")
+            try FileManager.default.createDirectory(at: real, withIntermediateDirectories: true)
             try moved(try store(in: work), into: real)
             try FileManager.default.createSymbolicLink(atPath: folder.appendingPathComponent("via").path, withDestinationPath: "real")
             return URL(fileURLWithPath: folder.appendingPathComponent("via").path + "/../via/default.store")
