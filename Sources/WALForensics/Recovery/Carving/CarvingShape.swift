@@ -20,11 +20,14 @@ struct CarvingShape: Sendable {
         case numeric
         /// BLOB or no declared type: anything.
         case any
+        /// A Binary, Transformable or UUID attribute's BLOB column: Core Data writes only a blob or
+        /// NULL there (an external reference is a blob too).
+        case blob
 
         /// Whether a stored value fits a column of this kind (the table's and its indexes' rule).
         func admits(_ value: RecordValue) -> Bool {
             switch (self, value) {
-            case (_, .null), (.any, _): return true
+            case (_, .null), (.any, _), (.blob, .blob): return true
             case (.integer, .integer), (.text, .text), (.real, .integer), (.real, .real), (.numeric, .integer),
                  (.numeric, .real), (.numeric, .text), (.timestamp, .integer): return true
             case (.integer, .real(let d)): return d != d.rounded()
@@ -36,9 +39,11 @@ struct CarvingShape: Sendable {
 
     struct Column: Sendable {
         let name: String
-        let kind: Kind
+        var kind: Kind
         /// A to-one foreign key or entity key: NULL or a positive integer.
         var isKey = false
+        /// For a to-one's foreign key: the largest key its destination can have (`IndexShape.bound`).
+        var keyBound: Int64?
     }
 
     let table: String
@@ -48,6 +53,9 @@ struct CarvingShape: Sendable {
     let pkIndex: Int
     let entIndex: Int
     let optIndex: Int?
+    /// The largest key a record of this table can have: its root's `Z_MAX`, or the table's
+    /// largest `Z_PK` where that fell behind (`IndexShape.bound`); nil when none is known.
+    var rowidBound: Int64?
     /// The database's text encoding (header offset 56).
     var encoding: UInt32 = 1
 
@@ -97,6 +105,13 @@ struct CarvingShape: Sendable {
     func rejection(types: [UInt64], values: [RecordValue], rowid: Int64?, rebuilt: Bool = false) -> String? {
         guard types.count == columns.count, values.count == columns.count else { return "column-count" }
         if let rowid, rowid <= 0 { return "rowid" }
+        // Core Data gives keys in order and never reuses one: a key past the entity's Z_MAX was
+        // never a record's (an entity whose Z_MAX is 0 never had one). Held against free bytes'
+        // readings only: a cell of an uncommitted frame may carry a key its own, uncommitted,
+        // Z_MAX gave, past the last state's.
+        if rebuilt, let rowid, let rowidBound, rowid > rowidBound { return "pk-over-z-max" }
+        // A table whose entities never had a row (Z_MAX 0, no rows) holds no record's bytes.
+        if rebuilt, rowidBound == 0 { return "entity-never-had-rows" }
         // Z_PK is the rowid alias: SQLite stores NULL in the record and the key in the cell.
         guard types[pkIndex] == 0 else { return "pk-not-null" }
         guard case .integer(let ent) = values[entIndex], ent <= Int64(Int.max), entities.contains(Int(ent)) else { return "entity" }
@@ -108,11 +123,15 @@ struct CarvingShape: Sendable {
             if column.isKey {
                 switch value {
                 case .null: continue
-                case .integer(let v) where v > 0: continue
+                case .integer(let v) where v > 0:
+                    if rebuilt, let bound = column.keyBound, v > bound { return "key-over-z-max:\(column.name)" }
+                    continue
                 default: return "key:\(column.name)"
                 }
             }
-            guard column.kind.admits(value) else { return "affinity:\(column.name)" }
+            guard column.kind.admits(value) || (!rebuilt && column.kind == .blob && Kind.any.admits(value)) else {
+                return column.kind == .blob ? "blob-type:\(column.name)" : "affinity:\(column.name)"
+            }
         }
         // Text must be text: valid in the database's encoding (Core Data writes nothing else); a
         // reading of free bytes must also hold no control characters but tab, newline and return,
@@ -127,6 +146,11 @@ struct CarvingShape: Sendable {
                 return "text-control"
             }
         }
+        // A reading of free bytes with no property stored is nothing Core Data wrote that could be
+        // told from noise (the middle of another record's header reads so).
+        if rebuilt, values.enumerated().allSatisfy({ i, v in i == pkIndex || i == entIndex || i == optIndex || v == .null }) {
+            return "all-null"
+        }
         // Timestamps written as integers must be in range too.
         for (i, column) in columns.enumerated() where column.kind == .timestamp {
             if case .integer(let v) = values[i], !Self.dateRange.contains(Double(v)) { return "affinity:\(column.name)" }
@@ -140,11 +164,29 @@ struct CarvingShape: Sendable {
         var entities: [String: Set<Int>] = [:]
         for (number, _, table) in entityTables { entities[table, default: []].insert(number) }
         var keys: [String: Set<String>] = [:]
-        for mapping in state.map?.entities ?? [] where mapping.tableExists {
+        // A to-one's foreign key → its destination's largest key; a Binary, Transformable or UUID
+        // attribute's column → blobs only.
+        var keyBounds: [String: [String: Int64]] = [:]
+        var blobs: [String: Set<String>] = [:]
+        let mappings = state.map?.entities ?? []
+        for mapping in mappings where mapping.tableExists {
             if let number = mapping.number { entities[mapping.table, default: []].insert(number) }
             for r in mapping.relationships {
                 for column in [r.column, r.entityKeyColumn].compactMap({ $0 }) { keys[mapping.table, default: []].insert(column.uppercased()) }
+                if r.kind == .toOne, let column = r.column,
+                   let destination = mappings.first(where: { $0.entity.name == r.relationship.destination }), destination.tableExists,
+                   let number = destination.number, let bound = try IndexShape.bound(of: number, table: destination.table, state: state) {
+                    keyBounds[mapping.table, default: [:]][column.uppercased()] = bound
+                }
             }
+            func blobColumns(_ a: AttributeMapping) -> [String] {
+                guard a.elements.isEmpty else { return a.elements.flatMap(blobColumns) }
+                switch a.attribute.type {
+                case .binary, .transformable, .uuid: return a.column.map { [$0.uppercased()] } ?? []
+                default: return []
+                }
+            }
+            for a in mapping.attributes where a.declaredType?.uppercased() == "BLOB" { blobs[mapping.table, default: []].formUnion(blobColumns(a)) }
         }
         // Entities whose rows are all gone: Z_PRIMARYKEY's tree names their root, and so their table.
         let c = state.connection
@@ -168,17 +210,23 @@ struct CarvingShape: Sendable {
         var out: [CarvingShape] = []
         for table in entities.keys.sorted() where !RecordRecovery.historyTables.contains(table.uppercased()) {
             let info = try state.connection.rows("SELECT name, type, pk FROM pragma_table_info(?) ORDER BY cid", [.text(table)])
-            let columns = info.map { row in
-                Column(name: row[0].string ?? "", kind: kind(ofDeclared: row[1].string ?? ""),
-                       isKey: keys[table]?.contains((row[0].string ?? "").uppercased()) ?? false)
+            let columns = info.map { row -> Column in
+                let name = (row[0].string ?? "").uppercased()
+                var column = Column(name: row[0].string ?? "", kind: kind(ofDeclared: row[1].string ?? ""),
+                                    isKey: keys[table]?.contains(name) ?? false, keyBound: keyBounds[table]?[name])
+                if column.kind == .any, blobs[table]?.contains(name) == true { column.kind = .blob }
+                return column
             }
             let names = columns.map { $0.name.uppercased() }
             guard let pk = names.firstIndex(of: "Z_PK"), let ent = names.firstIndex(of: "Z_ENT"),
                   info[pk][1].string?.uppercased() == "INTEGER", info[pk][2].int == 1,
                   info.filter({ ($0[2].int ?? 0) > 0 }).count == 1,
                   let numbers = entities[table], !numbers.isEmpty else { continue }
-            out.append(CarvingShape(table: table, columns: columns, entities: numbers, pkIndex: pk, entIndex: ent,
-                                    optIndex: names.firstIndex(of: "Z_OPT")))
+            var shape = CarvingShape(table: table, columns: columns, entities: numbers, pkIndex: pk, entIndex: ent,
+                                     optIndex: names.firstIndex(of: "Z_OPT"))
+            // The table's bound: the largest over its entities' roots (one root per table).
+            shape.rowidBound = try numbers.compactMap { try IndexShape.bound(of: $0, table: table, state: state) }.max()
+            out.append(shape)
         }
         return out
     }
