@@ -75,14 +75,15 @@ fi
 # --- Measuring -----------------------------------------------------------------------------------
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 RUN="$WORK/run"
-# One timed run of a tool on a fresh copy of a case: prints "seconds peak-KB"; leaves its output in $RUN/out.
+# One timed run of a tool on a fresh copy of a case: prints "seconds peak-KB user-seconds system-seconds";
+# leaves its output in $RUN/out. CPU time (user + system) is the figure a loaded machine reproduces.
 timed() { # case tool
   rm -rf "$RUN"; mkdir -p "$RUN/in" "$RUN/out"; cp "$WORK/$1"/* "$RUN/in/"; sync
   local t="$RUN/time"
   case $2 in
-    storelens) /usr/bin/time -f '%e %M' -o "$t" "$BIN" recover "$RUN/in/default.store" --state deleted,carved --format jsonl > "$RUN/out/recovered.jsonl" || true ;;
-    sqlite-recover) /usr/bin/time -f '%e %M' -o "$t" "$RECOVER_SQLITE" "$RUN/in/default.store" .recover > "$RUN/out/recover.sql" || true ;;
-    sqlite-dissect) /usr/bin/time -f '%e %M' -o "$t" "$VENV/bin/sqlite_dissect" "$RUN/in/default.store" -c -d "$RUN/out" -e csv -b ZNOTE >/dev/null 2>&1 || true ;;
+    storelens) /usr/bin/time -f '%e %M %U %S' -o "$t" "$BIN" recover "$RUN/in/default.store" --state deleted,carved --format jsonl > "$RUN/out/recovered.jsonl" || true ;;
+    sqlite-recover) /usr/bin/time -f '%e %M %U %S' -o "$t" "$RECOVER_SQLITE" "$RUN/in/default.store" .recover > "$RUN/out/recover.sql" || true ;;
+    sqlite-dissect) /usr/bin/time -f '%e %M %U %S' -o "$t" "$VENV/bin/sqlite_dissect" "$RUN/in/default.store" -c -f -d "$RUN/out" -e csv -b ZNOTE >/dev/null 2>&1 || true ;;
   esac
   tail -1 "$t"   # after "Command exited with non-zero status N", if any
 }
@@ -94,14 +95,17 @@ score() { # case tool
     sqlite-dissect) python3 scripts/bench-recover.py score sqlite-dissect "$RUN/out/default.store-ZNOTE.csv" "$WORK/truth.json" "$1" ;;
   esac
 }
-declare -A SECONDS_OF KB_OF SCORE_OF
+declare -A SECONDS_OF KB_OF SCORE_OF CPU_OF
 for case in main wal; do
   for tool in storelens sqlite-recover sqlite-dissect; do
     [ "$tool" = sqlite-recover ] && [ -n "$recover_note" ] && continue
     [ "$tool" = sqlite-dissect ] && [ -n "$dissect_note" ] && continue
-    s=(); m=()
-    for _ in $(seq "$RUNS"); do read -r sec kb < <(timed "$case" "$tool"); s+=("$sec"); m+=("$kb"); done
+    s=(); m=(); c=()
+    for _ in $(seq "$RUNS"); do
+      read -r sec kb user sys < <(timed "$case" "$tool"); s+=("$sec"); m+=("$kb"); c+=("$(echo "${user:-0} + ${sys:-0}" | bc -l)")
+    done
     SECONDS_OF[$case,$tool]=$(printf '%s\n' "${s[@]}" | median)
+    CPU_OF[$case,$tool]=$(printf '%.2f\n' "${c[@]}" | median)
     KB_OF[$case,$tool]=$(printf '%s\n' "${m[@]}" | median)
     SCORE_OF[$case,$tool]=$(score "$case" "$tool")
   done
@@ -114,7 +118,7 @@ echo "## Recovering deleted records"
 echo
 echo "A Core Data store of $ROWS notes written by the store builder, then changed with SQLite itself (secure_delete off) by \`scripts/bench-recover.py\`: **main** has every 10th note deleted (freed cells, freeblocks inside leaf pages) and a run of a tenth of the keys deleted (whole leaf pages on the freelist), checkpointed into the main file; **wal** has the notes with Z_PK % 10 = 5 deleted by a committed WAL transaction. The script knows every deleted record: a tool recovers one when it gives it back with its key and title (a record whose key was lost counts by its title, which is unique). Medians of $RUNS runs on fresh copies; peak memory is the maximum resident set size."
 echo
-echo "Commands: \`storelens recover STORE --state deleted,carved --format jsonl\`; \`sqlite3 STORE .recover\` (SQLite $(sqlite3 --version | cut -d' ' -f1), its rows in \`lost_and_found\`); \`sqlite_dissect STORE -c -b ZNOTE -e csv\` (carved and WAL-deleted rows). Records a tool offered that are an unchanged copy of a live record are not counted either way."
+echo "Commands: \`storelens recover STORE --state deleted,carved --format jsonl\`; \`sqlite3 STORE .recover\` (SQLite $(sqlite3 --version | cut -d' ' -f1), its rows in \`lost_and_found\`); \`sqlite_dissect STORE -c -f -b ZNOTE -e csv\` (carving free space and, with \`-f\`, freelist pages: each peer with the options that give it its best chance). Records a tool offered that are an unchanged copy of a live record are not counted either way."
 echo
 echo "| case | source | storelens | sqlite3 .recover | sqlite-dissect | goal |"
 echo "|---|---|---|---|---|---|"
@@ -144,6 +148,11 @@ for case in main wal; do
   for tool in storelens sqlite-recover sqlite-dissect; do row="$row ${SECONDS_OF[$case,$tool]:-–} s |"; done
   r=${SECONDS_OF[$case,sqlite-recover]:-}
   if [ -n "$r" ]; then ratio=$(echo "${SECONDS_OF[$case,storelens]} / $r" | bc -l); row="$row ≤ 1× .recover: $(printf '%.2f' "$ratio")× ($([ "$(echo "$ratio <= 1" | bc -l)" = 1 ] && echo met || echo MISSED)) |"; else row="$row ≤ 1× .recover (not measured) |"; fi
+  echo "$row"
+  row="| $case | CPU time (user + system) |"
+  for tool in storelens sqlite-recover sqlite-dissect; do row="$row ${CPU_OF[$case,$tool]:-–} s |"; done
+  r=${CPU_OF[$case,sqlite-recover]:-}
+  if [ -n "$r" ] && [ "$(echo "$r > 0" | bc -l)" = 1 ]; then ratio=$(echo "${CPU_OF[$case,storelens]} / $r" | bc -l); row="$row ≤ 1× .recover: $(printf '%.2f' "$ratio")× ($([ "$(echo "$ratio <= 1" | bc -l)" = 1 ] && echo met || echo MISSED)) |"; else row="$row ≤ 1× .recover (not measured) |"; fi
   echo "$row"
   row="| $case | peak memory |"
   for tool in storelens sqlite-recover sqlite-dissect; do kb=${KB_OF[$case,$tool]:-}; row="$row $([ -n "$kb" ] && echo "$(( kb / 1024 )) MB" || echo –) |"; done

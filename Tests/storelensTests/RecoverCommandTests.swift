@@ -163,3 +163,26 @@ struct RecoverCommandTests {
         #expect(try FolderSnapshot(folder.url) == before, "the store and its -journal stay byte-identical")
     }
 }
+
+/// One rule for every command that takes an entity name: a name the store does not have is exit 2
+/// with the nearest one, never an empty answer ("no record versions" reads as "nothing was deleted").
+@Suite("an entity name the store does not have")
+struct UnknownEntityTests {
+    @Test("recover --entity (every format, --out too), history --entity and rows refuse a misspelt entity with 'did you mean'")
+    func misspelt() throws {
+        let folder = try TemporaryFolder("unknown-entity")
+        let store = try SampleStores.demo(in: folder)
+        let out = folder.path("recovered.sqlite")
+        for arguments in [["recover", store.path, "--entity", "TodoItme"], ["recover", store.path, "--entity", "TodoItme", "--format", "json"],
+                          ["recover", store.path, "--entity", "TodoItme", "--out", out.path],
+                          ["history", store.path, "--entity", "TodoItme"], ["rows", store.path, "TodoItme"]] {
+            let r = try CLI.run(arguments)
+            #expect(r.status == 2, "\(arguments.joined(separator: " ")): exit \(r.status)")
+            #expect(r.stderr.contains("did you mean 'TodoItem'"), "\(arguments.joined(separator: " ")): \(r.stderr)")
+            #expect(r.stdout.isEmpty, "nothing on stdout: \(r.stdout.prefix(200))")
+        }
+        #expect(!FileManager.default.fileExists(atPath: out.path), "no --out file for a refused run")
+        let known = try CLI.run(["recover", store.path, "--entity", "todoitem", "--format", "json"])
+        #expect(known.status == 0, "any case of a known name: \(known.stderr)")
+    }
+}

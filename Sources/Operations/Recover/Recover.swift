@@ -1,6 +1,7 @@
 import Acquisition
 import CoreDataStore
 import Foundation
+import StoreFormats
 import WALForensics
 
 extension Storelens {
@@ -36,6 +37,7 @@ extension Storelens {
     /// `recover(_:_:visit:)` through a session the caller made and finishes.
     public static func recover(_ input: String, _ options: RecoverOptions, in session: EvidenceSession, visit: (RecoveryWalk) throws -> Void) throws {
         for store in try session.stores(from: [input], select: options.input.store, options: options.input.open, limits: options.input.limits) {
+            try checkEntity(options.filter, in: store)
             let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
             try visit(.storeBegins(store.displayPath, commits: evidence.commitCount))
             try RecordRecovery.forEachVersion(evidence, filter: options.filter, carve: options.carve, decoder: ValueDecoder(store.copy)) {
@@ -43,6 +45,18 @@ extension Storelens {
             }
             try visit(.storeEnds(store.displayPath))
         }
+    }
+
+    /// `--entity` names an entity the store has (`Z_PRIMARYKEY`, any case, or `#n`), or the run
+    /// is refused with the nearest name: "no record versions" for a misspelt name would read as
+    /// "nothing was deleted". A store without `Z_PRIMARYKEY` (plain SQLite) names none to check.
+    static func checkEntity(_ filter: RecordRecovery.Filter, in store: AcquiredStore) throws {
+        guard let wanted = filter.entity, !(wanted.hasPrefix("#") && Int(wanted.dropFirst()) != nil) else { return }
+        let connection = try store.copy.open()
+        guard (try? connection.tableExists("Z_PRIMARYKEY")) == true,
+              let names = try? connection.rows("SELECT Z_NAME FROM Z_PRIMARYKEY LIMIT 100000").compactMap({ $0[0].string }) else { return }
+        guard !names.contains(where: { $0.lowercased() == wanted.lowercased() }) else { return }
+        throw ModelError.unknownEntity(name: wanted, path: store.displayPath, suggestion: EditDistance.closest(to: wanted, in: names) { $0.lowercased() })
     }
 
     /// What `recover --out` wrote.
@@ -70,6 +84,7 @@ extension Storelens {
         var counts: [(path: String, versions: Int)] = []
         do {
             for store in stores {
+                try checkEntity(options.filter, in: store)
                 let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
                 let before = database.versions
                 try RecordRecovery.forEachVersion(evidence, filter: options.filter, carve: options.carve, decoder: ValueDecoder(store.copy)) {

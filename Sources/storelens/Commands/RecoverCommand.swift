@@ -99,14 +99,20 @@ struct RecoverCommand: Command {
                 // Streamed: versions are printed as the library hands them out.
                 let writer = RecoveryWriter(format: format, write: output.write, writeBytes: output.write(bytes:))
                 writer.rawCSV = rawCSV
-                writer.begin()
+                // Begun with the first store: a run refused before it (an unknown --entity, a
+                // foreign -wal) leaves stdout empty, not the head of a document.
+                var begun = false
                 do {
-                    try Storelens.recover(path, options, in: session) { writer.add($0) }
+                    try Storelens.recover(path, options, in: session) { event in
+                        if !begun { writer.begin(); begun = true }
+                        writer.add(event)
+                    }
                 } catch {
                     // What was read before the error comes out before the error's sentence.
                     writer.flush()
                     throw error
                 }
+                if !begun { writer.begin() }
                 writer.end()
             }
             try session.finish()
