@@ -86,9 +86,12 @@ public final class RecoveryWriter {
         }
     }
 
-    public func endStore() {
+    /// - Parameter turnedAway: carving candidates each rule turned away (json only: the summary).
+    public func endStore(turnedAway: [String: Int] = [:]) {
         switch format {
-        case .json: write(json.end() + json.end())
+        case .json:
+            let rules = turnedAway.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.int($0.value)) }
+            write(json.end() + json.member("turnedAway", .object(rules)) + json.end())
         case .text:
             let parts = RecordVersion.State.allCases.compactMap { s in
                 counts[s].map { "\($0) \(s.rawValue)" + (s == .deleted && tombstones > 0 ? " (\(tombstones) of them only in history)" : "") }
@@ -371,7 +374,7 @@ public final class RecoveryWriter {
         switch step {
         case .storeBegins(let store, let commits): beginStore(path: store, commits: commits)
         case .version(let store, let version): add(path: store, version)
-        case .storeEnds: endStore()
+        case .storeEnds(_, let turnedAway): endStore(turnedAway: turnedAway)
         }
     }
 

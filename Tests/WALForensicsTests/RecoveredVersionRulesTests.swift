@@ -130,7 +130,13 @@ struct RecoveredVersionRulesTests {
         let session = try EvidenceSession()
         defer { session.scratch.remove() }
         let evidence = try WALEvidence(copy: try session.workingCopy(of: url), displayPath: url.path)
-        let carved = try RecordRecovery.versions(evidence, carve: true).filter { $0.state == .carved }
+        var all: [RecordVersion] = []
+        let turnedAway = try RecordRecovery.forEachVersion(evidence, carve: true) { all.append($0) }
+        let carved = all.filter { $0.state == .carved }
+        // Each planted row counted under the rule that turned it away (recover --format json's `turnedAway`).
+        for rule in ["key-over-z-max", "blob-type", "entity-never-had-rows"] {
+            #expect(turnedAway.contains { $0.key.hasPrefix(rule) && $0.value > 0 }, "\(rule): \(turnedAway)")
+        }
         func name(_ v: RecordVersion) -> String? { v.values.first { $0.name == "name" || $0.name == "label" }.flatMap { if case .text(let t) = $0.value { return t } else { return nil } } }
         let names = Set(carved.compactMap(name))
         for planted in ["owner-over-z-max", "integer-in-binary", "ghost-row-never-written"] { #expect(!names.contains(planted), "\(planted) was given back") }

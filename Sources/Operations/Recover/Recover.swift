@@ -25,7 +25,8 @@ extension Storelens {
     public enum RecoveryWalk {
         case storeBegins(String, commits: Int)
         case version(String, RecordVersion)
-        case storeEnds(String)
+        /// The store is done; `turnedAway`: how many carving candidates each rule turned away.
+        case storeEnds(String, turnedAway: [String: Int])
     }
 
     /// `storelens recover`: every version of every record the stores of `input` still hold (live,
@@ -40,10 +41,10 @@ extension Storelens {
             try checkEntity(options.filter, in: store)
             let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
             try visit(.storeBegins(store.displayPath, commits: evidence.commitCount))
-            try RecordRecovery.forEachVersion(evidence, filter: options.filter, carve: options.carve, decoder: ValueDecoder(store.copy)) {
+            let turnedAway = try RecordRecovery.forEachVersion(evidence, filter: options.filter, carve: options.carve, decoder: ValueDecoder(store.copy)) {
                 try visit(.version(store.displayPath, $0))
             }
-            try visit(.storeEnds(store.displayPath))
+            try visit(.storeEnds(store.displayPath, turnedAway: turnedAway))
         }
     }
 

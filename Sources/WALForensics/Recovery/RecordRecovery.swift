@@ -40,17 +40,21 @@ public enum RecordRecovery {
     /// commit, older WAL generations and a `-journal` join them: a carved copy of a version the
     /// commits hold is a find of that version; the others (`carved`, `uncommitted`) follow the
     /// committed versions, in the same key order.
+    /// - Returns: how many carving candidates each rule turned away (docs/recover.md), by rule;
+    ///   empty without carving.
+    @discardableResult
     public static func forEachVersion(_ evidence: WALEvidence, filter: Filter = Filter(), carve: Bool = false,
                                       decoder: ValueDecoder = ValueDecoder(),
-                                      _ body: (RecordVersion) throws -> Void) throws {
+                                      _ body: (RecordVersion) throws -> Void) throws -> [String: Int] {
         try forEachVersion(evidence, filter: filter, carve: carve, decoder: decoder, carvingBeside: nil, body)
     }
 
     /// - Parameter carvingBeside: carve on a second thread while the commits are read (nil: where
     ///   the evidence's images are files, so the last state held open meanwhile costs disk, not
     ///   memory). The tests compare both ways.
+    @discardableResult
     static func forEachVersion(_ evidence: WALEvidence, filter: Filter, carve: Bool, decoder: ValueDecoder,
-                               carvingBeside: Bool?, _ body: (RecordVersion) throws -> Void) throws {
+                               carvingBeside: Bool?, _ body: (RecordVersion) throws -> Void) throws -> [String: Int] {
         do {
             // Carving needs every committed version, whatever the state filter, to fold into.
             var committedFilter = filter
@@ -100,7 +104,7 @@ public enum RecordRecovery {
                 try history.finish(last: last, filter: filter, body)
                 PointInTime.discardImage(evidence, commit: evidence.commitCount)
                 try emitTombstones(deletes, filter: filter, names: names, history: history, carvedKeys: [:], last: last, body)
-                return
+                return [:]
             }
             // Live rows no commit touched are read only to take carved finds when they are not listed.
             let listsLive = filter.states.map { $0.contains(.live) } ?? true
@@ -116,6 +120,9 @@ public enum RecordRecovery {
             try carved.historyRemnants?.forEachVersion(filter: filter, isKnown: { key in
                 history.records[key] != nil || carvedKeys[key.entity]?.contains(key.pk) == true || listed.contains(key)
             }, body)
+            var turnedAway = carved.rejected
+            if let live = carved.historyRemnants?.liveKeysTurnedAway, live > 0 { turnedAway["history-delete-of-live-key"] = live }
+            return turnedAway
         } catch let error as SQLiteError {
             throw WALForensicsError.sqlite(path: evidence.displayPath, error)
         }

@@ -85,6 +85,10 @@ struct CarvingShape: Sendable {
         }
     }
 
+    /// The rules that turn away a reading the record format allows, as nothing Core Data could
+    /// have written of its entity (docs/recover.md); counted on their own in `turnedAway`.
+    static let entityRules: Set<String> = ["pk-over-z-max", "key-over-z-max", "blob-type", "all-null", "entity-never-had-rows"]
+
     /// Seconds since 2001-01-01 for 1970-01-01 and 2100-01-01.
     static let dateRange = -978_307_200.0 ... 3_124_137_600.0
 

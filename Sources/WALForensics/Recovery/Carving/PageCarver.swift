@@ -109,9 +109,12 @@ struct PageCarver {
     /// `freeBytes`: the record was read from free bytes, not from a cell its page points to.
     mutating func accept(types: [UInt64], values: [RecordValue], rowid: Int64?, freeBytes: Bool = false) -> Int? {
         var reason: String?
+        // The reason of the table the record is most like: one whose width and entity it has
+        // ("column-count" and "entity" only say it is another table's).
+        func rank(_ why: String) -> Int { why == "column-count" ? 0 : why == "entity" ? 1 : 2 }
         for (i, shape) in shapes.enumerated() {
             guard let why = shape.rejection(types: types, values: values, rowid: rowid, rebuilt: freeBytes) else { return i }
-            if why != "column-count" || reason == nil { reason = why }
+            if reason == nil || rank(why) > rank(reason!) { reason = why }
         }
         rejected[reason.map { String($0.prefix(while: { $0 != ":" })) } ?? "no-table", default: 0] += 1
         return nil
@@ -169,6 +172,14 @@ struct PageCarver {
         guard resume < limit, let size = PageBytes.u16(page, at + 2) else { return nil }
         let bound = min(limit, page.count)
         var found: [(CarvedRecord, Int)] = []
+        // The rule of the entity's that turned a format-valid reading away, if one did.
+        var entityRule: String?
+        func passes(_ index: Int, _ types: [UInt64], _ values: [RecordValue]) -> Bool {
+            guard let why = shapes[index].rejection(types: types, values: values, rowid: nil, rebuilt: true) else { return true }
+            let rule = String(why.prefix { $0 != ":" })
+            if CarvingShape.entityRules.contains(rule) { entityRule = rule }
+            return false
+        }
         for (index, layout) in layouts.enumerated() {
             let n = layout.count
             // Readings (columns whose serial type was lost, bytes of rowid/header-length tail still
@@ -222,7 +233,7 @@ struct PageCarver {
                     let read = Array(types)
                     guard let spilled = reassembled(page, types: read, bodyAt: cursor, localEnd: localEnd, payload: payload,
                                                     rowid: nil, area: area),
-                          shapes[index].rejection(types: read, values: spilled.values, rowid: nil, rebuilt: true) == nil else { continue }
+                          passes(index, read, spilled.values) else { continue }
                     found.append((CarvedRecord(shape: index, rowid: nil, values: spilled.values, area: area, offset: at,
                                                confidence: .headerRebuilt, uncertainColumns: spilled.uncertain), localEnd + 4))
                     continue
@@ -234,12 +245,17 @@ struct PageCarver {
                 }
                 let read = Array(types)
                 guard let values = SQLiteRecord.values(page, types: read, bodyAt: cursor, limit: limit),
-                      shapes[index].rejection(types: read, values: values, rowid: nil, rebuilt: true) == nil else { continue }
+                      passes(index, read, values) else { continue }
                 found.append((CarvedRecord(shape: index, rowid: nil, values: values, area: area, offset: at, confidence: .headerRebuilt),
                               cursor + body))
             }
         }
-        guard let first = found.first else { return nil }
+        guard let first = found.first else {
+            // A reading the record format allowed, turned away as nothing Core Data could have
+            // written, is counted once for the place (`recover --format json`'s `turnedAway`).
+            if let entityRule { rejected[entityRule, default: 0] += 1 }
+            return nil
+        }
         // Two readings that disagree: the bytes do not say which record this was.
         guard found.allSatisfy({ $0.0.shape == first.0.shape && $0.0.values == first.0.values }) else {
             rejected["ambiguous-rebuild", default: 0] += 1
