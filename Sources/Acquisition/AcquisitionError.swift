@@ -15,6 +15,8 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
     /// No valid in-header page count, and the file ends part-way through a page.
     case partialPage(path: String, size: Int, pageSize: Int)
     case walPageSizeMismatch(wal: String, walPageSize: Int, databasePageSize: Int)
+    /// A file named like an archive (`.zip`, `.tar`, `.tar.gz`) whose bytes are neither an archive's nor a store's.
+    case notAnArchive(path: String, kind: String)
     /// A Core Data XML or binary store larger than storelens reads (`StoreFileFormat.atomicStoreByteLimit`).
     case atomicStoreTooLarge(path: String, size: Int64, limit: Int)
     /// The `-wal` cannot belong to the main file (`WALBelonging`): another database's, or the
@@ -57,6 +59,8 @@ public enum AcquisitionError: Error, Equatable, CustomStringConvertible, Sendabl
             return "\(path) is truncated: it has \(size) bytes but its header describes \(expected); copy the store off the device again, with its -wal and -shm."
         case .partialPage(let path, let size, let pageSize):
             return "\(path) is truncated: it has \(size) bytes, which ends \(size % max(pageSize, 1)) bytes into a \(pageSize)-byte page, and its header keeps no valid page count; copy the store off the device again, with its -wal and -shm."
+        case .notAnArchive(let path, let kind):
+            return "\(path) is named like a \(kind) archive but is not one, nor a SQLite store (its first bytes are neither); copy the archive off the device again, or give the container folder or the store itself."
         case .atomicStoreTooLarge(let path, let size, let limit):
             return "\(path) holds \(size) bytes, more than the \(limit) storelens reads; it is refused rather than risk the machine's memory (set STORELENS_MAX_ATOMIC_STORE_BYTES to raise the limit)."
         case .walDoesNotBelong(let wal, let store, let reason):

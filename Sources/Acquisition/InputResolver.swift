@@ -62,6 +62,12 @@ public struct InputResolver {
             throw AcquisitionError.unreadable(path: input, reason: "permission denied")
         }
         let head = FamilyGrouping.prefix(of: url, count: 262)
+        // Named like an archive: what it is not is the archive the user expected, not a store.
+        let lower = url.lastPathComponent.lowercased()
+        if !DatabaseHeader.isSQLite(head), !ArchiveSniffer.looksLikeArchive(head),
+           let kind = [(".zip", "zip"), (".tar.gz", "tar.gz"), (".tgz", "tar.gz"), (".tar", "tar")].first(where: { lower.hasSuffix($0.0) })?.1 {
+            throw AcquisitionError.notAnArchive(path: input, kind: kind)
+        }
         if DatabaseHeader.isSQLite(head) || head.count < 16 && !ArchiveSniffer.looksLikeArchive(head) {
             return try storeFile(url, input: input)
         }

@@ -33,6 +33,11 @@ struct BadInputTests {
             try Data("just some text, not a database at all; long enough to have a header".utf8).write(to: url)
             return url.path
         }, extraArguments: [], expectedStatus: 2, messageContains: ["not a SQLite database"]),
+        Case(name: "named like a zip, but text", make: { folder in
+            let url = folder.appendingPathComponent("container.zip")
+            try Data("just some text, not an archive at all; long enough for any header".utf8).write(to: url)
+            return url.path
+        }, extraArguments: [], expectedStatus: 2, messageContains: ["is named like a zip archive but is not one", "copy the archive"]),
         Case(name: "truncated database", make: { folder in
             let url = try SampleStores.todo(in: folder, rows: 400)
             let data = try Data(contentsOf: url)
@@ -123,6 +128,12 @@ struct BadInputTests {
         #expect(unknown.status == 2)
         #expect(unknown.stderr.contains("Unknown option '--formt'. Did you mean '--format'?"))
         #expect(unknown.stderr.contains("Usage: storelens inspect"))
+        // A bad value: its sentence says what to give; no 400-character usage line after it.
+        let format = try CLI.run(["inspect", "x", "--format", "jsno"])
+        #expect(format.status == 2)
+        #expect(format.stderr.contains("use one of: text, json, markdown"), "\(format.stderr)")
+        #expect(!format.stderr.contains("Usage:"), "\(format.stderr)")
+        #expect(format.stderr.split(separator: "\n").count == 2, "the error and where help is: \(format.stderr)")
         let missing = try CLI.run(["inspect"])
         #expect(missing.status == 2)
         #expect(missing.stderr.contains("Missing expected argument '<input>'"))

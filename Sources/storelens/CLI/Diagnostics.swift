@@ -36,7 +36,16 @@ enum Diagnostics {
     static func report(_ error: ParseError, command: CommandConfiguration?, to output: Output) -> ExitCode {
         // One line each: `Output.error` keeps only the newline that ends a line.
         output.error("Error: \(message(for: error))\n")
-        if let command {
+        // The usage line helps where the command line's shape is wrong; a bad value's sentence
+        // already says what to give (a 400-character usage line after it only hides that).
+        let shapeIsWrong: Bool
+        switch error {
+        case .invalidValue, .invalid, .duplicateOption: shapeIsWrong = false
+        default: shapeIsWrong = true
+        }
+        if let command, !shapeIsWrong {
+            output.error("  See 'storelens \(command.name) --help' for more information.\n")
+        } else if let command {
             output.error("Usage: \(Help.usage(command))\n")
             output.error("  See 'storelens \(command.name) --help' for more information.\n")
         } else {
