@@ -30,7 +30,13 @@ struct PluginTests {
         let log = try #require(try JSONSerialization.jsonObject(with: Data(sarif.utf8)) as? [String: Any], "\(sarif.prefix(300))")
         let results = ((log["runs"] as? [[String: Any]])?.first?["results"] as? [[String: Any]]) ?? []
         #expect(results.contains { $0["ruleId"] as? String == "cloudkit-unique-constraint" }, "the store's findings: \(results.count)")
-        #expect(stderr.contains("storelens lint exited with status 1"), "the plugin says why it failed")
+        #expect(stderr.contains("Plugin ended with exit code 1"), "storelens' own status, in the one line SwiftPM gives: \(stderr.suffix(500))")
+        // SwiftPM ends with 1 for any failing plugin: bad input is told apart by the plugin's line.
+        let missing = PythonVenv.run(["sh", "-c", (command.prefix(while: { $0 != "lint" }) + ["check", "Fixtures/nope"]).map { "'\($0)'" }.joined(separator: " ")
+                                      + " > /dev/null 2> '\(err.path)'; echo $?"])
+        let missingErr = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
+        #expect(missing.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        #expect(missingErr.contains("Plugin ended with exit code 2") && missingErr.contains("no such file"), "\(missingErr.suffix(500))")
         #expect(try FolderSnapshot(example) == before, "the example package is unchanged")
     }
 }
