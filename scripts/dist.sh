@@ -34,9 +34,9 @@ cp "$bin" "$stage/$name/storelens"
 # Symbols are for debugging the build, not for running it: a third of the size.
 if command -v strip >/dev/null; then strip "$stage/$name/storelens"; fi
 cp LICENSE "$stage/$name/LICENSE"
-# The JSON Schemas of the JSON output (docs/json-output.md), for scripts that read it.
-mkdir "$stage/$name/schemas"
-cp schemas/*.schema.json "$stage/$name/schemas/"
+# The JSON Schemas of the JSON output (docs/json-output.md), for scripts that read it: each one
+# file that validates offline, the schemas it refers to embedded (scripts/bundle-schemas.py).
+python3 scripts/bundle-schemas.py schemas "$stage/$name/schemas"
 # Completion scripts and man pages, made by the binary itself from its own help; dated by the
 # commit (SOURCE_DATE_EPOCH) so two builds of one commit give the same pages.
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}

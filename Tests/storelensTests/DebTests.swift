@@ -1,4 +1,5 @@
 import Foundation
+import StoreBuilder
 import StoreFormats
 import StoreTestSupport
 import Testing
@@ -76,6 +77,51 @@ struct DebTests {
         #expect(inspect.stdout.contains("\"Item\""), "the store's entities")
         let page = PythonVenv.run(["sh", "-c", "gzip -dc '\(root.appendingPathComponent("usr/share/man/man1/storelens-inspect.1.gz").path)' | head -1"])
         #expect(page.stdout.hasPrefix(".TH STORELENS\\-INSPECT 1"), "\(page.stdout)")
+    }
+
+    /// check-jsonschema from PyPI, in a virtualenv under `.build/` (made once).
+    static let checkJSONSchema: URL? = PythonVenv.make("check-jsonschema", packages: ["check-jsonschema"], probe: ["check-jsonschema", "--version"])
+
+    /// The installed schemas are each one file a validator uses as it is: with no network (every
+    /// `$ref` to another schema resolves inside the file) and no base URI to give. Checked with
+    /// check-jsonschema on outputs that use the referenced parts (findings, recovered values), and
+    /// on a broken one, which must fail.
+    @Test("the installed JSON Schemas validate offline with check-jsonschema, findings and recovered values included",
+          .enabled(if: DebTests.present, "no package in dist/ (make deb builds it; .ci/run does, and requires this test)"),
+          .enabled(if: DebTests.checkJSONSchema != nil, "check-jsonschema could not be installed from PyPI into .build/; the reason is printed above"))
+    func schemasOffline() throws {
+        let folder = try TemporaryFolder("deb-schemas")
+        let root = folder.path("root")
+        let unpack = PythonVenv.run(["dpkg-deb", "-x", Self.package.path, root.path])
+        #expect(unpack.status == 0, "\(unpack.stderr)")
+        let installed = root.appendingPathComponent("usr/share/storelens/schemas")
+        let broken = try InvariantFixture.make(in: folder.path("store")) { try $0.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Note'") }
+        let demo = try SampleStores.demo(in: try TemporaryFolder("deb-schemas-demo"))
+        let outputs: [(schema: String, arguments: [String], file: String)] = [
+            ("check", ["check", broken.path, "--format", "json"], "check.json"),
+            ("recover", ["recover", demo.path, "--format", "json"], "recover.json"),
+            ("wal-diff", ["wal", demo.path, "--diff", "--format", "json"], "wal-diff.json"),
+        ]
+        let tool = try #require(Self.checkJSONSchema).appendingPathComponent("bin/check-jsonschema").path
+        for output in outputs {
+            let run = try CLI.run(output.arguments)
+            #expect([0, 1].contains(run.status), "\(output.arguments): \(run.stderr)")
+            let file = folder.path(output.file)
+            try Data(run.stdout.utf8).write(to: file)
+            // No network: a schema that still pointed outside itself would fail to resolve here.
+            let valid = PythonVenv.run(["env", "http_proxy=http://127.0.0.1:9", "https_proxy=http://127.0.0.1:9",
+                                        tool, "--schemafile", installed.appendingPathComponent("\(output.schema).schema.json").path, file.path])
+            #expect(valid.status == 0, "\(output.schema): \(valid.stdout.suffix(1500))\(valid.stderr.suffix(1500))")
+        }
+        // A finding without its severity: the embedded finding schema is applied, not skipped.
+        var document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: folder.path("check.json"))) as? [String: Any])
+        var findings = try #require(document["findings"] as? [[String: Any]])
+        #expect(!findings.isEmpty)
+        findings[0]["severity"] = nil
+        document["findings"] = findings
+        try JSONSerialization.data(withJSONObject: document).write(to: folder.path("broken.json"))
+        let invalid = PythonVenv.run([tool, "--schemafile", installed.appendingPathComponent("check.schema.json").path, folder.path("broken.json").path])
+        #expect(invalid.status != 0 && invalid.stdout.contains("severity"), "\(invalid.stdout.suffix(800))")
     }
 }
 

@@ -60,12 +60,16 @@ struct DistTests {
         let top = unpacked.appendingPathComponent(Self.name)
         #expect(try FileManager.default.contentsOfDirectory(atPath: unpacked.path) == [Self.name], "one folder named like the archive")
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: top.path)) == ["storelens", "LICENSE", "SHA256SUMS", "completions", "man", "schemas"])
-        // The JSON Schemas, each byte for byte the repository's.
+        // The JSON Schemas, each byte for byte the repository's bundled into one file (the schemas
+        // it refers to embedded: it validates offline, DebTests.schemasOffline).
         let schemas = Self.root.appendingPathComponent("schemas")
+        let bundled = folder.path("bundled")
+        let bundle = try Self.run("python3", [Self.root.appendingPathComponent("scripts/bundle-schemas.py").path, schemas.path, bundled.path], in: Self.root)
+        #expect(bundle.status == 0, "\(bundle.output)")
         let shipped = try FileManager.default.contentsOfDirectory(atPath: top.appendingPathComponent("schemas").path).sorted()
         #expect(shipped == (try FileManager.default.contentsOfDirectory(atPath: schemas.path).filter { $0.hasSuffix(".schema.json") }.sorted()))
         for name in shipped {
-            #expect(try Data(contentsOf: top.appendingPathComponent("schemas/\(name)")) == Data(contentsOf: schemas.appendingPathComponent(name)), "\(name)")
+            #expect(try Data(contentsOf: top.appendingPathComponent("schemas/\(name)")) == Data(contentsOf: bundled.appendingPathComponent(name)), "\(name)")
         }
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: top.appendingPathComponent("completions").path)) == ["storelens.bash", "_storelens", "storelens.fish"])
         let pages = try FileManager.default.contentsOfDirectory(atPath: top.appendingPathComponent("man/man1").path)
