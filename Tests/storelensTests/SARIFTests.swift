@@ -182,4 +182,59 @@ struct SARIFTests {
         #expect(!atTar.isEmpty)
         #expect(atTar.allSatisfy { $0.removingPercentEncoding?.hasSuffix("bang!dir/pulled!.tar") == true }, "\(atTar)")
     }
+
+    /// Every result's artifact, resolved against its base (`SRCROOT`, the working folder), is a
+    /// file that exists, whatever the input is (a store, a folder holding stores, an archive) and
+    /// wherever storelens runs from; results are at a line (1 on a store); a fingerprint does not
+    /// depend on how the store's path was typed.
+    @Test("artifact URIs resolve to existing files for file, folder and archive inputs from any working folder; fingerprints do not depend on the typed path")
+    func artifactsExist() throws {
+        let folder = try TemporaryFolder("sarif-paths")
+        let stores = folder.path("stores")
+        try FileManager.default.createDirectory(at: stores.appendingPathComponent("broken"), withIntermediateDirectories: true)
+        let broken = try InvariantFixture.make(in: stores.appendingPathComponent("broken")) { try $0.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Note'") }
+        let tar = stores.appendingPathComponent("broken.tar")
+        try ArchiveMaker.write(try ArchiveMaker.entries(of: stores.appendingPathComponent("broken"), prefix: "c"), to: tar, format: .paxTar)
+        let manifest = folder.path("storelens.json")
+        try Data("""
+        {"manifestVersion": 1, "stacks": [{"name": "app", "kind": "coredata", "store": "**/\(broken.lastPathComponent)"}],
+         "entities": [{"current": "Note", "writer": "app"}]}
+        """.utf8).write(to: manifest)
+        /// storelens run from `cwd`, its SARIF log parsed: (SRCROOT, [(uri, startLine, fingerprint)]).
+        func sarif(_ arguments: [String], from cwd: URL) throws -> (root: URL, results: [(uri: String, line: Int?, fingerprint: String)]) {
+            let r = try BoundedRun.run(["-c", "cd \"$1\" && shift && exec \"$@\"", "sh", cwd.path, ProjectPaths.executable().path] + arguments, tool: "/bin/sh")
+            #expect([0, 1].contains(r.status), "\(arguments): \(r.stderr)")
+            let log = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], "\(r.stdout.prefix(300))")
+            let run = try #require((log["runs"] as? [[String: Any]])?.first)
+            let base = try #require(((run["originalUriBaseIds"] as? [String: Any])?["SRCROOT"] as? [String: Any])?["uri"] as? String)
+            let results = ((run["results"] as? [[String: Any]]) ?? []).compactMap { result -> (String, Int?, String)? in
+                guard let physical = ((result["locations"] as? [[String: Any]])?.first?["physicalLocation"] as? [String: Any]),
+                      let uri = (physical["artifactLocation"] as? [String: Any])?["uri"] as? String else { return nil }
+                return (uri, (physical["region"] as? [String: Any])?["startLine"] as? Int,
+                        ((result["partialFingerprints"] as? [String: Any])?["storelens/v1"] as? String) ?? "")
+            }
+            return (try #require(URL(string: base)), results)
+        }
+        let cases: [(String, [String], URL)] = [
+            ("a store", ["check", "broken/" + broken.lastPathComponent, "--format", "sarif"], stores),
+            ("a folder, from its parent", ["check", "broken", "--format", "sarif"], stores),
+            ("a folder, from elsewhere", ["check", stores.appendingPathComponent("broken").path, "--format", "sarif"], folder.url),
+            ("an archive", ["check", "broken.tar", "--format", "sarif"], stores),
+            ("audit of a folder", ["audit", "broken", "--manifest", manifest.path, "--format", "sarif"], stores),
+            ("lint of a folder", ["lint", "broken", "--format", "sarif"], stores),
+        ]
+        for (what, arguments, cwd) in cases {
+            let (root, results) = try sarif(arguments, from: cwd)
+            #expect(!results.isEmpty, "\(what): results with locations")
+            for r in results {
+                let file = try #require(URL(string: r.uri, relativeTo: root)).standardizedFileURL
+                #expect(FileManager.default.fileExists(atPath: file.path), "\(what): \(r.uri) against \(root) is \(file.path), which does not exist")
+                #expect((r.line ?? 0) >= 1, "\(what): a result at a line (GH1003)")
+            }
+        }
+        // One store, three spellings, one working folder: the same fingerprints.
+        let spellings = ["broken/" + broken.lastPathComponent, "./broken/../broken/" + broken.lastPathComponent, broken.path]
+        let prints = try spellings.map { try sarif(["check", $0, "--format", "sarif"], from: stores).results.map(\.fingerprint).sorted() }
+        #expect(Set(prints.map { $0.joined(separator: ",") }).count == 1, "\(prints)")
+    }
 }

@@ -49,7 +49,11 @@ public enum SARIF {
     }
 
     /// The whole log: one run of `storelens COMMAND`.
-    public static func log(_ results: [Located], command: String, toolVersion: String) -> JSONValue {
+    /// - Parameter inputs: the inputs as given: a store found in a folder input is named relative
+    ///   to that folder, and located through it (its artifact must exist, relative to `SRCROOT`).
+    public static func log(_ results: [Located], command: String, toolVersion: String, inputs: [String] = []) -> JSONValue {
+        let located = results.map { r in Located(r.finding, at: r.location.map { Location(path: onDisk($0.path, inputs: inputs), line: $0.line) }) }
+        let results = located
         let rules = ruleOrder(results.map(\.finding))
         let ruleIndex = Dictionary(uniqueKeysWithValues: rules.enumerated().map { ($1.id, $0) })
         return .object([
@@ -97,15 +101,17 @@ public enum SARIF {
         ]
         var location: [(String, JSONValue)] = []
         if let place = located.location {
-            var physical: [(String, JSONValue)] = [("artifactLocation", artifact(place.path))]
-            if let line = place.line, line > 0 { physical.append(("region", .object([("startLine", .int(line))]))) }
+            // A store is a binary file: its results are at line 1, which code scanning requires
+            // of every result (GH1003), as it places results on binary files.
+            let physical: [(String, JSONValue)] = [("artifactLocation", artifact(place.path)),
+                                                   ("region", .object([("startLine", .int(max(place.line ?? 1, 1)))]))]
             location.append(("physicalLocation", .object(physical)))
         }
         if let entity = f.entity {
             location.append(("logicalLocations", .array([.object([("name", .string(entity)), ("kind", .string("type"))])])))
         }
         if !location.isEmpty { members.append(("locations", .array([.object(location)]))) }
-        members.append(("partialFingerprints", .object([("storelens/v1", .string(fingerprint(f)))])))
+        members.append(("partialFingerprints", .object([("storelens/v1", .string(fingerprint(f, at: located.location?.path)))])))
         if !f.evidence.isEmpty {
             let evidence = f.evidence.sorted { $0.key < $1.key }.map { ($0.key, FindingsReport.json($0.value)) }
             members.append(("properties", .object([("evidence", .object(evidence))])))
@@ -116,9 +122,12 @@ public enum SARIF {
     /// The same for the same problem in the same place, run after run: the id, the store, the
     /// entity and the evidence that names what is affected (relationship, column, attributes),
     /// never counts or keys, which change as the data does.
-    static func fingerprint(_ f: Finding) -> String {
+    /// The store is named by where it is, not how it was typed (`default.store`, `./x/../default.store`
+    /// and its absolute path are one place): the file's resolved path relative to the working folder's.
+    static func fingerprint(_ f: Finding, at path: String? = nil) -> String {
         let naming = ["relationship", "column", "attributes", "relationships", "attribute", "table", "index"]
-        let parts = [f.id, f.store ?? "", f.entity ?? ""] + naming.compactMap { key in f.evidence[key].map { "\(key)=\($0.text)" } }
+        let place = path.map(canonical) ?? f.store ?? ""
+        let parts = [f.id, place, f.entity ?? ""] + naming.compactMap { key in f.evidence[key].map { "\(key)=\($0.text)" } }
         var hasher = SHA256()
         hasher.update(Data(parts.joined(separator: "\u{1F}").utf8))
         return hasher.finalizeHex()
@@ -141,6 +150,32 @@ public enum SARIF {
     static func firstSentence(_ text: String) -> String {
         guard let end = text.range(of: ". ") else { return text }
         return String(text[..<end.lowerBound]) + "."
+    }
+
+    /// Where a located path is on disk: as it is when that exists (relative to the working
+    /// folder, or absolute); else the first folder input holding it (a store found in a folder is
+    /// named relative to that folder, as every view shows it); else as it is.
+    static func onDisk(_ path: String, inputs: [String]) -> String {
+        var info = stat()
+        if stat(path, &info) == 0 { return path }
+        for input in inputs {
+            guard stat(input, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { continue }
+            let joined = (input.hasSuffix("/") ? input : input + "/") + path
+            if stat(joined, &info) == 0 { return joined }
+        }
+        return path
+    }
+
+    /// `path` resolved (links, `..`) and made relative to the resolved working folder when inside it.
+    static func canonical(_ path: String) -> String {
+        guard let resolved = realpath(path, nil) else { return path }
+        defer { free(resolved) }
+        let full = String(cString: resolved)
+        guard let cwd = realpath(".", nil) else { return full }
+        defer { free(cwd) }
+        let root = String(cString: cwd)
+        let prefix = root.hasSuffix("/") ? root : root + "/"
+        return full.hasPrefix(prefix) ? String(full.dropFirst(prefix.count)) : full
     }
 
     /// The working folder as a `file:` URI ending in `/`: relative artifact paths are relative to it.
@@ -185,8 +220,8 @@ public protocol FindingsView: DocumentView {
 
 extension FindingsView {
     /// `rendered(_:as:)`, and `sarif` too: the log of `storelens command`.
-    public static func rendered(_ subject: Subject, as format: String, command: String, toolVersion: String) -> String {
+    public static func rendered(_ subject: Subject, as format: String, command: String, toolVersion: String, inputs: [String] = []) -> String {
         guard format == "sarif" else { return rendered(subject, as: format) }
-        return SARIF.log(located(subject), command: command, toolVersion: toolVersion).rendered() + "\n"
+        return SARIF.log(located(subject), command: command, toolVersion: toolVersion, inputs: inputs).rendered() + "\n"
     }
 }
