@@ -237,4 +237,30 @@ struct SARIFTests {
         let prints = try spellings.map { try sarif(["check", $0, "--format", "sarif"], from: stores).results.map(\.fingerprint).sorted() }
         #expect(Set(prints.map { $0.joined(separator: ",") }).count == 1, "\(prints)")
     }
+
+    /// A migration finding about one property is at that property's line of the target model,
+    /// not its entity's (docs/sarif.md).
+    @Test("migration --to: a finding about a property is at the property's line in the model file")
+    func migrationPropertyLine() throws {
+        let folder = try TemporaryFolder("sarif-migration-line")
+        let store = try InvariantFixture.make(in: folder.url)
+        var v2 = InvariantFixture.model
+        // Tag.name's type changes: a finding about that one attribute.
+        let tag = try #require(v2.entities.firstIndex { $0.name == "Tag" })
+        v2.entities[tag].attributes[0] = AttributeDescription("name", .integer64)
+        let target = try XcodeModelWriter.write(versions: [("V2", v2)], to: folder.path("V2.xcdatamodeld"))
+        let r = try CLI.run(["migration", store.path, "--to", target.path, "--format", "sarif"])
+        #expect([0, 1].contains(r.status), "\(r.stderr)")
+        let log = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let results = ((log["runs"] as? [[String: Any]])?.first?["results"] as? [[String: Any]]) ?? []
+        let about = try #require(results.first { (($0["properties"] as? [String: Any])?["evidence"] as? [String: Any])?["property"] as? String == "name" },
+                                 "a result about Tag.name: \(results.map { $0["ruleId"] ?? "" })")
+        let physical = try #require(((about["locations"] as? [[String: Any]])?.first?["physicalLocation"] as? [String: Any]))
+        let uri = try #require((physical["artifactLocation"] as? [String: Any])?["uri"] as? String)
+        let line = try #require((physical["region"] as? [String: Any])?["startLine"] as? Int)
+        let file = try #require(URL(string: uri, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath + "/"))).path
+        let lines = try String(contentsOfFile: file.removingPercentEncoding ?? file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(line >= 1 && line <= lines.count)
+        #expect(lines[line - 1].contains("<attribute") && lines[line - 1].contains("name=\"name\""), "line \(line): \(lines[line - 1])")
+    }
 }

@@ -203,7 +203,9 @@ extension SARIF {
     /// from elsewhere (a store's cache, a compiled model).
     public static func location(of finding: Finding, declaredIn declarations: StoreModel.ModelDeclarations?) -> Location? {
         guard let declarations, let entity = finding.entity else { return nil }
-        let property = ["attributes", "relationships"].lazy.compactMap { key -> String? in
+        // `migration`'s findings name their property alone (`property`); `lint`'s list them.
+        let named: String? = { if case .string(let p)? = finding.evidence["property"] { return p } else { return nil } }()
+        let property = named ?? ["attributes", "relationships"].lazy.compactMap { key -> String? in
             guard case .list(let names)? = finding.evidence[key], case .string(let name)? = names.first else { return nil }
             // "relationship → Destination" names the relationship first.
             return String(name.split(separator: " ").first ?? "")
