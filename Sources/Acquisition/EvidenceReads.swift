@@ -39,7 +39,7 @@ public enum EvidenceReads {
         refusedAtLastFlush = refused
         lock.unlock()
         guard !lines.isEmpty, let handle = FileHandle(forWritingAtPath: log) ?? {
-            FileManager.default.createFile(atPath: log, contents: nil)
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
             return FileHandle(forWritingAtPath: log)
         }() else { return }
         defer { try? handle.close() }

@@ -87,7 +87,8 @@ enum BackupCrypto {
         var buffer = [CChar](repeating: 0, count: 256)
         ERR_error_string_n(code, &buffer, buffer.count)
         ERR_clear_error()
-        return String(cString: buffer)
+        // NUL-terminated within the buffer (ERR_error_string_n always terminates it).
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 
