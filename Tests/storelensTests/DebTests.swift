@@ -95,8 +95,10 @@ struct DebTests {
         let unpack = PythonVenv.run(["dpkg-deb", "-x", Self.package.path, root.path])
         #expect(unpack.status == 0, "\(unpack.stderr)")
         let installed = root.appendingPathComponent("usr/share/storelens/schemas")
+        try FileManager.default.createDirectory(at: folder.path("store"), withIntermediateDirectories: true)
         let broken = try InvariantFixture.make(in: folder.path("store")) { try $0.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Note'") }
-        let demo = try SampleStores.demo(in: try TemporaryFolder("deb-schemas-demo"))
+        let demoFolder = try TemporaryFolder("deb-schemas-demo")
+        let demo = try SampleStores.demo(in: demoFolder)
         let outputs: [(schema: String, arguments: [String], file: String)] = [
             ("check", ["check", broken.path, "--format", "json"], "check.json"),
             ("recover", ["recover", demo.path, "--format", "json"], "recover.json"),
