@@ -30,7 +30,39 @@ done
 install -D -m 0644 "$unpacked/completions/storelens.bash" "$root/usr/share/bash-completion/completions/storelens"
 install -D -m 0644 "$unpacked/completions/_storelens" "$root/usr/share/zsh/vendor-completions/_storelens"
 install -D -m 0644 "$unpacked/completions/storelens.fish" "$root/usr/share/fish/vendor_completions.d/storelens.fish"
-install -D -m 0644 "$unpacked/LICENSE" "$root/usr/share/doc/storelens/copyright"
+# Debian's machine-readable copyright file: the Apache-2.0 text is the system's own
+# (/usr/share/common-licenses), not a copy. A native package's changelog, dated by the commit.
+maintainer="storelens developers <storelens@users.noreply.github.com>"
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
+install -d "$root/usr/share/doc/storelens"
+cat > "$root/usr/share/doc/storelens/copyright" <<COPYRIGHT
+Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: storelens
+Upstream-Contact: $maintainer
+
+Files: *
+Copyright: $(date -u -d "@$SOURCE_DATE_EPOCH" +%Y) storelens developers
+License: Apache-2.0
+ Licensed under the Apache License, Version 2.0 (the "License"); you may not use
+ this software except in compliance with the License.
+ .
+ On Debian systems, the full text of the Apache License, Version 2.0 can be
+ found in /usr/share/common-licenses/Apache-2.0.
+COPYRIGHT
+chmod 0644 "$root/usr/share/doc/storelens/copyright"
+cat > "$root/usr/share/doc/storelens/changelog" <<CHANGELOG
+storelens ($version) unstable; urgency=medium
+
+  * Release $version: see /usr/share/doc/storelens (the user documentation).
+
+ -- $maintainer  $(LC_ALL=C date -u -R -d "@$SOURCE_DATE_EPOCH")
+CHANGELOG
+gzip -9n "$root/usr/share/doc/storelens/changelog"
+chmod 0644 "$root/usr/share/doc/storelens/changelog.gz"
+# The user documentation, where the man pages cite it.
+for doc in "$unpacked"/docs/*.md; do
+    install -D -m 0644 "$doc" "$root/usr/share/doc/storelens/$(basename "$doc")"
+done
 for schema in "$unpacked"/schemas/*.schema.json; do
     install -D -m 0644 "$schema" "$root/usr/share/storelens/schemas/$(basename "$schema")"
 done
@@ -55,17 +87,22 @@ cat > "$root/DEBIAN/control" <<CONTROL
 Package: storelens
 Version: $version
 Architecture: $arch
-Maintainer: storelens developers <storelens@localhost>
+Maintainer: $maintainer
 Installed-Size: $installed_kb
 Depends: $depends_line
 Section: utils
 Priority: optional
 Description: inspect, audit and repair Core Data and SwiftData stores of iOS and macOS apps
- Reads the data stores of iOS and macOS apps copied off a device (containers, .xcappdata,
- tar and zip archives, Finder/iTunes backups) without changing them: what the Core Data or
- SwiftData store holds, what lives only in the -wal, what was deleted and can be recovered,
- whether a migration lost records, and checks and safe repairs of Core Data's invariants.
+ Reads the data stores of iOS and macOS apps copied off a device
+ (containers, .xcappdata, tar and zip archives, Finder/iTunes backups)
+ without changing them: what the Core Data or SwiftData store holds,
+ what lives only in the -wal, what was deleted and can be recovered,
+ whether a migration lost records, and checks and safe repairs of
+ Core Data's invariants.
 CONTROL
+# Every file's MD5, as dpkg --verify reads them.
+(cd "$root" && find . -type f ! -path './DEBIAN/*' -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum > DEBIAN/md5sums)
+chmod 0644 "$root/DEBIAN/md5sums"
 mkdir -p dist
 deb="dist/storelens_${version}_${arch}.deb"
 rm -f "$deb"

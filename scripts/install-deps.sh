@@ -24,7 +24,8 @@ python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing_tools+=(python3-v
 # The XML-store test traces the open calls with strace to show the DTD is never read (skipped without it).
 # The completion scripts are run in bash, zsh and fish, and the man pages through groff's checks.
 if [ "$(uname -s)" = Linux ]; then
-  for tool in strace zsh fish groff; do
+  # lintian checks the Debian package (DebTests).
+  for tool in strace zsh fish groff lintian; do
     command -v "$tool" >/dev/null 2>&1 || missing_tools+=("$tool")
   done
 fi
@@ -58,10 +59,10 @@ case "$(uname -s)" in
       echo "Installing missing dependencies: ${missing_pc[*]} ${missing_tools[*]}"
       export DEBIAN_FRONTEND=noninteractive
       apt-get update -qq
-      apt-get install -y -qq pkg-config libsqlite3-dev libarchive-dev zlib1g-dev libisal-dev libssl-dev libxml2-dev openssl python3-venv sqlite3 libarchive-tools zip bc time strace zsh fish groff-base >/dev/null
+      apt-get install -y -qq pkg-config libsqlite3-dev libarchive-dev zlib1g-dev libisal-dev libssl-dev libxml2-dev openssl python3-venv sqlite3 libarchive-tools zip bc time strace zsh fish groff-base lintian >/dev/null
     else
       echo "storelens needs: ${missing_pc[*]} ${missing_tools[*]}"
-      echo "On Debian or Ubuntu: sudo apt-get install pkg-config libsqlite3-dev libarchive-dev zlib1g-dev libisal-dev libssl-dev libxml2-dev openssl python3-venv sqlite3 libarchive-tools zip bc time strace zsh fish groff-base"
+      echo "On Debian or Ubuntu: sudo apt-get install pkg-config libsqlite3-dev libarchive-dev zlib1g-dev libisal-dev libssl-dev libxml2-dev openssl python3-venv sqlite3 libarchive-tools zip bc time strace zsh fish groff-base lintian"
       exit 1
     fi
     ;;

@@ -125,6 +125,38 @@ struct DebTests {
         let invalid = PythonVenv.run([tool, "--schemafile", installed.appendingPathComponent("check.schema.json").path, folder.path("broken.json").path])
         #expect(invalid.status != 0 && invalid.stdout.contains("severity"), "\(invalid.stdout.suffix(800))")
     }
+
+    /// The installed man pages cite only documentation the package installs, and every page says
+    /// every exit status, 130 and 141 included.
+    @Test("man pages cite installed docs (/usr/share/doc/storelens), and each has its EXIT STATUS with 130 and 141",
+          .enabled(if: DebTests.present, "no package in dist/ (make deb builds it; .ci/run does, and requires this test)"))
+    func manPagesCiteInstalledDocs() throws {
+        let folder = try TemporaryFolder("deb-man")
+        let root = folder.path("root")
+        #expect(PythonVenv.run(["dpkg-deb", "-x", Self.package.path, root.path]).status == 0)
+        let man = root.appendingPathComponent("usr/share/man/man1")
+        let pages = try FileManager.default.contentsOfDirectory(atPath: man.path).filter { $0.hasSuffix(".1.gz") }
+        #expect(pages.count > 10)
+        for page in pages {
+            let text = PythonVenv.run(["sh", "-c", "gzip -dc '\(man.appendingPathComponent(page).path)'"]).stdout
+            #expect(text.contains(".SH EXIT STATUS") && text.contains("\n130\n") && text.contains("\n141\n"), "\(page): EXIT STATUS with 130 and 141")
+            #expect(!text.contains(" docs/") && !text.contains("(docs/"), "\(page) cites the repository's docs/")
+            let cited = text.matches(of: /\/usr\/share\/doc\/storelens\/([a\-z0-9\\-]+)\.md/).map { String($0.1).replacingOccurrences(of: "\\-", with: "-") }
+            for name in cited {
+                #expect(FileManager.default.fileExists(atPath: root.appendingPathComponent("usr/share/doc/storelens/\(name).md").path), "\(page) cites \(name).md, which the package does not install")
+            }
+        }
+    }
+
+    /// A package users can put in their own apt repository: lintian reports no error and no warning.
+    @Test("lintian: no error, no warning",
+          .enabled(if: DebTests.present, "no package in dist/ (make deb builds it; .ci/run does, and requires this test)"),
+          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/lintian"), "lintian is not installed (make test-deps installs it on Debian)"))
+    func lintianClean() throws {
+        let run = PythonVenv.run(["lintian", "--allow-root", "--no-tag-display-limit", Self.package.path])
+        let problems = (run.stdout + run.stderr).split(separator: "\n").filter { $0.hasPrefix("E:") || $0.hasPrefix("W:") }
+        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+    }
 }
 
 #endif

@@ -59,7 +59,7 @@ struct DistTests {
         #expect(untar.status == 0, "\(untar.output)")
         let top = unpacked.appendingPathComponent(Self.name)
         #expect(try FileManager.default.contentsOfDirectory(atPath: unpacked.path) == [Self.name], "one folder named like the archive")
-        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: top.path)) == ["storelens", "LICENSE", "SHA256SUMS", "completions", "man", "schemas"])
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: top.path)) == ["storelens", "LICENSE", "SHA256SUMS", "completions", "man", "schemas", "docs"])
         // The JSON Schemas, each byte for byte the repository's bundled into one file (the schemas
         // it refers to embedded: it validates offline, DebTests.schemasOffline).
         let schemas = Self.root.appendingPathComponent("schemas")

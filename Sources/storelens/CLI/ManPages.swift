@@ -6,7 +6,7 @@ enum ManPages {
     static func escaped(_ text: String) -> String {
         var out = ""
         // Anything past ASCII as roff's `\[uXXXX]`, which every groff and mandoc reads.
-        for scalar in text.replacingOccurrences(of: "\\", with: "\\e").replacingOccurrences(of: "-", with: "\\-").unicodeScalars {
+        for scalar in installedDocs(text).replacingOccurrences(of: "\\", with: "\\e").replacingOccurrences(of: "-", with: "\\-").unicodeScalars {
             if scalar.isASCII { out.unicodeScalars.append(scalar) } else { out += String(format: "\\[u%04X]", scalar.value) }
         }
         out = out.split(separator: "\n", omittingEmptySubsequences: false).map { line in
@@ -14,6 +14,21 @@ enum ManPages {
         }.joined(separator: "\n")
         return out
     }
+
+    /// Where the documentation is on the machine that has the man page: the Debian package installs
+    /// `docs/` as /usr/share/doc/storelens (the release archive ships it as docs/), so a page cites
+    /// a file the reader has, not the repository's path.
+    static let docsFolder = "/usr/share/doc/storelens/"
+
+    static func installedDocs(_ text: String) -> String {
+        guard text.contains("docs/") else { return text }
+        return text.replacingOccurrences(of: #"(?<![A-Za-z0-9_./-])docs/([a-z0-9-]+\.md)"#, with: docsFolder + "$1", options: .regularExpression)
+    }
+
+    /// Every command's exit statuses, 130 and 141 included (docs/exit-codes.md).
+    static let exitStatus = ".SH EXIT STATUS\n.TP\n0\nSuccess.\n.TP\n1\nFindings at or above \\-\\-fail\\-on (check, audit, lint, migration, report, and a batch's worst input).\n"
+        + ".TP\n2\nBad input or usage: the error says what and where.\n.TP\n3\nAn input changed while storelens read it, or storelens' own failure (the working folder).\n"
+        + ".TP\n130\nInterrupted (Ctrl\\-C); the working folder is removed.\n.TP\n141\nThe reader of standard output went away (a closed pipe); the working folder is removed.\n"
 
     static func header(_ name: String, version: String, date: String) -> String {
         // No hyphenation and a ragged right margin: option names and page names stay whole.
@@ -35,7 +50,7 @@ enum ManPages {
         out += ".TP\n.BI \\-\\-generate\\-completion\\-script \" shell\"\nPrint the completion script for bash, zsh or fish.\n"
         out += ".TP\n.BI \\-\\-generate\\-manual \" \\fR[\\fIsubcommand\\fR]\"\nPrint this page, or a subcommand's, as roff.\n"
         out += ".TP\n.BR \\-h \", \" \\-\\-help\nShow help information.\n"
-        out += ".SH EXIT STATUS\n0 success; 1 findings at or above \\-\\-fail\\-on; 2 bad input or usage; 3 the evidence changed, or storelens' own failure.\n"
+        out += exitStatus
         out += ".SH SEE ALSO\n" + commands.map { "\\fBstorelens\\-\(escaped($0.name))\\fR(1)" }.joined(separator: ", ") + "\n"
         return out
     }
@@ -55,7 +70,8 @@ enum ManPages {
         if !c.examples.isEmpty {
             out += ".SH EXAMPLES\n.nf\n" + c.examples.map(escaped).joined(separator: "\n") + "\n.fi\n"
         }
-        out += ".SH SEE ALSO\n\\fBstorelens\\fR(1)\n"
+        out += exitStatus
+        out += ".SH SEE ALSO\n\\fBstorelens\\fR(1), \(docsFolder)\(escaped(c.name)).md\n"
         return out
     }
 }
