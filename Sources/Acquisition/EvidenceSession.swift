@@ -17,6 +17,9 @@ public final class EvidenceSession {
     }
     /// Told of each damaged archive as it is accepted, so a command can warn before its output.
     public var onDamagedInput: ((DamagedInput) -> Void)?
+    /// Told, before a store is read, that another process has it open or is writing it
+    /// (`StoreInUse`), so a command can warn before its output.
+    public var onStoreInUse: ((String) -> Void)?
 
     public init(keepScratch: Bool = false, scratchParent: URL? = nil, backupPassword: BackupPasswordSource?) throws {
         // Made when first needed: a store read in place needs none.
@@ -42,6 +45,7 @@ public final class EvidenceSession {
     /// (read in place, `WorkingCopy.readsInPlace`) only hashing it.
     func recordForReading(_ family: StoreFamily, options: OpenOptions) throws {
         ledger.recordAbsent(["-wal", "-journal", "-shm"].map { family.main.path + $0 })
+        if let onStoreInUse, let notice = StoreInUse.notice(family, displayPath: family.main.path) { onStoreInUse(notice) }
         if WorkingCopy.readsInPlace(family, options: options) {
             try recordInPlace(family)
         } else {

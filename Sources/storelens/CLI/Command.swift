@@ -202,6 +202,8 @@ struct InputSettings {
         let session = try EvidenceSession(keepScratch: keepScratch, backupPassword: BackupPasswordSource.implied(passwordFile: passwordFile))
         // A damaged archive read on request is never read silently.
         session.onDamagedInput = { Output().error("warning: \($0.warning).\n") }
+        // So is a store another process has open or is writing.
+        session.onStoreInUse = { Output().error("warning: \($0).\n") }
         return session
     }
 
