@@ -77,22 +77,11 @@ struct InferenceOracleTests {
         return defects
     }
 
-    /// Every SQLite file of a genuine fixture folder.
-    static func genuineStores(_ folder: String) throws -> [URL] {
-        guard let real = ProjectPaths.realFixtures() else { return [] }
-        let dir = real.appendingPathComponent(folder)
-        return try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted().map { dir.appendingPathComponent($0) }.filter { url in
-            guard !url.path.hasSuffix("-wal"), !url.path.hasSuffix("-shm"), let handle = FileHandle(forReadingAtPath: url.path) else { return false }
-            defer { try? handle.close() }
-            return (try? handle.read(upToCount: 16)) == Data("SQLite format 3\0".utf8)
-        }
-    }
-
     @Test("every genuine store with a cached model: the inferred model gives every column the cache maps the same role",
           .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)),
           arguments: ProjectPaths.realFixtureFolders())
     func genuineStores(_ folder: String) throws {
-        for url in try Self.genuineStores(folder) {
+        for url in try GenuineStores.sqliteFiles(in: folder) {
             guard let defects = try Self.defects(url) else { continue }
             #expect(defects.isEmpty, Comment(rawValue: "\(folder)/\(url.lastPathComponent): \(defects.count) defects:\n" + defects.prefix(40).joined(separator: "\n")))
         }

@@ -38,7 +38,7 @@ struct StackHintTests {
           arguments: ProjectPaths.realFixtureFolders())
     func genuineStores(_ folder: String) throws {
         let known: StackVerdict.Stack = folder.hasPrefix("swiftdata-") ? .swiftData : .coreData
-        for url in try InferenceOracleTests.genuineStores(folder) {
+        for url in try GenuineStores.sqliteFiles(in: folder) {
             try Self.check(url, known: known, "\(folder)/\(url.lastPathComponent)")
         }
     }

@@ -14,65 +14,6 @@ import Testing
 /// ACHANGE (read on a copy) and what the test wrote.
 @Suite("recover: deleted records from persistent history")
 struct HistoryDeletesTests {
-    static let model: ModelDescription = {
-        var id = AttributeDescription("id", .uuid)
-        id.preservesValueOnDeletion = true
-        var done = AttributeDescription("done", .boolean)
-        done.preservesValueOnDeletion = true
-        return ModelDescription(entities: [
-            // A Task's delete keeps its UUID: a value one record holds alone.
-            EntityDescription("Task", attributes: [id, .init("title", .string), .init("body", .string)]),
-            // A Flag's delete keeps only a Boolean, which many records share: never a key by itself.
-            EntityDescription("Flag", attributes: [done, .init("label", .string)]),
-        ])
-    }()
-
-    struct Corpus {
-        let folder: TemporaryFolder
-        let url: URL
-        /// What the test wrote: entity name and key → title or label.
-        var texts: [String: [Int: String]] = [:]
-        var ids: [Int: UUID] = [:]
-    }
-
-    /// Tasks and flags inserted, then every other Task deleted (freed cells left as separate
-    /// freeblocks, so many lose their key), one Flag deleted and every other one changed, all
-    /// checkpointed into the main file; then a few more Tasks deleted in the -wal.
-    static func corpus() throws -> Corpus {
-        let folder = try TemporaryFolder("recover-history")
-        var corpus = Corpus(folder: folder, url: folder.path("default.store"))
-        let writer = try StoreWriter(url: corpus.url, model: model)
-        try writer.executeRaw("PRAGMA secure_delete = OFF")
-        var tasks: [Int] = [], flags: [Int] = []
-        try writer.transaction { w in
-            for n in 0 ..< 80 {
-                let id = UUID()
-                let title = "task-\(n)-" + String(repeating: "t", count: n % 17)
-                let pk = try w.insert("Task", ["id": .uuid(id), "title": .string(title), "body": .string(String(repeating: "b", count: 20 + n % 30))])
-                corpus.texts["Task", default: [:]][pk] = title
-                corpus.ids[pk] = id
-                tasks.append(pk)
-                let label = "flag-\(n)-" + String(repeating: "f", count: n % 13)
-                let f = try w.insert("Flag", ["done": .bool(n % 3 == 0), "label": .string(label)])
-                corpus.texts["Flag", default: [:]][f] = label
-                flags.append(f)
-            }
-        }
-        try writer.transaction(.init(author: "cleaner", bundleID: "com.example.app")) { w in
-            for (i, pk) in tasks.enumerated() where i % 2 == 1 && i < 70 { try w.delete("Task", pk: pk) }
-            // One Flag deleted (its delete keeps `done` true); every other Flag's label lengthened,
-            // leaving its old version in free space with `done` true for a third of them.
-            try w.delete("Flag", pk: flags[0])
-            for (i, pk) in flags.enumerated() where i % 2 == 1 && i < 70 { try w.update("Flag", pk: pk, ["label": .string("changed-\(i)-" + String(repeating: "c", count: 40))]) }
-        }
-        try writer.checkpoint()
-        try writer.transaction(.init(author: "later")) { w in
-            for pk in tasks.suffix(4) { try w.delete("Task", pk: pk) }
-        }
-        try writer.close(leavingWAL: true)
-        return corpus
-    }
-
     /// SQLite on a copy of a store and its `-wal` (the truth is read from copies, never the original);
     /// the folder is returned with it, to live as long as the connection.
     static func sqliteCopy(of url: URL) throws -> (TemporaryFolder, Connection) {
@@ -84,7 +25,7 @@ struct HistoryDeletesTests {
     }
 
     /// ACHANGE's deletes as SQLite reads them on a copy: entity number, key, transaction, kept values.
-    static func storedDeletes(_ corpus: Corpus) throws -> [(entity: Int, pk: Int64, transaction: Int64, kept: [DatabaseValue])] {
+    static func storedDeletes(_ corpus: HistoryCorpus.Corpus) throws -> [(entity: Int, pk: Int64, transaction: Int64, kept: [DatabaseValue])] {
         let (folder, db) = try sqliteCopy(of: corpus.url)
         defer { _ = folder }
         let columns = try db.rows("SELECT name FROM pragma_table_info('ACHANGE') WHERE name LIKE 'ZTOMBSTONE%' ORDER BY cid").compactMap { $0[0].string }
@@ -94,7 +35,7 @@ struct HistoryDeletesTests {
     }
 
     /// `Z_PRIMARYKEY`'s number for an entity, read with SQLite from a copy.
-    static func entityNumber(_ name: String, _ corpus: Corpus) throws -> Int? {
+    static func entityNumber(_ name: String, _ corpus: HistoryCorpus.Corpus) throws -> Int? {
         let (folder, db) = try sqliteCopy(of: corpus.url)
         defer { _ = folder }
         return try db.rows("SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = ?", [.text(name)]).first?[0].int
@@ -107,7 +48,7 @@ struct HistoryDeletesTests {
 
     @Test("tombstones, keys from history, deletes attached: each history delete stands in exactly one version")
     func corpusFromHistory() throws {
-        let corpus = try Self.corpus()
+        let corpus = try HistoryCorpus.corpus()
         let before = try FolderSnapshot(corpus.folder.url)
         let session = try EvidenceSession()
         defer { session.scratch.remove() }
@@ -209,7 +150,7 @@ struct HistoryDeletesTests {
     func craftedHistory() throws {
         let folder = try TemporaryFolder("recover-history-crafted")
         let url = folder.path("default.store")
-        let writer = try StoreWriter(url: url, model: Self.model)
+        let writer = try StoreWriter(url: url, model: HistoryCorpus.model)
         var pk = 0
         try writer.transaction { pk = try $0.insert("Task", ["id": .uuid(UUID()), "title": .string("kept")]) }
         try writer.transaction { try $0.delete("Task", pk: pk) }
@@ -257,7 +198,7 @@ struct HistoryDeletesTests {
     func damagedHistoryLayout() throws {
         let folder = try TemporaryFolder("recover-history-damaged")
         let url = folder.path("default.store")
-        let writer = try StoreWriter(url: url, model: Self.model)
+        let writer = try StoreWriter(url: url, model: HistoryCorpus.model)
         var pk = 0
         try writer.transaction { w in
             pk = try w.insert("Task", ["id": .uuid(UUID()), "title": .string("gone")])
@@ -286,7 +227,7 @@ struct HistoryDeletesTests {
     func prunedHistory() throws {
         let folder = try TemporaryFolder("recover-pruned-history")
         let url = folder.path("default.store")
-        let writer = try StoreWriter(url: url, model: Self.model)
+        let writer = try StoreWriter(url: url, model: HistoryCorpus.model)
         try writer.executeRaw("PRAGMA secure_delete = OFF")
         var ids: [Int: UUID] = [:], titles: [Int: String] = [:]
         try writer.transaction { w in
@@ -347,7 +288,7 @@ struct HistoryDeletesTests {
     func carvedDeletesOfLiveKeys() throws {
         let folder = try TemporaryFolder("recover-live-deletes")
         let url = folder.path("default.store")
-        let writer = try StoreWriter(url: url, model: Self.model)
+        let writer = try StoreWriter(url: url, model: HistoryCorpus.model)
         try writer.executeRaw("PRAGMA secure_delete = OFF")
         var pks: [Int] = []
         try writer.transaction { w in

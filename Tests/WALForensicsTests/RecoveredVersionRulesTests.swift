@@ -86,7 +86,7 @@ struct RecoveredVersionRulesTests {
 
     @Test("no carved version of the history corpus breaks its entity's rules")
     func historyCorpus() throws {
-        let corpus = try HistoryDeletesTests.corpus()
+        let corpus = try HistoryCorpus.corpus()
         #expect(try Self.violations(corpus.url).isEmpty)
     }
 

@@ -61,7 +61,7 @@ struct DistTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: unpacked.path) == [Self.name], "one folder named like the archive")
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: top.path)) == ["storelens", "LICENSE", "SHA256SUMS", "completions", "man", "schemas", "docs"])
         // The JSON Schemas, each byte for byte the repository's bundled into one file (the schemas
-        // it refers to embedded: it validates offline, DebTests.schemasOffline).
+        // it refers to embedded: it validates offline, as the Debian package test shows).
         let schemas = Self.root.appendingPathComponent("schemas")
         let bundled = folder.path("bundled")
         let bundle = try Self.run("python3", [Self.root.appendingPathComponent("scripts/bundle-schemas.py").path, schemas.path, bundled.path], in: Self.root)
