@@ -65,25 +65,16 @@ struct WALBelongingTests {
         let scratch = try TemporaryFolder("wal-belonging-foreign")
         let demo = try SampleStores.demo(in: scratch)
         // A plain SQLite database's -wal, written by SQLite itself, with the demo's page size.
-        let plain = scratch.path("plain.db")
-        let p = try Connection.open(path: plain.path, mode: .create)
-        try p.execute("PRAGMA page_size = 4096")
-        _ = try p.scalar("PRAGMA journal_mode = wal")
-        try p.execute("PRAGMA wal_autocheckpoint = 0")
-        try p.execute("CREATE TABLE t(a, b)")
-        try p.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300) INSERT INTO t SELECT i, printf('%.100c', 'x') FROM n")
         let plainWAL = scratch.path("plain.db-wal-kept")
-        try FileManager.default.copyItem(at: URL(fileURLWithPath: plain.path + "-wal"), to: plainWAL)
+        try ForeignWAL.plainDatabase(copiedTo: plainWAL, in: scratch.url)
         let plainSign = try #require(try Self.sign(of: demo, wal: plainWAL, in: scratch))
         #expect(plainSign.contains("none of the main file's"), "\(plainSign)")
 
         // Another store of the same model, made in WAL mode and never checkpointed: its -wal
         // rewrites page 1 and Z_METADATA with its own UUID.
-        let other = scratch.path("other.store")
-        let writer = try StoreWriter(url: other, model: SampleModels.todo, options: .init(journalMode: .wal))
-        try writer.transaction { w in _ = try w.insert("TodoList", ["name": .string("Elsewhere")]) }
-        try writer.close(leavingWAL: true)
-        let sign = try #require(try Self.sign(of: demo, wal: URL(fileURLWithPath: other.path + "-wal"), in: scratch))
+        let otherWAL = scratch.path("other.store-wal-kept")
+        try ForeignWAL.otherStore(copiedTo: otherWAL, in: scratch.url)
+        let sign = try #require(try Self.sign(of: demo, wal: otherWAL, in: scratch))
         #expect(sign.contains("Z_UUID") || sign.contains("metadata") || sign.contains("schema"), "\(sign)")
     }
 }

@@ -21,23 +21,10 @@ struct ForeignWALTests {
         let demo = try SampleStores.demo(in: folder)
         let built = folder.path("built")
         try FileManager.default.createDirectory(at: built, withIntermediateDirectories: true)
-        let source: URL
+        let kept = built.appendingPathComponent("kept-wal")
         switch foreign {
-        case .plainDatabase:
-            source = built.appendingPathComponent("plain.db")
-            let p = try Connection.open(path: source.path, mode: .create)
-            try p.execute("PRAGMA page_size = 4096")
-            _ = try p.scalar("PRAGMA journal_mode = wal")
-            try p.execute("PRAGMA wal_autocheckpoint = 0")
-            try p.execute("CREATE TABLE t(a, b)")
-            try p.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300) INSERT INTO t SELECT i, printf('%.100c', 'x') FROM n")
-            try FileManager.default.copyItem(at: URL(fileURLWithPath: source.path + "-wal"), to: built.appendingPathComponent("kept-wal"))
-        case .otherStore:
-            source = built.appendingPathComponent("other.store")
-            let writer = try StoreWriter(url: source, model: SampleModels.todo, options: .init(journalMode: .wal))
-            try writer.transaction { w in _ = try w.insert("TodoList", ["name": .string("Elsewhere")]) }
-            try writer.close(leavingWAL: true)
-            try FileManager.default.copyItem(at: URL(fileURLWithPath: source.path + "-wal"), to: built.appendingPathComponent("kept-wal"))
+        case .plainDatabase: try ForeignWAL.plainDatabase(copiedTo: kept, in: built)
+        case .otherStore: try ForeignWAL.otherStore(copiedTo: kept, in: built)
         }
         let wal = URL(fileURLWithPath: demo.path + "-wal")
         try FileManager.default.removeItem(at: wal)
