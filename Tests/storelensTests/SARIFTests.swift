@@ -187,7 +187,7 @@ struct SARIFTests {
     /// file that exists, whatever the input is (a store, a folder holding stores, an archive) and
     /// wherever storelens runs from; results are at a line (1 on a store); a fingerprint does not
     /// depend on how the store's path was typed.
-    @Test("artifact URIs resolve to existing files for file, folder and archive inputs from any working folder; fingerprints do not depend on the typed path")
+    @Test("artifact URIs resolve to existing files for file, folder, archive and backup inputs from any working folder; fingerprints do not depend on the typed path")
     func artifactsExist() throws {
         let folder = try TemporaryFolder("sarif-paths")
         let stores = folder.path("stores")
@@ -195,6 +195,7 @@ struct SARIFTests {
         let broken = try InvariantFixture.make(in: stores.appendingPathComponent("broken")) { try $0.executeRaw("UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_NAME = 'Note'") }
         let tar = stores.appendingPathComponent("broken.tar")
         try ArchiveMaker.write(try ArchiveMaker.entries(of: stores.appendingPathComponent("broken"), prefix: "c"), to: tar, format: .paxTar)
+        try PlainBackup.write(of: stores.appendingPathComponent("broken"), at: stores.appendingPathComponent("backup"), domain: "AppDomain-com.example.notes")
         let manifest = folder.path("storelens.json")
         try Data("""
         {"manifestVersion": 1, "stacks": [{"name": "app", "kind": "coredata", "store": "**/\(broken.lastPathComponent)"}],
@@ -220,6 +221,7 @@ struct SARIFTests {
             ("a folder, from its parent", ["check", "broken", "--format", "sarif"], stores),
             ("a folder, from elsewhere", ["check", stores.appendingPathComponent("broken").path, "--format", "sarif"], folder.url),
             ("an archive", ["check", "broken.tar", "--format", "sarif"], stores),
+            ("a backup", ["check", "backup", "--format", "sarif"], stores),
             ("audit of a folder", ["audit", "broken", "--manifest", manifest.path, "--format", "sarif"], stores),
             ("lint of a folder", ["lint", "broken", "--format", "sarif"], stores),
         ]

@@ -154,7 +154,7 @@ public enum SARIF {
 
     /// Where a located path is on disk: as it is when that exists (relative to the working
     /// folder, or absolute); else the first folder input holding it (a store found in a folder is
-    /// named relative to that folder, as every view shows it); else as it is.
+    /// named relative to that folder, as every view shows it); else a backup input; else as it is.
     static func onDisk(_ path: String, inputs: [String]) -> String {
         var info = stat()
         if stat(path, &info) == 0 { return path }
@@ -162,6 +162,12 @@ public enum SARIF {
             guard stat(input, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { continue }
             let joined = (input.hasSuffix("/") ? input : input + "/") + path
             if stat(joined, &info) == 0 { return joined }
+        }
+        // A backup names its stores by domain and path, not by the files that hold them (named
+        // by their hashes): the backup folder is the place a reviewer can open.
+        for input in inputs {
+            let manifest = (input.hasSuffix("/") ? input : input + "/") + "Manifest.db"
+            if stat(manifest, &info) == 0 { return input }
         }
         return path
     }
