@@ -153,7 +153,9 @@ struct DebTests {
           .enabled(if: DebTests.present, "no package in dist/ (make deb builds it; .ci/run does, and requires this test)"),
           .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/lintian"), "lintian is not installed (make test-deps installs it on Debian)"))
     func lintianClean() throws {
-        let run = PythonVenv.run(["lintian", "--allow-root", "--no-tag-display-limit", Self.package.path])
+        // lintian leaves its own temporary folders (mldbm-elf-…): given a TMPDIR of the test's, removed with it.
+        let tmp = try TemporaryFolder("lintian-tmp")
+        let run = PythonVenv.run(["env", "TMPDIR=\(tmp.url.path)", "lintian", "--allow-root", "--no-tag-display-limit", Self.package.path])
         let problems = (run.stdout + run.stderr).split(separator: "\n").filter { $0.hasPrefix("E:") || $0.hasPrefix("W:") }
         #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
     }

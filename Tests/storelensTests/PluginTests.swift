@@ -33,9 +33,10 @@ struct PluginTests {
         #expect(stderr.contains("Plugin ended with exit code 1"), "storelens' own status, in the one line SwiftPM gives: \(stderr.suffix(500))")
         // SwiftPM ends with 1 for any failing plugin: bad input is told apart by the plugin's line.
         let missing = PythonVenv.run(["sh", "-c", (command.prefix(while: { $0 != "lint" }) + ["check", "Fixtures/nope"]).map { "'\($0)'" }.joined(separator: " ")
-                                      + " > /dev/null 2> '\(err.path)'; echo $?"])
+                                      + " > '\(err.path)' 2>&1; echo $?"])
         let missingErr = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
         #expect(missing.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        // storelens' own sentence comes through the plugin too (on stdout or stderr, as SwiftPM forwards it).
         #expect(missingErr.contains("Plugin ended with exit code 2") && missingErr.contains("no such file"), "\(missingErr.suffix(500))")
         #expect(try FolderSnapshot(example) == before, "the example package is unchanged")
     }
