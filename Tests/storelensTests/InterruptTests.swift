@@ -36,6 +36,28 @@ struct InterruptTests {
     }
 }
 
+/// A CPU-time limit crossed (`ulimit -t`: SIGXCPU) ends a run like SIGTERM: exit 128 + the
+/// signal, the working folder removed.
+@Suite("a CPU-time limit crossed while storelens works")
+struct CPULimitTests {
+    @Test("SIGXCPU while storelens holds a working copy: exit 128 + SIGXCPU, no scratch left, the input unchanged")
+    func cpuLimitRemovesScratch() throws {
+        let folder = try TemporaryFolder("cpu-limit")
+        let scratchParent = try TemporaryFolder("cpu-limit-scratch")
+        let store = try SampleStores.todo(in: folder.url, rows: 50)
+        let before = try FolderSnapshot(folder.url)
+        let gates = try TemporaryFolder("cpu-limit-gate")
+        let process = try PausedRun.start(["check", store.path, "--copy"], at: "working-copy", scratch: scratchParent.url, gate: gates.path("gate"))
+        #expect(process.isRunning, "storelens must be waiting at the pause when the signal arrives")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratchParent.url.path).count == 1, "the working folder exists")
+        kill(process.processIdentifier, SIGXCPU)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 128 + SIGXCPU, "exit \(process.terminationStatus)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratchParent.url.path).isEmpty, "no scratch left")
+        #expect(try FolderSnapshot(folder.url) == before)
+    }
+}
+
 @Suite("Scratch folders when the reader of stdout goes away")
 struct ClosedPipeTests {
     @Test("rows into a pipe whose reader closes early: a quiet stop with 141, no scratch left, input unchanged", arguments: ["table", "csv", "jsonl", "array", "tsv"])

@@ -2,7 +2,7 @@ import Acquisition
 import Dispatch
 import Foundation
 
-/// Ctrl-C, SIGTERM and SIGHUP remove the scratch folders before exiting; SIGPIPE and SIGXFSZ
+/// Ctrl-C, SIGTERM, SIGHUP and SIGXCPU remove the scratch folders before exiting; SIGPIPE and SIGXFSZ
 /// are ignored (their writes fail instead, and the ordinary error path removes scratch).
 ///
 /// The handlers run on a dispatch queue, not in signal context, so they may touch the file
@@ -19,7 +19,9 @@ enum Interrupts {
         // fails with EFBIG, which the command reports as its own failure and cleans up after; the
         // default action would kill the process with its partial working copy left behind.
         signal(SIGXFSZ, SIG_IGN)
-        for sig in [SIGINT, SIGTERM, SIGHUP] {
+        // SIGXCPU: a CPU-time limit (`ulimit -t`) crossed; its default action would end the
+        // process with its working folder left behind.
+        for sig in [SIGINT, SIGTERM, SIGHUP, SIGXCPU] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler(handler: { @Sendable in
