@@ -59,8 +59,11 @@ fi
 # schema in schemas/ once the run is over (scripts/json-schemas.py, jsonschema in a venv of ours;
 # skipped, saying why, where no venv can be made).
 json_spool=$(mktemp -d "$base/sljson-XXXXXX") || { rm -rf "$run_tmp" "$test_root"; exit 3; }
-STORELENS_TEST_JSON_SPOOL="$json_spool" STORELENS_TEST_ROOT="$test_root" TMPDIR="$run_tmp" ${SWIFT:-swift} test "$@"
-status=$?
+# The run's output is kept too, so that the failed tests are named again at the very end, where
+# a CI log's tail shows them.
+test_log=$(mktemp "$base/sltest-log-XXXXXX") || { rm -rf "$run_tmp" "$test_root" "$json_spool"; exit 3; }
+STORELENS_TEST_JSON_SPOOL="$json_spool" STORELENS_TEST_ROOT="$test_root" TMPDIR="$run_tmp" ${SWIFT:-swift} test "$@" 2>&1 | tee "$test_log"
+status=${PIPESTATUS[0]}
 venv=.build/sltest-venv-jsonschema
 if [ ! -f "$venv/sltest-complete" ]; then
     rm -rf "$venv"
@@ -87,11 +90,23 @@ is_swiftpm_own() {
     local entry=$1 name
     name=$(basename "$entry")
     if [[ -f "$entry" && "$name" == *.lock && ! -s "$entry" ]]; then return 0; fi
+    # The compiler's macro expansions, when a test builds a package (the library example) anew.
+    if [[ -d "$entry" && "$name" == swift-generated-sources ]]; then
+        [ -z "$(find "$entry" -mindepth 1 ! -name '@__swiftmacro_*' -print -quit)" ] && return 0
+    fi
     if [[ -d "$entry" && "$name" == TemporaryDirectory.* ]]; then
         [ -z "$(find "$entry" -mindepth 1 ! -name .keep-directory -print -quit)" ] && return 0
     fi
     return 1
 }
+
+# Every failed expectation, named again last (the suite and run totals left out).
+failures=$(grep -a '^✘ Test ' "$test_log" | grep -av '^✘ Test run with' | cut -c1-600)
+if [ -n "$failures" ]; then
+    echo "make test: FAILED tests ($(printf '%s\n' "$failures" | wc -l) lines):" >&2
+    printf '%s\n' "$failures" | sed 's/^/  /' >&2
+fi
+rm -f "$test_log"
 
 left=()
 while IFS= read -r -d '' entry; do
@@ -110,6 +125,14 @@ fi
 
 # The tests' own root: everything in it is a test's TemporaryFolder (or what a test put beside
 # one), which the test must remove.
+# Every failed expectation, named again last (the suite and run totals left out).
+failures=$(grep -a '^✘ Test ' "$test_log" | grep -av '^✘ Test run with' | cut -c1-600)
+if [ -n "$failures" ]; then
+    echo "make test: FAILED tests ($(printf '%s\n' "$failures" | wc -l) lines):" >&2
+    printf '%s\n' "$failures" | sed 's/^/  /' >&2
+fi
+rm -f "$test_log"
+
 left=()
 while IFS= read -r -d '' entry; do left+=("$entry"); done < <(find "$test_root" -mindepth 1 -maxdepth 1 -print0 | sort -z)
 if [ "${#left[@]}" -gt 0 ]; then

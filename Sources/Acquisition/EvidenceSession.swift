@@ -45,7 +45,7 @@ public final class EvidenceSession {
     /// (read in place, `WorkingCopy.readsInPlace`) only hashing it.
     func recordForReading(_ family: StoreFamily, options: OpenOptions) throws {
         ledger.recordAbsent(["-wal", "-journal", "-shm"].map { family.main.path + $0 })
-        if let onStoreInUse, let notice = StoreInUse.notice(family, displayPath: family.main.path) { onStoreInUse(notice) }
+        if let onStoreInUse, let notice = StoreInUse.notice(family, displayPath: RawPath.shown(family.main.path)) { onStoreInUse(notice) }
         if WorkingCopy.readsInPlace(family, options: options) {
             try recordInPlace(family)
         } else {

@@ -37,9 +37,27 @@ struct FolderInventory {
             walk.skipped.append(SkippedEntry(path: relative, reason: "nested deeper than \(Self.maxDepth) folders"))
             return
         }
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: url.path) else {
+        guard let listing = RawPath.entries(of: url.path) else {
             walk.skipped.append(SkippedEntry(path: relative.isEmpty ? "." : relative, reason: "folder cannot be read"))
             return
+        }
+        var names: [String] = []
+        var aliases: [String: URL] = [:]
+        for raw in listing {
+            if let name = String(validating: raw, as: UTF8.self) { names.append(name); continue }
+            // A name in another encoding: a folder is read through its alias, a file is not
+            // (a store's -wal and -shm are found by spelling its name).
+            let shown = HostileText.bytes(raw)
+            let shownRelative = relative.isEmpty ? shown : relative + "/" + shown
+            let full = Array(url.path.utf8) + [UInt8(ascii: "/")] + raw
+            if RawPath.isFolder(full), let alias = RawPath.alias(folder: full, shown: HostileText.bytes(full)) {
+                names.append(shown)
+                aliases[shown] = URL(fileURLWithPath: alias)
+            } else {
+                walk.skipped.append(SkippedEntry(path: shownRelative, reason: RawPath.isFolder(full)
+                    ? "its name is not valid UTF-8 and it cannot be opened (more than \(RawPath.limit) such folders?)"
+                    : "its name is not valid UTF-8, and a store's -wal and -shm are found by its name: copy it and its sidecars to UTF-8 names (cp) to have it read"))
+            }
         }
         let names_ = Set(names)
         // A container root: the container manager's marker, or Documents/ beside Library/.
@@ -55,16 +73,11 @@ struct FolderInventory {
                 walk.skipped.append(SkippedEntry(path: relative, reason: "more than \(Self.maxFiles) files; the rest was not read"))
                 return
             }
-            let child = url.appendingPathComponent(name)
+            let child = aliases[name] ?? url.appendingPathComponent(name)
             let childRelative = relative.isEmpty ? name : relative + "/" + name
             guard let attributes = try? FileManager.default.attributesOfItem(atPath: child.path),
                   let type = attributes[.type] as? FileAttributeType else {
-                // Foundation gives a name that is not UTF-8 with U+FFFD in place of its bytes, which
-                // then names nothing: said as such, with what to do, not as unreadable.
-                let reason = name.contains("\u{FFFD}") && !FileManager.default.fileExists(atPath: child.path)
-                    ? "its name is not valid UTF-8, and storelens takes paths as UTF-8: link it under a UTF-8 name (ln -s) and give that path"
-                    : "cannot be read"
-                walk.skipped.append(SkippedEntry(path: childRelative, reason: reason))
+                walk.skipped.append(SkippedEntry(path: childRelative, reason: "cannot be read"))
                 continue
             }
             switch type {

@@ -41,7 +41,8 @@ public struct InputResolver {
     ///   hashed and named in the evidence manifest. Links met inside the input are never followed.
     public func inventory(of input: String) throws -> Inventory {
         let linkTarget = try SymbolicLink.resolveArgument(input)
-        var inventory = try inventory(of: input, at: URL(fileURLWithPath: linkTarget ?? input))
+        // A folder named in another encoding is reached through its alias and named by its bytes.
+        var inventory = try inventory(of: RawPath.shown(input), at: URL(fileURLWithPath: linkTarget ?? input))
         inventory.linkTarget = linkTarget
         return inventory
     }
@@ -76,15 +77,17 @@ public struct InputResolver {
         throw AcquisitionError.notSQLite(path: input)
     }
 
-    /// The inputs with each file or folder kept once, by the path it resolves to: the same input
-    /// given twice (`a/` and `./a`, or a link and its target) would list every store twice and
-    /// make `--store` and manifests impossible to satisfy.
+    /// The inputs with each file or folder kept once, by what it is (device and inode, links
+    /// followed): the same input given twice (`a/` and `./a`, or a link and its target) would
+    /// list every store twice and make `--store` and manifests impossible to satisfy. (Not by
+    /// resolved path: two folders named in another encoding read the same once repaired.)
     public static func distinct(_ inputs: [String]) -> [String] {
-        var seen = Set<String>()
+        struct Identity: Hashable { let device: UInt64; let inode: UInt64 }
+        var seen = Set<Identity>()
         return inputs.filter { input in
-            guard let resolved = realpath(input, nil) else { return true }
-            defer { free(resolved) }
-            return seen.insert(String(cString: resolved)).inserted
+            var st = stat()
+            guard stat(input, &st) == 0 else { return true }
+            return seen.insert(Identity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))).inserted
         }
     }
 

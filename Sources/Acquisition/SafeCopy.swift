@@ -73,6 +73,8 @@ public enum SymbolicLink {
         guard let target = target(of: path) else { return nil }
         guard let resolved = realpath(path, nil) else { throw AcquisitionError.brokenLink(path: path, target: target) }
         defer { free(resolved) }
-        return String(cString: resolved)
+        // A link into a folder named in another encoding: its target reached through an alias.
+        guard let readable = RawPath.fromC(resolved) else { throw AcquisitionError.brokenLink(path: path, target: target) }
+        return readable
     }
 }

@@ -1,3 +1,4 @@
+import Acquisition
 import Foundation
 
 /// Writes a file the user named (a report, an export, a point-in-time image, an evidence list):
@@ -114,5 +115,5 @@ public struct OutputFileRefusal: Error, CustomStringConvertible, Sendable {
         self.message = message
     }
 
-    public var description: String { message }
+    public var description: String { RawPath.shownInText(message) }
 }

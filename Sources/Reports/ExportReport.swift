@@ -1,3 +1,4 @@
+import Acquisition
 import Operations
 import StoreFormats
 
@@ -20,7 +21,7 @@ public enum ExportReport {
     public static func text(_ result: Storelens.ExportResult) -> String {
         let summary = result.summary
         var text = TextTable.sanitized(result.path) + "\n"
-        text += "  exported \(plural(summary.tables.count, "table")), \(plural(summary.rows, "row")) to \(TextTable.sanitized(result.output))\n"
+        text += "  exported \(plural(summary.tables.count, "table")), \(plural(summary.rows, "row")) to \(TextTable.sanitized(RawPath.shown(result.output)))\n"
         var rows: [[String]] = [["TABLE", "ENTITY", "ROWS"]]
         for t in summary.tables { rows.append([t.name, t.entity ?? "link: " + (t.relationship ?? "?"), String(t.rows)]) }
         return text + TextTable.render(rows, rightAligned: [2], indent: 2)

@@ -1,3 +1,4 @@
+import Acquisition
 import CoreDataStore
 import Foundation
 import Operations
@@ -389,6 +390,6 @@ public final class RecoveryWriter {
     }
 
     public static func text(_ written: Storelens.RecoveredFile) -> String {
-        TextTable.sanitized("wrote \(plural(written.versions, "version")) of \(plural(written.stores.count, "store")) to \(written.output): tables \(written.tables.joined(separator: ", "))") + "\n"
+        TextTable.sanitized("wrote \(plural(written.versions, "version")) of \(plural(written.stores.count, "store")) to \(RawPath.shown(written.output)): tables \(written.tables.joined(separator: ", "))") + "\n"
     }
 }

@@ -1,3 +1,4 @@
+import Acquisition
 import Findings
 import Foundation
 import SQLiteAccess
@@ -306,7 +307,7 @@ public enum WALReport: DocumentView {
     public static func text(written w: WrittenImage) -> String {
         let state = w.commit == 0 ? "the main file alone (commit 0)"
             : "commit \(w.commit)" + (w.commitFrame.map { " (frame \($0))" } ?? "")
-        return "\(TextTable.sanitized(w.path)) as of \(state)\n  written to \(TextTable.sanitized(w.output)): \(w.bytes) bytes, \(w.pageSize > 0 ? w.bytes / w.pageSize : 0) pages, rollback-journal mode (any SQLite tool opens it)\n"
+        return "\(TextTable.sanitized(w.path)) as of \(state)\n  written to \(TextTable.sanitized(RawPath.shown(w.output))): \(w.bytes) bytes, \(w.pageSize > 0 ? w.bytes / w.pageSize : 0) pages, rollback-journal mode (any SQLite tool opens it)\n"
     }
 
     static func hex(_ value: UInt32) -> String { String(format: "0x%08x", value) }

@@ -142,17 +142,22 @@ public struct FolderSnapshot: Equatable {
 
     public init(_ folder: URL) throws {
         var entries: [String: Entry] = [:]
-        let walker = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: [.isRegularFileKey])
-        while let url = walker?.nextObject() as? URL {
-            let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
-            guard (attributes[.type] as? FileAttributeType) == .typeRegular else {
-                entries[url.path] = Entry(size: -1, sha256: "dir", modified: nil)
-                continue
+        // Read as bytes: a folder named in another encoding is walked through its alias.
+        func visit(_ path: String, shown: String) throws {
+            for (name, child) in RawPath.children(of: path) ?? [] {
+                guard let child else { throw CocoaError(.fileReadUnknown, userInfo: [NSFilePathErrorKey: shown + "/" + name]) }
+                let attributes = try FileManager.default.attributesOfItem(atPath: child)
+                guard (attributes[.type] as? FileAttributeType) == .typeRegular else {
+                    entries[shown + "/" + name] = Entry(size: -1, sha256: "dir", modified: nil)
+                    if (attributes[.type] as? FileAttributeType) == .typeDirectory { try visit(child, shown: shown + "/" + name) }
+                    continue
+                }
+                entries[shown + "/" + name] = Entry(size: (attributes[.size] as? NSNumber)?.intValue ?? 0,
+                                                    sha256: try SHA256.hexOfFile(at: URL(fileURLWithPath: child)),
+                                                    modified: attributes[.modificationDate] as? Date)
             }
-            entries[url.path] = Entry(size: (attributes[.size] as? NSNumber)?.intValue ?? 0,
-                                      sha256: try SHA256.hexOfFile(at: url),
-                                      modified: attributes[.modificationDate] as? Date)
         }
+        try visit(folder.path, shown: folder.path)
         self.entries = entries
     }
 }

@@ -13,10 +13,13 @@ if let timings = Timings.fromEnvironment {
     Connection.slowStatements = { timings.record($0) }
 }
 
-if let invalid = ArgumentBytes.firstInvalid() {
-    FileHandle.standardError.write(Data(ArgumentBytes.refusal(invalid).utf8))
+let arguments: [String]
+switch ArgumentBytes.read() {
+case .arguments(let read): arguments = read
+case .refused(let index, let shown):
+    FileHandle.standardError.write(Data(ArgumentBytes.refusal(index: index, shown: shown).utf8))
     exit(ExitCode.usageOrInput.rawValue)
 }
-let code = RootCommand.run(Array(CommandLine.arguments.dropFirst()))
+let code = RootCommand.run(arguments)
 ScratchRegistry.shared.removeAll()
 exit(code.rawValue)

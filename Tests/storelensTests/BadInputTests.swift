@@ -162,29 +162,4 @@ struct BadInputTests {
         #expect(a.stdout.contains("USAGE: storelens inspect"))
         #expect(a.stdout.contains("(values: text, json, markdown; default: text)"))
     }
-
-    /// A folder named in bytes that are not UTF-8 (a device's folder in another encoding): the
-    /// argument reached Swift repaired (U+FFFD) and was "no such file"; scan of the parent said
-    /// "cannot be read". Both now say what it is and how to give it, and a UTF-8 link to it reads.
-    @Test("a path that is not valid UTF-8: refused saying so and how to give it; scan says why it skips it; a UTF-8 link to it reads")
-    func nonUTF8Path() throws {
-        let folder = try TemporaryFolder("non-utf8")
-        // Made with the shell, which passes the bytes as they are.
-        let made = try BoundedRun.run(["-c", "cd \"$1\" && mkdir \"$(printf 'bad\\377\\376')\" && cp \"$2\" \"$(printf 'bad\\377\\376')/\"", "sh",
-                                       folder.url.path, try SampleStores.todo(in: folder.url).path], tool: "/bin/sh")
-        #expect(made.status == 0, "\(made.stderr)")
-        for command in [["inspect"], ["check"], ["rows", "TodoItem"]] {
-            let r = try BoundedRun.run(["-c", "cd \"$1\" && exec \"$2\" \"$3\" \"$(printf 'bad\\377\\376')/Store.sqlite\" \"${@:4}\"", "sh", folder.url.path,
-                                        ProjectPaths.executable().path, command[0]] + command.dropFirst(), tool: "/bin/bash")
-            #expect(r.status == 2, "\(command): \(r.stderr)")
-            #expect(r.stderr.contains("bad\\xFF\\xFE/Store.sqlite) is not valid UTF-8") && r.stderr.contains("ln -s"), "\(r.stderr)")
-        }
-        let scan = try CLI.run(["scan", folder.url.path])
-        #expect(scan.stdout.contains("its name is not valid UTF-8"), "\(scan.stdout)")
-        let link = try BoundedRun.run(["-c", "cd \"$1\" && ln -s \"$(printf 'bad\\377\\376')\" pulled", "sh", folder.url.path], tool: "/bin/sh")
-        #expect(link.status == 0)
-        let linked = try CLI.run(["rows", folder.path("pulled/Store.sqlite").path, "TodoItem", "--format", "jsonl"])
-        #expect(linked.status == 0, "\(linked.stderr)")
-        #expect(linked.stdout.split(separator: "\n").count == 50)
-    }
 }

@@ -856,6 +856,21 @@ enum HostileCorpus {
             try FileManager.default.createSymbolicLink(atPath: folder.appendingPathComponent("via").path, withDestinationPath: "real")
             return URL(fileURLWithPath: folder.appendingPathComponent("via").path + "/../via/default.store")
         },
+        // Paths are bytes: a folder named in another encoding is read (through an alias of its
+        // own), its name shown as \xFF\xFE; the store is found and read like any other.
+        Item("container: the store in a folder whose name is not UTF-8 (bytes ff fe)") { folder, _ in
+            let library = folder.appendingPathComponent("AppData/Library")
+            try store(in: library.appendingPathComponent("utf8-name"))
+            let from = Array(library.path.utf8) + Array("/utf8-name".utf8) + [0]
+            let to = Array(library.path.utf8) + [0x2F, 0xFF, 0xFE, 0]
+            let renamed = from.withUnsafeBufferPointer { f in to.withUnsafeBufferPointer { t in
+                f.baseAddress!.withMemoryRebound(to: CChar.self, capacity: f.count) { fp in
+                    t.baseAddress!.withMemoryRebound(to: CChar.self, capacity: t.count) { rename(fp, $0) }
+                }
+            } }
+            guard renamed == 0 else { throw CocoaError(.fileWriteUnknown) }
+            return folder.appendingPathComponent("AppData")
+        },
         Item("xml: a DOCTYPE declaring an external entity, hidden behind a comment that says <database") { folder, _ in
             let xml = XMLStoreWriter.sample().xml().replacingOccurrences(
                 of: "<!DOCTYPE database SYSTEM \"file:///System/Library/DTDs/CoreData.dtd\">",

@@ -1,3 +1,4 @@
+import Acquisition
 import Foundation
 import StoreFormats
 import StoreTestSupport
@@ -80,8 +81,11 @@ struct TreeSnapshot: Equatable {
             }
             entries[relative] = entry
             if type == S_IFDIR {
-                for name in try FileManager.default.contentsOfDirectory(atPath: path) {
-                    try visit(path + "/" + name, relative: relative == "." ? name : relative + "/" + name)
+                // Read as bytes: a folder named in another encoding is walked through its alias.
+                guard let children = RawPath.children(of: path) else { throw CocoaError(.fileReadUnknown, userInfo: [NSFilePathErrorKey: path]) }
+                for (name, child) in children {
+                    guard let child else { throw CocoaError(.fileReadUnknown, userInfo: [NSFilePathErrorKey: path + "/" + name]) }
+                    try visit(child, relative: relative == "." ? name : relative + "/" + name)
                 }
             }
         }
