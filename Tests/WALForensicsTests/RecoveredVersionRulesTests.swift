@@ -144,4 +144,40 @@ struct RecoveredVersionRulesTests {
         #expect(deleted.filter(names.contains).count >= 4, "the honest deletes are still recovered: \(names.sorted())")
         try session.finish()
     }
+
+    /// A page header whose cell content area starts past some of its live cells (stale or
+    /// damaged): the claimed free gap then holds live records, which must not come back as
+    /// deleted versions. A candidate whose bytes run into a cell the page points to is turned
+    /// away (`overlaps-cell`).
+    @Test("free space a page header claims over its own live cells gives no version: overlaps-cell")
+    func freeSpaceOverLiveCells() throws {
+        let model = ModelDescription(entities: [EntityDescription("Item", attributes: [.init("name", .string)])])
+        let folder = try TemporaryFolder("recover-overlap")
+        let url = folder.path("default.store")
+        let writer = try StoreWriter(url: url, model: model, options: .init(journalMode: .delete))
+        try writer.transaction { w in for n in 0 ..< 40 { _ = try w.insert("Item", ["name": .string("item-\(n)")]) } }
+        try writer.close()
+        let truth = try SQLiteOracle(copying: url)
+        let root = try #require(try truth.rows("SELECT rootpage FROM sqlite_master WHERE name = 'ZITEM'").first?[0].int)
+        let pageSize = try #require(try truth.rows("PRAGMA page_size").first?[0].int)
+        var bytes = [UInt8](try Data(contentsOf: url))
+        let page = (root - 1) * pageSize
+        #expect(bytes[page] == 0x0D, "ZITEM's root is one table leaf")
+        let count = Int(bytes[page + 3]) << 8 | Int(bytes[page + 4])
+        let cells = (0 ..< count).map { Int(bytes[page + 8 + 2 * $0]) << 8 | Int(bytes[page + 9 + 2 * $0]) }.sorted()
+        // The content area said to start halfway through the live cells.
+        let claimed = cells[cells.count / 2]
+        bytes[page + 5] = UInt8(claimed >> 8)
+        bytes[page + 6] = UInt8(claimed & 0xFF)
+        try Data(bytes).write(to: url)
+
+        let session = try EvidenceSession()
+        defer { session.scratch.remove() }
+        let evidence = try WALEvidence(copy: try session.workingCopy(of: url), displayPath: url.path)
+        var carved: [RecordVersion] = []
+        let turnedAway = try RecordRecovery.forEachVersion(evidence, carve: true) { if $0.state == .carved { carved.append($0) } }
+        #expect(carved.isEmpty, "live records read as deleted: \(carved.map { "\($0.entity)#\($0.pk)" })")
+        #expect((turnedAway["overlaps-cell"] ?? 0) >= cells.count / 2 - 1, "\(turnedAway)")
+        try session.finish()
+    }
 }

@@ -45,6 +45,9 @@ struct PageCarver {
     private var types: [UInt64] = []
     /// The state the page being carved belongs to, for overflow chains (set by `carve`).
     private var view: OverflowView?
+    /// Where the cells the page points to start, ascending (set by `carve` for a b-tree page): free
+    /// bytes are only what lies between them, whatever the page header claims.
+    private var liveCells: [Int] = []
 
     init(shapes: [CarvingShape], usableSize: Int) {
         self.shapes = shapes
@@ -65,7 +68,7 @@ struct PageCarver {
     mutating func carve(_ page: UnsafeRawBufferPointer, pageNumber: Int, role: Role, view: OverflowView? = nil,
                         _ out: (CarvedRecord) -> Void) {
         self.view = view
-        defer { self.view = nil }
+        defer { self.view = nil; liveCells.removeAll(keepingCapacity: true) }
         let usable = min(usableSize, page.count)
         let headerOffset = pageNumber == 1 ? 100 : 0
         switch role {
@@ -82,6 +85,8 @@ struct PageCarver {
         // (a root leaf that split keeps its former cells in its unallocated gap).
         guard let layout = BTreePageLayout.read(page, headerOffset: headerOffset, usableSize: usable) else { return }
         let leaf: Bool = { if case .freelistLeaf = role { return true } else { return false } }()
+        // A freelist leaf's cells are as free as the rest of it; a b-tree page's are another record's.
+        if !leaf { liveCells = layout.cells.sorted() }
         let readCells: Bool = { if case .btree(let cells) = role { return cells } else { return true } }()
         if readCells && layout.isTableLeaf {
             for offset in layout.cells {
@@ -130,25 +135,43 @@ struct PageCarver {
             // A freeblock's own header is never the start of a whole cell.
             if !(freeblock && at == range.lowerBound), mayHoldCell(page, at: at, limit: range.upperBound),
                let cell = TableLeafCell.read(page, at: at, limit: range.upperBound, maxLocal: maxLocal),
-               cell.rowid > 0, let shape = accept(types: cell.types, values: cell.values, rowid: cell.rowid, freeBytes: true) {
+               cell.rowid > 0, !overlapsLiveCell(at, cell.end),
+               let shape = accept(types: cell.types, values: cell.values, rowid: cell.rowid, freeBytes: true) {
                 out(CarvedRecord(shape: shape, rowid: cell.rowid, values: cell.values, area: area, offset: at, confidence: .whole))
                 at = cell.end
                 continue
             }
             // A whole cell whose payload spills: its payload length takes at least two bytes.
             if view != nil, page[at] >= 0x80, !(freeblock && at == range.lowerBound),
-               let spilled = spilledCell(page, at: at, limit: range.upperBound, area: area) {
+               let spilled = spilledCell(page, at: at, limit: range.upperBound, area: area), !overlapsLiveCell(at, spilled.end) {
                 out(spilled.record)
                 at = spilled.end
                 continue
             }
-            if looksLikeFreeblockHeader(page, at: at), let record = rebuilt(page, at: at, limit: range.upperBound, area: area) {
+            if looksLikeFreeblockHeader(page, at: at), let record = rebuilt(page, at: at, limit: range.upperBound, area: area),
+               !overlapsLiveCell(at, record.end) {
                 out(record.0)
                 at = record.end
                 continue
             }
             at += 1
         }
+    }
+
+    /// Whether a candidate read from free bytes at `start ..< end` takes in the start of a cell the
+    /// page points to (a header claiming free space over live cells, a freeblock size that runs
+    /// into the next cell): then it is another record's bytes, not a version (`overlaps-cell`).
+    mutating func overlapsLiveCell(_ start: Int, _ end: Int) -> Bool {
+        guard !liveCells.isEmpty else { return false }
+        // The first live cell at or after `start`, by binary search.
+        var low = 0, high = liveCells.count
+        while low < high {
+            let mid = (low + high) / 2
+            if liveCells[mid] < start { low = mid + 1 } else { high = mid }
+        }
+        guard low < liveCells.count, liveCells[low] < end else { return false }
+        rejected["overlaps-cell", default: 0] += 1
+        return true
     }
 
     /// Whether 4 bytes can be a freeblock header: the next freeblock is further on (or none) and the
