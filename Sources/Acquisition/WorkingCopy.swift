@@ -283,15 +283,17 @@ public final class WorkingCopy {
         // The header alone says whether SQLite will use the WAL and whether it can belong here.
         let head = try Self.readPrefix(walURL, count: WALHeader.length)
         let wal = WAL(data: head)
-        if let walPageSize = wal.header?.pageSize, walPageSize != header.pageSize {
+        let fit = StoreNote.walAgainstHeader(databasePageSize: header.pageSize, headerSaysWAL: header.isWALMode,
+                                             walPageSize: wal.header?.pageSize, walPresent: true)
+        if case .walPageSizeMismatch(let walPageSize, let databasePageSize)? = fit.first {
             guard options.ignoreMismatchedWAL else {
-                throw AcquisitionError.walPageSizeMismatch(wal: path + "-wal", walPageSize: walPageSize, databasePageSize: header.pageSize)
+                throw AcquisitionError.walPageSizeMismatch(wal: path + "-wal", walPageSize: walPageSize, databasePageSize: databasePageSize)
             }
-            notes.append(.walPageSizeMismatch(walPageSize: walPageSize, databasePageSize: header.pageSize))
+            notes.append(fit[0])
             mismatched = true
         }
         if let problem = wal.headerProblem, !head.isEmpty { notes.append(.walIgnored(reason: problem.description)) }
-        if !header.isWALMode { notes.append(.walWithRollbackHeader) }
+        notes += fit.filter { $0 == .walWithRollbackHeader }
         return (notes, mismatched)
     }
 

@@ -87,17 +87,15 @@ public enum WALAnalyzer {
         if let header {
             let missing = StoreNote.missingWAL(headerSaysWAL: header.isWALMode, walPresent: wal != nil, shmPresent: evidence.sharedMemoryPresent)
             if let finding = missing?.missingWALFinding(store: evidence.displayPath) { findings.append(finding) }
-            if !header.isWALMode, let wal, wal.fileSize > 0 {
-                findings.append(finding(.warning, "wal-with-rollback-header",
-                                      "A -wal is present although the header says rollback-journal mode; SQLite still applies it, so check that it belongs to this database."))
-            }
-        }
-        if let wal {
+            // The same detector and findings as the working copy's notes (and so `check`'s).
+            let fit = StoreNote.walAgainstHeader(databasePageSize: header.pageSize, headerSaysWAL: header.isWALMode,
+                                                 walPageSize: wal.flatMap { $0.isUsable ? $0 : nil }?.pageSize,
+                                                 walPresent: (wal?.fileSize ?? 0) > 0)
+            findings += fit.filter { $0 == .walWithRollbackHeader }.compactMap { $0.walFitFinding(store: nil) }
+            if let wal { findings += walFindings(wal, evidence: evidence) }
+            findings += fit.filter { $0 != .walWithRollbackHeader }.compactMap { $0.walFitFinding(store: nil) }
+        } else if let wal {
             findings += walFindings(wal, evidence: evidence)
-        }
-        if let walPageSize = wal.flatMap({ $0.isUsable ? $0 : nil })?.pageSize, let header, header.pageSize != walPageSize {
-            findings.append(finding(.warning, "wal-page-size-mismatch",
-                                  "The WAL's page size (\(walPageSize) bytes) differs from the database's (\(header.pageSize) bytes), so the WAL cannot belong to this database."))
         }
         return findings
     }

@@ -214,7 +214,8 @@ struct WALDamageTests {
         #expect(error.description.contains("page size"))
         #expect(Self.ourAnswer(evidence, commit: 0) == Self.rows(100, 100, Self.mainOne, 1), "the main file alone is still readable")
         let analysis = try WALAnalyzer.analyze(evidence)
-        #expect(analysis.findings.filter { $0.severity == .warning }.map(\.id).contains("wal-page-size-mismatch"))
+        // An error, as `check` says it: one finding, one severity in every command.
+        #expect(analysis.findings.filter { $0.severity == .error }.map(\.id).contains("wal-page-size-mismatch"))
         // Through the safe-open path the pair is refused outright, naming the -wal.
         let session = try EvidenceSession()
         defer { try? session.finish() }
