@@ -9,6 +9,7 @@
 @_exported import Findings
 @_exported import ModelReview
 @_exported import Operations
+@_exported import OutputFiles
 @_exported import Repair
 @_exported import Reports
 @_exported import SQLiteAccess

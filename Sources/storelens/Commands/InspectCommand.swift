@@ -11,9 +11,9 @@ struct InspectCommand: Command {
         name: "inspect",
         abstract: "Show what a store holds: metadata, entities, row counts with and without the WAL, history.",
         discussion: """
-        The store's -wal, -shm and -journal are found beside it. storelens copies the store into a
-        private working folder and reads the copy; the originals are hashed before and after and
-        never opened by SQLite.
+        The store's -wal, -shm and -journal are found beside it. storelens reads them in place through a
+        read-only file layer of its own (nothing is written, no -shm is made; --copy reads a private
+        copy instead); the originals are hashed before and after, and a change is an error.
         """,
         arguments: [ArgumentSpec(name: "input", help: "A store file, an app container or .xcappdata folder, a tar or zip archive of one, or a Finder/iTunes backup folder.", repeating: true, optional: false)],
         options: [CommonOptions.formatWithMarkdown,
