@@ -125,14 +125,6 @@ fi
 
 # The tests' own root: everything in it is a test's TemporaryFolder (or what a test put beside
 # one), which the test must remove.
-# Every failed expectation, named again last (the suite and run totals left out).
-failures=$(grep -a '^✘ Test ' "$test_log" | grep -av '^✘ Test run with' | cut -c1-600)
-if [ -n "$failures" ]; then
-    echo "make test: FAILED tests ($(printf '%s\n' "$failures" | wc -l) lines):" >&2
-    printf '%s\n' "$failures" | sed 's/^/  /' >&2
-fi
-rm -f "$test_log"
-
 left=()
 while IFS= read -r -d '' entry; do left+=("$entry"); done < <(find "$test_root" -mindepth 1 -maxdepth 1 -print0 | sort -z)
 if [ "${#left[@]}" -gt 0 ]; then
