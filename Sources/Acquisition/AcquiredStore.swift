@@ -128,6 +128,11 @@ public struct DamagedInput: Sendable, Equatable {
     public let input: String
     public let detail: String
 
+    public init(input: String, detail: String) {
+        self.input = input
+        self.detail = detail
+    }
+
     /// The warning a command prints, and the finding `check` and `report` list.
     public var warning: String {
         "\(input): \(detail); read as asked (--read-damaged): what is shown may be an older or partial state, or hold corrupt bytes"

@@ -72,6 +72,10 @@ extension Storelens {
     /// `report(_:_:)` through a session the caller made; the report finishes it (the evidence
     /// verified is part of what it shows).
     public static func report(_ inputs: [String], _ options: ReportOptions, in session: EvidenceSession) throws -> ReportContents {
+        // The stores are read as `check` reads them: a -wal that cannot belong is left out and
+        // said (`wal-page-size-mismatch`), not a reason to refuse the store.
+        var options = options
+        options.input.open.ignoreMismatchedWAL = true
         let stopwatch = Stopwatch()
         func mark(_ what: String) { options.timings?.record("report-stage=\"\(what)\" at-seconds=\(stopwatch.seconds)") }
         var document = ReportDocument(inputs: inputs, commandLine: options.commandLine, toolVersion: options.toolVersion)
@@ -88,6 +92,12 @@ extension Storelens {
         // The target is read before the stores, through the same evidence path; a bad one stops here.
         let target = try options.migrationTarget.map { try MigrationTarget.load($0, session: session, options: options.input.open, limits: options.input.limits) }
         let copies = try readStores(found, options, target: target, into: &document, in: session, stopwatch: stopwatch)
+        // A damaged archive read as asked: check's finding, under the first store it held.
+        for inventory in document.inventories where options.input.limits.readDamaged {
+            guard let damage = inventory.damage,
+                  let i = document.stores.firstIndex(where: { $0.path.hasPrefix(inventory.input + "!") }) else { continue }
+            document.stores[i].findings.insert(damagedArchive(DamagedInput(input: inventory.input, detail: damage)), at: 0)
+        }
         mark("stores read")
         if auditor != nil {
             ProgressReporter.current.report("report: auditing against the manifest", done: 0, unit: .step)
