@@ -110,7 +110,7 @@ let package = Package(
         .testTarget(name: "RepairTests", dependencies: ["Repair", "Checks", "Findings", "CoreDataStore", "Acquisition", "StoreBuilder", "SQLiteAccess", "StoreTestSupport"]),
         .testTarget(name: "CoexistenceTests", dependencies: ["Coexistence", "Findings", "Repair", "SQLiteAccess", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "ModelReviewTests", dependencies: ["ModelReview", "CoreDataStore", "Findings", "Acquisition", "SQLiteAccess", "StoreBuilder", "StoreFormats", "StoreTestSupport"]),
-        .testTarget(name: "OperationsTests", dependencies: ["Operations", "Reports", "CoreDataStore", "WALForensics", "Checks", "Findings", "StoreBuilder", "StoreTestSupport"]),
+        .testTarget(name: "OperationsTests", dependencies: ["Operations", "Reports", "Coexistence", "Acquisition", "SQLiteAccess", "CoreDataStore", "WALForensics", "Checks", "Findings", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "Operations", "CoreDataStore", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "StorelensKitTests", dependencies: ["StorelensKit", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "storelensTests", dependencies: ["StoreBuilder", "SQLiteAccess", "StoreTestSupport", "Acquisition"]),

@@ -1,4 +1,5 @@
 import Acquisition
+import Coexistence
 import Findings
 import Foundation
 import Operations
@@ -48,6 +49,25 @@ struct ReportAgreementTests {
         try FileManager.default.createDirectory(at: bench.deletingLastPathComponent(), withIntermediateDirectories: true)
         try BenchCorpus.write(to: bench, rows: 1500, batch: 15, walShare: 0.3)
         #expect(try Self.differences([bench.path]) == [])
+    }
+
+    /// With the demo's manifest: every finding of `audit` is the report's, and the report gives
+    /// none that `audit`, `check` or `wal` does not.
+    @Test("the demo audited against its manifest")
+    func audit() throws {
+        let folder = try TemporaryFolder("report-agreement-audit")
+        _ = try SampleStores.demo(in: folder)
+        let manifest = try Manifest.parse(DemoContainer.manifest, path: "demo.storelens.json")
+        let inputs = [folder.url.path]
+        let report = try Storelens.report(inputs, .init(manifest: manifest, toolVersion: "test"))
+        let audit = try Storelens.audit(inputs, manifest: manifest)
+        let check = try Storelens.check(inputs)
+        let wal = try Storelens.wal(inputs)
+        #expect(!audit.findings.isEmpty, "the demo has planted findings")
+        let reported = Set(report.findings.map(Key.init)), fromAudit = Set(audit.findings.map(Key.init))
+        #expect(fromAudit.subtracting(reported).isEmpty, "audit gives, report does not: \(fromAudit.subtracting(reported))")
+        let alone = reported.subtracting(fromAudit).subtracting(check.findings.map(Key.init)).subtracting(wal.flatMap(\.findings).map(Key.init))
+        #expect(alone.isEmpty, "report alone gives: \(alone)")
     }
 
     /// The demo as a .tar.gz whose gzip trailer is wrong, read as asked (`--read-damaged`):
