@@ -42,7 +42,7 @@ public struct BatchShard: Sendable, Equatable, CustomStringConvertible {
 
     /// `K/N`, or `auto`: the shard a job scheduler gives this process through its environment
     /// (a Kubernetes Indexed Job or a Slurm job array).
-    public static func parse(_ text: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(BatchShardError) -> BatchShard {
+    public static func parse(_ text: String, environment: [String: String]) throws(BatchShardError) -> BatchShard {
         if text == "auto" { return try fromEnvironment(environment) }
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, let k = Int(parts[0]), let n = Int(parts[1]) else {

@@ -49,7 +49,7 @@ struct BatchSettings: Sendable {
         if file == "-" && parsed.flagIfOffered("--resume") { throw .invalid("--resume reads the results file; give --jsonl a file, not -.") }
         var settings = BatchSettings(file: file, jobs: jobs, resume: parsed.flagIfOffered("--resume"), each: parsed.flagIfOffered("--each"))
         if let text = parsed.valueIfOffered("--shard") {
-            do { settings.shard = try BatchShard.parse(text) } catch { throw .invalid(error.description) }
+            do { settings.shard = try BatchShard.parse(text, environment: ProcessInfo.processInfo.environment) } catch { throw .invalid(error.description) }
         }
         return settings
     }
