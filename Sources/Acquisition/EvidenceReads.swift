@@ -10,7 +10,8 @@ import SQLiteAccess
 /// byte at most twice and asks no write of the evidence (docs/safety.md). Reads of a few header
 /// bytes (sniffing a format, a WAL header) are not passes and are not counted. Without the
 /// variable this costs one nil check per pass.
-public enum EvidenceReads {
+/// `package`: a measurement hook for the project's own tests, not part of what an app imports.
+package enum EvidenceReads {
     static let log = ProcessInfo.processInfo.environment["STORELENS_EVIDENCE_READS"]
     private static let lock = NSLock()
     nonisolated(unsafe) private static var counts: [String: Int] = [:]
@@ -25,7 +26,7 @@ public enum EvidenceReads {
 
     /// The line that counts the writes SQLite asked of the evidence VFS and was refused (a normal
     /// run asks none; `EvidenceGuaranteeTests` expects it never to appear).
-    public static let refusedWritesName = "storelens:evidence-vfs-refused-writes"
+    package static let refusedWritesName = "storelens:evidence-vfs-refused-writes"
     nonisolated(unsafe) private static var refusedAtLastFlush: Int64 = 0
 
     /// Appends the passes counted so far to the log, and starts counting afresh.
