@@ -37,27 +37,22 @@ struct FolderInventory {
             walk.skipped.append(SkippedEntry(path: relative, reason: "nested deeper than \(Self.maxDepth) folders"))
             return
         }
-        guard let listing = RawPath.entries(of: url.path) else {
+        guard let listing = RawPath.children(of: url.path) else {
             walk.skipped.append(SkippedEntry(path: relative.isEmpty ? "." : relative, reason: "folder cannot be read"))
             return
         }
+        // A name in another encoding is shown by its bytes: a folder is read through its alias, a
+        // file is not (a store's -wal and -shm are found by spelling its name).
         var names: [String] = []
         var aliases: [String: URL] = [:]
-        for raw in listing {
-            if let name = String(validating: raw, as: UTF8.self) { names.append(name); continue }
-            // A name in another encoding: a folder is read through its alias, a file is not
-            // (a store's -wal and -shm are found by spelling its name).
-            let shown = HostileText.bytes(raw)
-            let shownRelative = relative.isEmpty ? shown : relative + "/" + shown
-            let full = Array(url.path.utf8) + [UInt8(ascii: "/")] + raw
-            if RawPath.isFolder(full), let alias = RawPath.alias(folder: full, shown: HostileText.bytes(full)) {
-                names.append(shown)
-                aliases[shown] = URL(fileURLWithPath: alias)
-            } else {
-                walk.skipped.append(SkippedEntry(path: shownRelative, reason: RawPath.isFolder(full)
-                    ? "its name is not valid UTF-8 and it cannot be opened (more than \(RawPath.limit) such folders?)"
-                    : "its name is not valid UTF-8, and a store's -wal and -shm are found by its name: copy it and its sidecars to UTF-8 names (cp) to have it read"))
+        for (name, path) in listing {
+            guard let path else {
+                walk.skipped.append(SkippedEntry(path: relative.isEmpty ? name : relative + "/" + name,
+                    reason: "its name is not valid UTF-8, and a store's -wal and -shm are found by its name: copy it and its sidecars to UTF-8 names (cp) to have it read"))
+                continue
             }
+            names.append(name)
+            if !path.hasPrefix(url.path + "/") { aliases[name] = URL(fileURLWithPath: path) }
         }
         let names_ = Set(names)
         // A container root: the container manager's marker, or Documents/ beside Library/.

@@ -135,8 +135,8 @@ struct PageCarver {
             // A freeblock's own header is never the start of a whole cell.
             if !(freeblock && at == range.lowerBound), mayHoldCell(page, at: at, limit: range.upperBound),
                let cell = TableLeafCell.read(page, at: at, limit: range.upperBound, maxLocal: maxLocal),
-               cell.rowid > 0, !overlapsLiveCell(at, cell.end),
-               let shape = accept(types: cell.types, values: cell.values, rowid: cell.rowid, freeBytes: true) {
+               cell.rowid > 0, let shape = accept(types: cell.types, values: cell.values, rowid: cell.rowid, freeBytes: true),
+               !overlapsLiveCell(at, cell.end) {
                 out(CarvedRecord(shape: shape, rowid: cell.rowid, values: cell.values, area: area, offset: at, confidence: .whole))
                 at = cell.end
                 continue
