@@ -58,6 +58,8 @@ public struct StoreChecker: @unchecked Sendable {
     /// The tables the `-wal` changed (`WALAgreement.changedTables`), found once for the integrity
     /// task and the row screen, which reads their index side in its scans (set by `run`).
     var walChangedTables: Deferred<[String]?>?
+    /// Where the integrity task says whether it proved the `-wal`'s tables sound (`runProvingWALTables`).
+    var integrityRecord: IntegrityRecord?
 
     public init(opened: OpenedStore, notes: [StoreNote] = []) {
         self.opened = opened
@@ -155,9 +157,22 @@ public struct StoreChecker: @unchecked Sendable {
         return try screened(only: only, integrity: wanted(.sqliteIntegrity)).runTasks(Self.tasks.filter { $0.checks.contains(where: wanted) }, only: only)
     }
 
-    /// What the integrity task found, and whether that proves the tables the `-wal` changed sound.
+    /// `run()`'s findings, and whether its integrity task proved the tables the `-wal` changed
+    /// sound (`IntegrityOutcome.walTablesSound`), so the counts `report` makes beside the checks
+    /// can take that comparison as made.
+    public func runProvingWALTables() throws -> IntegrityOutcome {
+        var checker = screened(only: nil, integrity: true)
+        let record = IntegrityRecord()
+        checker.integrityRecord = record
+        let findings = try checker.runTasks(Self.tasks, only: nil)
+        return IntegrityOutcome(findings: findings, walTablesSound: record.walTablesSound)
+    }
+
+    /// What the integrity task found (or, from `runProvingWALTables`, every check), and whether
+    /// that proves the tables the `-wal` changed sound.
     public struct IntegrityOutcome: Sendable {
-        /// The findings `run()` gives for `sqlite-integrity` and `wal-mismatch` (or `check-not-run`).
+        /// The findings `run()` gives for `sqlite-integrity` and `wal-mismatch` (or `check-not-run`);
+        /// from `runProvingWALTables`, all of `run()`'s.
         public let findings: [Finding]
         /// `quick_check` passed and every table the `-wal` changed (`WALAgreement.changedTables`)
         /// agrees with each of its indexes, row by row: SQLite's `integrity_check(T)` says "ok" for
@@ -166,10 +181,7 @@ public struct StoreChecker: @unchecked Sendable {
         public let walTablesSound: Bool
     }
 
-    /// `run()` in two parts that may run at the same time on different threads, each on its own
-    /// connection: the integrity task (here) and every other check (`runInvariants`).
-    /// `merged(integrity:invariants:)` gives exactly `run()`'s findings; where both parts throw,
-    /// `run()` throws the integrity task's error (it comes first).
+    /// The integrity task alone, on this checker's connection (its findings are `run()`'s for it).
     public func runIntegrity() throws -> IntegrityOutcome {
         let stopwatch = Stopwatch()
         defer { Timings.process?.record("check-task=\"integrity\" connection=own seconds=\(stopwatch.seconds)") }
@@ -180,18 +192,6 @@ public struct StoreChecker: @unchecked Sendable {
             // As `runTasks` does: a malformed page stops this check, and says so.
             return IntegrityOutcome(findings: [notRun(Self.tasks[0], error)], walTablesSound: false)
         }
-    }
-
-    /// Every check but the integrity task, as `run()` runs them (on two connections when it has a second).
-    public func runInvariants() throws -> [Finding] {
-        // Its own row screen without the index side: `report` runs the integrity task beside it,
-        // and this thread, which reads history and the WAL afterwards, is the longer one.
-        try screened(only: nil, integrity: false).runTasks(Self.tasks.filter { !$0.checks.contains(.sqliteIntegrity) }, only: nil)
-    }
-
-    /// The two parts' findings in `run()`'s order (errors first, then task order).
-    public static func merged(integrity: [Finding], invariants: [Finding]) -> [Finding] {
-        (integrity + invariants).bySeverity
     }
 
     /// This checker with the row screen for the wanted checks.
@@ -267,6 +267,7 @@ public struct StoreChecker: @unchecked Sendable {
         other.secondConnection = secondConnection
         other.screen = screen
         other.walChangedTables = walChangedTables
+        other.integrityRecord = integrityRecord
         return other
     }
 
@@ -312,5 +313,16 @@ public struct StoreChecker: @unchecked Sendable {
                  evidence: [String: EvidenceValue], explanation: String, suggestion: String?) -> Finding {
         Finding(id: check.rawValue, severity: severity, store: path, entity: entity, message: message,
                 evidence: evidence, explanation: explanation, suggestion: suggestion)
+    }
+}
+
+/// What the integrity task proved, written by whichever thread ran it and read after both are done.
+final class IntegrityRecord: @unchecked Sendable {
+    private let lock = NSLock()
+    private var sound = false
+
+    var walTablesSound: Bool {
+        get { lock.withLock { sound } }
+        set { lock.withLock { sound = newValue } }
     }
 }

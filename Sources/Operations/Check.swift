@@ -58,30 +58,54 @@ extension Storelens {
         var findings = session.damagedInputs.map(damagedArchive)
         var stores: [String] = []
         for store in acquired {
-            findings += try check(store, options)
+            findings += try check(store, options).findings
             stores.append(store.displayPath)
         }
         let checks = (options.only.map { Array($0) } ?? StoreChecker.Check.allCases).filter { $0 != .checkNotRun }
         return CheckResult(stores: stores, checks: checks.sorted { $0.rawValue < $1.rawValue }, findings: findings.bySeverity, refused: refused)
     }
 
-    /// Every check on one store.
-    static func check(_ store: AcquiredStore, _ options: CheckOptions) throws -> [Finding] {
+    /// One store's checks: what `check` gives for it, and the store as they opened it.
+    public struct StoreCheck {
+        /// Every finding, most severe first.
+        public var findings: [Finding]
+        /// The store with its model (nil: plain SQLite, which has none): what the repair plan,
+        /// lint and the migration read after the checks.
+        public var opened: OpenedStore?
+        /// The integrity task proved the tables the `-wal` changed sound (every check ran).
+        var walTablesSound = false
+    }
+
+    /// Every check on one store, as `check` runs them on each store it reads (and `report` on
+    /// each of its stores).
+    public static func check(_ store: AcquiredStore, _ options: CheckOptions) throws -> StoreCheck {
         let opened: OpenedStore
         do {
             opened = try OpenedStore.open(store.copy, displayPath: store.displayPath, xcodeModel: options.xcodeModel)
         } catch ModelError.notCoreData {
             // A plain SQLite database (an iOS backup's Manifest.db): SQLite's own check applies,
             // Core Data's invariants do not. Saying so is information, not a failure.
-            return try StoreChecker.plainSQLite(store.copy, displayPath: store.displayPath, full: options.full)
+            return StoreCheck(findings: try StoreChecker.plainSQLite(store.copy, displayPath: store.displayPath, full: options.full))
         }
+        return try check(opened, of: store, options)
+    }
+
+    /// The checks on a store already opened as Core Data.
+    static func check(_ opened: OpenedStore, of store: AcquiredStore, _ options: CheckOptions) throws -> StoreCheck {
         var checker = StoreChecker(opened: opened, copy: store.copy)
         checker.full = options.full
-        var found: [Finding] = []
-        let took = try ContinuousClock().measure { found = try checker.run(only: options.only) }
+        var result = StoreCheck(findings: [], opened: opened)
+        let took = try ContinuousClock().measure {
+            if options.only == nil && !options.full {
+                let outcome = try checker.runProvingWALTables()
+                (result.findings, result.walTablesSound) = (outcome.findings, outcome.walTablesSound)
+            } else {
+                result.findings = try checker.run(only: options.only)
+            }
+        }
         // For `make bench`: the checks alone, without acquisition and hashing.
         options.timings?.record("checks-seconds=\(Stopwatch.seconds(of: took))")
-        return found
+        return result
     }
 
     /// A damaged archive read as asked (`--read-damaged`): every result is about what it still holds.

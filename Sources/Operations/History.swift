@@ -79,4 +79,24 @@ extension Storelens {
         return StoreHistory(path: acquired.displayPath, modelSource: opened.model.source, entity: entityName, options: options,
                             reader: reader, filter: filter)
     }
+
+    /// One store's history as `report` shows it: its transactions over time per writer, and its
+    /// changes per entity and writer (`history --summary`'s table). Both nil: the store keeps no
+    /// persistent history.
+    public struct HistoryOverview: Sendable {
+        public var timeline: HistoryTimeline?
+        public var writers: [HistoryEntitySummary]?
+    }
+
+    /// `historyOverview` of one store, on a connection of its own (so it can run beside the checks).
+    public static func historyOverview(_ store: AcquiredStore) throws -> HistoryOverview {
+        var overview = HistoryOverview()
+        let connection = try store.copy.open()
+        if let coreData = try CoreDataStore.read(connection), coreData.history.present {
+            let reader = try HistoryReader(connection: connection, store: coreData, model: nil, displayPath: store.displayPath)
+            overview.timeline = try reader.timeline()
+            overview.writers = try reader.summary()
+        }
+        return overview
+    }
 }

@@ -45,10 +45,21 @@ extension Storelens {
             throw InputError(message: "\(first.displayPath) is a \(first.format.title), which has no WAL commits; drop --as-of to inspect it.")
         }
         let atomic = try atomicStores.map { try AtomicStoreInspection.inspect($0) }
-        let inspections = try stores.map { store in
-            let view = try options.asOfCommit.map { n in try store.copy.open(asOfCommit: n, displayPath: store.displayPath) }
-            return try StoreInspector.inspect(store.copy, displayPath: store.displayPath, view: view, asOfCommit: options.asOfCommit)
-        }
+        let inspections = try stores.map { try inspect($0, asOfCommit: options.asOfCommit) }
         return InspectResult(inspections: inspections, atomicStores: atomic, refused: refused)
+    }
+
+    /// One store's inspection, as `inspect` gives it for each store it reads (and `report` for
+    /// each of its stores).
+    public static func inspect(_ store: AcquiredStore, asOfCommit: Int? = nil) throws -> StoreInspection {
+        try inspect(store, asOfCommit: asOfCommit, walTablesSound: false)
+    }
+
+    /// `walTablesSound`: the checks already proved the tables the `-wal` changed agree with their
+    /// indexes (`StoreChecker.IntegrityOutcome`), so the counts need not compare them again.
+    static func inspect(_ store: AcquiredStore, asOfCommit: Int?, walTablesSound: Bool) throws -> StoreInspection {
+        let view = try asOfCommit.map { n in try store.copy.open(asOfCommit: n, displayPath: store.displayPath) }
+        return try StoreInspector.inspect(store.copy, displayPath: store.displayPath, view: view, asOfCommit: asOfCommit,
+                                          walTablesSound: walTablesSound)
     }
 }

@@ -56,12 +56,17 @@ extension Storelens {
             try StoreReading.named(store.displayPath) {
                 do {
                     let opened = try OpenedStore.open(store.copy, displayPath: store.displayPath, xcodeModel: options.model.map { URL(fileURLWithPath: $0) })
-                    result.models.append(LintedModel(subject: store.displayPath, model: opened.model, findings: try CloudKitLint.lint(opened)))
+                    result.models.append(LintedModel(subject: store.displayPath, model: opened.model, findings: try lint(opened)))
                 } catch ModelError.notCoreData {
                     result.notes.append("\(store.displayPath) is plain SQLite, not a Core Data store; it has no model to lint.")
                 }
             }
         }
         return result
+    }
+
+    /// One Core Data store's CloudKit lint, as `lint` gives it for each store (and `report --lint`).
+    public static func lint(_ opened: OpenedStore) throws -> [Finding] {
+        try CloudKitLint.lint(opened)
     }
 }

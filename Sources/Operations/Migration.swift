@@ -47,7 +47,13 @@ extension Storelens {
         }
         guard !opened.isEmpty else { throw InputError(message: "No Core Data store was found in \(inputs.joined(separator: ", ")); give the stores users have.") }
         // The data questions read the old stores: a damaged one is named as such.
-        let plan = try StoreReading.named(opened.map(\.displayPath).joined(separator: ", ")) { try MigrationPlanner.plan(opened, to: destination) }
+        let plan = try StoreReading.named(opened.map(\.displayPath).joined(separator: ", ")) { try migration(opened, to: destination) }
         return MigrationResult(plan: plan, notes: notes)
+    }
+
+    /// The migration of stores already opened to `target`, as `migration` plans it (and
+    /// `report --migration-to`, store by store).
+    public static func migration(_ opened: [OpenedStore], to target: MigrationTarget) throws -> MigrationPlan {
+        try MigrationPlanner.plan(opened, to: target)
     }
 }

@@ -32,19 +32,25 @@ extension Storelens {
         // A -wal that cannot belong is what this analysis is for: it reads it and says so (wal-may-not-belong).
         input.open.foreignWAL = .read
         return try session.stores(from: inputs, select: input.store, options: input.open, limits: input.limits).map { store in
-            let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
-            let clock = ContinuousClock()
-            var analysis: WALAnalysis?
-            let analyzing = try clock.measure {
-                analysis = try WALAnalyzer.analyze(evidence, options: .init(integrityCheck: options.integrityCheck))
-            }
-            if let timings = options.timings, let walData = evidence.walData {
-                // For `make bench`: the frame walk alone (header, salts, cumulative checksums), run again.
-                var frames = 0
-                let scanning = clock.measure { frames = WAL(data: walData).validFrameCount }
-                timings.record("wal-bytes=\(walData.count) valid-frames=\(frames) wal-scan-seconds=\(Timings.seconds(scanning)) analyze-seconds=\(Timings.seconds(analyzing))")
-            }
-            return analysis!
+            try wal(store, integrityCheck: options.integrityCheck, timings: options.timings)
         }
+    }
+
+    /// One store's WAL analysis, as `wal` gives it for each store it reads (and `report`, which
+    /// leaves the quick_check to the checks on a Core Data store).
+    public static func wal(_ store: AcquiredStore, integrityCheck: Bool = true, timings: Timings? = nil) throws -> WALAnalysis {
+        let evidence = try WALEvidence(copy: store.copy, displayPath: store.displayPath)
+        let clock = ContinuousClock()
+        var analysis: WALAnalysis?
+        let analyzing = try clock.measure {
+            analysis = try WALAnalyzer.analyze(evidence, options: .init(integrityCheck: integrityCheck))
+        }
+        if let timings, let walData = evidence.walData {
+            // For `make bench`: the frame walk alone (header, salts, cumulative checksums), run again.
+            var frames = 0
+            let scanning = clock.measure { frames = WAL(data: walData).validFrameCount }
+            timings.record("wal-bytes=\(walData.count) valid-frames=\(frames) wal-scan-seconds=\(Timings.seconds(scanning)) analyze-seconds=\(Timings.seconds(analyzing))")
+        }
+        return analysis!
     }
 }

@@ -7,8 +7,8 @@ import StoreBuilder
 import StoreTestSupport
 import Testing
 
-/// `report` reads a store's parts on two threads and lets the integrity check's exact comparison
-/// of the tables the `-wal` changed stand in for the quick one of the counts
+/// `report` reads a store's parts on two threads, counting as if the checks' exact comparison of
+/// the tables the `-wal` changed will prove them sound, and counting again where it does not
 /// (`StoreReportReader.parallel`). Its sections must be exactly those of the plain sequence, on
 /// sound stores and on the ones where the two comparisons matter: a `-wal` copied after a
 /// checkpoint the main file missed, with the indexes behind the table (SQLite's structural check
@@ -39,17 +39,16 @@ struct ReportPartsTests {
     }
 
     /// One store read into its section, as `report` reads it, and rendered alone.
-    static func report(_ store: URL, parallel: Bool, counts: StoreReportReader.CountsPlacement = .firstFree) throws -> (html: String, section: ReportDocument.StoreSection) {
+    static func report(_ store: URL, parallel: Bool) throws -> (html: String, section: ReportDocument.StoreSection) {
         let session = try EvidenceSession()
         defer { session.scratch.remove() }
         let acquired = try #require(try session.stores(from: [store.path]).first)
         var reader = StoreReportReader(describe: { "\($0)" })
         reader.parallel = parallel
-        reader.counts = counts
         var section = ReportDocument.StoreSection(path: acquired.displayPath, found: acquired.found)
         var plan = ReportDocument.RepairPlan(steps: [])
         var notes: [String] = []
-        reader.read(.success(acquired.copy), displayPath: acquired.displayPath, into: &section, plan: &plan, planNotes: &notes, stage: { _ in })
+        reader.read(acquired, into: &section, plan: &plan, planNotes: &notes, stage: { _ in })
         try session.finish()
         var document = ReportDocument(inputs: [store.path], commandLine: "storelens report", toolVersion: "test",
                                       generatedAt: Date(timeIntervalSinceReferenceDate: 0))
@@ -61,18 +60,12 @@ struct ReportPartsTests {
 
     static func sameReport(_ store: URL) throws -> ReportDocument.StoreSection {
         let sequential = try report(store, parallel: false)
-        // The counts on the integrity task's thread after its answer, or on the other thread
-        // before it (taking the -wal's tables as sound, read again where they are not).
-        var last: ReportDocument.StoreSection?
-        for counts in [StoreReportReader.CountsPlacement.firstFree, .integrityThread, .otherThread] {
-            let parallel = try report(store, parallel: true, counts: counts)
-            #expect(parallel.section.inspection?.notes == sequential.section.inspection?.notes, "\(store.path), counts \(counts): the counts' notes")
-            #expect(parallel.section.findings.map(\.id) == sequential.section.findings.map(\.id), "\(store.path), counts \(counts): the findings")
-            #expect(parallel.section.problems == sequential.section.problems, "\(store.path), counts \(counts): the problems")
-            #expect(parallel.html == sequential.html, "\(store.path), counts \(counts): the report differs")
-            last = parallel.section
-        }
-        return try #require(last)
+        let parallel = try report(store, parallel: true)
+        #expect(parallel.section.inspection?.notes == sequential.section.inspection?.notes, "\(store.path): the counts' notes")
+        #expect(parallel.section.findings.map(\.id) == sequential.section.findings.map(\.id), "\(store.path): the findings")
+        #expect(parallel.section.problems == sequential.section.problems, "\(store.path): the problems")
+        #expect(parallel.html == sequential.html, "\(store.path): the report differs")
+        return parallel.section
     }
 
     static let belongs = "the -wal does not belong to this main file"

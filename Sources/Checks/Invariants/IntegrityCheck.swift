@@ -6,7 +6,11 @@ import SQLiteAccess
 import StoreFormats
 
 extension StoreChecker {
-    func integrity() throws -> [Finding] { try integrityOutcome().findings }
+    func integrity() throws -> [Finding] {
+        let outcome = try integrityOutcome()
+        integrityRecord?.walTablesSound = outcome.walTablesSound
+        return outcome.findings
+    }
 
     func integrityOutcome() throws -> (findings: [Finding], walTablesSound: Bool) {
         // Row by row: a check that meets a malformed page still reports what it found before it.

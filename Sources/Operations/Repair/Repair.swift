@@ -1,5 +1,6 @@
 import Acquisition
 import Coexistence
+import CoreDataStore
 import Findings
 import Foundation
 import Repair
@@ -86,5 +87,10 @@ extension Storelens {
         case .newFile(let output):
             return try repairer.run(output: output)
         }
+    }
+
+    /// The repair steps `repair --plan` would take for one store's findings (and `report`'s plan).
+    public static func repairPlan(_ opened: OpenedStore, for findings: [Finding]) throws -> RepairPlan {
+        try RepairPlanner(opened: opened).plan(for: findings)
     }
 }

@@ -168,7 +168,7 @@ extension Storelens {
         session.verifyInBackground()
         for (i, store) in found.enumerated() {
             var section = ReportDocument.StoreSection(path: store.path, found: store)
-            reader.read(copies[i], displayPath: store.path, into: &section, plan: &plan, planNotes: &planNotes, stage: stage(i, store))
+            reader.read(copies[i], store: store, into: &section, plan: &plan, planNotes: &planNotes, stage: stage(i, store))
             document.stores.append(section)
         }
         document.repairPlan = plan.steps.isEmpty ? nil : plan

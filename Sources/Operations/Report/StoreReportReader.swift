@@ -5,21 +5,21 @@ import Findings
 import Foundation
 import ModelReview
 import Repair
-import SQLiteAccess
 import StoreFormats
 import WALForensics
 
-/// Reads one store of a report into its section: the counts, the WAL analysis, history, every
-/// check, the repair plan (and with the options, lint and the migration).
+/// Reads one store of a report into its section from the operations' own answers for that store:
+/// `Storelens.inspect`, `.wal`, `.check`, `.historyOverview`, `.repairPlan` (and with the options
+/// `.lint` and `.migration`) — the calls the commands make for each store they read, so the
+/// report cannot say of a store what the command would not.
 ///
 /// The parts read one working copy and do not depend on each other's answers, so by default they
-/// run on two threads, each part on connections of its own (`parallel`): SQLite's integrity check
-/// and the comparison of every row of the tables the `-wal` changed with their indexes (the
-/// longest part) on one, the Core Data checks, history and the WAL analysis on the other. Their
-/// results are then put together in the order of the plain sequence (`parallel = false`), which
-/// gives the same section: the same findings in the same order, the same problems, the same notes.
-/// Where a part would have run differently in that sequence (a store that turns out not to be
-/// Core Data), it runs again in it.
+/// run on two threads, each on connections of its own (`parallel`): the checks on one (they use a
+/// second connection of their own), the WAL analysis, history and the counts on the other. The
+/// counts there take the tables the `-wal` changed as sound, as the checks' exact comparison of
+/// them with their indexes proves on every store whose `-wal` belongs; where it does not, they
+/// are counted again afterwards as the sequence counts them. Put together in the sequence's order
+/// (`parallel = false`), both give the same section.
 public struct StoreReportReader {
     /// `--model`: the Xcode model for the checks.
     public var xcodeModel: URL?
@@ -29,9 +29,6 @@ public struct StoreReportReader {
     public var migrationTarget: MigrationTarget?
     /// Run the parts on two threads (the default); false runs them one after another.
     public var parallel = true
-    /// Which thread counts the rows when the parts run on two (tests pin both placements).
-    enum CountsPlacement { case firstFree, integrityThread, otherThread }
-    var counts = CountsPlacement.firstFree
     /// The sentence an error becomes in the section's problems (the command's own wording).
     public var describe: (Error) -> String
     /// Where the second thread's share of the time goes (`make bench`).
@@ -44,97 +41,56 @@ public struct StoreReportReader {
     /// Reads `store`'s working copy (`copy`, made by `EvidenceSession.workingCopy(of:options:)`,
     /// or the error that made it fail) into `section`; the repair steps go into `plan` and
     /// `planNotes`. A store that cannot be read is described, not fatal.
-    public func read(_ copy: Result<WorkingCopy, Error>, displayPath: String, into section: inout ReportDocument.StoreSection,
+    public func read(_ copy: Result<WorkingCopy, Error>, store found: FoundStore, into section: inout ReportDocument.StoreSection,
                      plan: inout ReportDocument.RepairPlan, planNotes: inout [String], stage: (String) -> Void) {
         switch copy {
         case .success(let copy):
-            read(copy, displayPath: displayPath, into: &section, plan: &plan, planNotes: &planNotes, stage: stage)
+            read(AcquiredStore(displayPath: found.path, found: found, copy: copy), into: &section, plan: &plan, planNotes: &planNotes, stage: stage)
         case .failure(let error):
             section.problems.append("This store could not be read: \(describe(error))")
         }
     }
 
-    /// Reads a working copy into `section` (see `read(_:session:…)`).
-    public func read(_ copy: WorkingCopy, displayPath: String, into section: inout ReportDocument.StoreSection,
-                     plan: inout ReportDocument.RepairPlan, planNotes: inout [String], stage: (String) -> Void) {
-        // A hot journal is rolled back in the copy by the first connection that reads it, and the
-        // main-file-only view of such a copy is made on first use: one part at a time there.
-        let parts = parallel && !copy.rollsBackJournal ? Parts.concurrently(copy, displayPath: displayPath, xcodeModel: xcodeModel, counts: counts, timings: timings, stage: stage) : nil
-
-        let inspection: Result<StoreInspection, Error>
-        if let parts, let ran = parts.inspection {
-            inspection = ran
-        } else {
-            stage("counting rows")
-            inspection = Result { try StoreInspector.inspect(copy, displayPath: displayPath) }
-        }
-        switch inspection {
+    /// Reads one acquired store into `section` (see `read(_:store:…)`).
+    public func read(_ store: AcquiredStore, into section: inout ReportDocument.StoreSection, plan: inout ReportDocument.RepairPlan,
+                     planNotes: inout [String], stage: (String) -> Void) {
+        let answers = StoreAnswers.read(store, xcodeModel: xcodeModel, parallel: parallel && !store.copy.rollsBackJournal,
+                                        timings: timings, stage: stage)
+        switch answers.inspection {
         case .success(let found): section.inspection = found
         // The WAL analysis below still says what it can (a -wal that does not belong, say).
         case .failure(let error): section.problems.append("This store could not be read: \(describe(error))")
         }
-        let isCoreData = section.inspection?.format == .coreData
-
-        // For Core Data stores the checks below run SQLite's quick_check once.
-        let analysis: Result<WALAnalysis, Error>
-        if let parts, let ran = parts.wal, ran.assumedCoreData == isCoreData {
-            analysis = ran.result
-        } else {
-            stage("reading the WAL")
-            analysis = Result {
-                try WALAnalyzer.analyze(try parts?.evidence.get() ?? WALEvidence(copy: copy, displayPath: displayPath),
-                                        options: .init(integrityCheck: !isCoreData))
-            }
-        }
-        switch analysis {
+        switch answers.wal {
         case .success(let analysis):
             section.wal = analysis
             section.findings += analysis.findings
         case .failure(let error):
             section.problems.append("The WAL could not be analysed: \(describe(error))")
         }
-        guard isCoreData else {
-            section.findings.append(StoreChecker.notCoreData(displayPath: displayPath))
+        guard let checks = answers.checks else {
+            section.findings.append(StoreChecker.notCoreData(displayPath: store.displayPath))
             return
         }
-
-        let history: HistoryPart
-        if let parts, let ran = parts.history {
-            history = ran
-        } else {
-            stage("reading history")
-            history = HistoryPart.read(copy, displayPath: displayPath)
-        }
-        if let timeline = history.timeline { section.timeline = timeline }
-        if let writers = history.writers { section.entityWriters = writers }
-        if let error = history.error { section.problems.append("History could not be read: \(describe(error))") }
-
+        if let timeline = answers.history?.timeline { section.timeline = timeline }
+        if let writers = answers.history?.writers { section.entityWriters = writers }
+        if let error = answers.historyError { section.problems.append("History could not be read: \(describe(error))") }
         do {
-            let opened: OpenedStore
-            let findings: [Finding]
-            if let parts, let checks = parts.checks {
-                opened = try checks.opened.get()
-                // `run()` reports the integrity task's error before the others'.
-                let integrity = try checks.integrity.get()
-                findings = StoreChecker.merged(integrity: integrity.findings, invariants: try checks.invariants.get())
-            } else {
-                stage("running checks")
-                opened = try OpenedStore.open(copy, displayPath: displayPath, xcodeModel: xcodeModel)
-                findings = try StoreChecker(opened: opened, copy: copy).run()
-            }
+            let checked = try checks.get()
             // The WAL analysis and the checks ask the same questions of the files (a -wal left
             // behind): a finding both made is listed once.
-            section.findings += findings.filter { !section.findings.contains($0) }
+            section.findings += checked.findings.filter { !section.findings.contains($0) }
+            guard let opened = checked.opened else { return }
             stage("planning repairs")
-            try Self.planRepairs(opened, findings: findings, displayPath: displayPath, into: &plan, notes: &planNotes)
+            try Self.planRepairs(opened, findings: checked.findings, displayPath: store.displayPath, into: &plan, notes: &planNotes)
             // Before a release: the same findings `lint` and `migration` give, store by store.
             if lint {
                 stage("linting the model")
-                section.findings += try CloudKitLint.lint(opened)
+                section.findings += try Storelens.lint(opened)
             }
             if let migrationTarget {
                 stage("planning the migration")
-                section.findings += try MigrationPlanner.plan([opened], to: migrationTarget).findings
+                section.findings += try Storelens.migration([opened], to: migrationTarget).findings
             }
         } catch {
             section.problems.append("The checks could not run: \(describe(error))")
@@ -145,7 +101,7 @@ public struct StoreReportReader {
     /// findings no repair answers, as a note.
     static func planRepairs(_ opened: OpenedStore, findings: [Finding], displayPath: String, into plan: inout ReportDocument.RepairPlan,
                             notes planNotes: inout [String]) throws {
-        let repair = try RepairPlanner(opened: opened).plan(for: findings)
+        let repair = try Storelens.repairPlan(opened, for: findings)
         for action in repair.actions {
             let affected = action.affected.isEmpty ? "" : " (first: \(action.affected.joined(separator: ", ")))"
             plan.steps.append(.init(store: displayPath, title: "\(action.name)" + (action.entity.map { " on \($0)" } ?? ""),
@@ -161,126 +117,60 @@ public struct StoreReportReader {
     }
 }
 
-/// History's timeline and writers, as far as they could be read.
-struct HistoryPart {
-    var timeline: HistoryTimeline?
-    var writers: [HistoryEntitySummary]?
-    var error: Error?
-
-    /// On a connection of its own; a store without history leaves both nil.
-    static func read(_ copy: WorkingCopy, displayPath: String) -> HistoryPart {
-        var part = HistoryPart()
-        do {
-            let connection = try copy.open()
-            if let coreData = try CoreDataStore.read(connection), coreData.history.present {
-                let reader = try HistoryReader(connection: connection, store: coreData, model: nil, displayPath: displayPath)
-                part.timeline = try reader.timeline()
-                part.writers = try reader.summary()
-            }
-        } catch {
-            part.error = error
-        }
-        return part
-    }
-}
-
-/// The parts of one store's reading, run on two threads before they are put together.
-final class Parts: @unchecked Sendable {
+/// The operations' answers for one store, read one after another or on two threads.
+final class StoreAnswers: @unchecked Sendable {
     // Each field is written by one thread and read only after both are done (`other.result()`).
-    var inspection: Result<StoreInspection, Error>?
-    let evidence: Result<WALEvidence, Error>
-    /// The WAL analysis, run as for a Core Data store when the store opened as one.
-    var wal: (assumedCoreData: Bool, result: Result<WALAnalysis, Error>)?
-    /// Only when the store opened as Core Data.
-    var history: HistoryPart?
-    var opened: Result<OpenedStore, Error>?
-    var integrity: Result<StoreChecker.IntegrityOutcome, Error>?
-    var invariants: Result<[Finding], Error>?
+    var inspection: Result<StoreInspection, Error> = .failure(CancellationError())
+    var wal: Result<WALAnalysis, Error> = .failure(CancellationError())
+    var history: Storelens.HistoryOverview?
+    var historyError: Error?
+    /// Nil when the store is plain SQLite: no checks, history or plans apply.
+    var checks: Result<Storelens.StoreCheck, Error>?
 
-    /// Set only when the store opened as Core Data and both parts of the checks ran.
-    var checks: (opened: Result<OpenedStore, Error>, integrity: Result<StoreChecker.IntegrityOutcome, Error>,
-                 invariants: Result<[Finding], Error>)? {
-        guard let opened, let integrity, let invariants else { return nil }
-        return (opened, integrity, invariants)
-    }
-
-    /// Read by both threads, and only once nothing of it is loaded lazily any more (its -wal
-    /// and -journal are loaded before the second thread starts); each part makes its own
-    /// connections to it.
-    private let copy: WorkingCopy
-    /// The counts go to whichever thread is free first (`claimCounts`); the other thread's
-    /// reading is about as long, so neither waits for the other's last part.
-    private let countsClaim = NSLock()
-    private var countsClaimed = false
-    /// The counts ran before the integrity task's answer, taking the WAL's tables as sound.
-    private var countsAssumedSound = false
-
-    private func claimCounts() -> Bool {
-        countsClaim.lock()
-        defer { countsClaim.unlock() }
-        if countsClaimed { return false }
-        countsClaimed = true
-        return true
-    }
-
-    private init(copy: WorkingCopy, evidence: Result<WALEvidence, Error>) {
-        self.copy = copy
-        self.evidence = evidence
-    }
-
-    static func concurrently(_ copy: WorkingCopy, displayPath: String, xcodeModel: URL?, counts placement: StoreReportReader.CountsPlacement,
-                             timings: Timings?, stage: (String) -> Void) -> Parts {
+    static func read(_ store: AcquiredStore, xcodeModel: URL?, parallel: Bool, timings: Timings?, stage: (String) -> Void) -> StoreAnswers {
+        let answers = StoreAnswers()
         stage("reading the store")
-        // Loads the copy's -wal and -journal.
-        let parts = Parts(copy: copy, evidence: Result { try WALEvidence(copy: copy, displayPath: displayPath) })
-        _ = copy.wal
-        // Opening the model tells a Core Data store (the checks and history run) from plain SQLite.
-        let opened = Result { try OpenedStore.open(copy, displayPath: displayPath, xcodeModel: xcodeModel) }
-        // The integrity task on a connection of its own: the other thread's checker keeps the
-        // opened store's connection (the repair plan reads it afterwards, on this thread). Where
-        // either cannot be had, the checks run afterwards as in the sequence.
-        var checker = try? StoreChecker(opened: opened.get(), copy: copy)
-        let integrityChecker = try? checker.map { checker in checker.on(try copy.open()) }
-        if integrityChecker == nil { checker = nil }
-        let assumedCoreData = checker != nil
-
-        let integrityRuns = integrityChecker != nil
-        let other = BackgroundWork(decodingAsCaller: "storelens.report-parts") { [parts, checker] in
-            let stopwatch = Stopwatch()
-            if let checker {
-                parts.invariants = Result { try checker.runInvariants() }
-                parts.history = HistoryPart.read(parts.copy, displayPath: displayPath)
-            }
-            parts.wal = (assumedCoreData, parts.evidence.flatMap { evidence in
-                Result { try WALAnalyzer.analyze(evidence, options: .init(integrityCheck: !assumedCoreData)) }
-            })
-            // Free before the integrity task: the counts, as if the exact comparison will find the
-            // WAL's tables sound (it does on every store whose -wal belongs); where it does not,
-            // they are read again below as the sequence reads them.
-            if placement != .integrityThread, parts.claimCounts() {
-                parts.countsAssumedSound = integrityRuns
-                parts.inspection = Result { try StoreInspector.inspect(parts.copy, displayPath: displayPath, walTablesSound: parts.countsAssumedSound) }
-            }
-            // This thread's share, beside the integrity task's own line.
-            timings?.record("report-part=\"checks, history, WAL\" seconds=\(stopwatch.seconds)")
-        }
-
-        if let integrityChecker {
+        // Loads the copy's -wal and -journal before a second thread reads the copy.
+        _ = store.copy.wal
+        // Opening the model tells a Core Data store (checks, history, plans) from plain SQLite.
+        let opened = Result { try OpenedStore.open(store.copy, displayPath: store.displayPath, xcodeModel: xcodeModel) }
+        let isCoreData: Bool
+        if case .failure(ModelError.notCoreData) = opened { isCoreData = false } else { isCoreData = true }
+        let checkOptions = Storelens.CheckOptions(xcodeModel: xcodeModel)
+        func runChecks() -> (proved: Bool, ran: Bool) {
+            guard isCoreData else { return (false, false) }
             stage("running checks")
-            parts.integrity = Result { try integrityChecker.runIntegrity() }
+            answers.checks = opened.flatMap { opened in Result { try Storelens.check(opened, of: store, checkOptions) } }
+            return ((try? answers.checks?.get())?.walTablesSound ?? false, true)
         }
-        // What the exact comparison proved, the quick one in the counts need not look for again.
-        let sound = (try? parts.integrity?.get())?.walTablesSound ?? false
-        stage("counting rows")
-        if placement == .otherThread { other.result() }
-        if parts.claimCounts() {
-            parts.inspection = Result { try StoreInspector.inspect(copy, displayPath: displayPath, walTablesSound: sound) }
+        // On a Core Data store the checks run SQLite's quick_check, so the WAL analysis does not.
+        let others = { (assumeSound: Bool) in
+            answers.wal = Result { try Storelens.wal(store, integrityCheck: !isCoreData) }
+            if isCoreData {
+                do { answers.history = try Storelens.historyOverview(store) } catch { answers.historyError = error }
+            }
+            answers.inspection = Result { try Storelens.inspect(store, asOfCommit: nil, walTablesSound: assumeSound) }
         }
-        if placement != .otherThread { other.result() }
-        if parts.countsAssumedSound && !sound {
-            parts.inspection = Result { try StoreInspector.inspect(copy, displayPath: displayPath, walTablesSound: false) }
+        guard parallel else {
+            let proved = runChecks().proved
+            stage("reading the WAL, history and counts")
+            others(proved)
+            return answers
         }
-        parts.opened = checker == nil ? nil : opened
-        return parts
+        let other = BackgroundWork(decodingAsCaller: "storelens.report-parts") {
+            let stopwatch = Stopwatch()
+            others(isCoreData)
+            // This thread's share, beside the checks' own lines.
+            timings?.record("report-part=\"WAL, history, counts\" seconds=\(stopwatch.seconds)")
+        }
+        let proved = runChecks().proved
+        other.result()
+        // Counted as if the exact comparison would prove the -wal's tables sound; it did not, and
+        // the counts of a store with WAL commits depend on it: count as the sequence does.
+        if isCoreData && !proved, let counted = try? answers.inspection.get(), counted.wal.present && counted.wal.commits > 0 {
+            stage("counting rows")
+            answers.inspection = Result { try Storelens.inspect(store, asOfCommit: nil, walTablesSound: false) }
+        }
+        return answers
     }
 }
