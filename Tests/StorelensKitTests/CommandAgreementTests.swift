@@ -16,21 +16,9 @@ struct CommandAgreementTests {
         try expectSameOutput(arguments + ["--format", "json"]) { try library().rendered() + "\n" }
     }
 
-    /// What the command prints and what the library gives, rendered the same way; where the
-    /// library refuses the input, the command refuses it too (exit 2 or 3), in the same sentence.
+    /// What the command prints and what the library gives (`SameOutput.expect`).
     static func expectSameOutput(_ arguments: [String], _ library: () throws -> String) throws {
-        let command = try CLI.run(arguments)
-        let name = "storelens " + arguments.joined(separator: " ")
-        #expect(command.status < 128 && !command.stderr.contains("Fatal error"), "\(name): \(command.stderr)")
-        do {
-            let answer = try library()
-            #expect([0, 1, 2].contains(command.status), "\(name): \(command.stderr)")
-            #expect(!command.stdout.isEmpty, "\(name) printed nothing")
-            #expect(command.stdout == answer, "\(name) and the library differ")
-        } catch {
-            #expect([2, 3].contains(command.status) && command.stdout.isEmpty, "\(name) answered where the library threw \(error)")
-            #expect(command.stderr.contains("\(error)"), "\(name) says \(command.stderr), the library \(error)")
-        }
+        try SameOutput.expect(arguments, library)
     }
 
     /// `wal --diff` streams through a writer; the library's changes go through the same writer.
