@@ -27,18 +27,6 @@ private func bigEndian(_ value: UInt64, width: Int) -> [UInt8] {
     (0..<width).map { UInt8(truncatingIfNeeded: value >> (8 * UInt64(width - 1 - $0))) }
 }
 
-/// A seeded generator, so the mutation test is reproducible.
-struct PlistFuzzRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Written by Python's plistlib (FMT_BINARY, sort_keys) from made-up values shaped like a
 /// Core Data Z_METADATA dictionary, plus one of every scalar type. Not from any real store.
 let pythonMetadataVector = """
