@@ -4,8 +4,10 @@
 A helper that two suites share lives in a home named for what it is: a file in the test target
 (Tests/<Target>Tests/Support/) or, when several test targets use it, Sources/StoreTestSupport.
 This check finds `SomethingTests.member` (or `SomethingTests().member`) written in a file other
-than the one that declares `struct SomethingTests`, prints each suite.member, how often and in
-which files, then the total. Comments count too: name a test in words, not as Suite.member.
+than the one that declares `struct SomethingTests`, and any other type declared at the top of a
+test file outside a Support/ folder that another file names; it prints each suite.member (or
+type), how often and in which files, then the total. Comments count too: name a test in words,
+not as Suite.member.
 
 usage: suite-reach.py [--help]   (from anywhere: it reads the Tests/ folder beside scripts/)
 
@@ -31,6 +33,19 @@ def reaches(root):
         for m in re.finditer(r"\b(\w+Tests)(?:\(\))?\.(\w+)", text):
             if defs.get(m.group(1)) != path:
                 uses[(m.group(1), m.group(2))].append(path)
+    # A helper type declared beside a suite (or in a loose file) and named in another file.
+    helpers = {}
+    for path, text in texts.items():
+        if os.sep + "Support" + os.sep in path:
+            continue
+        for m in re.finditer(r"^(?:final |public )?(?:struct|enum|class) (\w+)", text, re.M):
+            if not m.group(1).endswith("Tests"):
+                helpers.setdefault(m.group(1), path)
+    for name, home in helpers.items():
+        pattern = re.compile(r"\b" + re.escape(name) + r"\b")
+        for path, text in texts.items():
+            if path != home and pattern.search(text):
+                uses[(name, "(declared in " + os.path.basename(home) + ")")].append(path)
     return uses
 
 
