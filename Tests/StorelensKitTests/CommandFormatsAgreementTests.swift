@@ -95,4 +95,78 @@ struct CommandFormatsAgreementTests {
         try Self.expectEveryFormatOfReads(store.path)
         try Self.expectEveryFormatOfOneStore(store.path)
     }
+
+    // MARK: - The streaming commands: every case of their writer's `Format`
+
+    /// rows of `entity`, history, recover and wal --diff of `store`, in every format their
+    /// writers have; bytes and text are gathered as the command writes them.
+    static func expectEveryStreamedFormat(_ store: String, entity: String?) throws {
+        if let entity {
+            for format in RowsWriter.Format.allCases {
+                try SameOutput.expect(["rows", store, entity, "--format", format.rawValue, "--limit", "40"]) {
+                    try Storelens.rows(store, .init(entity: entity, limit: 40)) { read -> String in
+                        guard case .sqlite(let rows) = read else { return "" }
+                        var out: [UInt8] = []
+                        let writer = RowsWriter(format: format, fields: rows.fields, header: RowsWriter.header(rows),
+                                                write: { out += Array($0.utf8) }, writeBytes: { out += $0 })
+                        if format == .table { out += Array((RowsWriter.title(rows) + "\n").utf8) }
+                        writer.begin()
+                        if writer.takesScanRows { try rows.forEachStored { try writer.add($0) } } else { try rows.forEach { try writer.add($0) } }
+                        writer.end()
+                        if format == .table { out += Array((plural(writer.count, "row") + "\n").utf8) }
+                        return String(decoding: out, as: UTF8.self)
+                    }
+                }
+            }
+        }
+        for format in HistoryWriter.Format.allCases {
+            try SameOutput.expect(["history", store, "--format", format.rawValue]) {
+                let (history, transactions) = try Storelens.history(store)
+                var out = ""
+                let writer = HistoryWriter(format: format, header: HistoryWriter.header(history), path: history.path) { out += $0 }
+                writer.begin(title: HistoryWriter.title(history))
+                transactions.forEach(writer.add)
+                writer.end()
+                return out
+            }
+        }
+        for format in RecoveryWriter.Format.allCases {
+            try SameOutput.expect(["recover", store, "--format", format.rawValue]) {
+                var out: [UInt8] = []
+                let writer = RecoveryWriter(format: format, write: { out += Array($0.utf8) }, writeBytes: { out += $0 })
+                writer.begin()
+                try Storelens.recover(store) { writer.add($0) }
+                writer.end()
+                return String(decoding: out, as: UTF8.self)
+            }
+        }
+        for format in RecordDiffWriter.Format.allCases {
+            try SameOutput.expect(["wal", store, "--diff", "--format", format.rawValue]) {
+                var out = ""
+                RecordDiffWriter(format: format, each: false) { out += $0 }.write(try Storelens.walDiff([store]))
+                return out
+            }
+        }
+    }
+
+    @Test("a store of the builder with a -wal and history: every format of rows, history, recover and wal --diff")
+    func builderStoreStreamed() throws {
+        let folder = try TemporaryFolder("formats-agreement-streamed")
+        let store = folder.path("bench/default.store")
+        try FileManager.default.createDirectory(at: store.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try BenchCorpus.write(to: store, rows: 300, batch: 10, walShare: 0.3)
+        let entity = try Storelens.schema(store.path).map.entities.first { $0.tableExists }?.entity.name
+        #expect(entity != nil, "the bench store has entities")
+        try Self.expectEveryStreamedFormat(store.path, entity: entity)
+    }
+
+    @Test("genuine Apple stores: every format of rows, history, recover and wal --diff",
+          .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)),
+          arguments: ["notes-macos15-wal", "swiftdata-cocktails-preloaded", "knowledgec-tombstones", "backup-manifest-db"])
+    func realStoreStreamed(_ name: String) throws {
+        let folder = try #require(ProjectPaths.realFixtures()).appendingPathComponent(name)
+        let store = try #require(try ProjectPaths.realStoreFile(in: folder), "a store in \(name)")
+        let entity = (try? Storelens.schema(store.path))?.map.entities.first { $0.tableExists }?.entity.name
+        try Self.expectEveryStreamedFormat(store.path, entity: entity)
+    }
 }
