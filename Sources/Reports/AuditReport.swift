@@ -68,3 +68,23 @@ public enum AuditReport {
         return out
     }
 }
+
+extension AuditReport: FindingsView {
+    /// An audit with the names its views show: the manifest file and the input as given.
+    public struct Audited {
+        public let result: AuditResult
+        public let manifest: String
+        public let input: String
+
+        public init(_ result: AuditResult, manifest: String, input: String) {
+            self.result = result
+            self.manifest = manifest
+            self.input = input
+        }
+    }
+
+    public static func located(_ audited: Audited) -> [SARIF.Located] { located(audited.result, manifest: audited.manifest) }
+    public static func json(_ audited: Audited) -> JSONValue { json(audited.result, manifest: audited.manifest) }
+    public static func text(_ audited: Audited) -> String { text(audited.result) }
+    public static func markdown(_ audited: Audited) -> String { markdown(audited.result, input: audited.input) }
+}

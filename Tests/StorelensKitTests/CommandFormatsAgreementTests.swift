@@ -7,7 +7,7 @@ import Testing
 
 /// Every `--format` of the commands that print one document: what the command prints is the
 /// library's answer rendered by `Reports` in that format, byte for byte. The formats come from
-/// the views' own lists (`DocumentFormat.allCases`, and `sarif` for the views made of findings),
+/// the families' own lists (`DocumentFormats.all`, `FindingsFormats.all`),
 /// so a format added there is compared here without a line more.
 @Suite("every format of the command is the library's answer rendered")
 struct CommandFormatsAgreementTests {
@@ -17,8 +17,8 @@ struct CommandFormatsAgreementTests {
         return words.count > 1 ? String(words[1]) : "unknown"
     }()
 
-    static let documentFormats = DocumentFormat.allCases.map(\.rawValue)
-    static let findingsFormats = documentFormats + ["sarif"]
+    static let documentFormats = DocumentFormats.names
+    static let findingsFormats = FindingsFormats.names
 
     /// For each format, `storelens arguments --format F` against `render(F)`.
     static func expectEveryFormat(_ arguments: [String], formats: [String], _ render: (String) throws -> String) throws {
@@ -56,14 +56,8 @@ struct CommandFormatsAgreementTests {
         let manifestPath = root.appendingPathComponent("Fixtures/demo-container.storelens.json").path
         let audited = try Storelens.audit([demo], manifest: try Manifest.load(path: manifestPath),
                                           .init(manifestFile: URL(fileURLWithPath: manifestPath)))
-        try Self.expectEveryFormat(["audit", demo, "--manifest", manifestPath], formats: Self.findingsFormats) { format in
-            switch format {
-            case "json": return AuditReport.json(audited, manifest: manifestPath).rendered() + "\n"
-            case "sarif": return SARIF.log(AuditReport.located(audited, manifest: manifestPath), command: "audit", toolVersion: Self.toolVersion,
-                                           inputs: [demo]).rendered() + "\n"
-            case "markdown": return AuditReport.markdown(audited, input: demo)
-            default: return AuditReport.text(audited)
-            }
+        try Self.expectEveryFormat(["audit", demo, "--manifest", manifestPath], formats: Self.findingsFormats) {
+            AuditReport.rendered(.init(audited, manifest: manifestPath, input: demo), as: $0, command: "audit", toolVersion: Self.toolVersion, inputs: [demo])
         }
     }
 

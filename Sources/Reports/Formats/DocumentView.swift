@@ -1,13 +1,7 @@
 import StoreFormats
 
-/// The formats of the commands that print one document (`--format text|json|markdown`).
-public enum DocumentFormat: String, Sendable, CaseIterable {
-    case text, json, markdown
-}
-
-/// A result's three views, each in its own function: text for people, JSON for machines
-/// (docs/json-output.md), Markdown for a ticket. A command picks the view by the format's name
-/// here, in one place, instead of in a switch of its own.
+/// A result's views, each in its own function: text for people, JSON for machines
+/// (docs/json-output.md), Markdown for a ticket.
 public protocol DocumentView {
     associatedtype Subject
     static func json(_ subject: Subject) -> JSONValue
@@ -15,14 +9,30 @@ public protocol DocumentView {
     static func markdown(_ subject: Subject) -> String
 }
 
+/// One way to show a one-document result: a type per format, listed once in
+/// `DocumentFormats.all`, which is what `--format` offers every command that prints one
+/// document (GRDB's `DumpFormat` is the model). A format made from the JSON view, as most new
+/// ones would be, needs nothing of the views.
+public protocol DocumentFormat {
+    /// What `--format` takes.
+    static var name: String { get }
+    static func render<View: DocumentView>(_ subject: View.Subject, by view: View.Type) -> String
+}
+
+/// The formats of the commands that print one document.
+public enum DocumentFormats {
+    public static let all: [any DocumentFormat.Type] = [TextFormat.self, JSONFormat.self, MarkdownFormat.self]
+    public static var names: [String] { all.map { $0.name } }
+
+    /// The format `--format` named; nil for a name that is not one (the option's list allows only these).
+    public static func named(_ name: String) -> (any DocumentFormat.Type)? {
+        all.first { $0.name == name }
+    }
+}
+
 extension DocumentView {
-    /// `subject` in `format`: JSON pretty-printed with its final newline; a name that is not a
-    /// document format (the command's option list allows only those) gives the text view.
+    /// `subject` in the format named `format` (the text view for a name that is none).
     public static func rendered(_ subject: Subject, as format: String) -> String {
-        switch DocumentFormat(rawValue: format) {
-        case .json: return json(subject).rendered() + "\n"
-        case .markdown: return markdown(subject)
-        case .text, nil: return text(subject)
-        }
+        (DocumentFormats.named(format) ?? TextFormat.self).render(subject, by: Self.self)
     }
 }

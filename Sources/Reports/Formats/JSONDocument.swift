@@ -18,3 +18,12 @@ public enum JSONDocument {
         refused.isEmpty ? [] : [("refused", .array(refused.map { .object([("path", .string($0.path)), ("reason", .string($0.reason))]) }))]
     }
 }
+
+/// For machines: the view's JSON document (`schemaVersion` first), pretty-printed, with its final newline.
+public enum JSONFormat: DocumentFormat, FindingsFormat {
+    public static let name = "json"
+
+    public static func render<View: DocumentView>(_ subject: View.Subject, by view: View.Type) -> String {
+        view.json(subject).rendered() + "\n"
+    }
+}

@@ -24,3 +24,12 @@ public enum Markdown {
         code(s).replacingOccurrences(of: "|", with: "\\|")
     }
 }
+
+/// For a ticket or a pull request: the view's Markdown.
+public enum MarkdownFormat: DocumentFormat, FindingsFormat {
+    public static let name = "markdown"
+
+    public static func render<View: DocumentView>(_ subject: View.Subject, by view: View.Type) -> String {
+        view.markdown(subject)
+    }
+}

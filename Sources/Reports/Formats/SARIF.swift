@@ -219,17 +219,3 @@ extension SARIF {
         return Location(path: declarations.file, line: declarations.line(entity: entity, property: property))
     }
 }
-
-/// A result made of findings, which `--format sarif` shows as a SARIF log.
-public protocol FindingsView: DocumentView {
-    /// Each finding of `subject`, and where it is.
-    static func located(_ subject: Subject) -> [SARIF.Located]
-}
-
-extension FindingsView {
-    /// `rendered(_:as:)`, and `sarif` too: the log of `storelens command`.
-    public static func rendered(_ subject: Subject, as format: String, command: String, toolVersion: String, inputs: [String] = []) -> String {
-        guard format == "sarif" else { return rendered(subject, as: format) }
-        return SARIF.log(located(subject), command: command, toolVersion: toolVersion, inputs: inputs).rendered() + "\n"
-    }
-}
