@@ -335,14 +335,3 @@ final class BatchSink: @unchecked Sendable {
         if fd >= 0 { _ = Foundation.close(fd) }
     }
 }
-
-extension Diagnostics {
-    /// The sentence and exit code `report(_:to:)` gives an error, without printing them (a batch
-    /// line and a report section carry them instead).
-    static func outcome(_ error: Error) -> (message: String, code: ExitCode) {
-        guard let (message, isInternal) = describe(error) else {
-            return ("internal error: \(error); please report this with the command you ran.", .internalError)
-        }
-        return (message, isInternal ? .internalError : .usageOrInput)
-    }
-}
