@@ -11,7 +11,7 @@ import StoreFormats
 // own --format json for that input.
 
 /// Stores listed in one line's summary before the list is cut (`storeCount` is always complete).
-let batchStoreLimit = 50
+let batchStoreLimit = BatchLine.summaryStoreLimit
 
 extension ScanReport {
     public static func batchSummary(inventories: [Inventory], stores: [ScannedStore]) -> JSONValue {
