@@ -144,7 +144,7 @@ struct ReportCommand: Command {
                 throw InputError(message: "cannot make the folder \(outDir) for --out-dir (\(error.localizedDescription)); give a folder you can write in.")
             }
         }
-        return try Batch.run(command: "report", inputs: paths, settings: batch, output: output) { path, context in
+        return try Batch.run(command: "report", inputs: paths, settings: batch, input: input, output: output) { path, evidence in
             let target = Self.reportPath(for: path, in: outDir)
             // Checked against this input (the batch's output check covered the folder): no
             // report lands on an input or its family under any name.
@@ -163,10 +163,8 @@ struct ReportCommand: Command {
                     throw InputError(message: "\(target), the report of \(path), already exists; add --force to replace it (or --resume to skip the inputs that have a line in the results).")
                 }
             }
-            return try input.makeSession().reading { session in
-                // The manifest first, as without --jsonl: the evidence table lists the files in the same order.
-                if let manifestPath { try session.record([URL(fileURLWithPath: manifestPath)]) }
-                context.hashInput(path, in: session)
+            // The manifest first, as without --jsonl: the evidence table lists the files in the same order.
+            return try evidence.reading(recordingFirst: manifestPath.map { [URL(fileURLWithPath: $0)] } ?? []) { session in
                 let built = try build([path], manifest: manifest, session: session)
                 try OutputFile.write(built.html, to: target, force: replace, originals: session.ledger.entries.map(\.path))
                 let summary = HTMLReport.batchSummary(report: target, bytes: built.html.utf8.count, stores: built.stores, findings: built.findings)
