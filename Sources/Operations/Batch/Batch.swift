@@ -11,9 +11,11 @@ extension Storelens {
     public struct BatchOptions: Sendable {
         /// The command each line names (`scan`, `audit` …); `resume` skips only its inputs.
         public var command: String
-        /// The results file, appended to (made if missing), or `-` for standard output.
+        /// The results file, appended to (made if missing), or `-` for standard output (whose
+        /// reader going away is `BatchResultsFailure.readerGone` where `SIGPIPE` is ignored, as
+        /// the command ignores it; otherwise the signal ends the process).
         public var results: String
-        /// How many inputs are read at once.
+        /// How many inputs are read at once (at least one).
         public var jobs: Int
         /// Skip the inputs that already have a line of `command` in `results` (a file, not `-`).
         public var resume: Bool
