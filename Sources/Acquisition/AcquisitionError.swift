@@ -116,3 +116,7 @@ extension AcquisitionError {
         return "SHA-256 \(before.prefix(shown))… became \(after.prefix(shown))…"
     }
 }
+
+extension AcquisitionError: DescribedError {
+    public var errorClass: ErrorClass { isInternal ? .ours : .input }
+}

@@ -349,3 +349,7 @@ final class ArchiveInventory {
         archive_error_string(a).map { String(cString: $0) } ?? "unknown libarchive error"
     }
 }
+
+extension ArchiveError: DescribedError {
+    public var errorClass: ErrorClass { .input }
+}

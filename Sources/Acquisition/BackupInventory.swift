@@ -346,3 +346,7 @@ struct BackupInventory {
     }
 
 }
+
+extension BackupError: DescribedError {
+    public var errorClass: ErrorClass { .input }
+}

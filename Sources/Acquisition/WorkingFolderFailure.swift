@@ -119,3 +119,7 @@ public struct WorkingFolderFailure: Error, Equatable, CustomStringConvertible, S
 public protocol CarriesWorkingFolderFailure: Error {
     var workingFolderFailure: WorkingFolderFailure? { get }
 }
+
+extension WorkingFolderFailure: DescribedError {
+    public var errorClass: ErrorClass { .ours }
+}

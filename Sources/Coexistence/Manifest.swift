@@ -1,4 +1,5 @@
 import Foundation
+import StoreFormats
 
 /// `storelens.json`: the team's original-name table and writer policy for a migration
 /// (docs/manifest.md). It names the stacks, where each keeps its store, who writes as each
@@ -280,4 +281,8 @@ struct FieldReader {
         }
         return i
     }
+}
+
+extension ManifestError: DescribedError {
+    public var errorClass: ErrorClass { .input }
 }

@@ -1,3 +1,5 @@
+import StoreFormats
+
 /// Why a store's Core Data structures could not be read.
 public enum CoreDataStoreError: Error, Equatable, CustomStringConvertible, Sendable {
     /// `Z_METADATA` is missing its row or its plist is damaged.
@@ -13,4 +15,8 @@ public enum CoreDataStoreError: Error, Equatable, CustomStringConvertible, Senda
             return "\(path): Z_PRIMARYKEY is inconsistent (\(detail)); run `storelens check` for details."
         }
     }
+}
+
+extension CoreDataStoreError: DescribedError {
+    public var errorClass: ErrorClass { .input }
 }

@@ -1,3 +1,5 @@
+import StoreFormats
+
 /// Why a model could not be read, or a request against it (an entity, a filter) cannot be met.
 /// Each description is one sentence naming the file and the thing at fault.
 public enum ModelError: Error, Equatable, CustomStringConvertible, Sendable {
@@ -44,4 +46,8 @@ public enum ModelError: Error, Equatable, CustomStringConvertible, Sendable {
             return "\(path): the table \(table) is not laid out as Core Data makes it (\(detail)); it may have been rebuilt by hand."
         }
     }
+}
+
+extension ModelError: DescribedError {
+    public var errorClass: ErrorClass { .input }
 }

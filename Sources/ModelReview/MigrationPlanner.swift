@@ -275,3 +275,7 @@ public enum MigrationPlanner {
         }
     }
 }
+
+extension MigrationError: DescribedError {
+    public var errorClass: ErrorClass { .input }
+}

@@ -1,5 +1,6 @@
 import Acquisition
 import Foundation
+import StoreFormats
 
 /// Writes a file the user named (a report, an export, a point-in-time image, an evidence list):
 /// never over an existing file unless forced, never over an input, and never half-written (a
@@ -116,4 +117,8 @@ public struct OutputFileRefusal: Error, CustomStringConvertible, Sendable {
     }
 
     public var description: String { RawPath.shownInText(message) }
+}
+
+extension OutputFileRefusal: DescribedError {
+    public var errorClass: ErrorClass { .input }
 }

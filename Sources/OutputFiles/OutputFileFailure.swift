@@ -48,3 +48,7 @@ public struct OutputFileFailure: Error, Equatable, Sendable, CustomStringConvert
         }
     }
 }
+
+extension OutputFileFailure: DescribedError {
+    public var errorClass: ErrorClass { isOurs ? .ours : .input }
+}

@@ -1,5 +1,6 @@
 import Acquisition
 import Foundation
+import StoreFormats
 
 /// The one check every output path passes before a command does any work: nothing storelens
 /// writes may land on evidence, on another name for it, or inside it.
@@ -256,4 +257,8 @@ public enum OutputPathError: Error, Equatable, CustomStringConvertible, Sendable
             return "\(option) \(path) is inside \(folder), the folder given with --each whose every entry is an input, and storelens never writes among the inputs (the next run would read what it wrote as one); give \(option) a folder outside it."
         }
     }
+}
+
+extension OutputPathError: DescribedError {
+    public var errorClass: ErrorClass { .input }
 }

@@ -29,3 +29,11 @@ public enum RepairError: Error, Equatable, CustomStringConvertible, Sendable {
         }
     }
 }
+
+extension RepairError: DescribedError {
+    /// A repair that could not be verified is ours; every other refusal is about the input or the output asked for.
+    public var errorClass: ErrorClass {
+        if case .verificationFailed = self { return .ours }
+        return .input
+    }
+}

@@ -1,31 +1,14 @@
 import Findings
 import Foundation
+import Operations
 import StoreFormats
 
 /// Views of a list of findings: every command that finds things renders them through here, so
 /// text, JSON, Markdown and HTML always say the same.
 public enum FindingsReport {
-    public static func json(_ f: Finding) -> JSONValue {
-        .object([
-            ("id", .string(f.id)),
-            ("severity", .string(f.severity.rawValue)),
-            ("store", .optional(f.store)),
-            ("entity", .optional(f.entity)),
-            ("message", .string(f.message)),
-            ("evidence", .object(f.evidence.sorted { $0.key < $1.key }.map { ($0.key, json($0.value)) })),
-            ("explanation", .string(f.explanation)),
-            ("suggestion", .optional(f.suggestion)),
-        ])
-    }
+    public static func json(_ f: Finding) -> JSONValue { f.json() }
 
-    static func json(_ value: EvidenceValue) -> JSONValue {
-        switch value {
-        case .int(let i): return .int(i)
-        case .string(let s): return .string(s)
-        case .list(let items): return .array(items.map(json))
-        case .record(let members): return .object(members.map { ($0.0, json($0.1)) })
-        }
-    }
+    static func json(_ value: EvidenceValue) -> JSONValue { value.json() }
 
     public static func text(_ findings: [Finding]) -> String {
         guard !findings.isEmpty else { return "  no findings\n" }

@@ -78,3 +78,7 @@ extension WALForensicsError {
         return .sqlite(path: path, SQLiteError(extendedCode: 1, message: "\(error)"))
     }
 }
+
+extension WALForensicsError: DescribedError {
+    public var errorClass: ErrorClass { isInputError ? .input : .ours }
+}

@@ -1,5 +1,6 @@
 import CCrypto
 import Foundation
+import StoreFormats
 
 /// A failure inside libcrypto itself: never a fact about the backup (a wrong key is reported by
 /// `unwrap` returning nil, bad padding by `CBCDecryptor`'s caller).
@@ -126,4 +127,8 @@ final class CBCDecryptor {
 
     // EVP_CIPHER_CTX_free clears the key schedule before freeing it.
     deinit { EVP_CIPHER_CTX_free(ctx) }
+}
+
+extension BackupCryptoError: DescribedError {
+    public var errorClass: ErrorClass { .ours }
 }

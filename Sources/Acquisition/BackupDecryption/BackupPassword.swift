@@ -1,4 +1,5 @@
 import Foundation
+import StoreFormats
 
 /// Why no password could be had. Never carries the password or any part of it.
 public enum BackupPasswordError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -259,4 +260,8 @@ public final class BackupPasswordSource: Sendable {
         secret.setCount(secret.count - 1)
         return true
     }
+}
+
+extension BackupPasswordError: DescribedError {
+    public var errorClass: ErrorClass { .input }
 }

@@ -132,3 +132,7 @@ public enum AtomicStoreError: Error, Equatable, CustomStringConvertible, Sendabl
         }
     }
 }
+
+extension AtomicStoreError: DescribedError {
+    public var errorClass: ErrorClass { .input }
+}

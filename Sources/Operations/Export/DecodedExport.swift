@@ -2,6 +2,7 @@ import Acquisition
 import CoreDataStore
 import Foundation
 import SQLiteAccess
+import StoreFormats
 
 /// `storelens export`: a store's records decoded into a plain SQLite file that datasette, DB
 /// Browser, sqlite-utils or pandas open without knowing Core Data (docs/export.md).
@@ -318,4 +319,8 @@ public enum DecodedExportError: Error, Equatable, CustomStringConvertible, Senda
             return "the export \(path) was not written: SQLite refused a statement storelens made for it (\(reason)); this is a storelens bug, not a problem of the disk or the evidence: please report it with the store's model (`storelens schema`)."
         }
     }
+}
+
+extension DecodedExportError: DescribedError {
+    public var errorClass: ErrorClass { .ours }
 }

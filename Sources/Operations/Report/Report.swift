@@ -25,14 +25,15 @@ extension Storelens {
         public var toolVersion: String
         /// False reads each store's parts one after another instead of on two threads (to compare).
         public var parallel: Bool
-        /// The sentence an error becomes in the report (the command's own wording).
+        /// The sentence an error becomes in the report: by default what the command prints for it
+        /// (`Storelens.describe`).
         public var describe: @Sendable (Error) -> String
         /// Where each stage's start goes (`make bench`).
         public var timings: Timings?
 
         public init(input: InputOptions = InputOptions(), xcodeModel: URL? = nil, lint: Bool = false, migrationTarget: String? = nil,
                     manifest: Manifest? = nil, manifestPath: String? = nil, commandLine: String = "storelens report", toolVersion: String,
-                    parallel: Bool = true, describe: @escaping @Sendable (Error) -> String = { "\($0)" }, timings: Timings? = nil) {
+                    parallel: Bool = true, describe: @escaping @Sendable (Error) -> String = { Storelens.describe($0).sentence }, timings: Timings? = nil) {
             self.input = input
             self.xcodeModel = xcodeModel
             self.lint = lint

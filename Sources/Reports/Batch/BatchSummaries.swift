@@ -8,10 +8,11 @@ import StoreFormats
 
 // The `summary` object of each command's batch line (docs/json-output.md, "Batch results"):
 // the few numbers that let a batch be sorted and grepped; the full picture is the command's
-// own --format json for that input.
+// own --format json for that input. (The report batch's is the library's: `Storelens.reportBatch`
+// writes the report and its line.)
 
 /// Stores listed in one line's summary before the list is cut (`storeCount` is always complete).
-let batchStoreLimit = 50
+let batchStoreLimit = BatchLine.summaryStoreLimit
 
 extension ScanReport {
     public static func batchSummary(inventories: [Inventory], stores: [ScannedStore]) -> JSONValue {
@@ -76,21 +77,6 @@ extension AuditReport {
         }
         members.append(("entities", .int(r.entities.count)))
         members.append(("stacks", .array(r.bindings.map { .object([("name", .string($0.stack)), ("store", .optional($0.store))]) })))
-        return .object(members)
-    }
-}
-
-extension HTMLReport {
-    /// A `report` batch line's summary: the finding counts (as `check` and `audit` give them), the
-    /// report file written for the input, its size, and the stores it covers.
-    public static func batchSummary(report: String, bytes: Int, stores: [String], findings: [Finding]) -> JSONValue {
-        var members: [(String, JSONValue)] = Finding.Severity.allCases.reversed().map { s in
-            (s.rawValue, .int(findings.filter { $0.severity == s }.count))
-        }
-        members.append(("report", .string(report)))
-        members.append(("bytes", .int(bytes)))
-        members.append(("storeCount", .int(stores.count)))
-        members.append(("stores", .array(stores.prefix(batchStoreLimit).map(JSONValue.string))))
         return .object(members)
     }
 }

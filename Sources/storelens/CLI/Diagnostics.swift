@@ -1,15 +1,8 @@
-import Acquisition
-import Coexistence
-import CoreDataStore
 import Foundation
-import ModelReview
 import Operations
-import OutputFiles
-import Repair
-import Reports
-import WALForensics
 
-/// The one place where errors become text and exit codes.
+/// Where errors become text and exit codes: usage errors (`ParseError`) are worded here; every
+/// other error says its own sentence and class (`DescribedError`) through `Storelens.describe`.
 enum Diagnostics {
     static func message(for error: ParseError) -> String {
         switch error {
@@ -57,40 +50,15 @@ enum Diagnostics {
 
     /// Runtime errors: one sentence on stderr, exit 2 for bad input, 3 for our own failures.
     static func report(_ error: Error, to output: Output) -> ExitCode {
-        guard let (message, isInternal) = describe(error) else {
-            output.error("Error: internal error: \(error); please report this with the command you ran.\n")
-            return .internalError
-        }
+        let (message, code) = outcome(error)
         output.error("Error: \(message)\n")
-        return isInternal ? .internalError : .usageOrInput
+        return code
     }
 
-    /// The sentence for each error type the library throws, and whether it is storelens's own fault.
-    static func describe(_ error: Error) -> (String, Bool)? {
-        // Our own I/O failure, whatever layer it surfaced in, is never described as the evidence's.
-        if let ours = WorkingFolderFailure.from(error) { return (ours.description, true) }
-        switch error {
-        case let e as AcquisitionError: return (e.description, e.isInternal)
-        case let e as RepairError:
-            if case .verificationFailed = e { return (e.description, true) }
-            return (e.description, false)
-        case let e as WALForensicsError: return (e.description, !e.isInputError)
-        case let e as InputError: return (e.message, false)
-        case let e as DecodedExportError: return (e.description, true)
-        case let e as OutputFileFailure: return (e.description, e.isOurs)
-        case let e as OutputPathError: return (e.description, false)
-        case let e as OutputFileRefusal: return (e.description, false)
-        case let e as ArchiveError: return (e.description, false)
-        case let e as BackupError: return (e.description, false)
-        case let e as BackupPasswordError: return (e.description, false)
-        case let e as BackupCryptoError: return (e.description, true)
-        case let e as ManifestError: return (e.description, false)
-        case let e as CoreDataStoreError: return (e.description, false)
-        case let e as AtomicStoreError: return (e.description, false)
-        case let e as ModelError: return (e.description, false)
-        case let e as MigrationError: return (e.description, false)
-        default: return nil
-        }
+    /// The sentence and exit code `report(_:to:)` gives an error, without printing them: what
+    /// the error says of itself (`DescribedError`, through `Storelens.describe`).
+    static func outcome(_ error: Error) -> (message: String, code: ExitCode) {
+        let described = Storelens.describe(error)
+        return (described.sentence, ExitCode(described.errorClass))
     }
 }
-

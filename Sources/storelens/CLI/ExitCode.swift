@@ -1,3 +1,5 @@
+import StoreFormats
+
 /// storelens' exit codes. They are part of its stable interface (docs/exit-codes.md).
 enum ExitCode: Int32 {
     /// The command did what was asked and found nothing to report.
@@ -8,4 +10,11 @@ enum ExitCode: Int32 {
     case usageOrInput = 2
     /// storelens itself failed.
     case internalError = 3
+}
+
+extension ExitCode {
+    /// The exit code of an error of this class.
+    init(_ errorClass: ErrorClass) {
+        self = errorClass == .ours ? .internalError : .usageOrInput
+    }
 }

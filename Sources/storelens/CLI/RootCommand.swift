@@ -2,6 +2,7 @@ import Acquisition
 import CBuildInfo
 import CoreDataStore
 import Foundation
+import Operations
 import OutputFiles
 import StoreFormats
 
@@ -124,10 +125,10 @@ enum OutputPaths {
             + folders.flatMap { option in parsed.valuesIfOffered(option).map { OutputGuard.Output(option: option, path: $0, kind: .folder) } }
         guard !outputs.isEmpty else { return }
         // With --each a folder is a folder of inputs, not one input: its entries are the evidence,
-        // less the results file, which the batch never reads as an input (Batch.run). A folder
+        // less the results file, which the batch never reads as an input (Storelens.batch). A folder
         // that cannot be listed stays one input, the stricter reading.
         var positionals = parsed.positionals
-        if parsed.flagIfOffered("--each"), let entries = try? Batch.inputs(parsed.positionals, each: true) {
+        if parsed.flagIfOffered("--each"), let entries = try? Storelens.batchInputs(parsed.positionals, each: true) {
             let results = parsed.valueIfOffered("--jsonl").map { URL(fileURLWithPath: $0).standardizedFileURL.path }
             positionals = entries.filter { URL(fileURLWithPath: $0).standardizedFileURL.path != results }
             // A folder of outputs made among those entries would be an input of the next run.

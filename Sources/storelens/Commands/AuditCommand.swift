@@ -47,9 +47,8 @@ struct AuditCommand: Command {
         let options = Storelens.AuditOptions(input: input.options, manifestFile: URL(fileURLWithPath: manifestPath))
         if let batch {
             // Each input is one container audited on its own against the same manifest.
-            return try Batch.run(command: "audit", inputs: paths, settings: batch, output: output) { path, context in
-                return try input.makeSession().reading { session in
-                    context.hashInput(path, in: session)
+            return try Batch.run(command: "audit", inputs: paths, settings: batch, input: input, output: output) { path, evidence in
+                return try evidence.reading { session in
                     let result = try Storelens.audit([path], manifest: manifest, options, in: session)
                     try session.finish()
                     return BatchOutcome(exitCode: result.findings.any(atOrAbove: failOn) ? .findings : .success,

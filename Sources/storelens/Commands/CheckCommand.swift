@@ -61,9 +61,8 @@ struct CheckCommand: Command {
         let options = Storelens.CheckOptions(input: input.options, full: full, only: only,
                                              xcodeModel: model.map { URL(fileURLWithPath: $0) }, timings: Timings.fromEnvironment)
         if let batch {
-            return try Batch.run(command: "check", inputs: paths, settings: batch, output: output) { path, context in
-                return try input.makeSession().reading { session in
-                    context.hashInput(path, in: session)
+            return try Batch.run(command: "check", inputs: paths, settings: batch, input: input, output: output) { path, evidence in
+                return try evidence.reading { session in
                     let result = try Storelens.check([path], options, in: session)
                     // Batch mode reads one input at a time: a refused store fails that input.
                     if let first = result.refused.first { throw first.error }

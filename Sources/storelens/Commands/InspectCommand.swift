@@ -45,9 +45,8 @@ struct InspectCommand: Command {
     func run(_ output: Output) throws -> ExitCode {
         let options = Storelens.InspectOptions(input: input.options, asOfCommit: asOf)
         if let batch {
-            return try Batch.run(command: "inspect", inputs: paths, settings: batch, output: output) { path, context in
-                return try input.makeSession().reading { session in
-                    context.hashInput(path, in: session)
+            return try Batch.run(command: "inspect", inputs: paths, settings: batch, input: input, output: output) { path, evidence in
+                return try evidence.reading { session in
                     let result = try Storelens.inspect([path], options, in: session)
                     // Batch mode reads one input at a time: a refused store fails that input.
                     if let first = result.refused.first { throw first.error }

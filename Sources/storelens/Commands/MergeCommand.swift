@@ -1,6 +1,5 @@
 import Foundation
 import Operations
-import OutputFiles
 import Reports
 import StoreFormats
 
@@ -36,18 +35,8 @@ struct MergeCommand: Command {
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        if let out, FileManager.default.fileExists(atPath: out) || (try? FileManager.default.destinationOfSymbolicLink(atPath: out)) != nil {
-            throw InputError(message: "\(out) already exists; give --out a new file name (merge never overwrites).")
-        }
-        let merge: BatchMerge
-        do { merge = try BatchMerge.merge(files: files.map { URL(fileURLWithPath: $0) }) } catch { throw InputError(message: error.description) }
-        // A partial account is not written as if it were whole.
-        if let out, merge.malformedCount == 0 {
-            // Created exclusively (never through a link, never over a file made meanwhile); a full
-            // disk is exit 3 naming it, and nothing half-written is left (`EvidenceFile`).
-            try OutputFile.create(merge.lines.map { $0 + "\n" }.joined(), at: out)
-        }
-        output.write(format == "json" ? merge.json().rendered() + "\n" : merge.text())
+        let merge = try Storelens.merge(files: files.map { URL(fileURLWithPath: $0) }, out: out)
+        output.write(format == "json" ? MergeReport.json(merge).rendered() + "\n" : MergeReport.text(merge))
         // One sentence for all of them (--format json lists the first ones).
         if let first = merge.malformed.first {
             let more = merge.malformedCount - 1

@@ -42,9 +42,8 @@ struct ScanCommand: Command {
 
     func run(_ output: Output) throws -> ExitCode {
         if let batch {
-            return try Batch.run(command: "scan", inputs: paths, settings: batch, output: output) { path, context in
-                return try input.makeSession().reading { session in
-                    context.hashInput(path, in: session)
+            return try Batch.run(command: "scan", inputs: paths, settings: batch, input: input, output: output) { path, evidence in
+                return try evidence.reading { session in
                     let result = try Storelens.scan([path], .init(input: input.options, hashArchives: true), in: session)
                     try session.finish()
                     let damaged = result.damaged

@@ -1,5 +1,27 @@
 import Foundation
+import OutputFiles
 import StoreFormats
+
+extension Storelens {
+    /// `storelens merge`: the results files of batches (a batch's shards, one shared file, runs of
+    /// batch mode) read in the order given and joined into one account. With `out`, the merged
+    /// results (one line per input, ordered by command and input) are written to that new file,
+    /// created exclusively; not when a line could not be read, since the account is then partial
+    /// (`malformedCount`). Throws when `out` exists (before anything is read), when a file cannot
+    /// be read at all (`BatchMergeError`), or when `out` cannot be written (`OutputFileFailure`).
+    public static func merge(files: [URL], out: String? = nil) throws -> BatchMerge {
+        if let out, FileManager.default.fileExists(atPath: out) || (try? FileManager.default.destinationOfSymbolicLink(atPath: out)) != nil {
+            throw InputError(message: "\(out) already exists; give --out a new file name (merge never overwrites).")
+        }
+        let merge = try BatchMerge.reading(files)
+        if let out, merge.malformedCount == 0 {
+            // Never through a link, never over a file made meanwhile; a full disk is exit 3 naming
+            // it, and nothing half-written is left (`OutputFile`).
+            try OutputFile.create(merge.lines.map { $0 + "\n" }.joined(), at: out)
+        }
+        return merge
+    }
+}
 
 /// `storelens merge`: the results files of a batch's shards (or of any runs of batch mode) joined
 /// into one account (docs/scale-out.md). An input is known by its command and its path; when it
@@ -72,7 +94,7 @@ public struct BatchMerge: Sendable {
     }
 
     /// Reads every file, in the order given, line by line.
-    public static func merge(files: [URL]) throws(BatchMergeError) -> BatchMerge {
+    static func reading(_ files: [URL]) throws(BatchMergeError) -> BatchMerge {
         var merge = BatchMerge()
         var entries: [String: [String: Entry]] = [:]
         var hosts = Set<String>()
@@ -180,58 +202,6 @@ public struct BatchMerge: Sendable {
         }
         if !pending.isEmpty { emit(pending) }
     }
-
-    // MARK: views
-
-    public func json() -> JSONValue {
-        JSONDocument.make(schemaVersion: Self.schemaVersion, [
-            ("files", .array(files.map(JSONValue.string))),
-            ("lines", .int(lineCount)),
-            ("inputs", .int(inputCount)),
-            ("exitCode", .int(Int(exitCode))),
-            ("commands", .array(commands.map { c in
-                .object([("command", .string(c.command)), ("inputs", .int(c.inputs)), ("ok", .int(c.ok)),
-                         ("findings", .int(c.findings)), ("error", .int(c.errors)), ("exitCode", .int(Int(c.worstExitCode)))])
-            })),
-            ("hosts", .array(hosts.map(JSONValue.string))),
-            ("duplicates", .array(duplicates.map { d in
-                .object([("command", .string(d.command)), ("input", .string(d.input)), ("lines", .int(d.lines)),
-                         ("hosts", .array(d.hosts.map(JSONValue.string)))])
-            })),
-            ("failed", .array(failures.map { f in
-                .object([("command", .string(f.command)), ("input", .string(f.input)), ("error", .string(f.error))])
-            })),
-            ("malformedLines", .int(malformedCount)),
-            ("malformed", .array(malformed.map { m in
-                .object([("file", .string(m.file)), ("line", .int(m.line)), ("reason", .string(m.reason))])
-            })),
-        ])
-    }
-
-    /// For a terminal: every name sanitised, long lists cut.
-    public func text(listLimit: Int = 20) -> String {
-        let s = TextTable.sanitized
-        var out = "merged \(plural(files.count, "file")), \(plural(lineCount, "line")): \(plural(inputCount, "input"))\n"
-        for c in commands {
-            out += "  \(s(c.command)): \(plural(c.inputs, "input")): \(c.ok) ok, \(c.findings) with findings, \(c.errors) failed (worst exit code \(c.worstExitCode))\n"
-        }
-        if !hosts.isEmpty { out += "hosts: \(hosts.prefix(listLimit).map(s).joined(separator: ", "))\(hosts.count > listLimit ? ", …" : "")\n" }
-        if duplicates.isEmpty {
-            out += "duplicates: none (no input has more than one line)\n"
-        } else {
-            out += "duplicates: \(plural(duplicates.count, "input")) done more than once (the last line read counts):\n"
-            for d in duplicates.prefix(listLimit) {
-                out += "  \(s(d.command)) \(s(d.input)): \(d.lines) lines\(d.hosts.isEmpty ? "" : " (\(d.hosts.map(s).joined(separator: ", ")))")\n"
-            }
-            if duplicates.count > listLimit { out += "  … and \(duplicates.count - listLimit) more (--format json lists them all)\n" }
-        }
-        if !failures.isEmpty {
-            out += "failed:\n"
-            for f in failures.prefix(listLimit) { out += "  \(s(f.command)) \(s(f.input)): \(s(f.error))\n" }
-            if failures.count > listLimit { out += "  … and \(failures.count - listLimit) more (--format json lists them all)\n" }
-        }
-        return out
-    }
 }
 
 /// A results file that cannot be read at all.
@@ -239,6 +209,10 @@ public struct BatchMergeError: Error, CustomStringConvertible {
     public let file: String
     public let detail: String
     public var description: String {
-        "cannot read \(TextTable.sanitized(file)) (\(TextTable.sanitized(detail))); give merge the results files (--jsonl) of the batch's shards."
+        "cannot read \(HostileText.sanitized(file)) (\(HostileText.sanitized(detail))); give merge the results files (--jsonl) of the batch's shards."
     }
+}
+
+extension BatchMergeError: DescribedError {
+    public var errorClass: ErrorClass { .input }
 }

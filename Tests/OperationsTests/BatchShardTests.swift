@@ -1,5 +1,5 @@
 import Foundation
-import Reports
+import Operations
 import StoreTestSupport
 import Testing
 
@@ -49,7 +49,7 @@ struct BatchShardTests {
         try Data([Self.line("scan", "x", "error", 2, host: "h1"), Self.line("scan", "y", "ok", 0, host: "h1"),
                   Self.line("audit", "x", "findings", 1, host: "h1")].joined(separator: "\n").utf8).write(to: a)   // no final newline
         try Data(([Self.line("scan", "x", "ok", 0, host: "h2"), ""].joined(separator: "\n") + "\n").utf8).write(to: b)
-        let m = try BatchMerge.merge(files: [a, b])
+        let m = try Storelens.merge(files: [a, b])
         #expect(m.lineCount == 4 && m.inputCount == 3)
         #expect(m.commands.map(\.command) == ["audit", "scan"])
         let scan = try #require(m.commands.last)
@@ -61,11 +61,11 @@ struct BatchShardTests {
 
         let c = folder.path("c.jsonl")
         try Data((Self.line("scan", "z", "ok", 0, host: "h3") + "\n{\"schemaVersion\":1,\"comm\n[1]\n{\"schemaVersion\":2}\n").utf8).write(to: c)
-        let partial = try BatchMerge.merge(files: [c])
+        let partial = try Storelens.merge(files: [c])
         #expect(partial.malformedCount == 3 && partial.malformed.map(\.line) == [2, 3, 4])
         #expect(partial.exitCode == 2)
-        #expect(throws: BatchMergeError.self) { try BatchMerge.merge(files: [folder.path("missing.jsonl")]) }
-        #expect(throws: BatchMergeError.self) { try BatchMerge.merge(files: [folder.url]) }
+        #expect(throws: BatchMergeError.self) { try Storelens.merge(files: [folder.path("missing.jsonl")]) }
+        #expect(throws: BatchMergeError.self) { try Storelens.merge(files: [folder.url]) }
     }
 
     @Test("a report batch's file names: the input's name made safe (no slash, control character, leading dot or dash; bounded), and a hash of its path")

@@ -35,15 +35,20 @@ public struct BatchLine: Sendable {
         self.input = input
     }
 
+    /// Stores listed in one line's summary before the list is cut (its `storeCount` is always complete).
+    public static let summaryStoreLimit = 50
+
     public func json() -> JSONValue {
-        JSONDocument.make(schemaVersion: Self.schemaVersion, [
+        // `schemaVersion` first, as in every JSON document storelens writes (Reports' `JSONDocument`).
+        .object([
+            ("schemaVersion", .int(Self.schemaVersion)),
             ("command", .string(command)),
             ("input", .string(input)),
             ("sha256", .optional(sha256)),
             ("status", .string(status.rawValue)),
             ("exitCode", .int(Int(exitCode))),
             ("summary", summary),
-            ("findings", .array(findings.map(FindingsReport.json))),
+            ("findings", .array(findings.map { $0.json() })),
             ("error", .optional(error)),
             ("host", .optional(host)),
             ("storelensVersion", .optional(toolVersion)),
@@ -212,6 +217,6 @@ enum JSONField {
         default: text = "\(value)"
         }
         let cut = text.count > 40 ? String(text.prefix(40)) + "…" : text
-        return TextTable.sanitized(cut)
+        return HostileText.sanitized(cut)
     }
 }
