@@ -163,4 +163,62 @@ struct CommandFormatsAgreementTests {
         let entity = (try? Storelens.schema(store.path))?.map.entities.first { $0.tableExists }?.entity.name
         try Self.expectEveryStreamedFormat(store.path, entity: entity)
     }
+
+    // MARK: - Commands that write a file: report and export
+
+    /// `report INPUT --out -` against `Storelens.report` rendered by `HTMLReport`, the moment it
+    /// was made masked (the one thing two runs may not share).
+    static func expectSameReport(_ input: String) throws {
+        func masked(_ html: String) -> String {
+            html.replacingOccurrences(of: #"\d{4}-\d\d-\d\dT[0-9:.]+Z"#, with: "TIME", options: .regularExpression)
+        }
+        let command = try CLI.run(["report", input, "--out", "-"])
+        #expect(command.status < 2, "report \(input): \(command.stderr)")
+        let options = Storelens.ReportOptions(commandLine: "storelens report \(input) --out -", toolVersion: toolVersion)
+        #expect(masked(command.stdout) == masked(HTMLReport.render(try Storelens.report([input], options).document)), "report of \(input)")
+    }
+
+    /// Every table of an exported file, row by row, the moment of the export masked.
+    static func dump(_ path: String) throws -> [String] {
+        let oracle = try SQLiteOracle(copying: URL(fileURLWithPath: path))
+        var lines: [String] = []
+        for table in try oracle.rows("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").compactMap({ $0[0].string }) {
+            lines += try oracle.rows("SELECT * FROM \"\(table.replacingOccurrences(of: "\"", with: "\"\""))\"").map { "\(table): \($0)" }
+        }
+        return lines.map { $0.replacingOccurrences(of: #"\d{4}-\d\d-\d\dT[0-9:.]+Z"#, with: "TIME", options: .regularExpression) }
+    }
+
+    /// `export STORE --out FILE` in each format against `Storelens.export` into the same file
+    /// (made anew for each), and the two files' tables alike.
+    static func expectSameExport(_ store: String, in folder: TemporaryFolder) throws {
+        for format in ["text", "json"] {
+            let out = folder.path("export-\(format).sqlite").path
+            let command = try CLI.run(["export", store, "--out", out, "--format", format])
+            #expect(command.status == 0, "export \(store): \(command.stderr)")
+            let commandDump = try Self.dump(out)
+            try FileManager.default.removeItem(atPath: out)
+            let result = try Storelens.export(store, .init(output: out, toolVersion: toolVersion))
+            let rendered = format == "json" ? ExportReport.json(result).rendered() + "\n" : ExportReport.text(result)
+            #expect(command.stdout == rendered, "export \(store) --format \(format) and the library differ")
+            #expect(try Self.dump(out) == commandDump, "the exported files differ")
+        }
+    }
+
+    @Test("the demo container's report, and the export of a builder store in every format")
+    func reportAndExport() throws {
+        try Self.expectSameReport(ProjectPaths.root().appendingPathComponent("Fixtures/demo-container").path)
+        let folder = try TemporaryFolder("formats-agreement-export")
+        let store = try SampleStores.todo(in: folder.url, journal: .wal)
+        try Self.expectSameExport(store.path, in: folder)
+    }
+
+    @Test("genuine Apple stores: report and export",
+          .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)),
+          arguments: ["notes-macos15-wal", "swiftdata-cocktails-preloaded", "knowledgec-tombstones"])
+    func realStoreReportAndExport(_ name: String) throws {
+        let root = try #require(ProjectPaths.realFixtures()).appendingPathComponent(name)
+        let store = try #require(try ProjectPaths.realStoreFile(in: root), "a store in \(name)")
+        try Self.expectSameReport(store.path)
+        try Self.expectSameExport(store.path, in: try TemporaryFolder("formats-agreement-export-real"))
+    }
 }
