@@ -1,7 +1,7 @@
 import CoreDataStore
 import Foundation
 import Operations
-import SQLiteAccess
+import SQLiteValues
 import StoreFormats
 
 /// The views of `storelens history`: transactions streamed one at a time, or the per-entity

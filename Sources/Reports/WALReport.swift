@@ -1,7 +1,7 @@
 import Acquisition
 import Findings
 import Foundation
-import SQLiteAccess
+import SQLiteValues
 import StoreFormats
 import WALForensics
 

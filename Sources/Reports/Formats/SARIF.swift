@@ -1,7 +1,7 @@
 import CoreDataStore
 import Findings
 import Foundation
-import SQLiteAccess
+import SQLiteValues
 import StoreFormats
 
 /// Findings as SARIF 2.1.0 (OASIS Static Analysis Results Interchange Format), the log GitHub code
@@ -197,7 +197,7 @@ public enum SARIF {
         let prefix = root.hasSuffix("/") ? root : root + "/"
         if absolute.path.hasPrefix(prefix) {
             let relative = String(absolute.path.dropFirst(prefix.count))
-            return .object([("uri", .string(Connection.uriEscaped(relative))), ("uriBaseId", .string("SRCROOT"))])
+            return .object([("uri", .string(URIPath.escaped(relative))), ("uriBaseId", .string("SRCROOT"))])
         }
         return .object([("uri", .string(absolute.absoluteString))])
     }
