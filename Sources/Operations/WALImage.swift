@@ -22,7 +22,7 @@ extension Storelens {
         try reading(input) { try walImage(inputs, commit: commit, input, in: $0) }
     }
 
-    /// `walImage(_:commit:_:)` through a session the caller made and finishes.
+    /// `walImage(_:commit:_:)` through a session `reading` opened, which finishes it.
     public static func walImage(_ inputs: [String], commit: Int?, _ input: InputOptions, in session: EvidenceSession) throws -> PointInTimeImage {
         let stores = try session.stores(from: inputs, select: input.store, options: input.open, limits: input.limits)
         guard stores.count == 1, let store = stores.first else {

@@ -48,16 +48,12 @@ extension Storelens {
     /// applied to a copy in one transaction, checked again after; the input is never changed
     /// except by `.inPlace`, and then only after a verified backup.
     public static func repair(_ input: String, _ options: RepairOptions) throws -> RepairOutcome {
-        try EvidenceSession(backupPassword: options.input.backupPassword).reading { session in
-            let outcome = try repair(input, options, in: session)
-            if case .inPlace = options.mode, outcome.written { return outcome }
-            try session.finish()
-            return outcome
-        }
+        try reading(options.input) { try repair(input, options, in: $0) }
     }
 
-    /// `repair(_:_:)` through a session the caller made and finishes (in place, the input was
-    /// proven unchanged up to the swap, which changed it on purpose: do not finish it then).
+    /// `repair(_:_:)` through a session `reading` opened and finishes (in place, the input is
+    /// proven unchanged up to the swap, which changes it on purpose: the session says so,
+    /// `EvidenceSession.replacedOriginals`, and is not checked again).
     public static func repair(_ input: String, _ options: RepairOptions, in session: EvidenceSession) throws -> RepairOutcome {
         let store: AcquiredStore
         var migrationPlan: RepairPlan?
