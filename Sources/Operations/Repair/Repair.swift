@@ -44,6 +44,37 @@ extension Storelens {
         }
     }
 
+    /// The files a repair run will write, checked before any work starts, so that a run that would
+    /// fail to write its log fails before it makes anything (and never after the store was
+    /// written): `out` (`.newFile`) and `log` (the repair log the caller writes, `--log`) must not
+    /// exist, in a folder that does; `backup` (`.inPlace`) must be a folder; `out` and `log` differ.
+    public static func checkRepairOutputs(out: String?, log: String?, backup: String?) throws {
+        var named: [(option: String, path: String)] = []
+        if let out { named.append(("--out", out)) }
+        if let log { named.append(("--log", log)) }
+        for (option, path) in named {
+            let url = URL(fileURLWithPath: path)
+            var st = stat()
+            if lstat(url.path, &st) == 0 {
+                if option == "--out" { throw RepairError.outputExists(path: url.path) }
+                throw InputError(message: "\(path) already exists; give \(option) a new file name (repair never overwrites).")
+            }
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: url.deletingLastPathComponent().path, isDirectory: &isDir), isDir.boolValue else {
+                throw InputError(message: "the folder for \(path) does not exist; create it or choose another \(option).")
+            }
+        }
+        if let backup {
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: backup, isDirectory: &isDir), isDir.boolValue else {
+                throw RepairError.backupFailed(path: backup, detail: "no such folder")
+            }
+        }
+        if named.count == 2, URL(fileURLWithPath: named[0].path).standardizedFileURL == URL(fileURLWithPath: named[1].path).standardizedFileURL {
+            throw InputError(message: "--out and --log name the same file; give each its own.")
+        }
+    }
+
     /// `storelens repair`: a plan for the one store of `input`, and (unless `.plan`) the plan
     /// applied to a copy in one transaction, checked again after; the input is never changed
     /// except by `.inPlace`, and then only after a verified backup.
