@@ -62,7 +62,7 @@ struct AuditCommand: Command {
             switch format {
             case "json": output.write(AuditReport.json(result, manifest: manifestPath).rendered() + "\n")
             case "sarif":
-                output.write(SARIF.log(AuditReport.located(result, manifest: manifestPath), command: "audit", toolVersion: RootCommand.version, inputs: paths).rendered() + "\n")
+                output.write(SARIF.log(AuditReport.located(result, manifest: manifestPath), command: "audit", toolVersion: RootCommand.version, places: SARIFPlaces(inputs: paths)).rendered() + "\n")
             case "markdown": output.write(AuditReport.markdown(result, input: paths.joined(separator: ", ")))
             default: output.write(AuditReport.text(result))
             }

@@ -75,7 +75,7 @@ struct CheckCommand: Command {
         return try input.makeSession().reading { session in
             let result = try Storelens.check(paths, options, in: session)
             try session.finish()
-            output.write(CheckReport.rendered(result, as: format, command: "check", toolVersion: RootCommand.version, inputs: paths))
+            output.write(CheckReport.rendered(result, as: format, command: "check", toolVersion: RootCommand.version, places: SARIFPlaces(inputs: paths)))
             // The other stores were checked; the refused ones are input errors all the same.
             for r in result.refused { output.error("Error: \(r.reason)\n") }
             if !result.refused.isEmpty { return .usageOrInput }

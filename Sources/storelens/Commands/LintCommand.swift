@@ -54,7 +54,7 @@ struct LintCommand: Command {
                 return linted
             }
         }
-        output.write(LintReport.rendered(result, as: format, command: "lint", toolVersion: RootCommand.version, inputs: paths))
+        output.write(LintReport.rendered(result, as: format, command: "lint", toolVersion: RootCommand.version, places: SARIFPlaces(inputs: paths)))
         return result.findings.any(atOrAbove: failOn) ? .findings : .success
     }
 }

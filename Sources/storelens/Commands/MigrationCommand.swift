@@ -50,7 +50,7 @@ struct MigrationCommand: Command {
                                                  in: session)
             for note in result.notes { output.error("Note: \(note)\n") }
             try session.finish()
-            output.write(MigrationReport.rendered(result.plan, as: format, command: "migration", toolVersion: RootCommand.version, inputs: paths))
+            output.write(MigrationReport.rendered(result.plan, as: format, command: "migration", toolVersion: RootCommand.version, places: SARIFPlaces(inputs: paths)))
             input.tellKeptScratch(of: session, to: output)
             return result.plan.failsOrLosesData ? .findings : .success
         }
