@@ -63,7 +63,14 @@ public enum Storelens {
     /// original that changed while it was read is the answer, not SQLite's complaint about it).
     public static func reading<T, R>(_ input: InputOptions, _ read: (EvidenceSession) throws -> T,
                                      then: (T, EvidenceSession) throws -> R) throws -> R {
-        try session(input).reading { session in
+        try ending(session(input), read, then: then)
+    }
+
+    /// `reading(_:_:then:)` past the opening: ends `session`, made by `session(_:)` (a batch makes
+    /// one per input, `BatchEvidence`).
+    static func ending<T, R>(_ session: EvidenceSession, _ read: (EvidenceSession) throws -> T,
+                             then: (T, EvidenceSession) throws -> R) throws -> R {
+        try session.reading { session in
             let result = try read(session)
             if !session.isFinished { try session.finish() }
             return try then(result, session)

@@ -46,10 +46,11 @@ struct LintCommand: Command {
         if paths.isEmpty, let model {
             result = try Storelens.lint(model: model)
         } else {
-            result = try input.makeSession().reading { session in
+            result = try Storelens.reading(input.options) { session in
                 let linted = try Storelens.lint(paths, options, in: session)
                 for note in linted.notes { output.error("Note: \(note)\n") }
-                try session.finish()
+                return linted
+            } then: { linted, session in
                 input.tellKeptScratch(of: session, to: output)
                 return linted
             }

@@ -44,11 +44,11 @@ struct TimelineCommand: Command {
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        return try input.makeSession().reading { session in
+        let options = Storelens.TimelineOptions(input: input.options, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) })
+        return try Storelens.reading(input.options) { session in
             // Every store is read before anything is printed: the events of all of them are sorted together.
-            let timeline = try Storelens.sortedTimeline(path, .init(input: input.options, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) }),
-                                                        in: session) { store, event in TimelineWriter.lines(format, store: store, [event], rawCSV: rawCSV) }
-            try session.finish()
+            try Storelens.sortedTimeline(path, options, in: session) { store, event in TimelineWriter.lines(format, store: store, [event], rawCSV: rawCSV) }
+        } then: { timeline, session in
             output.write(TimelineWriter.header(format, rawCSV: rawCSV))
             try timeline.forEachSorted { output.write($0) }
             let leftOut = timeline.leftOut, undated = leftOut.undated
