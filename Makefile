@@ -49,6 +49,7 @@ deb: dist
 test: test-deps
 	python3 scripts/long-functions.py Sources --fail-over 100 > /dev/null || { python3 scripts/long-functions.py Sources --over 100; echo "make test: split the functions above (100 lines at most, docs/architecture.md)"; exit 1; }
 	! grep -rn 'ProcessInfo.processInfo.environment\|getenv(' Sources/Reports || { echo "make test: Reports renders; the environment is read at the edge (Sources/storelens) and passed in"; exit 1; }
+	! grep -rnE 'import +([a-z]+ +)?(SQLiteAccess|CSQLite|OutputFiles)([^[:alnum:]_]|$$)|FileManager|FileHandle|fopen\(|(^|[^.[:alnum:]_])open\([^)]*O_[A-Z]|Data\(contentsOf|String\(contentsOf|realpath\(|(^|[^[:alnum:]_])[lf]?stat\(|createFile\(' Sources/Reports || { echo "make test: Reports renders; SQLite and files are read and written below it (Operations, OutputFiles), called by the command, and the results passed in"; exit 1; }
 	python3 scripts/suite-reach.py > /dev/null || { python3 scripts/suite-reach.py; echo "make test: move the helpers above out of their suites (docs/testing.md)"; exit 1; }
 	$(SWIFT) build
 	SWIFT=$(SWIFT) ./scripts/test.sh

@@ -7,6 +7,7 @@
 //     -> Reports (renders results) -> Operations (one call per command: options in, results out)
 //     -> Checks, Repair, Coexistence, ModelReview, WALForensics, OutputFiles
 //     -> CoreDataStore -> Acquisition -> SQLiteAccess -> CSQLite
+//                                  \-> SQLiteValues (SQLite's values without SQLite: what Reports renders)
 //                                  \-> StoreFormats (pure Swift: header, WAL, -shm, plist, keyed archive)
 //                                  \-> Deflate -> CZlib
 //                     Acquisition -> CCrypto (libcrypto: encrypted backups; SHA-256 for StoreFormats)
@@ -23,7 +24,7 @@ let package = Package(
         .executable(name: "storelens", targets: ["storelens"]),
         // Every capability: `import StorelensKit` re-exports the modules listed, each importable alone.
         .library(name: "StorelensKit", targets: ["StorelensKit", "Operations", "OutputFiles", "Acquisition", "CoreDataStore", "WALForensics", "Findings", "Checks",
-                                                 "Repair", "Coexistence", "ModelReview", "Reports", "StoreFormats", "SQLiteAccess"]),
+                                                 "Repair", "Coexistence", "ModelReview", "Reports", "StoreFormats", "SQLiteAccess", "SQLiteValues"]),
         // Stores in Apple's layout, for an app's migration tests (legacy and new stores from code).
         .library(name: "StoreBuilder", targets: ["StoreBuilder"]),
         // `swift package storelens lint|check|migration …` in a package that depends on this one.
@@ -55,8 +56,12 @@ let package = Package(
         .target(name: "Deflate", dependencies: ["CZlib"]),
         // A read-only VFS: SQLite reads the evidence where it lies and can change none of it.
         .target(name: "CEvidenceVFS", dependencies: ["CSQLite"]),
-        // A small SQLite access layer: connections, statements, typed errors, identifier quoting.
-        .target(name: "SQLiteAccess", dependencies: ["CSQLite", "CEvidenceVFS"]),
+        // SQLite's values (`DatabaseValue`, `Row`) and a path as a `file:` URI's, in plain Swift: no
+        // SQLite here, so the renderers can show values without linking SQLite.
+        .target(name: "SQLiteValues"),
+        // A small SQLite access layer: connections, statements, typed errors, identifier quoting
+        // (re-exports SQLiteValues).
+        .target(name: "SQLiteAccess", dependencies: ["SQLiteValues", "CSQLite", "CEvidenceVFS"]),
         // Getting evidence in without changing it: store families, hashing, scratch copies, safe opening.
         .target(name: "Acquisition", dependencies: ["Findings", "StoreFormats", "SQLiteAccess", "CArchive", "CCrypto", "CZlib",
                                                   .target(name: "CISAL", condition: .when(platforms: [.linux]))]),
@@ -83,8 +88,9 @@ let package = Package(
         // StorelensKit call (docs/library.md). No argv, environment, stdout or exit codes here.
         .target(name: "Operations", dependencies: ["OutputFiles", "Acquisition", "CoreDataStore", "WALForensics", "Findings", "Checks", "Repair",
                                                    "Coexistence", "ModelReview", "StoreFormats", "SQLiteAccess"]),
-        // Text, JSON, Markdown and HTML views of what the operations found.
-        .target(name: "Reports", dependencies: ["OutputFiles", "Operations", "CoreDataStore", "Acquisition", "StoreFormats", "WALForensics", "Findings", "Coexistence", "Checks", "Repair", "ModelReview"]),
+        // Text, JSON, Markdown and HTML views of what the operations found: exactly what it imports,
+        // and no SQLite, no file and no environment (make test checks).
+        .target(name: "Reports", dependencies: ["Operations", "CoreDataStore", "Acquisition", "StoreFormats", "SQLiteValues", "WALForensics", "Findings", "Coexistence", "Repair", "ModelReview"]),
         // One import for an app's tests: the operations (the very calls the commands make) and every module (docs/library.md).
         .target(name: "StorelensKit", dependencies: ["Operations", "OutputFiles", "Acquisition", "CoreDataStore", "WALForensics", "Findings", "Checks", "Repair",
                                                      "Coexistence", "ModelReview", "Reports", "StoreFormats", "SQLiteAccess"]),

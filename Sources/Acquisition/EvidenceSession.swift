@@ -259,6 +259,17 @@ public final class EvidenceSession {
         }
     }
 
+    /// Set once the originals were checked unchanged (`finish`), or replaced on purpose after they
+    /// were (`replacedOriginals`): whoever ends the session (`Storelens.reading`) does not check
+    /// them again. An export and a report check them before they write; the rest after reading.
+    public private(set) var isFinished = false
+
+    /// The originals were checked unchanged and then changed on purpose (an in-place repair's
+    /// swap): there is nothing left to check them against.
+    public func replacedOriginals() {
+        isFinished = true
+    }
+
     /// Checks every original against its recorded hash, then removes the scratch folder.
     /// - Parameter keepingScratch: leave the private copies for the caller to read from (an
     ///   export copying `_EXTERNAL_DATA` files after the check); it removes the folder itself.
@@ -284,6 +295,7 @@ public final class EvidenceSession {
             throw AcquisitionError.evidenceChanged(path: path, before: ledger.entry(for: path)?.sha256 ?? "(identity)",
                                                    after: "(it was cut short while storelens read it in place)")
         }
+        isFinished = true
     }
 }
 

@@ -22,7 +22,7 @@ extension Storelens {
         try reading(options.input) { try audit(inputs, manifest: manifest, options, in: $0) }
     }
 
-    /// `audit(_:manifest:_:)` through a session the caller made and finishes.
+    /// `audit(_:manifest:_:)` through a session `reading` opened, which finishes it.
     public static func audit(_ inputs: [String], manifest: Manifest, _ options: AuditOptions, in session: EvidenceSession) throws -> AuditResult {
         if let file = options.manifestFile { try session.record([file]) }
         var auditor = Auditor(manifest: manifest, session: session)

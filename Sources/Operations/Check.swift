@@ -47,7 +47,7 @@ extension Storelens {
         try reading(options.input) { try check(inputs, options, in: $0) }
     }
 
-    /// `check(_:_:)` through a session the caller made and finishes.
+    /// `check(_:_:)` through a session `reading` opened, which finishes it.
     public static func check(_ inputs: [String], _ options: CheckOptions, in session: EvidenceSession) throws -> CheckResult {
         var input = options.input
         input.open.ignoreMismatchedWAL = true

@@ -63,7 +63,7 @@ extension Storelens {
         }
     }
 
-    /// `history(_:_:)` through a session the caller made and finishes: the history opened, to be
+    /// `history(_:_:)` through a session `reading` opened, which finishes it: the history opened, to be
     /// read while the session lives.
     public static func history(_ input: String, _ options: HistoryOptions, in session: EvidenceSession) throws -> StoreHistory {
         let acquired = try session.singleStore(input, options.input)

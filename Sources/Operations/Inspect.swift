@@ -32,7 +32,7 @@ extension Storelens {
         try reading(options.input) { try inspect(inputs, options, in: $0) }
     }
 
-    /// `inspect(_:_:)` through a session the caller made and finishes.
+    /// `inspect(_:_:)` through a session `reading` opened, which finishes it.
     public static func inspect(_ inputs: [String], _ options: InspectOptions, in session: EvidenceSession) throws -> InspectResult {
         var refused: [RefusedStore] = []
         var atomicStores: [AcquiredAtomicStore] = []

@@ -48,7 +48,7 @@ extension Storelens {
         return LintResult(models: [LintedModel(subject: path, model: read, findings: CloudKitLint.lint(model: read, name: path))], notes: [])
     }
 
-    /// `lint(_:_:)` of stores through a session the caller made and finishes.
+    /// `lint(_:_:)` of stores through a session `reading` opened, which finishes it.
     public static func lint(_ inputs: [String], _ options: LintOptions, in session: EvidenceSession) throws -> LintResult {
         var result = LintResult(models: [], notes: [])
         let input = options.input

@@ -29,7 +29,7 @@ extension Storelens {
         try reading(options.input) { try migration(inputs, to: target, options, in: $0) }
     }
 
-    /// `migration(_:to:_:)` through a session the caller made and finishes.
+    /// `migration(_:to:_:)` through a session `reading` opened, which finishes it.
     public static func migration(_ inputs: [String], to target: String, _ options: MigrationOptions, in session: EvidenceSession) throws -> MigrationResult {
         let input = options.input
         // The target is read first and without --store, which selects among the old stores.

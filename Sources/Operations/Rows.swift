@@ -69,7 +69,7 @@ extension Storelens {
         try reading(options.input) { try body(try rows(input, options, in: $0)) }
     }
 
-    /// `rows(_:_:_:)` through a session the caller made and finishes: the rows opened, to be read
+    /// `rows(_:_:_:)` through a session `reading` opened, which finishes it: the rows opened, to be read
     /// while the session lives.
     public static func rows(_ input: String, _ options: RowsOptions, in session: EvidenceSession) throws -> StoreRows {
         let acquired: AcquiredStore

@@ -57,7 +57,7 @@ extension Storelens {
         try reading(options.input) { try scan(inputs, options, in: $0) }
     }
 
-    /// `scan(_:_:)` through a session the caller made and finishes.
+    /// `scan(_:_:)` through a session `reading` opened, which finishes it.
     public static func scan(_ inputs: [String], _ options: ScanOptions, in session: EvidenceSession) throws -> ScanResult {
         // Every store listed is opened to classify it: copied while it is hashed.
         let select = options.input.store

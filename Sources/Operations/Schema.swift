@@ -29,7 +29,7 @@ extension Storelens {
         try reading(options.input) { try schema(input, options, in: $0) }
     }
 
-    /// `schema(_:_:)` through a session the caller made and finishes.
+    /// `schema(_:_:)` through a session `reading` opened, which finishes it.
     public static func schema(_ input: String, _ options: SchemaOptions, in session: EvidenceSession) throws -> StoreSchema {
         let acquired = try session.singleStore(input, options.input)
         let opened = try OpenedStore.open(acquired.copy, displayPath: acquired.displayPath, xcodeModel: options.xcodeModel)

@@ -26,7 +26,7 @@ extension Storelens {
         try reading(options.input) { try wal(inputs, options, in: $0) }
     }
 
-    /// `wal(_:_:)` through a session the caller made and finishes.
+    /// `wal(_:_:)` through a session `reading` opened, which finishes it.
     public static func wal(_ inputs: [String], _ options: WALOptions, in session: EvidenceSession) throws -> [WALAnalysis] {
         var input = options.input
         // A -wal that cannot belong is what this analysis is for: it reads it and says so (wal-may-not-belong).

@@ -38,7 +38,7 @@ extension Storelens {
         try reading(options.input) { try walDiff(inputs, options, in: $0) }
     }
 
-    /// `walDiff(_:_:)` through a session the caller made and finishes.
+    /// `walDiff(_:_:)` through a session `reading` opened, which finishes it.
     public static func walDiff(_ inputs: [String], _ options: WALDiffOptions, in session: EvidenceSession) throws -> [RecordChanges] {
         let input = options.input
         return try session.stores(from: inputs, select: input.store, options: input.open, limits: input.limits).map { store in
@@ -62,7 +62,7 @@ extension Storelens {
         try reading(input) { try walEachCommit(inputs, input, in: $0, visit: visit) }
     }
 
-    /// `walEachCommit(_:_:visit:)` through a session the caller made and finishes.
+    /// `walEachCommit(_:_:visit:)` through a session `reading` opened, which finishes it.
     public static func walEachCommit(_ inputs: [String], _ input: InputOptions, in session: EvidenceSession,
                                      visit: (CommitWalk) throws -> Void) throws {
         for store in try session.stores(from: inputs, select: input.store, options: input.open, limits: input.limits) {

@@ -1,5 +1,6 @@
 import Acquisition
 import Foundation
+import OutputFiles
 import WALForensics
 
 extension Storelens {
@@ -16,13 +17,13 @@ extension Storelens {
         public let bytes: Data
     }
 
-    /// `storelens wal --as-of N --out FILE`: the one store of `inputs` as of commit `commit`
-    /// (nil: the last commit). Writing it is the caller's: the command writes it where `--out` says.
+    /// The one store of `inputs` as of commit `commit` (nil: the last commit), held in memory
+    /// (`walImage(_:commit:into:force:_:)` writes it to a file, as `wal --as-of N --out FILE` does).
     public static func walImage(_ inputs: [String], commit: Int?, _ input: InputOptions = InputOptions()) throws -> PointInTimeImage {
         try reading(input) { try walImage(inputs, commit: commit, input, in: $0) }
     }
 
-    /// `walImage(_:commit:_:)` through a session the caller made and finishes.
+    /// `walImage(_:commit:_:)` through a session `reading` opened, which finishes it.
     public static func walImage(_ inputs: [String], commit: Int?, _ input: InputOptions, in session: EvidenceSession) throws -> PointInTimeImage {
         let stores = try session.stores(from: inputs, select: input.store, options: input.open, limits: input.limits)
         guard stores.count == 1, let store = stores.first else {
@@ -36,5 +37,24 @@ extension Storelens {
         return PointInTimeImage(store: store.displayPath, commit: chosen,
                                 commitFrame: chosen == 0 ? nil : evidence.wal?.commitFrame(ofCommit: chosen),
                                 pageSize: evidence.header?.pageSize ?? evidence.wal?.pageSize ?? 0, bytes: image)
+    }
+
+    /// `storelens wal --as-of N --out FILE`: `walImage(_:commit:_:)` written to `output` (never over
+    /// an existing file unless `force`, never over evidence).
+    public static func walImage(_ inputs: [String], commit: Int?, into output: String, force: Bool,
+                                _ input: InputOptions = InputOptions()) throws -> PointInTimeImage {
+        try reading(input) { try walImage(inputs, commit: commit, into: output, force: force, input, in: $0) }
+    }
+
+    /// `walImage(_:commit:into:force:_:)` through a session `reading` opened; it finishes it itself:
+    /// an existing `output` is refused before any work, and the image is written only once the
+    /// originals are checked unchanged.
+    public static func walImage(_ inputs: [String], commit: Int?, into output: String, force: Bool, _ input: InputOptions,
+                                in session: EvidenceSession) throws -> PointInTimeImage {
+        try OutputFile.checkWritable(output, force: force)
+        let image = try walImage(inputs, commit: commit, input, in: session)
+        try session.finish()
+        try OutputFile.write(image.bytes, to: output, force: force, originals: session.ledger.entries.map(\.path))
+        return image
     }
 }

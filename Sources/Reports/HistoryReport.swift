@@ -1,7 +1,7 @@
 import CoreDataStore
 import Foundation
 import Operations
-import SQLiteAccess
+import SQLiteValues
 import StoreFormats
 
 /// The views of `storelens history`: transactions streamed one at a time, or the per-entity
@@ -59,6 +59,15 @@ public final class HistoryWriter {
     }
 
     var json: Bool { format == .json }
+
+    /// The writer of `history`'s transactions as `format` shows them, begun (the title or the
+    /// document's head written).
+    public static func begun(_ history: Storelens.StoreHistory, format: Format, rawCSV: Bool, write: @escaping (String) -> Void) -> HistoryWriter {
+        let writer = HistoryWriter(format: format, header: header(history), path: history.path, write: write)
+        writer.rawCSV = rawCSV
+        writer.begin(title: title(history))
+        return writer
+    }
 
     public func begin(title: String) {
         if format == .csv {
@@ -224,6 +233,11 @@ public enum HistorySummaryReport {
                 ])
             })),
         ])
+    }
+
+    /// `history --summary` of `history`: JSON, or the text table.
+    public static func rendered(_ summary: [HistoryEntitySummary], of history: Storelens.StoreHistory, json: Bool) -> String {
+        json ? Self.json(summary, header: HistoryWriter.header(history)).rendered() + "\n" : text(summary, title: HistoryWriter.title(history))
     }
 
     public static func text(_ summary: [HistoryEntitySummary], title: String) -> String {

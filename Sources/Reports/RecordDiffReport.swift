@@ -1,7 +1,6 @@
 import CoreDataStore
 import Foundation
 import Operations
-import SQLiteAccess
 import StoreFormats
 import WALForensics
 
@@ -58,6 +57,12 @@ public final class RecordDiffWriter {
         self.write = write
     }
 
+    /// The writer for `wal --diff` in the format `--format` names (text for any other).
+    public convenience init(format name: String, each: Bool, rawCSV: Bool, write: @escaping (String) -> Void) {
+        self.init(format: Format(rawValue: name) ?? .text, each: each, write: write)
+        self.rawCSV = rawCSV
+    }
+
     public func begin() {
         switch format {
         case .json: write(json.beginObject([JSONDocument.version(Self.schemaVersion)]) + json.beginArray(key: "stores"))
@@ -106,6 +111,14 @@ public final class RecordDiffWriter {
             add(change)
             endStore()
         }
+        end()
+    }
+
+    /// A whole `wal --diff --each` document: every commit's changes as `walk` hands them out,
+    /// each written as it comes.
+    public func write(_ walk: ((Storelens.CommitWalk) throws -> Void) throws -> Void) throws {
+        begin()
+        try walk { add($0) }
         end()
     }
 

@@ -37,6 +37,12 @@ public final class RecoveryWriter {
         blocks = OutputBlocks(spill: writeBytes ?? { write(String(decoding: $0, as: UTF8.self)) })
     }
 
+    /// - Parameter rawCSV: CSV cells exactly as stored (`--raw-csv`).
+    public convenience init(format: Format, rawCSV: Bool, write: @escaping (String) -> Void, writeBytes: (([UInt8]) -> Void)? = nil) {
+        self.init(format: format, write: write, writeBytes: writeBytes)
+        self.rawCSV = rawCSV
+    }
+
     private func write(_ text: String) {
         blocks.append(text)
     }
@@ -371,6 +377,24 @@ public final class RecoveryWriter {
     }
 
     /// One step of `recover` as the operation hands it out.
+    /// Writes the steps `walk` hands out as they come. Begun with the first: a run refused before
+    /// it (an unknown `--entity`, a foreign -wal) writes nothing, not the head of a document; what
+    /// was read before an error comes out before the error goes on.
+    public func write(_ walk: ((Storelens.RecoveryWalk) throws -> Void) throws -> Void) throws {
+        var begun = false
+        do {
+            try walk { step in
+                if !begun { begin(); begun = true }
+                add(step)
+            }
+        } catch {
+            flush()
+            throw error
+        }
+        if !begun { begin() }
+        end()
+    }
+
     public func add(_ step: Storelens.RecoveryWalk) {
         switch step {
         case .storeBegins(let store, let commits): beginStore(path: store, commits: commits)

@@ -303,3 +303,46 @@ public final class RowsWriter {
         s.count <= width ? s : String(s.prefix(max(0, width - 1))) + "…"
     }
 }
+
+extension RowsWriter {
+    /// `rows`' rows written as `format` shows them, read as they are written (jsonl, array, csv
+    /// and tsv straight from the statement into output bytes).
+    public static func write(_ rows: Storelens.EntityRows, as format: Format, rawCSV: Bool,
+                             write: @escaping (String) -> Void, writeBytes: (([UInt8]) -> Void)? = nil) throws {
+        try Self.write(format, fields: rows.fields, header: header(rows), title: title(rows), rawCSV: rawCSV, write: write, writeBytes: writeBytes) { writer in
+            if writer.takesScanRows {
+                try rows.forEachStored { try writer.add($0) }
+            } else {
+                try rows.forEach { try writer.add($0) }
+            }
+        }
+    }
+
+    /// A Core Data XML store's objects of one entity (the first `limit`), through the same writer
+    /// (and so the same formats and escaping) as a SQLite store's rows.
+    public static func write(_ selected: AtomicStoreRows, of store: AcquiredAtomicStore, limit: Int?, as format: Format, rawCSV: Bool,
+                             write: @escaping (String) -> Void, writeBytes: (([UInt8]) -> Void)? = nil) throws {
+        try Self.write(format, fields: selected.fields, header: header(selected, of: store), title: title(selected, of: store), rawCSV: rawCSV,
+                       write: write, writeBytes: writeBytes) { writer in
+            for row in selected.rows.prefix(limit ?? Int.max) { try writer.add(row) }
+        }
+    }
+
+    /// Rows written as `format` shows them: the table's title line first and its count line last,
+    /// the rows `add` hands the writer in between (read while they are written); the rows written
+    /// before an error come out before the error goes on.
+    public static func write(_ format: Format, fields: [String], header: [(String, JSONValue)], title: String, rawCSV: Bool,
+                             write: @escaping (String) -> Void, writeBytes: (([UInt8]) -> Void)? = nil, rows add: (RowsWriter) throws -> Void) throws {
+        let writer = RowsWriter(format: format, fields: fields, header: header, rawCSV: rawCSV, write: write, writeBytes: writeBytes)
+        if format == .table { write(title + "\n") }
+        writer.begin()
+        do {
+            try add(writer)
+        } catch {
+            writer.flush()
+            throw error
+        }
+        writer.end()
+        if format == .table { write("\(plural(writer.count, "row"))\n") }
+    }
+}

@@ -1,7 +1,8 @@
 import Acquisition
 import Findings
 import Foundation
-import SQLiteAccess
+import Operations
+import SQLiteValues
 import StoreFormats
 import WALForensics
 
@@ -286,6 +287,16 @@ public enum WALReport: DocumentView {
             self.path = path; self.commit = commit; self.commitFrame = commitFrame
             self.output = output; self.bytes = bytes; self.pageSize = pageSize
         }
+
+        /// `image`, written to `output`.
+        public init(_ image: Storelens.PointInTimeImage, output: String) {
+            self.init(path: image.store, commit: image.commit, commitFrame: image.commitFrame, output: output, bytes: image.bytes.count, pageSize: image.pageSize)
+        }
+    }
+
+    /// `--as-of N --out FILE`'s answer: JSON, or the text lines.
+    public static func rendered(written w: WrittenImage, json: Bool) -> String {
+        json ? Self.json(written: w).rendered() + "\n" : text(written: w)
     }
 
     public static func json(written w: WrittenImage) -> JSONValue {

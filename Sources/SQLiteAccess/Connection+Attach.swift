@@ -28,7 +28,7 @@ extension Connection {
     /// turn URIs on), so the attached family is read where it lies and nothing can be written to
     /// it, its `-shm` included.
     public func attachEvidence(_ path: String, view: EvidenceView, as schema: String) throws(SQLiteError) {
-        let uri = "file:" + Connection.uriEscaped(path) + "?mode=ro&vfs=" + view.vfsName
+        let uri = "file:" + URIPath.escaped(path) + "?mode=ro&vfs=" + view.vfsName
         try run("ATTACH DATABASE ? AS \(Identifier.quoted(schema))", [.text(uri)])
     }
 
@@ -41,6 +41,6 @@ extension Connection {
     /// Attaches storelens' own copy at `path` as schema `schema` with `immutable=1`: the main file
     /// alone, no `-wal` beside it read (`openImmutable`'s view, attached).
     public func attachImmutable(_ path: String, as schema: String) throws(SQLiteError) {
-        try run("ATTACH DATABASE ? AS \(Identifier.quoted(schema))", [.text("file:" + Connection.uriEscaped(path) + "?immutable=1")])
+        try run("ATTACH DATABASE ? AS \(Identifier.quoted(schema))", [.text("file:" + URIPath.escaped(path) + "?immutable=1")])
     }
 }

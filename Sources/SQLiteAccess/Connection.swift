@@ -130,23 +130,7 @@ public final class Connection {
     /// would silently hide the WAL. It is the main-file-only view of a working copy without a
     /// second copy of the file (the "checkpointed view" of the field's two-view diff).
     public static func openImmutable(path: String, label: String?) throws(SQLiteError) -> Connection {
-        try open(filename: "file:" + uriEscaped(path) + "?immutable=1", flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, label: label ?? path)
-    }
-
-    /// `path` as the path of a `file:` URI: every byte but unreserved ones and `/` as `%HH`, so a
-    /// `?`, `#` or `%` in a folder name cannot end the path or start a parameter.
-    public static func uriEscaped(_ path: String) -> String {
-        var out = ""
-        for byte in path.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "/"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
-            }
-        }
-        return out
+        try open(filename: "file:" + URIPath.escaped(path) + "?immutable=1", flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, label: label ?? path)
     }
 
     /// Opens a database image held in memory (`sqlite3_deserialize`). Nothing on disk is involved,
@@ -280,8 +264,4 @@ public final class Connection {
 
     /// The SQLite library version, e.g. "3.40.1".
     public static var libraryVersion: String { String(cString: sqlite3_libversion()) }
-}
-
-private extension String {
-    func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
 }

@@ -34,7 +34,7 @@ struct CommandFormatsAgreementTests {
         try expectEveryFormat(["inspect", input], formats: documentFormats) { try InspectionReport.rendered(inspected.get(), as: $0) }
         let checked = Result { try Storelens.check(inputs) }
         try expectEveryFormat(["check", input], formats: findingsFormats) {
-            try CheckReport.rendered(checked.get(), as: $0, command: "check", toolVersion: toolVersion, inputs: inputs)
+            try CheckReport.rendered(checked.get(), as: $0, command: "check", toolVersion: toolVersion, places: SARIFPlaces(inputs: inputs))
         }
         let analysed = Result { try Storelens.wal(inputs) }
         try expectEveryFormat(["wal", input], formats: documentFormats) { try WALReport.rendered(analysed.get(), as: $0) }
@@ -44,7 +44,7 @@ struct CommandFormatsAgreementTests {
         }
         let linted = Result { try Storelens.lint(inputs) }
         try expectEveryFormat(["lint", input], formats: findingsFormats) {
-            try LintReport.rendered(linted.get(), as: $0, command: "lint", toolVersion: toolVersion, inputs: inputs)
+            try LintReport.rendered(linted.get(), as: $0, command: "lint", toolVersion: toolVersion, places: SARIFPlaces(inputs: inputs))
         }
     }
 
@@ -57,7 +57,7 @@ struct CommandFormatsAgreementTests {
         let audited = try Storelens.audit([demo], manifest: try Manifest.load(path: manifestPath),
                                           .init(manifestFile: URL(fileURLWithPath: manifestPath)))
         try Self.expectEveryFormat(["audit", demo, "--manifest", manifestPath], formats: Self.findingsFormats) {
-            AuditReport.rendered(.init(audited, manifest: manifestPath, input: demo), as: $0, command: "audit", toolVersion: Self.toolVersion, inputs: [demo])
+            AuditReport.rendered(.init(audited, manifest: manifestPath, input: demo), as: $0, command: "audit", toolVersion: Self.toolVersion, places: SARIFPlaces(inputs: [demo]))
         }
     }
 
@@ -69,7 +69,7 @@ struct CommandFormatsAgreementTests {
         }
         let migration = Result { try Storelens.migration([store], to: store) }
         try expectEveryFormat(["migration", store, "--to", store], formats: findingsFormats) {
-            try MigrationReport.rendered(migration.get().plan, as: $0, command: "migration", toolVersion: toolVersion, inputs: [store])
+            try MigrationReport.rendered(migration.get().plan, as: $0, command: "migration", toolVersion: toolVersion, places: SARIFPlaces(inputs: [store]))
         }
     }
 

@@ -28,7 +28,8 @@ extension Storelens {
         public var toolVersion: String?
         /// Each line's `host`: by default this machine's name.
         public var host: String
-        /// Makes each input's evidence session (the command's: its password source and warnings).
+        /// Makes each input's evidence session (the command's, `Storelens.session`: its password
+        /// source and warnings); `BatchEvidence.reading` ends it.
         public var makeSession: @Sendable () throws -> EvidenceSession
 
         public init(command: String, results: String, jobs: Int = 1, resume: Bool = false, each: Bool = false, shard: BatchShard? = nil,
@@ -183,17 +184,24 @@ extension Storelens {
             return hash
         }
 
-        /// Makes the input's session, records `first` in its ledger (a manifest, listed before the
-        /// input as without a batch), then the input itself with its SHA-256 when it is a file (a
-        /// store, an archive), so the line names it by hash even if reading it fails; then runs
-        /// `body`, which finishes the session (`finish()`) when its answer is whole. The working
-        /// folder is removed whatever happens (`EvidenceSession.reading`).
-        public func reading<T>(recordingFirst first: [URL] = [], _ body: (EvidenceSession) throws -> T) throws -> T {
-            try makeSession().reading { session in
+        /// The input's session, opened and ended as `Storelens.reading` does it: made, it records
+        /// `first` in its ledger (a manifest, listed before the input as without a batch), then the
+        /// input itself with its SHA-256 when it is a file (a store, an archive), so the line names
+        /// it by hash even if reading it fails; then runs `read`, checks the originals unchanged
+        /// (unless `read` did), and runs `then` with what was read. The working folder is removed
+        /// whatever happens.
+        public func reading<T, R>(recordingFirst first: [URL] = [], _ read: (EvidenceSession) throws -> T,
+                                  then: (T, EvidenceSession) throws -> R) throws -> R {
+            try Storelens.ending(makeSession(), { session in
                 if !first.isEmpty { try session.record(first) }
                 recordInput(in: session)
-                return try body(session)
-            }
+                return try read(session)
+            }, then: then)
+        }
+
+        /// `reading(recordingFirst:_:then:)` with nothing to do after the originals are checked.
+        public func reading<T>(recordingFirst first: [URL] = [], _ read: (EvidenceSession) throws -> T) throws -> T {
+            try reading(recordingFirst: first, read, then: { result, _ in result })
         }
 
         private func recordInput(in session: EvidenceSession) {

@@ -44,13 +44,11 @@ extension Storelens {
     /// `storelens export`: the one store of `input` decoded into a new SQLite file, one table per
     /// entity with readable columns, with where it came from (hashes, tool) in `_storelens`.
     public static func export(_ input: String, _ options: ExportOptions) throws -> ExportResult {
-        try EvidenceSession(backupPassword: options.input.backupPassword).reading { session in
-            try export(input, options, in: session)
-        }
+        try reading(options.input) { try export(input, options, in: $0) }
     }
 
-    /// `export(_:_:)` through a session the caller made; the export finishes it (the originals
-    /// are checked against their copies before anything is written).
+    /// `export(_:_:)` through a session `reading` opened; the export finishes it itself (the
+    /// originals are checked against their copies before anything is written).
     public static func export(_ input: String, _ options: ExportOptions, in session: EvidenceSession) throws -> ExportResult {
         // Before any work: an existing --out without --force is refused at once.
         try OutputFile.checkWritable(options.output, force: options.force)

@@ -35,7 +35,7 @@ extension Storelens {
         try reading(options.input) { try recover(input, options, in: $0, visit: visit) }
     }
 
-    /// `recover(_:_:visit:)` through a session the caller made and finishes.
+    /// `recover(_:_:visit:)` through a session `reading` opened, which finishes it.
     public static func recover(_ input: String, _ options: RecoverOptions, in session: EvidenceSession, visit: (RecoveryWalk) throws -> Void) throws {
         for store in try session.stores(from: [input], select: options.input.store, options: options.input.open, limits: options.input.limits) {
             try checkEntity(options.filter, in: store)
@@ -75,7 +75,7 @@ extension Storelens {
         try reading(options.input) { try recover(input, options, into: output, in: $0) }
     }
 
-    /// `recover(_:_:into:)` through a session the caller made and finishes.
+    /// `recover(_:_:into:)` through a session `reading` opened, which finishes it.
     public static func recover(_ input: String, _ options: RecoverOptions, into output: String, in session: EvidenceSession) throws -> RecoveredFile {
         if FileManager.default.fileExists(atPath: output) || (try? FileManager.default.destinationOfSymbolicLink(atPath: output)) != nil {
             throw WALForensicsError.outputExists(path: output)

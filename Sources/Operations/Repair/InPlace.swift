@@ -57,6 +57,8 @@ enum InPlace {
             throw RepairError.failed(path: family.main.path, detail: String(cString: strerror(code)))
         }
         swapped = true
+        // Checked unchanged up to the swap, which changed them on purpose: not to be checked again.
+        session.replacedOriginals()
         ScratchRegistry.shared.untrack(file: staged.path)
         if let wal = family.wal { unlink(wal.path + ".storelens-old") }
         return RepairOutcome(input: outcome.input, plan: outcome.plan, findings: outcome.findings, written: true, output: family.main.path,

@@ -44,20 +44,47 @@ extension Storelens {
         }
     }
 
+    /// The files a repair run will write, checked before any work starts, so that a run that would
+    /// fail to write its log fails before it makes anything (and never after the store was
+    /// written): `out` (`.newFile`) and `log` (the repair log the caller writes, `--log`) must not
+    /// exist, in a folder that does; `backup` (`.inPlace`) must be a folder; `out` and `log` differ.
+    public static func checkRepairOutputs(out: String?, log: String?, backup: String?) throws {
+        var named: [(option: String, path: String)] = []
+        if let out { named.append(("--out", out)) }
+        if let log { named.append(("--log", log)) }
+        for (option, path) in named {
+            let url = URL(fileURLWithPath: path)
+            var st = stat()
+            if lstat(url.path, &st) == 0 {
+                if option == "--out" { throw RepairError.outputExists(path: url.path) }
+                throw InputError(message: "\(path) already exists; give \(option) a new file name (repair never overwrites).")
+            }
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: url.deletingLastPathComponent().path, isDirectory: &isDir), isDir.boolValue else {
+                throw InputError(message: "the folder for \(path) does not exist; create it or choose another \(option).")
+            }
+        }
+        if let backup {
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: backup, isDirectory: &isDir), isDir.boolValue else {
+                throw RepairError.backupFailed(path: backup, detail: "no such folder")
+            }
+        }
+        if named.count == 2, URL(fileURLWithPath: named[0].path).standardizedFileURL == URL(fileURLWithPath: named[1].path).standardizedFileURL {
+            throw InputError(message: "--out and --log name the same file; give each its own.")
+        }
+    }
+
     /// `storelens repair`: a plan for the one store of `input`, and (unless `.plan`) the plan
     /// applied to a copy in one transaction, checked again after; the input is never changed
     /// except by `.inPlace`, and then only after a verified backup.
     public static func repair(_ input: String, _ options: RepairOptions) throws -> RepairOutcome {
-        try EvidenceSession(backupPassword: options.input.backupPassword).reading { session in
-            let outcome = try repair(input, options, in: session)
-            if case .inPlace = options.mode, outcome.written { return outcome }
-            try session.finish()
-            return outcome
-        }
+        try reading(options.input) { try repair(input, options, in: $0) }
     }
 
-    /// `repair(_:_:)` through a session the caller made and finishes (in place, the input was
-    /// proven unchanged up to the swap, which changed it on purpose: do not finish it then).
+    /// `repair(_:_:)` through a session `reading` opened and finishes (in place, the input is
+    /// proven unchanged up to the swap, which changes it on purpose: the session says so,
+    /// `EvidenceSession.replacedOriginals`, and is not checked again).
     public static func repair(_ input: String, _ options: RepairOptions, in session: EvidenceSession) throws -> RepairOutcome {
         let store: AcquiredStore
         var migrationPlan: RepairPlan?

@@ -65,13 +65,11 @@ extension Storelens {
     /// the manifest), and the originals verified unchanged. Throws only when there is nothing to
     /// report on (an input that cannot be opened, a bad migration target).
     public static func report(_ inputs: [String], _ options: ReportOptions) throws -> ReportContents {
-        try EvidenceSession(backupPassword: options.input.backupPassword).reading { session in
-            try report(inputs, options, in: session)
-        }
+        try reading(options.input) { try report(inputs, options, in: $0) }
     }
 
-    /// `report(_:_:)` through a session the caller made; the report finishes it (the evidence
-    /// verified is part of what it shows).
+    /// `report(_:_:)` through a session `reading` opened; the report finishes it itself (the
+    /// evidence verified is part of what it shows).
     public static func report(_ inputs: [String], _ options: ReportOptions, in session: EvidenceSession) throws -> ReportContents {
         // The stores are read as `check` reads them: a -wal that cannot belong is left out and
         // said (`wal-page-size-mismatch`), not a reason to refuse the store.

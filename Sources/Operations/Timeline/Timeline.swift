@@ -32,7 +32,7 @@ extension Storelens {
         try reading(options.input) { try timeline(input, options, in: $0, visit: visit) }
     }
 
-    /// `timeline(_:_:visit:)` through a session the caller made and finishes.
+    /// `timeline(_:_:visit:)` through a session `reading` opened, which finishes it.
     public static func timeline(_ input: String, _ options: TimelineOptions, in session: EvidenceSession,
                                 visit: (_ store: String, TimelineEvent) throws -> Void) throws -> TimelineLeftOut {
         let stores = try session.stores(from: [input], select: options.input.store, options: options.input.open, limits: options.input.limits)
@@ -51,5 +51,29 @@ extension Storelens {
             }
         }
         return leftOut
+    }
+
+    /// A timeline read in full and held sorted: what `sortedTimeline` gives back.
+    public struct SortedTimeline {
+        /// What could not be placed on the timeline.
+        public let leftOut: TimelineLeftOut
+        let spool: TimelineSpool
+
+        /// The lines by time, ties in the order they were read, several lines at a time.
+        public func forEachSorted(_ body: (String) throws -> Void) throws {
+            try spool.forEachSorted(body)
+        }
+    }
+
+    /// `timeline(_:_:in:visit:)` as one timeline: every event of every store, rendered by `line`,
+    /// is kept in a scratch file (`TimelineSpool`, in a private folder beside the session's working
+    /// folder, which outlives the session) rather than in memory, and handed back sorted by time.
+    public static func sortedTimeline(_ input: String, _ options: TimelineOptions, in session: EvidenceSession,
+                                      line: (_ store: String, TimelineEvent) -> String) throws -> SortedTimeline {
+        let spool = try TimelineSpool(parent: session.scratch.url.deletingLastPathComponent())
+        let leftOut = try timeline(input, options, in: session) { store, event in
+            try spool.add(referenceSeconds: event.referenceSeconds, line: line(store, event))
+        }
+        return SortedTimeline(leftOut: leftOut, spool: spool)
     }
 }

@@ -1,4 +1,5 @@
 import Findings
+import Operations
 import StoreFormats
 
 /// A result made of findings: besides a document's views, each finding and where it is, which
@@ -11,12 +12,14 @@ public protocol FindingsView: DocumentView {
 public struct FindingsRun: Sendable {
     public var command: String
     public var toolVersion: String
-    public var inputs: [String]
+    /// Where the findings' files are on disk (SARIF's artifacts): the command's, made with its
+    /// inputs as given (Reports reads no disk).
+    public var places: SARIFPlaces
 
-    public init(command: String, toolVersion: String, inputs: [String] = []) {
+    public init(command: String, toolVersion: String, places: SARIFPlaces) {
         self.command = command
         self.toolVersion = toolVersion
-        self.inputs = inputs
+        self.places = places
     }
 }
 
@@ -45,8 +48,8 @@ public enum FindingsFormats {
 
 extension FindingsView {
     /// `subject` in the format named `format`, SARIF included: the log of `storelens command`.
-    public static func rendered(_ subject: Subject, as format: String, command: String, toolVersion: String, inputs: [String] = []) -> String {
-        (FindingsFormats.named(format) ?? TextFormat.self).render(subject, by: Self.self, run: FindingsRun(command: command, toolVersion: toolVersion, inputs: inputs))
+    public static func rendered(_ subject: Subject, as format: String, command: String, toolVersion: String, places: SARIFPlaces) -> String {
+        (FindingsFormats.named(format) ?? TextFormat.self).render(subject, by: Self.self, run: FindingsRun(command: command, toolVersion: toolVersion, places: places))
     }
 }
 
@@ -55,6 +58,6 @@ public enum SARIFFormat: FindingsFormat {
     public static let name = "sarif"
 
     public static func render<View: FindingsView>(_ subject: View.Subject, by view: View.Type, run: FindingsRun) -> String {
-        SARIF.log(view.located(subject), command: run.command, toolVersion: run.toolVersion, inputs: run.inputs).rendered() + "\n"
+        SARIF.log(view.located(subject), command: run.command, toolVersion: run.toolVersion, places: run.places).rendered() + "\n"
     }
 }

@@ -1,7 +1,8 @@
 import CoreDataStore
 import Findings
 import Foundation
-import SQLiteAccess
+import Operations
+import SQLiteValues
 import StoreFormats
 
 /// Findings as SARIF 2.1.0 (OASIS Static Analysis Results Interchange Format), the log GitHub code
@@ -17,24 +18,23 @@ public enum SARIF {
     public struct Location: Sendable, Equatable {
         public let path: String
         public let line: Int?
+        /// `path` is a store's display path: the log finds the file it is in (`SARIFPlaces.store`).
+        let isStore: Bool
+
         public init(path: String, line: Int? = nil) {
-            self.path = path
-            self.line = line
+            self.init(path: path, line: line, isStore: false)
         }
 
-        /// A store by its display path: a store inside an archive (`archive!path/inside`) is
-        /// located at the archive, the file a reviewer can open. A `!` is also a folder name's
-        /// own character (`bang!dir/default.store`): the archive is the first prefix before a `!`
-        /// that is a regular file, and a path with none is the store's own.
+        init(path: String, line: Int?, isStore: Bool) {
+            self.path = path
+            self.line = line
+            self.isStore = isStore
+        }
+
+        /// A store by its display path: the log locates it at the file a reviewer can open (a
+        /// store inside an archive at the archive, `SARIFPlaces.store`).
         public static func store(_ displayPath: String) -> Location {
-            let parts = displayPath.split(separator: "!", omittingEmptySubsequences: false)
-            var prefix = ""
-            for (i, part) in parts.dropLast().enumerated() {
-                prefix += (i == 0 ? "" : "!") + part
-                var info = stat()
-                if stat(prefix, &info) == 0, info.st_mode & S_IFMT == S_IFREG { return Location(path: prefix) }
-            }
-            return Location(path: displayPath)
+            Location(path: displayPath, line: nil, isStore: true)
         }
     }
 
@@ -49,11 +49,13 @@ public enum SARIF {
     }
 
     /// The whole log: one run of `storelens COMMAND`.
-    /// - Parameter inputs: the inputs as given: a store found in a folder input is named relative
-    ///   to that folder, and located through it (its artifact must exist, relative to `SRCROOT`).
-    public static func log(_ results: [Located], command: String, toolVersion: String, inputs: [String] = []) -> JSONValue {
-        let located = results.map { r in Located(r.finding, at: r.location.map { Location(path: onDisk($0.path, inputs: inputs), line: $0.line) }) }
-        let results = located
+    /// - Parameter places: where the files are on disk (the command's, made with its inputs as
+    ///   given: a store found in a folder input is named relative to that folder, and located
+    ///   through it, as its artifact must exist relative to `SRCROOT`).
+    public static func log(_ results: [Located], command: String, toolVersion: String, places: SARIFPlaces) -> JSONValue {
+        let results = results.map { r in
+            Located(r.finding, at: r.location.map { Location(path: places.onDisk($0.isStore ? places.store($0.path) : $0.path), line: $0.line) })
+        }
         let rules = ruleOrder(results.map(\.finding))
         let ruleIndex = Dictionary(uniqueKeysWithValues: rules.enumerated().map { ($1.id, $0) })
         return .object([
@@ -66,8 +68,8 @@ public enum SARIF {
                     ("rules", .array(rules.map(rule))),
                 ]))])),
                 ("automationDetails", .object([("id", .string("storelens/\(command)/"))])),
-                ("originalUriBaseIds", .object([("SRCROOT", .object([("uri", .string(sourceRoot))]))])),
-                ("results", .array(results.map { result($0, ruleIndex: ruleIndex[$0.finding.id] ?? 0) })),
+                ("originalUriBaseIds", .object([("SRCROOT", .object([("uri", .string(sourceRoot(places)))]))])),
+                ("results", .array(results.map { result($0, ruleIndex: ruleIndex[$0.finding.id] ?? 0, places: places) })),
             ])])),
         ])
     }
@@ -91,7 +93,7 @@ public enum SARIF {
         return .object(members)
     }
 
-    static func result(_ located: Located, ruleIndex: Int) -> JSONValue {
+    static func result(_ located: Located, ruleIndex: Int, places: SARIFPlaces) -> JSONValue {
         let f = located.finding
         var members: [(String, JSONValue)] = [
             ("ruleId", .string(f.id)),
@@ -103,7 +105,7 @@ public enum SARIF {
         if let place = located.location {
             // A store is a binary file: its results are at line 1, which code scanning requires
             // of every result (GH1003), as it places results on binary files.
-            let physical: [(String, JSONValue)] = [("artifactLocation", artifact(place.path)),
+            let physical: [(String, JSONValue)] = [("artifactLocation", artifact(place.path, places: places)),
                                                    ("region", .object([("startLine", .int(max(place.line ?? 1, 1)))]))]
             location.append(("physicalLocation", .object(physical)))
         }
@@ -111,7 +113,7 @@ public enum SARIF {
             location.append(("logicalLocations", .array([.object([("name", .string(entity)), ("kind", .string("type"))])])))
         }
         if !location.isEmpty { members.append(("locations", .array([.object(location)]))) }
-        members.append(("partialFingerprints", .object([("storelens/v1", .string(fingerprint(f, at: located.location?.path)))])))
+        members.append(("partialFingerprints", .object([("storelens/v1", .string(fingerprint(f, at: located.location.map { places.canonical($0.path) })))])))
         if !f.evidence.isEmpty {
             let evidence = f.evidence.sorted { $0.key < $1.key }.map { ($0.key, FindingsReport.json($0.value)) }
             members.append(("properties", .object([("evidence", .object(evidence))])))
@@ -123,10 +125,11 @@ public enum SARIF {
     /// entity and the evidence that names what is affected (relationship, column, attributes),
     /// never counts or keys, which change as the data does.
     /// The store is named by where it is, not how it was typed (`default.store`, `./x/../default.store`
-    /// and its absolute path are one place): the file's resolved path relative to the working folder's.
-    static func fingerprint(_ f: Finding, at path: String? = nil) -> String {
+    /// and its absolute path are one place): `canonical`, the file's resolved path relative to the
+    /// working folder's (`SARIFPlaces.canonical`).
+    static func fingerprint(_ f: Finding, at canonical: String? = nil) -> String {
         let naming = ["relationship", "column", "attributes", "relationships", "attribute", "table", "index"]
-        let place = path.map(canonical) ?? f.store ?? ""
+        let place = canonical ?? f.store ?? ""
         let parts = [f.id, place, f.entity ?? ""] + naming.compactMap { key in f.evidence[key].map { "\(key)=\($0.text)" } }
         var hasher = SHA256()
         hasher.update(Data(parts.joined(separator: "\u{1F}").utf8))
@@ -152,52 +155,20 @@ public enum SARIF {
         return String(text[..<end.lowerBound]) + "."
     }
 
-    /// Where a located path is on disk: as it is when that exists (relative to the working
-    /// folder, or absolute); else the first folder input holding it (a store found in a folder is
-    /// named relative to that folder, as every view shows it); else a backup input; else as it is.
-    static func onDisk(_ path: String, inputs: [String]) -> String {
-        var info = stat()
-        if stat(path, &info) == 0 { return path }
-        for input in inputs {
-            guard stat(input, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { continue }
-            let joined = (input.hasSuffix("/") ? input : input + "/") + path
-            if stat(joined, &info) == 0 { return joined }
-        }
-        // A backup names its stores by domain and path, not by the files that hold them (named
-        // by their hashes): the backup folder is the place a reviewer can open.
-        for input in inputs {
-            let manifest = (input.hasSuffix("/") ? input : input + "/") + "Manifest.db"
-            if stat(manifest, &info) == 0 { return input }
-        }
-        return path
-    }
-
-    /// `path` resolved (links, `..`) and made relative to the resolved working folder when inside it.
-    static func canonical(_ path: String) -> String {
-        guard let resolved = realpath(path, nil) else { return path }
-        defer { free(resolved) }
-        let full = String(cString: resolved)
-        guard let cwd = realpath(".", nil) else { return full }
-        defer { free(cwd) }
-        let root = String(cString: cwd)
-        let prefix = root.hasSuffix("/") ? root : root + "/"
-        return full.hasPrefix(prefix) ? String(full.dropFirst(prefix.count)) : full
-    }
-
     /// The working folder as a `file:` URI ending in `/`: relative artifact paths are relative to it.
-    static var sourceRoot: String {
-        URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true).absoluteString
+    static func sourceRoot(_ places: SARIFPlaces) -> String {
+        URL(fileURLWithPath: places.workingFolder, isDirectory: true).absoluteString
     }
 
     /// A path inside the working folder as a relative URI against `SRCROOT`, anything else as an
     /// absolute `file:` URI. Percent-encoded either way (a store path may hold any byte).
-    static func artifact(_ path: String) -> JSONValue {
-        let absolute = URL(fileURLWithPath: path).standardizedFileURL
-        let root = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true).standardizedFileURL.path
+    static func artifact(_ path: String, places: SARIFPlaces) -> JSONValue {
+        let root = URL(fileURLWithPath: places.workingFolder, isDirectory: true).standardizedFileURL.path
+        let absolute = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: root, isDirectory: true)).standardizedFileURL
         let prefix = root.hasSuffix("/") ? root : root + "/"
         if absolute.path.hasPrefix(prefix) {
             let relative = String(absolute.path.dropFirst(prefix.count))
-            return .object([("uri", .string(Connection.uriEscaped(relative))), ("uriBaseId", .string("SRCROOT"))])
+            return .object([("uri", .string(URIPath.escaped(relative))), ("uriBaseId", .string("SRCROOT"))])
         }
         return .object([("uri", .string(absolute.absoluteString))])
     }

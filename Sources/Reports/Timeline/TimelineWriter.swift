@@ -1,7 +1,6 @@
 import CoreDataStore
 import Foundation
 import Operations
-import SQLiteAccess
 import StoreFormats
 import WALForensics
 

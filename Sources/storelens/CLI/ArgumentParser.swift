@@ -93,6 +93,20 @@ struct ParsedArguments {
         return positionals
     }
 
+    /// A commit number (`--as-of`, `--from`, `--to`): 0 is the main file alone.
+    func commit(_ name: String) throws(ParseError) -> Int? {
+        guard let text = value(name) else { return nil }
+        guard let n = Int(text), n >= 0 else { throw .invalid("The value '\(text)' is invalid for '\(name)'; give a commit number (0 for the main file alone).") }
+        return n
+    }
+
+    /// A list option's items (`--only a,b`; every value of a repeatable one), each trimmed; nil when not given.
+    func list(_ name: String) -> [String]? {
+        let given = values(name)
+        guard !given.isEmpty else { return nil }
+        return given.flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+    }
+
     /// A plain loop over the tokens: `--name value`, `--name=value`, flags, `--` ends options.
     static func parse(_ arguments: [String], options: [OptionSpec]) throws(ParseError) -> ParsedArguments {
         var result = ParsedArguments()

@@ -181,8 +181,13 @@ struct InputSettings {
 
     let select: String?
     let keepScratch: Bool
-    /// What the operations take of these settings.
-    var options: Storelens.InputOptions { Storelens.InputOptions(store: select, open: open, limits: limits) }
+    /// What the operations take of these settings, and what the session `Storelens.reading` opens
+    /// for a command is made with: the password source, `--keep-scratch`, warnings on stderr (a
+    /// damaged archive read on request, a store another process has open, are never read silently).
+    var options: Storelens.InputOptions {
+        Storelens.InputOptions(store: select, open: open, limits: limits, backupPassword: BackupPasswordSource.implied(passwordFile: passwordFile),
+                               keepScratch: keepScratch, warn: { Output().error("warning: \($0).\n") })
+    }
     let open: OpenOptions
     let limits: ArchiveLimits
     /// `--password-file`, when given (the password itself is read only if an encrypted backup is met).
@@ -196,15 +201,11 @@ struct InputSettings {
                                             : "No working folder was needed: every store was read where it lies (--copy makes copies to keep)\n")
     }
 
-    /// A session for one command (or one input of a batch), knowing where an encrypted backup's
-    /// password comes from.
+    /// A session made as `Storelens.reading` makes it: each input's of a batch (which
+    /// `BatchEvidence.reading` ends), and `report`'s, which `Storelens.report` finishes; every
+    /// other command reads through `Storelens.reading`.
     func makeSession() throws -> EvidenceSession {
-        let session = try EvidenceSession(keepScratch: keepScratch, backupPassword: BackupPasswordSource.implied(passwordFile: passwordFile))
-        // A damaged archive read on request is never read silently.
-        session.onDamagedInput = { Output().error("warning: \($0.warning).\n") }
-        // So is a store another process has open or is writing.
-        session.onStoreInUse = { Output().error("warning: \($0).\n") }
-        return session
+        try Storelens.session(options)
     }
 
     init(_ parsed: ParsedArguments) throws(ParseError) {

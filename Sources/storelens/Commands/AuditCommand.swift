@@ -48,21 +48,18 @@ struct AuditCommand: Command {
         if let batch {
             // Each input is one container audited on its own against the same manifest.
             return try Batch.run(command: "audit", inputs: paths, settings: batch, input: input, output: output) { path, evidence in
-                return try evidence.reading { session in
-                    let result = try Storelens.audit([path], manifest: manifest, options, in: session)
-                    try session.finish()
-                    return BatchOutcome(exitCode: result.findings.any(atOrAbove: failOn) ? .findings : .success,
-                                        summary: AuditReport.batchSummary(result), findings: result.findings)
+                try evidence.reading { try Storelens.audit([path], manifest: manifest, options, in: $0) } then: { result, _ in
+                    BatchOutcome(exitCode: result.findings.any(atOrAbove: failOn) ? .findings : .success,
+                                 summary: AuditReport.batchSummary(result), findings: result.findings)
                 }
             }
         }
-        return try input.makeSession().reading { session in
-            let result = try Storelens.audit(paths, manifest: manifest, options, in: session)
-            try session.finish()
+        return try Storelens.reading(input.options) { try Storelens.audit(paths, manifest: manifest, options, in: $0) } then: { result, _ in
             switch format {
             case "json": output.write(AuditReport.json(result, manifest: manifestPath).rendered() + "\n")
             case "sarif":
-                output.write(SARIF.log(AuditReport.located(result, manifest: manifestPath), command: "audit", toolVersion: RootCommand.version, inputs: paths).rendered() + "\n")
+                let located = AuditReport.located(result, manifest: manifestPath)
+                output.write(SARIF.log(located, command: "audit", toolVersion: RootCommand.version, places: SARIFPlaces(inputs: paths)).rendered() + "\n")
             case "markdown": output.write(AuditReport.markdown(result, input: paths.joined(separator: ", ")))
             default: output.write(AuditReport.text(result))
             }

@@ -43,18 +43,11 @@ struct CheckCommand: Command {
         model = parsed.value("--model")
         input = try InputSettings(parsed)
         batch = try BatchSettings.parse(parsed)
-        if let list = parsed.value("--only") {
-            var checks = Set<StoreChecker.Check>()
-            for id in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
-                guard let check = StoreChecker.Check(rawValue: id) else {
-                    throw .invalidValue(option: "--only", value: id, allowed: StoreChecker.Check.allCases.map(\.rawValue))
-                }
-                checks.insert(check)
-            }
-            only = checks
-        } else {
-            only = nil
+        let ids = parsed.list("--only")
+        for id in ids ?? [] where StoreChecker.Check(rawValue: id) == nil {
+            throw .invalidValue(option: "--only", value: id, allowed: StoreChecker.Check.allCases.map(\.rawValue))
         }
+        only = ids.map { Set($0.compactMap(StoreChecker.Check.init(rawValue:))) }
     }
 
     func run(_ output: Output) throws -> ExitCode {
@@ -62,20 +55,19 @@ struct CheckCommand: Command {
                                              xcodeModel: model.map { URL(fileURLWithPath: $0) }, timings: Timings.fromEnvironment)
         if let batch {
             return try Batch.run(command: "check", inputs: paths, settings: batch, input: input, output: output) { path, evidence in
-                return try evidence.reading { session in
+                try evidence.reading { session in
                     let result = try Storelens.check([path], options, in: session)
                     // Batch mode reads one input at a time: a refused store fails that input.
                     if let first = result.refused.first { throw first.error }
-                    try session.finish()
-                    return BatchOutcome(exitCode: result.findings.any(atOrAbove: failOn) ? .findings : .success,
-                                        summary: CheckReport.batchSummary(result), findings: result.findings)
+                    return result
+                } then: { result, _ in
+                    BatchOutcome(exitCode: result.findings.any(atOrAbove: failOn) ? .findings : .success,
+                                 summary: CheckReport.batchSummary(result), findings: result.findings)
                 }
             }
         }
-        return try input.makeSession().reading { session in
-            let result = try Storelens.check(paths, options, in: session)
-            try session.finish()
-            output.write(CheckReport.rendered(result, as: format, command: "check", toolVersion: RootCommand.version, inputs: paths))
+        return try Storelens.reading(input.options) { try Storelens.check(paths, options, in: $0) } then: { result, _ in
+            output.write(CheckReport.rendered(result, as: format, command: "check", toolVersion: RootCommand.version, places: SARIFPlaces(inputs: paths)))
             // The other stores were checked; the refused ones are input errors all the same.
             for r in result.refused { output.error("Error: \(r.reason)\n") }
             if !result.refused.isEmpty { return .usageOrInput }

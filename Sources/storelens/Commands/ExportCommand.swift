@@ -50,10 +50,10 @@ struct ExportCommand: Command {
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        return try input.makeSession().reading { session in
-            let options = Storelens.ExportOptions(output: out, input: input.options, force: force, withExternalData: withExternalData,
-                                                  xcodeModel: modelPath.map { URL(fileURLWithPath: $0) }, toolVersion: RootCommand.version)
-            let result = try Storelens.export(path, options, in: session)
+        let options = Storelens.ExportOptions(output: out, input: input.options, force: force, withExternalData: withExternalData,
+                                              xcodeModel: modelPath.map { URL(fileURLWithPath: $0) }, toolVersion: RootCommand.version)
+        // The export checks the originals itself, before it writes.
+        return try Storelens.reading(input.options) { try Storelens.export(path, options, in: $0) } then: { result, session in
             output.write(json ? ExportReport.json(result).rendered() + "\n" : ExportReport.text(result))
             input.tellKeptScratch(of: session, to: output)
             return .success

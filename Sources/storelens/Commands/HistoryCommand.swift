@@ -1,4 +1,3 @@
-import Acquisition
 import CoreDataStore
 import Foundation
 import Operations
@@ -35,53 +34,39 @@ struct HistoryCommand: Command {
     let path: String
     let format: HistoryWriter.Format
     let rawCSV: Bool
-    let entityName: String?
-    let author: String?
-    let bundle: String?
-    let since: Double?
     let summary: Bool
-    let modelPath: String?
+    let options: Storelens.HistoryOptions
     let input: InputSettings
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
         path = try parsed.onlyInput()
         format = HistoryWriter.Format(rawValue: parsed.format) ?? .text
         rawCSV = try CommonOptions.rawCSV(parsed, csv: format == .csv)
-        entityName = parsed.value("--entity")
-        author = parsed.value("--author")
-        bundle = parsed.value("--bundle")
-        if let text = parsed.value("--since") {
+        let since = try parsed.value("--since").map { text throws(ParseError) in
             guard let seconds = ValueDecoder.parseDate(text) else {
                 throw .invalid("The value '\(text)' is invalid for '--since'; give an ISO 8601 date such as 2024-07-29 or 2024-07-29T10:00:00Z.")
             }
-            since = seconds
-        } else {
-            since = nil
+            return seconds
         }
         summary = parsed.flag("--summary")
         if summary, format == .jsonl || format == .csv { throw .invalid("--summary is a table per entity; use --format text or json with it (jsonl and csv list every change).") }
-        modelPath = parsed.value("--model")
         input = try InputSettings(parsed)
+        options = Storelens.HistoryOptions(input: input.options, xcodeModel: parsed.value("--model").map { URL(fileURLWithPath: $0) }, entity: parsed.value("--entity"),
+                                           author: parsed.value("--author"), bundleID: parsed.value("--bundle"), since: since)
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        return try input.makeSession().reading { session in
-            let options = Storelens.HistoryOptions(input: input.options, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) },
-                                                   entity: entityName, author: author, bundleID: bundle, since: since)
+        try Storelens.reading(input.options) { session in
+            // Written as it is read, before the originals are checked.
             var history = try Storelens.history(path, options, in: session)
-            let header = HistoryWriter.header(history)
             if summary {
-                let result = try history.summary()
-                output.write(format == .json ? HistorySummaryReport.json(result, header: header).rendered() + "\n"
-                                              : HistorySummaryReport.text(result, title: HistoryWriter.title(history)))
+                output.write(HistorySummaryReport.rendered(try history.summary(), of: history, json: format == .json))
             } else {
-                let writer = HistoryWriter(format: format, header: header, path: history.path, write: output.write)
-                writer.rawCSV = rawCSV
-                writer.begin(title: HistoryWriter.title(history))
+                let writer = HistoryWriter.begun(history, format: format, rawCSV: rawCSV, write: output.write)
                 try history.forEachTransaction { writer.add($0) }
                 writer.end()
             }
-            try session.finish()
+        } then: { _, session in
             input.tellKeptScratch(of: session, to: output)
             return .success
         }

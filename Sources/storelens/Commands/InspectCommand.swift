@@ -46,18 +46,17 @@ struct InspectCommand: Command {
         let options = Storelens.InspectOptions(input: input.options, asOfCommit: asOf)
         if let batch {
             return try Batch.run(command: "inspect", inputs: paths, settings: batch, input: input, output: output) { path, evidence in
-                return try evidence.reading { session in
+                try evidence.reading { session in
                     let result = try Storelens.inspect([path], options, in: session)
                     // Batch mode reads one input at a time: a refused store fails that input.
                     if let first = result.refused.first { throw first.error }
-                    try session.finish()
-                    return BatchOutcome(exitCode: .success, summary: InspectionReport.batchSummary(result.inspections, atomic: result.atomicStores))
+                    return result
+                } then: { result, _ in
+                    BatchOutcome(exitCode: .success, summary: InspectionReport.batchSummary(result.inspections, atomic: result.atomicStores))
                 }
             }
         }
-        return try input.makeSession().reading { session in
-            let result = try Storelens.inspect(paths, options, in: session)
-            try session.finish()
+        return try Storelens.reading(input.options) { try Storelens.inspect(paths, options, in: $0) } then: { result, session in
             output.write(InspectionReport.rendered(result, as: format))
             input.tellKeptScratch(of: session, to: output)
             // The other stores were read; the refused ones are input errors all the same.

@@ -46,15 +46,16 @@ struct LintCommand: Command {
         if paths.isEmpty, let model {
             result = try Storelens.lint(model: model)
         } else {
-            result = try input.makeSession().reading { session in
+            result = try Storelens.reading(input.options) { session in
                 let linted = try Storelens.lint(paths, options, in: session)
                 for note in linted.notes { output.error("Note: \(note)\n") }
-                try session.finish()
+                return linted
+            } then: { linted, session in
                 input.tellKeptScratch(of: session, to: output)
                 return linted
             }
         }
-        output.write(LintReport.rendered(result, as: format, command: "lint", toolVersion: RootCommand.version, inputs: paths))
+        output.write(LintReport.rendered(result, as: format, command: "lint", toolVersion: RootCommand.version, places: SARIFPlaces(inputs: paths)))
         return result.findings.any(atOrAbove: failOn) ? .findings : .success
     }
 }

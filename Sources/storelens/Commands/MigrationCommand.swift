@@ -45,12 +45,13 @@ struct MigrationCommand: Command {
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        return try input.makeSession().reading { session in
-            let result = try Storelens.migration(paths, to: target, .init(input: input.options, oldModel: oldModel.map { URL(fileURLWithPath: $0) }),
-                                                 in: session)
+        let options = Storelens.MigrationOptions(input: input.options, oldModel: oldModel.map { URL(fileURLWithPath: $0) })
+        return try Storelens.reading(input.options) { session in
+            let result = try Storelens.migration(paths, to: target, options, in: session)
             for note in result.notes { output.error("Note: \(note)\n") }
-            try session.finish()
-            output.write(MigrationReport.rendered(result.plan, as: format, command: "migration", toolVersion: RootCommand.version, inputs: paths))
+            return result
+        } then: { result, session in
+            output.write(MigrationReport.rendered(result.plan, as: format, command: "migration", toolVersion: RootCommand.version, places: SARIFPlaces(inputs: paths)))
             input.tellKeptScratch(of: session, to: output)
             return result.plan.failsOrLosesData ? .findings : .success
         }

@@ -1,9 +1,5 @@
-import Acquisition
-import CoreDataStore
-import Foundation
 import Operations
 import Reports
-import StoreFormats
 import WALForensics
 
 /// `storelens recover INPUT`: every version of every record the WAL proves, with its state and source.
@@ -48,74 +44,35 @@ struct RecoverCommand: Command {
     let path: String
     let format: RecoveryWriter.Format
     let rawCSV: Bool
-    let filter: RecordRecovery.Filter
     let out: String?
-    let carve: Bool
+    let options: Storelens.RecoverOptions
     let input: InputSettings
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
         path = try parsed.onlyInput()
         format = RecoveryWriter.Format(rawValue: parsed.format) ?? .text
         rawCSV = try CommonOptions.rawCSV(parsed, csv: format == .csv)
-        var filter = RecordRecovery.Filter(entity: parsed.value("--entity"))
-        if let entity = filter.entity, entity.isEmpty { throw .invalid("--entity needs an entity name.") }
-        if let text = parsed.value("--pk") {
-            guard let pk = Int64(text), pk > 0 else { throw .invalid("The value '\(text)' is invalid for '--pk'; give a positive whole number (a Z_PK).") }
-            filter.pk = pk
-        }
-        let states = parsed.values("--state").flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
-        if !states.isEmpty {
-            var set: Set<RecordVersion.State> = []
-            for name in states {
-                guard let state = RecordVersion.State(rawValue: name.lowercased()) else {
-                    throw .invalid("The value '\(name)' is invalid for '--state'; use live, superseded, deleted, uncommitted or carved.")
-                }
-                set.insert(state)
-            }
-            filter.states = set
-        }
-        self.filter = filter
-        carve = !parsed.flag("--no-carve")
+        let filter = try RecordRecovery.Filter(parsed)
         out = parsed.value("--out")
-        if let out {
-            guard !out.isEmpty, out != "-" else { throw .invalid("--out needs a file name (the versions go to stdout without it).") }
-            guard format == .text || format == .json else {
-                throw .invalid("--out writes the versions to a SQLite file and prints a summary; use --format text or json with it (or drop --out for \(format.rawValue)).")
-            }
+        if let out, out.isEmpty || out == "-" { throw .invalid("--out needs a file name (the versions go to stdout without it).") }
+        if out != nil, format != .text, format != .json {
+            throw .invalid("--out writes the versions to a SQLite file and prints a summary; use --format text or json with it (or drop --out for \(format.rawValue)).")
         }
         input = try InputSettings(parsed)
+        options = Storelens.RecoverOptions(input: input.options, filter: filter, carve: !parsed.flag("--no-carve"))
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        if let out, FileManager.default.fileExists(atPath: out) || (try? FileManager.default.destinationOfSymbolicLink(atPath: out)) != nil {
-            throw WALForensicsError.outputExists(path: out)
-        }
-        return try input.makeSession().reading { session in
-            let options = Storelens.RecoverOptions(input: input.options, filter: filter, carve: carve)
+        try Storelens.reading(input.options) { session in
             if let out {
                 let written = try Storelens.recover(path, options, into: out, in: session)
                 output.write(format == .json ? RecoveryWriter.json(written).rendered() + "\n" : RecoveryWriter.text(written))
             } else {
                 // Streamed: versions are printed as the library hands them out.
-                let writer = RecoveryWriter(format: format, write: output.write, writeBytes: output.write(bytes:))
-                writer.rawCSV = rawCSV
-                // Begun with the first store: a run refused before it (an unknown --entity, a
-                // foreign -wal) leaves stdout empty, not the head of a document.
-                var begun = false
-                do {
-                    try Storelens.recover(path, options, in: session) { event in
-                        if !begun { writer.begin(); begun = true }
-                        writer.add(event)
-                    }
-                } catch {
-                    // What was read before the error comes out before the error's sentence.
-                    writer.flush()
-                    throw error
-                }
-                if !begun { writer.begin() }
-                writer.end()
+                let writer = RecoveryWriter(format: format, rawCSV: rawCSV, write: output.write, writeBytes: output.write(bytes:))
+                try writer.write { try Storelens.recover(path, options, in: session, visit: $0) }
             }
-            try session.finish()
+        } then: { _, session in
             input.tellKeptScratch(of: session, to: output)
             return .success
         }

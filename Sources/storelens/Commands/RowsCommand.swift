@@ -1,10 +1,6 @@
-import Acquisition
-import CoreDataStore
 import Foundation
 import Operations
 import Reports
-import StoreFormats
-import WALForensics
 
 /// `storelens rows INPUT ENTITY`: an entity's rows with values decoded through the model.
 struct RowsCommand: Command {
@@ -34,13 +30,9 @@ struct RowsCommand: Command {
                    "storelens rows default.store Item --format jsonl | sqlite-utils insert items.db items - --nl"])
 
     let path: String
-    let entityName: String
     let format: RowsWriter.Format
-    let filters: [String]
-    let limit: Int?
-    let asOf: Int?
-    let modelPath: String?
     let rawCSV: Bool
+    let options: Storelens.RowsOptions
     let input: InputSettings
 
     init(_ parsed: ParsedArguments) throws(ParseError) {
@@ -48,54 +40,34 @@ struct RowsCommand: Command {
         guard parsed.positionals.count >= 2 else { throw .missingArgument("entity") }
         guard parsed.positionals.count == 2 else { throw .unexpectedArgument(parsed.positionals[2]) }
         path = parsed.positionals[0]
-        entityName = parsed.positionals[1]
         format = RowsWriter.Format(rawValue: parsed.format) ?? .table
-        filters = parsed.values("--where")
+        var limit: Int?
         if let text = parsed.value("--limit") {
             guard let n = Int(text), n >= 0 else { throw .invalid("The value '\(text)' is invalid for '--limit'; give a whole number of rows.") }
             limit = n
-        } else {
-            limit = nil
         }
-        if let text = parsed.value("--as-of") {
-            guard let n = Int(text), n >= 0 else { throw .invalid("The value '\(text)' is invalid for '--as-of'; give a commit number (0 for the main file alone).") }
-            asOf = n
-        } else {
-            asOf = nil
-        }
-        modelPath = parsed.value("--model")
+        let asOf = try parsed.commit("--as-of")
         rawCSV = parsed.flag("--raw-csv")
         if rawCSV && format != .csv && format != .tsv { throw .invalid("--raw-csv is for --format csv or tsv; the other formats escape by their own rules (JSON's) or are for a terminal.") }
         input = try InputSettings(parsed)
+        options = Storelens.RowsOptions(entity: parsed.positionals[1], input: input.options, xcodeModel: parsed.value("--model").map { URL(fileURLWithPath: $0) },
+                                        asOfCommit: asOf, filters: parsed.values("--where"), limit: limit)
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        return try input.makeSession().reading { session in
-            let options = Storelens.RowsOptions(entity: entityName, input: input.options, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) },
-                                                asOfCommit: asOf, filters: filters, limit: limit)
-            let rows: Storelens.EntityRows
+        try Storelens.reading(input.options) { session -> [String] in
             switch try Storelens.rows(path, options, in: session) {
-            case .atomic(let store, let selected): return try write(selected, of: store, session: session, output: output)
-            case .sqlite(let opened): rows = opened
+            case .sqlite(let rows):
+                try RowsWriter.write(rows, as: format, rawCSV: rawCSV, write: output.write, writeBytes: output.write(bytes:))
+                return []
+            case .atomic(let store, let selected):
+                try RowsWriter.write(selected, of: store, limit: options.limit, as: format, rawCSV: rawCSV, write: output.write, writeBytes: output.write(bytes:))
+                return selected.anomalies
             }
-            let writer = RowsWriter(format: format, fields: rows.fields, header: RowsWriter.header(rows), rawCSV: rawCSV, write: output.write,
-                                    writeBytes: output.write(bytes:))
-            if format == .table { output.write(RowsWriter.title(rows) + "\n") }
-            writer.begin()
-            do {
-                if writer.takesScanRows {
-                    // jsonl, array, csv, tsv: straight from the statement into output bytes.
-                    try rows.forEachStored { try writer.add($0) }
-                } else {
-                    try rows.forEach { try writer.add($0) }
-                }
-            } catch {
-                writer.flush()
-                throw error
-            }
-            writer.end()
-            if format == .table { output.write("\(plural(writer.count, "row"))\n") }
-            try session.finish()
+        } then: { anomalies, session in
+            // Values that are not their type are shown as stored text; say so where people look.
+            for anomaly in anomalies.prefix(10) { output.error("warning: \(anomaly).\n") }
+            if anomalies.count > 10 { output.error("warning: \(anomalies.count - 10) more values are not their type.\n") }
             input.tellKeptScratch(of: session, to: output)
             return .success
         }

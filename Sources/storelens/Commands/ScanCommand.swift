@@ -43,9 +43,7 @@ struct ScanCommand: Command {
     func run(_ output: Output) throws -> ExitCode {
         if let batch {
             return try Batch.run(command: "scan", inputs: paths, settings: batch, input: input, output: output) { path, evidence in
-                return try evidence.reading { session in
-                    let result = try Storelens.scan([path], .init(input: input.options, hashArchives: true), in: session)
-                    try session.finish()
+                try evidence.reading { try Storelens.scan([path], .init(input: input.options, hashArchives: true), in: $0) } then: { result, _ in
                     let damaged = result.damaged
                     return BatchOutcome(exitCode: damaged == nil ? .success : .usageOrInput,
                                         summary: ScanReport.batchSummary(inventories: result.inventories, stores: result.stores),
@@ -53,11 +51,10 @@ struct ScanCommand: Command {
                 }
             }
         }
-        return try input.makeSession().reading { session in
-            // Machine-readable output carries the archive's SHA-256 (docs/json-output.md); the text
-            // view skips it, as hashing a large archive costs more than reading it.
-            let result = try Storelens.scan(paths, .init(input: input.options, hashArchives: evidencePath != nil || format == "json"), in: session)
-            try session.finish()
+        // Machine-readable output carries the archive's SHA-256 (docs/json-output.md); the text
+        // view skips it, as hashing a large archive costs more than reading it.
+        let options = Storelens.ScanOptions(input: input.options, hashArchives: evidencePath != nil || format == "json")
+        return try Storelens.reading(input.options) { try Storelens.scan(paths, options, in: $0) } then: { result, session in
             if let evidencePath {
                 try OutputFile.create(ScanReport.evidence(inventories: result.inventories, ledger: session.ledger).rendered() + "\n", at: evidencePath)
             }

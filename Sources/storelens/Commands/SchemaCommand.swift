@@ -34,11 +34,9 @@ struct SchemaCommand: Command {
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        return try input.makeSession().reading { session in
-            let schema = try Storelens.schema(path, .init(input: input.options, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) }), in: session)
-            let text = format == "json" ? SchemaReport.json(schema).rendered() + "\n" : SchemaReport.text(schema)
-            try session.finish()
-            output.write(text)
+        let options = Storelens.SchemaOptions(input: input.options, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) })
+        return try Storelens.reading(input.options) { try Storelens.schema(path, options, in: $0) } then: { schema, session in
+            output.write(format == "json" ? SchemaReport.json(schema).rendered() + "\n" : SchemaReport.text(schema))
             input.tellKeptScratch(of: session, to: output)
             return .success
         }

@@ -44,18 +44,14 @@ struct TimelineCommand: Command {
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        return try input.makeSession().reading { session in
-            // Every store is read before anything is printed: the events of all of them are sorted
-            // together, in a scratch file beside the working folder rather than in memory.
-            let spool = try TimelineSpool(parent: session.scratch.url.deletingLastPathComponent())
-            let leftOut = try Storelens.timeline(path, .init(input: input.options, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) }),
-                                                 in: session) { store, event in
-                try spool.add(referenceSeconds: event.referenceSeconds, line: TimelineWriter.lines(format, store: store, [event], rawCSV: rawCSV))
-            }
-            try session.finish()
+        let options = Storelens.TimelineOptions(input: input.options, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) })
+        return try Storelens.reading(input.options) { session in
+            // Every store is read before anything is printed: the events of all of them are sorted together.
+            try Storelens.sortedTimeline(path, options, in: session) { store, event in TimelineWriter.lines(format, store: store, [event], rawCSV: rawCSV) }
+        } then: { timeline, session in
             output.write(TimelineWriter.header(format, rawCSV: rawCSV))
-            try spool.forEachSorted { output.write($0) }
-            let undated = leftOut.undated
+            try timeline.forEachSorted { output.write($0) }
+            let leftOut = timeline.leftOut, undated = leftOut.undated
             if !leftOut.notCoreData.isEmpty { output.error("Not Core Data, no timeline: \(leftOut.notCoreData.map(TextTable.sanitized).joined(separator: ", "))\n") }
             if undated > 0 { output.error("\(plural(undated, "transaction")), commit\(undated == 1 ? "" : "s") or value\(undated == 1 ? "" : "s") without a usable date left out.\n") }
             input.tellKeptScratch(of: session, to: output)

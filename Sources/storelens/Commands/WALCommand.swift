@@ -1,11 +1,6 @@
-import Acquisition
-import CoreDataStore
-import Foundation
 import Operations
-import OutputFiles
 import Reports
 import StoreFormats
-import WALForensics
 
 /// `storelens wal INPUT`: what a store's -wal and -shm hold, point-in-time images, and what the WAL changed.
 struct WALCommand: Command {
@@ -42,13 +37,6 @@ struct WALCommand: Command {
                    "storelens wal default.store --diff --from 3 --to 7 --format json",
                    "storelens wal default.store --diff --each --format jsonl"])
 
-    enum Mode {
-        case report
-        case write(commit: Int?, output: String, force: Bool)
-        case diff(from: Int?, to: Int?)
-        case each
-    }
-
     let paths: [String]
     let format: String
     let rawCSV: Bool
@@ -62,92 +50,31 @@ struct WALCommand: Command {
         rawCSV = try CommonOptions.rawCSV(parsed, csv: format == "csv")
         integrityCheck = !parsed.flag("--no-integrity-check")
         input = try InputSettings(parsed)
-        func commit(_ name: String) throws(ParseError) -> Int? {
-            guard let text = parsed.value(name) else { return nil }
-            guard let n = Int(text), n >= 0 else {
-                throw .invalid("The value '\(text)' is invalid for '\(name)'; give a commit number (0 for the main file alone).")
-            }
-            return n
-        }
-        let asOf = try commit("--as-of")
-        let from = try commit("--from")
-        let to = try commit("--to")
-        let out = parsed.value("--out")
-        if parsed.flag("--diff") {
-            guard asOf == nil, out == nil else {
-                throw .invalid("--diff cannot be combined with --as-of or --out; use --from and --to to choose the commits to compare.")
-            }
-            if parsed.flag("--each") {
-                guard from == nil, to == nil else {
-                    throw .invalid("--each compares every commit with the one before it; leave out --from and --to (or drop --each to compare two commits).")
-                }
-                mode = .each
-            } else {
-                mode = .diff(from: from, to: to)
-            }
-        } else {
-            guard from == nil, to == nil else { throw .invalid("--from and --to choose the commits for --diff; add --diff.") }
-            guard !parsed.flag("--each") else { throw .invalid("--each lists every commit's changes; add --diff.") }
-            if let out {
-                guard !out.isEmpty else { throw .invalid("--out needs a file name.") }
-                mode = .write(commit: asOf, output: out, force: parsed.flag("--force"))
-            } else if asOf != nil {
-                throw .invalid("--as-of needs --out FILE to write the database as of that commit (or use 'storelens rows … --as-of N' to read it).")
-            } else {
-                mode = .report
-            }
-        }
-        if parsed.flag("--force"), out == nil { throw .invalid("--force replaces the file --out names; add --out FILE (or drop --force).") }
-        if format == "markdown" {
-            guard case .report = mode else { throw .invalid("--format markdown is for the WAL report; use text, json, jsonl or csv with --diff, and text or json with --out.") }
-        }
-        if format == "jsonl" || format == "csv" {
-            switch mode {
-            case .diff, .each: break
-            default: throw .invalid("--format \(format) lists changed records; use it with --diff (the report and --out take text or json).")
-            }
-        }
+        mode = try Mode(parsed, format: format)
     }
 
     func run(_ output: Output) throws -> ExitCode {
-        if case .write(_, let out, let force) = mode { try OutputFile.checkWritable(out, force: force) }
-        return try input.makeSession().reading { session in
+        try Storelens.reading(input.options) { session -> () -> Void in
             switch mode {
             case .report:
                 let analyses = try Storelens.wal(paths, .init(input: input.options, integrityCheck: integrityCheck, timings: Timings.fromEnvironment), in: session)
-                try session.finish()
-                output.write(WALReport.rendered(analyses, as: format))
-
+                return { output.write(WALReport.rendered(analyses, as: format)) }
             case .diff(let from, let to):
                 // Every store is read before anything is printed, so a failure leaves no half document.
                 let changes = try Storelens.walDiff(paths, .init(input: input.options, from: from, to: to), in: session)
-                try session.finish()
-                diffWriter(each: false, output).write(changes)
-
+                return { RecordDiffWriter(format: format, each: false, rawCSV: rawCSV, write: output.write).write(changes) }
             case .each:
                 // Streamed: one commit's diff is printed and dropped before the next is built.
-                let writer = diffWriter(each: true, output)
-                writer.begin()
-                try Storelens.walEachCommit(paths, input.options, in: session) { writer.add($0) }
-                writer.end()
-                try session.finish()
-
+                try RecordDiffWriter(format: format, each: true, rawCSV: rawCSV, write: output.write).write { try Storelens.walEachCommit(paths, input.options, in: session, visit: $0) }
+                return {}
             case .write(let commit, let out, let force):
-                let image = try Storelens.walImage(paths, commit: commit, input.options, in: session)
-                try session.finish()
-                try OutputFile.write(image.bytes, to: out, force: force, originals: session.ledger.entries.map(\.path))
-                let written = WALReport.WrittenImage(path: image.store, commit: image.commit, commitFrame: image.commitFrame,
-                                                     output: out, bytes: image.bytes.count, pageSize: image.pageSize)
-                output.write(format == "json" ? WALReport.json(written: written).rendered() + "\n" : WALReport.text(written: written))
+                let image = try Storelens.walImage(paths, commit: commit, into: out, force: force, input.options, in: session)
+                return { output.write(WALReport.rendered(written: WALReport.WrittenImage(image, output: out), json: format == "json")) }
             }
+        } then: { show, session in  // what was read is printed once the originals are checked unchanged
+            show()
             input.tellKeptScratch(of: session, to: output)
             return .success
         }
-    }
-
-    func diffWriter(each: Bool, _ output: Output) -> RecordDiffWriter {
-        let writer = RecordDiffWriter(format: RecordDiffWriter.Format(rawValue: format) ?? .text, each: each, write: output.write)
-        writer.rawCSV = rawCSV
-        return writer
     }
 }
