@@ -119,7 +119,7 @@ let package = Package(
         .testTarget(name: "OperationsTests", dependencies: ["Operations", "Reports", "Coexistence", "Acquisition", "SQLiteAccess", "CoreDataStore", "WALForensics", "Checks", "Findings", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "Operations", "CoreDataStore", "StoreBuilder", "StoreTestSupport"]),
         .testTarget(name: "StorelensKitTests", dependencies: ["StorelensKit", "StoreBuilder", "StoreTestSupport"]),
-        .testTarget(name: "storelensTests", dependencies: ["StoreBuilder", "SQLiteAccess", "StoreTestSupport", "Acquisition"]),
+        .testTarget(name: "storelensTests", dependencies: ["StoreBuilder", "SQLiteAccess", "StoreTestSupport", "Acquisition", "Reports"]),
     ],
     swiftLanguageModes: [.v6]
 )

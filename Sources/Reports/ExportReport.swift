@@ -3,7 +3,7 @@ import Operations
 import StoreFormats
 
 /// `storelens export` in text and JSON: the file written, each table with its rows.
-public enum ExportReport {
+public enum ExportReport: PlainView {
     public static let schemaVersion = 1
 
     public static func json(_ result: Storelens.ExportResult) -> JSONValue {

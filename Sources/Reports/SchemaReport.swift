@@ -4,7 +4,7 @@ import Operations
 import StoreFormats
 
 /// The views of `schema`: the model with its SQL map (documented in docs/json-output.md).
-public enum SchemaReport {
+public enum SchemaReport: PlainView {
     public static let schemaVersion = 1
 
     public static func json(_ store: Storelens.StoreSchema) -> JSONValue {

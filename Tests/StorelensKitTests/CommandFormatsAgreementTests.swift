@@ -221,4 +221,57 @@ struct CommandFormatsAgreementTests {
         try Self.expectSameReport(store.path)
         try Self.expectSameExport(store.path, in: try TemporaryFolder("formats-agreement-export-real"))
     }
+
+    // MARK: - timeline, repair --plan and merge
+
+    /// timeline and `repair --plan` of `store` in every format, as the command renders what the
+    /// library read.
+    static func expectSameTimelineAndPlan(_ store: String) throws {
+        for format in TimelineWriter.Format.allCases {
+            try SameOutput.expect(["timeline", store, "--format", format.rawValue]) {
+                try Storelens.reading(.init()) { session in
+                    try Storelens.sortedTimeline(store, .init(), in: session) { TimelineWriter.lines(format, store: $0, [$1], rawCSV: false) }
+                } then: { timeline, _ in
+                    var out = TimelineWriter.header(format, rawCSV: false)
+                    try timeline.forEachSorted { out += $0 }
+                    return out
+                }
+            }
+        }
+        for format in PlainFormats.names {
+            try SameOutput.expect(["repair", store, "--plan", "--format", format]) {
+                try Storelens.reading(.init()) { try Storelens.repair(store, .init(mode: .plan), in: $0) } then: { outcome, session in
+                    format == JSONFormat.name ? RepairReport.json(outcome, inputHashes: session.ledger.entries.map { ($0.path, $0.sha256) }).rendered() + "\n"
+                                              : RepairReport.text(outcome, planOnly: true)
+                }
+            }
+        }
+    }
+
+    @Test("the demo's stores and a builder store: timeline and repair --plan in every format; merge of a batch's results")
+    func timelineRepairMerge() throws {
+        let folder = try TemporaryFolder("formats-agreement-timeline")
+        let store = folder.path("bench/default.store")
+        try FileManager.default.createDirectory(at: store.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try BenchCorpus.write(to: store, rows: 300, batch: 10, walShare: 0.3)
+        try Self.expectSameTimelineAndPlan(store.path)
+        // A batch's results over the store and a path that is not there, merged.
+        let results = folder.path("results.jsonl").path
+        let batch = try CLI.run(["scan", store.path, folder.path("missing").path, "--jsonl", results])
+        #expect(FileManager.default.fileExists(atPath: results), "the batch wrote its results: \(batch.stderr)")
+        for format in PlainFormats.names {
+            try SameOutput.expect(["merge", results, "--format", format]) {
+                MergeReport.rendered(try Storelens.merge(files: [URL(fileURLWithPath: results)]), as: format)
+            }
+        }
+    }
+
+    @Test("genuine Apple stores: timeline and repair --plan in every format",
+          .enabled(if: ProjectPaths.hasRealFixtures, Comment(rawValue: ProjectPaths.realFixturesMissing)),
+          arguments: ["notes-macos15-wal", "swiftdata-cocktails-preloaded", "knowledgec-tombstones"])
+    func realStoreTimelineAndPlan(_ name: String) throws {
+        let root = try #require(ProjectPaths.realFixtures()).appendingPathComponent(name)
+        let store = try #require(try ProjectPaths.realStoreFile(in: root), "a store in \(name)")
+        try Self.expectSameTimelineAndPlan(store.path)
+    }
 }

@@ -4,7 +4,7 @@ import StoreFormats
 
 /// `storelens merge`'s two views of a `BatchMerge` (`Storelens.merge`): the summary for a
 /// terminal and its JSON (docs/merge.md).
-public enum MergeReport {
+public enum MergeReport: PlainView {
     public static func json(_ merge: BatchMerge) -> JSONValue {
         JSONDocument.make(schemaVersion: BatchMerge.schemaVersion, [
             ("files", .array(merge.files.map(JSONValue.string))),
@@ -31,7 +31,9 @@ public enum MergeReport {
     }
 
     /// For a terminal: every name sanitised, long lists cut.
-    public static func text(_ merge: BatchMerge, listLimit: Int = 20) -> String {
+    public static func text(_ merge: BatchMerge) -> String { text(merge, listLimit: 20) }
+
+    public static func text(_ merge: BatchMerge, listLimit: Int) -> String {
         let s = TextTable.sanitized
         var out = "merged \(plural(merge.files.count, "file")), \(plural(merge.lineCount, "line")): \(plural(merge.inputCount, "input"))\n"
         for c in merge.commands {

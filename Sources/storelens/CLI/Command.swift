@@ -97,14 +97,14 @@ final class Output: Sendable {
 /// Options every read command shares.
 enum CommonOptions {
     static let format = OptionSpec.value("--format", "-f", valueName: "format", help: "Output format.",
-                                         allowed: ["text", "json"], default: "text")
+                                         allowed: PlainFormats.names, default: TextFormat.name)
     /// `--format` of the commands whose answer is findings: also SARIF 2.1.0, for code review and CI.
     static let formatWithSARIF = OptionSpec.value("--format", "-f", valueName: "format",
                                                   help: "Output format (sarif: SARIF 2.1.0 for code scanning, docs/sarif.md).",
-                                                  allowed: ["text", "json", "markdown", "sarif"], default: "text")
+                                                  allowed: FindingsFormats.names, default: TextFormat.name)
     /// `--format` for commands that also have a Markdown view (sized for a support ticket).
     static let formatWithMarkdown = OptionSpec.value("--format", "-f", valueName: "format", help: "Output format.",
-                                                     allowed: ["text", "json", "markdown"], default: "text")
+                                                     allowed: DocumentFormats.names, default: TextFormat.name)
     static let keepScratch = OptionSpec.flag("--keep-scratch",
                                              help: "Keep the private working folder with the copies storelens read, and print where it is.")
     static let rollBackJournal = OptionSpec.flag("--roll-back-journal",

@@ -55,14 +55,8 @@ struct AuditCommand: Command {
             }
         }
         return try Storelens.reading(input.options) { try Storelens.audit(paths, manifest: manifest, options, in: $0) } then: { result, _ in
-            switch format {
-            case "json": output.write(AuditReport.json(result, manifest: manifestPath).rendered() + "\n")
-            case "sarif":
-                let located = AuditReport.located(result, manifest: manifestPath)
-                output.write(SARIF.log(located, command: "audit", toolVersion: RootCommand.version, places: SARIFPlaces(inputs: paths)).rendered() + "\n")
-            case "markdown": output.write(AuditReport.markdown(result, input: paths.joined(separator: ", ")))
-            default: output.write(AuditReport.text(result))
-            }
+            output.write(AuditReport.rendered(.init(result, manifest: manifestPath, input: paths.joined(separator: ", ")), as: format, command: "audit",
+                                              toolVersion: RootCommand.version, places: SARIFPlaces(inputs: paths)))
             return result.findings.any(atOrAbove: failOn) ? .findings : .success
         }
     }

@@ -33,7 +33,7 @@ struct ExportCommand: Command {
     let out: String
     let force: Bool
     let withExternalData: Bool
-    let json: Bool
+    let format: String
     let modelPath: String?
     let input: InputSettings
 
@@ -44,7 +44,7 @@ struct ExportCommand: Command {
         self.out = out
         force = parsed.flag("--force")
         withExternalData = parsed.flag("--with-external-data")
-        json = parsed.value("--format") == "json"
+        format = parsed.format
         modelPath = parsed.value("--model")
         input = try InputSettings(parsed)
     }
@@ -54,7 +54,7 @@ struct ExportCommand: Command {
                                               xcodeModel: modelPath.map { URL(fileURLWithPath: $0) }, toolVersion: RootCommand.version)
         // The export checks the originals itself, before it writes.
         return try Storelens.reading(input.options) { try Storelens.export(path, options, in: $0) } then: { result, session in
-            output.write(json ? ExportReport.json(result).rendered() + "\n" : ExportReport.text(result))
+            output.write(ExportReport.rendered(result, as: format))
             input.tellKeptScratch(of: session, to: output)
             return .success
         }

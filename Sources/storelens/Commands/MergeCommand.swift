@@ -36,7 +36,7 @@ struct MergeCommand: Command {
 
     func run(_ output: Output) throws -> ExitCode {
         let merge = try Storelens.merge(files: files.map { URL(fileURLWithPath: $0) }, out: out)
-        output.write(format == "json" ? MergeReport.json(merge).rendered() + "\n" : MergeReport.text(merge))
+        output.write(MergeReport.rendered(merge, as: format))
         // One sentence for all of them (--format json lists the first ones).
         if let first = merge.malformed.first {
             let more = merge.malformedCount - 1

@@ -22,7 +22,7 @@ struct RepairCommand: Command {
                   .flag("--plan", help: "Print the plan and stop; nothing is written."),
                   .value("--only", valueName: "ids", help: "Repair only these findings (comma-separated finding ids)."),
                   .value("--keep", valueName: "rule", help: "Which row of a uniqueness duplicate to keep.", allowed: KeepRule.allCases.map(\.rawValue), default: "highest-opt"),
-                  .value("--format", "-f", valueName: "format", help: "Output format (json is the repair log).", allowed: ["text", "json"], default: "text"),
+                  .value("--format", "-f", valueName: "format", help: "Output format (json is the repair log).", allowed: PlainFormats.names, default: TextFormat.name),
                   .value("--log", valueName: "file", help: "Also write the JSON repair log to this new file."),
                   .flag("--in-place", help: "Replace the input store itself (needs --backup)."),
                   .value("--backup", valueName: "dir", help: "With --in-place: copy the whole store family here first and verify the copy."),

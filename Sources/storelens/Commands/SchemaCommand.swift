@@ -36,7 +36,7 @@ struct SchemaCommand: Command {
     func run(_ output: Output) throws -> ExitCode {
         let options = Storelens.SchemaOptions(input: input.options, xcodeModel: modelPath.map { URL(fileURLWithPath: $0) })
         return try Storelens.reading(input.options) { try Storelens.schema(path, options, in: $0) } then: { schema, session in
-            output.write(format == "json" ? SchemaReport.json(schema).rendered() + "\n" : SchemaReport.text(schema))
+            output.write(SchemaReport.rendered(schema, as: format))
             input.tellKeptScratch(of: session, to: output)
             return .success
         }

@@ -1,4 +1,9 @@
+import Reports
+
 extension WALCommand {
+    /// The report's formats, then those of --diff's changed records the report has not.
+    static let formats = DocumentFormats.names + RecordDiffWriter.Format.allCases.map(\.rawValue).filter { !DocumentFormats.names.contains($0) }
+
     /// What `wal` is asked, from its options: the report, the store as of a commit written to a
     /// file, the rows changed between two commits, or every commit's changes.
     enum Mode {

@@ -20,7 +20,7 @@ struct WALCommand: Command {
         arguments: [ArgumentSpec(name: "input", help: "A store file, an app container or .xcappdata folder, a tar or zip archive of one, or a Finder/iTunes backup folder.", repeating: true, optional: false)],
         options: [OptionSpec.value("--format", "-f", valueName: "format",
                                    help: "Output format: text, json, markdown (the report only), jsonl or csv (--diff only).",
-                                   allowed: ["text", "json", "markdown", "jsonl", "csv"], default: "text"),
+                                   allowed: WALCommand.formats, default: TextFormat.name),
                   OptionSpec.value("--as-of", valueName: "commit", help: "With --out: the commit to write the database as of (0: the main file alone; default: the last commit)."),
                   OptionSpec.value("--out", valueName: "file", help: "Write the point-in-time database to this file (never overwritten unless --force)."),
                   OptionSpec.flag("--force", help: "With --out: replace the file if it exists (never an input), as report does."),

@@ -1,4 +1,5 @@
 import Foundation
+import Reports
 
 /// What the hostile corpus runs on an item: every command, in every output format and mode it
 /// has, on the whole input and (for an input that holds several stores) on each store chosen with
@@ -38,18 +39,22 @@ enum CommandPlan {
         "migration": "ModelReviewHostileTests runs migration on every item, as the old store and as the target",
     ]
 
+    /// A family's formats but the default one (which `main` runs): a format added to the family
+    /// is run on every item without a line here.
+    static func otherFormats(_ names: [String]) -> [String] { names.filter { $0 != TextFormat.name } }
+
     /// The commands that read the whole input (several stores at once).
     static func wholeInput(input: String, manifest: URL, outputs: URL) -> [Command] {
         let out = { (name: String) in outputs.appendingPathComponent(name).path }
         return [
             Command(name: "scan", singleStore: false, main: Run(label: "scan", arguments: ["scan", input], outputs: []),
-                    more: [Run(label: "scan --format json", arguments: ["scan", input, "--format", "json"], outputs: []),
-                           Run(label: "scan --format markdown", arguments: ["scan", input, "--format", "markdown"], outputs: []),
-                           Run(label: "scan --evidence", arguments: ["scan", input, "--evidence", out("evidence.json")], outputs: ["evidence.json"])]),
+                    more: otherFormats(DocumentFormats.names).map { Run(label: "scan --format \($0)", arguments: ["scan", input, "--format", $0], outputs: []) }
+                        + [Run(label: "scan --evidence", arguments: ["scan", input, "--evidence", out("evidence.json")], outputs: ["evidence.json"])]),
             Command(name: "audit", singleStore: false,
                     main: Run(label: "audit", arguments: ["audit", input, "--manifest", manifest.path], outputs: []),
-                    more: [Run(label: "audit --format json", arguments: ["audit", input, "--manifest", manifest.path, "--format", "json"], outputs: []),
-                           Run(label: "audit --format markdown", arguments: ["audit", input, "--manifest", manifest.path, "--format", "markdown"], outputs: [])]),
+                    more: otherFormats(FindingsFormats.names).map {
+                        Run(label: "audit --format \($0)", arguments: ["audit", input, "--manifest", manifest.path, "--format", $0], outputs: [])
+                    }),
             Command(name: "report", singleStore: false,
                     main: Run(label: "report --out", arguments: ["report", input, "--out", out("report.html")], outputs: ["report.html"]),
                     more: [Run(label: "report --manifest --out -", arguments: ["report", input, "--manifest", manifest.path, "--out", "-"], outputs: [])]),
@@ -69,8 +74,8 @@ enum CommandPlan {
                     more: names.map { Run(label: "\(command) --format \($0)", arguments: base + ["--format", $0] + select, outputs: []) })
         }
         return [
-            formats("inspect", ["inspect", input], ["json", "markdown"], singleStore: false),
-            formats("schema", ["schema", input], ["json"], singleStore: true),
+            formats("inspect", ["inspect", input], otherFormats(DocumentFormats.names), singleStore: false),
+            formats("schema", ["schema", input], otherFormats(PlainFormats.names), singleStore: true),
             formats("rows", ["rows", input, entity, "--limit", "50"], ["json", "jsonl", "csv"], singleStore: true),
             Command(name: "history", singleStore: true, main: Run(label: "history", arguments: ["history", input] + select, outputs: []),
                     more: [Run(label: "history --format json", arguments: ["history", input, "--format", "json"] + select, outputs: []),
@@ -85,7 +90,7 @@ enum CommandPlan {
                            // The first commit: a point in time before the last one, so the cut is real.
                            Run(label: "wal --as-of 1 --out", arguments: ["wal", input, "--as-of", "1", "--out", out("as-of.sqlite")] + select,
                                outputs: ["as-of.sqlite"])]),
-            formats("check", ["check", input], ["json", "markdown"], singleStore: false),
+            formats("check", ["check", input], otherFormats(FindingsFormats.names), singleStore: false),
             Command(name: "recover", singleStore: false, main: Run(label: "recover", arguments: ["recover", input] + select, outputs: []),
                     more: [Run(label: "recover --format json", arguments: ["recover", input, "--format", "json"] + select, outputs: []),
                            Run(label: "recover --format csv", arguments: ["recover", input, "--format", "csv"] + select, outputs: []),
