@@ -41,8 +41,10 @@ struct ReportCommand: Command {
         }
         if out != "-" { try OutputFile.checkWritable(out, force: force) }
         let options = try reportOptions()
-        return try input.makeSession().reading { session in
-            let built = try Storelens.report(paths, options, in: session, render: HTMLReport.render)
+        // The report checks the originals itself before it is written (it says so in the file).
+        return try Storelens.reading(input.options) { session in
+            try Storelens.report(paths, options, in: session, render: HTMLReport.render)
+        } then: { built, session in
             let (stores, findings) = (built.contents.stores, built.contents.findings)
             if out == "-" {
                 output.write(built.html)
