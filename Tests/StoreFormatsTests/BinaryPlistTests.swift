@@ -1,4 +1,5 @@
 import Foundation
+import StoreTestSupport
 import Testing
 @testable import StoreFormats
 
@@ -342,7 +343,7 @@ private let sampleValue: PlistValue = .dictionary([
 
     @Test func survivesThousandsOfRandomMutations() throws {
         let seeds = [try decodeBase64Vector(pythonMetadataVector), BinaryPlistWriter.encode(sampleValue)]
-        var random = PlistFuzzRandom(state: 0x5701_E1E5)
+        var random = SeededRandom(seed: 0x5701_E1E5)
         var limits = BinaryPlist.Limits()
         limits.maxDecodedValues = 50_000
         var decoded = 0

@@ -156,7 +156,7 @@ struct DatabaseHeaderTests {
 
     @Test("random and truncated input never crashes")
     func fuzz() {
-        var random = WALTestSupport.Random(seed: 100)
+        var random = SeededRandom(seed: 100)
         for round in 0..<2000 {
             let length = Int(random.next() % 140)
             var bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: random.next()) }

@@ -295,7 +295,7 @@ struct DatabaseImageTests {
     func fuzz() {
         let main = Self.mainFile(pages: 3)
         let walBytes = Self.sampleWAL().bytes()
-        var random = WALTestSupport.Random(seed: 77)
+        var random = SeededRandom(seed: 77)
         for round in 0..<500 {
             var mainBytes = [UInt8](main)
             var wal = walBytes

@@ -1,4 +1,5 @@
 import Foundation
+import StoreTestSupport
 import Testing
 @testable import StoreFormats
 
@@ -268,7 +269,7 @@ private func classDescription(_ chain: [String]) -> PlistValue {
 
     @Test func survivesRandomMutationsOfAnArchive() throws {
         let seed = [UInt8](try decodeBase64Vector(pythonArchiveVector))
-        var random = PlistFuzzRandom(state: 0xA4C_41FE)
+        var random = SeededRandom(seed: 0xA4C_41FE)
         for _ in 0..<1_500 {
             var bytes = seed
             for _ in 0..<(1 + random.next() % 6) {

@@ -169,7 +169,7 @@ struct SharedMemoryIndexTests {
 
     @Test("random bytes never crash")
     func fuzz() {
-        var random = WALTestSupport.Random(seed: 5)
+        var random = SeededRandom(seed: 5)
         for _ in 0..<1000 {
             let length = Int(random.next() % 300)
             let bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: random.next()) }

@@ -95,7 +95,7 @@ struct RealWALTests {
         let data = try WALTestSupport.RealFixture.data("swiftdata-resources/default.store-wal")
         let frameSize = 24 + 4096
         var lengths = Array(0...40) + Array(stride(from: 41, to: 3 * frameSize, by: 37))
-        var random = WALTestSupport.Random(seed: 7)
+        var random = SeededRandom(seed: 7)
         for _ in 0..<200 { lengths.append(Int(random.next() % UInt64(data.count))) }
         for length in lengths {
             let wal = WAL(data: data.prefix(length))
@@ -403,7 +403,7 @@ struct SyntheticWALTests {
 struct WALFuzzTests {
     @Test("random bytes, with and without a valid-looking header")
     func randomBytes() {
-        var random = WALTestSupport.Random(seed: 42)
+        var random = SeededRandom(seed: 42)
         for round in 0..<400 {
             let length = Int(random.next() % 5000)
             var bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: random.next()) }
@@ -427,7 +427,7 @@ struct WALFuzzTests {
     func mutations() {
         let builder = WALTestSupport.SyntheticWAL.sample()
         let original = builder.bytes()
-        var random = WALTestSupport.Random(seed: 9)
+        var random = SeededRandom(seed: 9)
         for _ in 0..<1000 {
             var bytes = original
             let position = Int(random.next() % UInt64(bytes.count))

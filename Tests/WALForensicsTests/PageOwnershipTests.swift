@@ -83,18 +83,6 @@ struct PageOwnershipTests {
         #expect(tracker.use(of: 1)?.object == .schema)
     }
 
-    /// A deterministic generator, so a failure can be replayed.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test("generated WALs: splits, overflow chains, indexes, deletes, dropped and new tables, vacuum",
           arguments: [(4096, "NONE", UInt64(1)), (1024, "INCREMENTAL", 2), (512, "FULL", 3), (4096, "INCREMENTAL", 4)])
     func generated(pageSize: Int, autoVacuum: String, seed: UInt64) throws {
@@ -109,7 +97,7 @@ struct PageOwnershipTests {
                            [.integer(Int64(i)), .text("item \(i)"), .integer(Int64(i * 37 % 900))])
             }
         }
-        var random = Generator(state: seed)
+        var random = SeededRandom(seed: seed)
         var next = 61
         for step in 0..<40 {
             switch Int.random(in: 0..<10, using: &random) {
@@ -184,7 +172,7 @@ struct PageOwnershipTests {
                            [.integer(Int64(i)), .text("item \(i)"), .integer(Int64(i * 37 % (pageSize * 2)))])
             }
         }
-        var random = Generator(state: seed)
+        var random = SeededRandom(seed: seed)
         var next = 401
         for step in 0..<30 {
             switch Int.random(in: 0..<4, using: &random) {
@@ -263,7 +251,7 @@ struct PageOwnershipTests {
             }
         }
         // Random bytes everywhere but page 1.
-        var random = Generator(state: 9)
+        var random = SeededRandom(seed: 9)
         for _ in 0..<50 {
             var damaged = main
             for _ in 0..<200 {
