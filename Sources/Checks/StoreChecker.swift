@@ -254,9 +254,6 @@ public struct StoreChecker: @unchecked Sendable {
         return findings.filter { f in f.id == Check.checkNotRun.rawValue || (only.map { $0.contains { $0.rawValue == f.id } } ?? true) }.bySeverity
     }
 
-    /// This checker on another connection to the same store (for a part run on another thread).
-    public func on(_ connection: Connection) -> StoreChecker { sibling(on: connection) }
-
     /// This checker on another connection to the same store.
     private func sibling(on connection: Connection) -> StoreChecker {
         var other = StoreChecker(opened: OpenedStore(displayPath: opened.displayPath, connection: connection, store: opened.store,
