@@ -25,6 +25,14 @@ static atomic_llong opened = 0;
 long long storelens_evidence_vfs_refused(void) { return atomic_load(&refused); }
 long long storelens_evidence_vfs_opened(void) { return atomic_load(&opened); }
 
+// The same counts for the calling thread alone: SQLite calls a VFS on the thread that runs the
+// statement, so a test counts its own connection's files exactly while other tests run beside it.
+static _Thread_local long long refusedHere = 0;
+static _Thread_local long long openedHere = 0;
+
+long long storelens_evidence_vfs_refused_on_this_thread(void) { return refusedHere; }
+long long storelens_evidence_vfs_opened_on_this_thread(void) { return openedHere; }
+
 // The wal-index of one open main file: regions of the size SQLite asks for, zeroed when mapped
 // (SQLite then rebuilds the index from the -wal, as it does for a store just pulled off a device).
 typedef struct {
@@ -48,6 +56,7 @@ static sqlite3_vfs *defaultVFS(void) { return sqlite3_vfs_find(NULL); }
 
 static int refuse(void) {
     atomic_fetch_add(&refused, 1);
+    refusedHere++;
     return SQLITE_READONLY;
 }
 
@@ -199,6 +208,7 @@ static int vfsOpen(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flag
     e->fd = fd;
     if (outFlags) *outFlags = (flags & ~(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_READONLY;
     atomic_fetch_add(&opened, 1);
+    openedHere++;
     f->pMethods = &evidenceMethods;
     return SQLITE_OK;
 }

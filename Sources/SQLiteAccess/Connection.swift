@@ -90,6 +90,11 @@ public final class Connection {
     /// Files the evidence VFS opened since the process started.
     public static var evidenceFilesOpened: Int64 { Int64(storelens_evidence_vfs_opened()) }
 
+    /// Both counts for the calling thread alone: SQLite calls the VFS on the thread that runs the
+    /// statement, so a test reads its own connections' counts while other tests run beside it.
+    public static var evidenceWritesRefusedOnThisThread: Int64 { Int64(storelens_evidence_vfs_refused_on_this_thread()) }
+    public static var evidenceFilesOpenedOnThisThread: Int64 { Int64(storelens_evidence_vfs_opened_on_this_thread()) }
+
     /// `sqlite3_open_v2` of `filename` (a path or a `file:` URI) with `flags`, hardened.
     private static func open(filename: String, flags: Int32, label: String, vfs: String? = nil) throws(SQLiteError) -> Connection {
         var db: OpaquePointer?

@@ -52,7 +52,7 @@ struct EvidenceVFSTests {
         let folder = try TemporaryFolder("evidence-vfs")
         let store = try Self.family(in: folder)
         let before = try FolderSnapshot(store.deletingLastPathComponent())
-        let refused = Connection.evidenceWritesRefused, opened = Connection.evidenceFilesOpened
+        let refused = Connection.evidenceWritesRefusedOnThisThread, opened = Connection.evidenceFilesOpenedOnThisThread
         let query = "SELECT count(*), sum(id), group_concat(name, '|') FROM (SELECT id, name FROM item ORDER BY id)"
 
         do {
@@ -72,8 +72,8 @@ struct EvidenceVFSTests {
         #expect(throws: SQLiteError.self) { try applied.execute("CREATE TABLE added (a)") }
         #expect(throws: SQLiteError.self) { try applied.execute("DELETE FROM item") }
         }  // both connections closed here
-        #expect(Connection.evidenceFilesOpened == opened + 3, "main file twice and the -wal once went through the VFS")
-        #expect(Connection.evidenceWritesRefused == refused, "SQLite asked to write nothing, even for the refused statements")
+        #expect(Connection.evidenceFilesOpenedOnThisThread == opened + 3, "main file twice and the -wal once went through the VFS")
+        #expect(Connection.evidenceWritesRefusedOnThisThread == refused, "SQLite asked to write nothing, even for the refused statements")
         #expect(try FolderSnapshot(store.deletingLastPathComponent()) == before, "the evidence must stay byte-identical, with no -shm beside it")
         #expect(!FileManager.default.fileExists(atPath: store.path + "-shm"))
     }
@@ -111,7 +111,7 @@ struct EvidenceVFSTests {
         let folder = try TemporaryFolder("evidence-vfs-attach")
         let store = try Self.family(in: folder)
         let before = try FolderSnapshot(store.deletingLastPathComponent())
-        let opened = Connection.evidenceFilesOpened
+        let opened = Connection.evidenceFilesOpenedOnThisThread
         do {
             let db = try Connection.openEvidence(path: store.path, view: .walApplied, label: nil)
             try db.attachEvidence(store.path, view: .mainFileOnly, as: "checkpointed")
@@ -120,7 +120,7 @@ struct EvidenceVFSTests {
             #expect(both == [try Self.truth(store, withWAL: true, count)[0][0], try Self.truth(store, withWAL: false, count)[0][0]])
             #expect(throws: SQLiteError.self) { try db.execute("DELETE FROM checkpointed.item") }
         }
-        #expect(Connection.evidenceFilesOpened == opened + 3, "the attached main file went through the VFS too")
+        #expect(Connection.evidenceFilesOpenedOnThisThread == opened + 3, "the attached main file went through the VFS too")
         #expect(try FolderSnapshot(store.deletingLastPathComponent()) == before)
     }
 

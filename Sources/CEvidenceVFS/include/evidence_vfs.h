@@ -13,4 +13,8 @@ long long storelens_evidence_vfs_refused(void);
 /// How many files the VFSes opened (the tests' proof that the evidence went through them).
 long long storelens_evidence_vfs_opened(void);
 
+/// Both counts for the calling thread alone (exact while other threads use the VFSes too).
+long long storelens_evidence_vfs_refused_on_this_thread(void);
+long long storelens_evidence_vfs_opened_on_this_thread(void);
+
 #endif
